@@ -1,0 +1,5 @@
+from __future__ import annotations
+
+from kbtool.cli import main
+
+main()

@@ -1,0 +1,49 @@
+"""Named validation checks with stable codes. Each is a pure function KB -> findings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kbtool.findings import Finding
+from kbtool.kb import KB
+
+CheckFn = Callable[[KB], list[Finding]]
+
+
+@dataclass(frozen=True)
+class Check:
+    code: str
+    name: str
+    description: str
+    fn: CheckFn | None  # None: done while loading (KB100, KB101)
+
+
+REGISTRY: dict[str, Check] = {}
+
+
+def check(code: str, name: str, description: str) -> Callable[[CheckFn], CheckFn]:
+    def deco(fn: CheckFn) -> CheckFn:
+        REGISTRY[code] = Check(code, name, description, fn)
+        return fn
+
+    return deco
+
+
+REGISTRY["KB100"] = Check("KB100", "yaml", "file is readable, safe, well-formed YAML (no tags, bombs, tabs, "
+                          "duplicate keys, bad encoding)", None)
+REGISTRY["KB101"] = Check("KB101", "schema", "record matches its kind's JSON Schema and model", None)
+
+
+def all_checks() -> list[Check]:
+    from kbtool.checks import references, values, verification  # noqa: F401  (registration)
+
+    try:
+        from kbtool.checks import topics  # noqa: F401
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        from kbtool.checks import style  # noqa: F401
+    except ImportError:  # pragma: no cover
+        pass
+    return [REGISTRY[c] for c in sorted(REGISTRY)]

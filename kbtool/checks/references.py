@@ -1,0 +1,112 @@
+"""Reference integrity on the record graph: duplicates, dangling refs, alias collisions, cycles."""
+
+from __future__ import annotations
+
+from kbtool.checks import check
+from kbtool.findings import Finding
+from kbtool.kb import KB
+from kbtool.model import FOLDERS
+
+
+@check("KB201", "duplicate-id", "no two records share an id")
+def find_duplicate_ids(kb: KB) -> list[Finding]:
+    out = []
+    for item in kb.duplicates:
+        rid = item.record.id if item.record else "?"
+        first = kb.where[rid].file if rid in kb.where else "?"
+        out.append(Finding("KB201", f"duplicate id '{rid}' (also in {first})", item.file, item.line("id"), "$.id",
+                           fix="give one of the records another id", check="duplicate-id"))
+    return out
+
+
+def _ref_path(kb: KB, rid: str, rel: str, target: str) -> tuple[str | None, int | None, str]:
+    """Locate the field that holds a reference, for the message."""
+    rec = kb.by_id[rid]
+    data = kb.where[rid].data if rid in kb.where else rec.model_dump(by_alias=True)
+    for key, val in data.items() if isinstance(data, dict) else []:
+        if val == target:
+            file, line = kb.location(rid, key)
+            return file, line, f"$.{key}"
+        if isinstance(val, list):
+            for i, v in enumerate(val):
+                if v == target:
+                    file, line = kb.location(rid, key, i)
+                    return file, line, f"$.{key}[{i}]"
+    file, line = kb.location(rid)
+    return file, line, f"$ ({rel})"
+
+
+@check("KB202", "dangling-ref", "every reference names a record that exists")
+def find_dangling_refs(kb: KB) -> list[Finding]:
+    out = []
+    for r in kb:
+        for rel, target in r.refs():
+            if target in kb.by_id or rel == "xref":
+                continue
+            file, line, path = _ref_path(kb, r.id, rel, target)
+            near = kb.aliases.get(target.lower())
+            fix = f"use the id '{near}'" if near else "add the record, or fix the id"
+            out.append(Finding("KB202", f"'{target}' is not a known record ({rel})", file, line, path, fix=fix,
+                               check="dangling-ref"))
+    return out
+
+
+@check("KB203", "alias-collision", "an alias names exactly one record and is not another record's id")
+def find_alias_collisions(kb: KB) -> list[Finding]:
+    owner: dict[str, str] = {r.id.lower(): r.id for r in kb}
+    out = []
+    for r in kb:
+        for i, a in enumerate(r.aliases):
+            key = a.lower()
+            if key in owner and owner[key] != r.id:
+                file, line = kb.location(r.id, "aliases", i)
+                out.append(Finding("KB203", f"alias '{a}' already names '{owner[key]}'", file, line,
+                                   f"$.aliases[{i}]", fix="drop or rename the alias", check="alias-collision"))
+            owner.setdefault(key, r.id)
+    return out
+
+
+@check("KB204", "reference-cycle", "no cycles through extends, supersedes or variant_of")
+def find_cycles(kb: KB) -> list[Finding]:
+    import networkx as nx
+
+    from kbtool.graph import ACYCLIC_RELATIONS, build
+
+    g = build(kb)
+    sub = nx.DiGraph([(u, v) for u, v, d in g.edges(data=True) if d["rel"] in ACYCLIC_RELATIONS and u != v])
+    out = []
+    for cycle in nx.simple_cycles(sub):
+        head = min(cycle)
+        file, line = kb.location(head)
+        chain = " -> ".join([*cycle, cycle[0]])
+        out.append(Finding("KB204", f"reference cycle: {chain}", file, line, "$",
+                           fix="break the cycle; inheritance and supersession must form a tree",
+                           check="reference-cycle"))
+    return out
+
+
+@check("KB205", "self-reference", "a record does not reference itself")
+def find_self_refs(kb: KB) -> list[Finding]:
+    out = []
+    for r in kb:
+        for rel, target in r.refs():
+            if target == r.id:
+                file, line, path = _ref_path(kb, r.id, rel, target)
+                out.append(Finding("KB205", f"record references itself ({rel})", file, line, path,
+                                   fix="remove the reference", check="self-reference"))
+    return out
+
+
+@check("KB206", "file-location", "a record lives at records/<kind folder>/<id>.yaml")
+def find_misplaced(kb: KB) -> list[Finding]:
+    out = []
+    for r in kb:
+        w = kb.where.get(r.id)
+        if w is None:
+            continue
+        want = f"{FOLDERS[r.kind]}/{r.id}.yaml"
+        have = w.path.as_posix()
+        if not have.endswith("/" + want) and have != want:
+            out.append(Finding("KB206", f"record '{r.id}' should live at {want}", w.file, w.line("id"), "$.id",
+                               fix=f"move the file to records/{want}", check="file-location"))
+    return out

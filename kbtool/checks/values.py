@@ -1,0 +1,110 @@
+"""Values: facts point at real sources, numbers are sane, conditions use known variables and values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbtool.checks import check
+from kbtool.findings import Finding
+from kbtool.kb import KB
+from kbtool.model import Accelerator, Architecture, Claim
+from kbtool.model.common import All, AnyOf, Condition, Fact, Leaf, Not
+from kbtool.vocab import VARS
+
+_NONNEG = ("sm_count", "memory_gb", "memory_bytes", "memory_bandwidth_tbs", "l2_mb", "bf16_dense_tflops",
+           "fp8_dense_tflops", "tdp_w", "smem_per_sm_kib", "smem_per_block_kib", "tmem_kib")
+_MAX = 1e15
+
+
+def _facts(rec: Any) -> list[tuple[str, Fact[Any]]]:
+    return [(name, v) for name in type(rec).model_fields if isinstance(v := getattr(rec, name), Fact)]
+
+
+@check("KB301", "fact-without-source", "every fact points at one of its record's sources, or says unverified")
+def find_unsourced_facts(kb: KB) -> list[Finding]:
+    out = []
+    for r in kb:
+        for name, fact in _facts(r):
+            if fact.source is not None and fact.source >= len(r.sources):
+                file, line = kb.location(r.id, name, "source")
+                out.append(Finding("KB301", f"source index {fact.source} but the record has {len(r.sources)} "
+                                   "source(s)", file, line, f"$.{name}.source",
+                                   fix="point at an entry of `sources` (0-based)", check="fact-without-source"))
+            elif fact.source is None and fact.basis == "recorded" and len(r.sources) > 1:
+                file, line = kb.location(r.id, name)
+                out.append(Finding("KB301", "recorded fact without a source index, and the record has several "
+                                   "sources", file, line, f"$.{name}", fix="add `source: N`",
+                                   check="fact-without-source"))
+    return out
+
+
+@check("KB401", "bad-value", "sizes and rates are finite and positive; conditions use known variables")
+def find_bad_values(kb: KB) -> list[Finding]:
+    out = []
+    for r in kb:
+        if isinstance(r, Accelerator | Architecture):
+            for name, fact in _facts(r):
+                if name in _NONNEG and isinstance(fact.value, int | float) and not 0 < fact.value < _MAX:
+                    file, line = kb.location(r.id, name, "value")
+                    out.append(Finding("KB401", f"{name} = {fact.value!r} is not a positive finite size", file,
+                                       line, f"$.{name}.value", fix="give the value in the field's unit",
+                                       check="bad-value"))
+        if isinstance(r, Claim):
+            for field in ("when", "requires"):
+                for path, leaf in _leaves(getattr(r, field), (field,)):
+                    if leaf.var not in VARS:
+                        file, line = kb.location(r.id, *path)
+                        out.append(Finding("KB401", f"'{leaf.var}' is not a query variable", file, line,
+                                           _p(path) + ".var", fix=f"use one of: {', '.join(VARS)}",
+                                           check="bad-value"))
+    return out
+
+
+@check("KB402", "unknown-condition-value", "condition values name known architectures, GPUs and dtypes")
+def find_unknown_condition_values(kb: KB) -> list[Finding]:
+    archs = {r.id for r in kb if r.kind == "architecture"}
+    gpus = {r.id for r in kb if r.kind == "accelerator"}
+    out = []
+    for r in kb:
+        if not isinstance(r, Claim):
+            continue
+        for field in ("when", "requires"):
+            for path, leaf in _leaves(getattr(r, field), (field,)):
+                spec = VARS.get(leaf.var)
+                if spec is None:
+                    continue
+                typ, allowed = spec
+                known = archs if leaf.var == "sm" else gpus if leaf.var == "gpu" else set(allowed or ())
+                if not known or typ not in ("id", "enum"):
+                    continue
+                vals = leaf.operand if isinstance(leaf.operand, list) else [leaf.operand]
+                for i, v in enumerate(vals):
+                    if v not in known:
+                        sub = (*path, leaf.op, i) if isinstance(leaf.operand, list) else (*path, leaf.op)
+                        file, line = kb.location(r.id, *sub)
+                        what = {"sm": "a known architecture", "gpu": "a known accelerator"}.get(leaf.var,
+                                                                                                 f"a {leaf.var}")
+                        out.append(Finding("KB402", f"{v!r} is not {what}", file, line, _p(sub),
+                                           fix=f"use one of: {', '.join(sorted(known))}",
+                                           check="unknown-condition-value"))
+    return out
+
+
+def _p(path: tuple[Any, ...]) -> str:
+    from kbtool.findings import render_path
+
+    return render_path(path)
+
+
+def _leaves(c: Condition | None, path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], Leaf]]:
+    if c is None:
+        return []
+    if isinstance(c, Leaf):
+        return [(path, c)]
+    if isinstance(c, All):
+        return [x for i, s in enumerate(c.all) for x in _leaves(s, (*path, "all", i))]
+    if isinstance(c, AnyOf):
+        return [x for i, s in enumerate(c.any) for x in _leaves(s, (*path, "any", i))]
+    if isinstance(c, Not):
+        return _leaves(c.not_, (*path, "not"))
+    return []

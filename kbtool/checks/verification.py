@@ -1,0 +1,82 @@
+"""Claims and their verification: sources, evidence behind statuses, disputes with sides."""
+
+from __future__ import annotations
+
+from kbtool.checks import check
+from kbtool.findings import Finding
+from kbtool.kb import KB
+from kbtool.model import Claim, Evidence
+
+_AGREES = {"verified": {"confirmed"}, "refuted": {"contradicted"}, "disputed": {"partial", "contradicted",
+                                                                                "confirmed", "inconclusive"}}
+
+
+def _claims(kb: KB) -> list[Claim]:
+    return [r for r in kb if isinstance(r, Claim)]
+
+
+@check("KB302", "status-without-evidence", "a verified or refuted claim lists evidence records that exist")
+def find_status_without_evidence(kb: KB) -> list[Finding]:
+    out = []
+    for c in _claims(kb):
+        v = c.verification
+        if v.status in ("verified", "refuted") and not v.evidence:
+            file, line = kb.location(c.id, "verification", "status")
+            out.append(Finding("KB302", f"status '{v.status}' without evidence", file, line,
+                               "$.verification.status",
+                               fix=f"run `kb probe run --claim {c.id} --write`, or set the status to unverified",
+                               check="status-without-evidence"))
+        for i, e in enumerate(v.evidence):
+            if not isinstance(kb.get(e), Evidence):
+                file, line = kb.location(c.id, "verification", "evidence", i)
+                out.append(Finding("KB302", f"evidence '{e}' is not an evidence record", file, line,
+                                   f"$.verification.evidence[{i}]", fix="cite an evidence record id",
+                                   check="status-without-evidence"))
+    return out
+
+
+@check("KB303", "evidence-disagrees", "the evidence a claim cites agrees with its status")
+def find_evidence_disagreement(kb: KB) -> list[Finding]:
+    out = []
+    for c in _claims(kb):
+        v = c.verification
+        allowed = _AGREES.get(v.status)
+        for i, eid in enumerate(v.evidence):
+            ev = kb.get(eid)
+            if not isinstance(ev, Evidence):
+                continue
+            verdicts = [x.verdict for x in ev.verdicts if x.claim == c.id]
+            file, line = kb.location(c.id, "verification", "evidence", i)
+            if not verdicts:
+                out.append(Finding("KB303", f"evidence '{eid}' has no verdict on this claim", file, line,
+                                   f"$.verification.evidence[{i}]", fix="cite the evidence that judged it",
+                                   check="evidence-disagrees"))
+            elif allowed is not None and not set(verdicts) & allowed:
+                out.append(Finding("KB303", f"status '{v.status}' but evidence '{eid}' says {verdicts[0]}", file,
+                                   line, "$.verification.status", fix="re-run `kb probe run --write` or fix status",
+                                   check="evidence-disagrees"))
+    return out
+
+
+@check("KB304", "dispute-without-sides", "a disputed claim cites at least two sides")
+def find_disputes_without_sides(kb: KB) -> list[Finding]:
+    out = []
+    for c in _claims(kb):
+        v = c.verification
+        if v.status == "disputed" and len(v.sides) < 2 and not v.evidence:
+            file, line = kb.location(c.id, "verification", "status")
+            out.append(Finding("KB304", f"disputed with {len(v.sides)} side(s)", file, line, "$.verification",
+                               fix="add `sides:` with each position and its sources", check="dispute-without-sides"))
+    return out
+
+
+@check("KB305", "untestable-without-reason", "an untestable claim states why")
+def find_untestable_without_reason(kb: KB) -> list[Finding]:
+    out = []
+    for c in _claims(kb):
+        if c.verification.status == "untestable" and not c.verification.reason:
+            file, line = kb.location(c.id, "verification", "status")
+            out.append(Finding("KB305", "untestable without a reason", file, line, "$.verification",
+                               fix="add `reason:` (e.g. no wheel installs on the probe host)",
+                               check="untestable-without-reason"))
+    return out

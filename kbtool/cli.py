@@ -1,0 +1,152 @@
+"""The typer app: parse, call the library, render, exit. Nothing else imports typer.
+
+Exit codes: 0 ok, 1 findings (or a "no" the user asked to fail on), 2 usage or input, 3 internal error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+from kbtool import __version__
+from kbtool.errors import KbError
+
+app = typer.Typer(
+    name="kb",
+    help="Attention-kernel and accelerator capability records: validate, query, probe.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+schema_app = typer.Typer(help="Export or check the JSON Schema files generated from the models.",
+                         no_args_is_help=True)
+app.add_typer(schema_app, name="schema")
+
+
+class Format(StrEnum):
+    text = "text"
+    json = "json"
+
+
+KbOpt = Annotated[
+    Path | None,
+    typer.Option("--kb", help="Records tree to use (default: $KB_RECORDS, the checkout, or the installed copy)."),
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"kb {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Attention-kernel and accelerator capability records: validate, query, probe."""
+
+
+def fail(message: str, code: int = 2, fix: str | None = None) -> NoReturn:
+    from kbtool.render.console import err
+
+    err.print(f"[red]error:[/] {message}", markup=True, highlight=False)
+    if fix:
+        err.print(f"  fix: {fix}", markup=False)
+    raise typer.Exit(code)
+
+
+def _records(kb: Path | None) -> Path:
+    from kbtool.paths import records_dir
+
+    root = records_dir(kb)
+    if not root.is_dir():
+        fail(f"records tree not found: {root}", 2, "pass --kb PATH or set KB_RECORDS")
+    return root
+
+
+# ---- validate -----------------------------------------------------------------------------------
+
+
+@app.command()
+def validate(
+    paths: Annotated[list[Path] | None, typer.Argument(help="Files or folders (default: the records tree).")] = None,
+    fmt: Annotated[Format, typer.Option("--format", help="text or json")] = Format.text,
+    json_: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    list_checks: Annotated[bool, typer.Option("--list-checks", help="List every check and exit.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Fail on warnings too.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Check every record: YAML safety, schema, references, verification, values."""
+    from kbtool.render import findings as render
+
+    if list_checks:
+        render.list_checks()
+        raise typer.Exit(0)
+    from kbtool.validate import validate as run
+
+    report = run(_records(kb), paths)
+    if json_ or fmt is Format.json:
+        render.as_json(report)
+    else:
+        render.text(report)
+    raise typer.Exit(report.exit_code(strict))
+
+
+# ---- schema -------------------------------------------------------------------------------------
+
+
+@schema_app.command("export")
+def schema_export() -> None:
+    """Write schema/<kind>.schema.json from the models."""
+    from kbtool.schema_io import export
+
+    for p in export():
+        print(f"wrote {p}")
+
+
+@schema_app.command("check")
+def schema_check() -> None:
+    """Fail if the committed schema files differ from the models."""
+    from kbtool.schema_io import drift
+
+    stale = drift()
+    if stale:
+        fail(f"schema files differ from the models: {', '.join(stale)}", 1, "run `kb schema export`")
+    print("schema files match the models")
+
+
+# ---- entry point --------------------------------------------------------------------------------
+
+
+def main() -> None:
+    """Run the app; map errors to exit codes, never show a traceback for bad input."""
+    try:
+        app(standalone_mode=False)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except KbError as e:
+        from kbtool.render.console import err
+
+        err.print(f"[red]error:[/] {e}", markup=True, highlight=False)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as e:  # typer/click usage errors carry their own exit code
+        code = getattr(e, "exit_code", None)
+        show = getattr(e, "show", None)
+        if isinstance(code, int) and callable(show):
+            show()
+            sys.exit(2 if code == 2 else code)
+        if os.environ.get("KB_DEBUG"):
+            raise
+        print(f"kb: internal error: {type(e).__name__}: {e}\n  please report this (set KB_DEBUG=1 for the "
+              "traceback)", file=sys.stderr)
+        sys.exit(3)

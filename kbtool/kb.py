@@ -1,0 +1,81 @@
+"""The loaded knowledge base: records by id, aliases, and where each record came from."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from kbtool.errors import NotFoundError
+from kbtool.model import Record
+from kbtool.store.records import Loaded, LoadResult
+
+R = TypeVar("R", bound=Record)
+
+
+@dataclass
+class KB:
+    """Validated records, indexed. Records with schema problems are not in it."""
+
+    by_id: dict[str, Record] = field(default_factory=dict)
+    where: dict[str, Loaded] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)  # lowercase alias or id -> id
+    duplicates: list[Loaded] = field(default_factory=list)  # second and later files with a taken id
+
+    @classmethod
+    def from_load(cls, result: LoadResult) -> KB:
+        kb = cls()
+        for item in result.loaded:
+            if item.record is None:
+                continue
+            if item.record.id in kb.by_id:
+                kb.duplicates.append(item)
+            else:
+                kb.add(item.record, item)
+        return kb
+
+    @classmethod
+    def from_records(cls, records: list[Record]) -> KB:
+        kb = cls()
+        for r in records:
+            kb.add(r)
+        return kb
+
+    def add(self, record: Record, where: Loaded | None = None) -> None:
+        self.by_id[record.id] = record
+        if where is not None:
+            self.where[record.id] = where
+        self.aliases.setdefault(record.id.lower(), record.id)
+        for a in record.aliases:
+            self.aliases.setdefault(a.lower(), record.id)
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self.by_id.values())
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+    def of_kind(self, kind: str, cls: type[R] | None = None) -> list[R]:
+        return [r for r in self.by_id.values() if r.kind == kind]  # type: ignore[misc]
+
+    def get(self, id_: str) -> Record | None:
+        return self.by_id.get(id_)
+
+    def resolve(self, name: str, kind: str | None = None) -> Record:
+        """An id or alias, case-insensitive; a miss raises with the three nearest names."""
+        rid = self.aliases.get(name.strip().lower())
+        rec = self.by_id.get(rid) if rid else None
+        if rec is not None and (kind is None or rec.kind == kind):
+            return rec
+        pool = sorted({k for k, v in self.aliases.items() if kind is None or self.by_id[v].kind == kind})
+        near = difflib.get_close_matches(name.lower(), pool, n=3, cutoff=0.3)
+        what = kind or "record"
+        hint = f"did you mean {', '.join(near)}?" if near else f"run `kb list --kind {kind or 'KIND'}`"
+        raise NotFoundError(f"unknown {what} '{name}'", fix=hint)
+
+    def location(self, id_: str, *path: str | int) -> tuple[str | None, int | None]:
+        w = self.where.get(id_)
+        if w is None:
+            return None, None
+        return w.file, w.line(*path)

@@ -1,0 +1,39 @@
+"""Claim: one gate or fact that can be true or false, with its scope and verification."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .common import Condition, Record, Ref, Strict, Verification, VersionRange
+
+
+class Reason(Strict):
+    code: str = Field(pattern=r"^[A-Z][A-Z0-9_]*$", description="Stable reason code, e.g. HEAD_DIM")
+    message: str = Field(description="Template; {var} placeholders are filled from the query")
+    workaround: str | None = Field(default=None, description="What to do instead, where something helps")
+
+
+class Claim(Record):
+    kind: Literal["claim"] = Field(description="Record kind")
+    subject: Ref = Field(description="Kernel, engine backend, architecture or accelerator the claim is about")
+    statement: str = Field(description="The claim in one sentence")
+    effect: Literal["reject", "caveat", "supports"] = Field(description="What the solver does with it")
+    when: Condition | None = Field(default=None, description="Where the claim applies (default: always)")
+    requires: Condition | None = Field(default=None, description="What must hold for the subject to run")
+    reason: Reason = Field(description="Reason code, message template and workaround")
+    scope: list[VersionRange] = Field(default_factory=list, description="Library/CUDA versions it holds for")
+    archs: list[Ref] = Field(default_factory=list, description="Architectures the claim is about, if limited")
+    verification: Verification = Field(default_factory=Verification, description="Status and evidence")
+    supersedes: Ref | None = Field(default=None, description="An older claim this one replaces")
+    related: list[Ref] = Field(default_factory=list, description="Other records it bears on")
+
+    def refs(self) -> list[tuple[str, str]]:
+        out = [("subject", self.subject)]
+        out += [("arch", a) for a in self.archs]
+        out += [("evidence", e) for e in self.verification.evidence]
+        if self.supersedes:
+            out.append(("supersedes", self.supersedes))
+        out += [("related", r) for r in self.related]
+        return out

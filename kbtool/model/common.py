@@ -1,0 +1,236 @@
+"""Pieces shared by every record kind: ids, sources, basis, facts, verification, scope, conditions."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Generic, Literal, TypeVar, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+ID_PATTERN = r"^[a-z0-9][a-z0-9.+-]*(/[a-z0-9][a-z0-9.+-]*)*$"
+Id = Annotated[str, Field(pattern=ID_PATTERN, max_length=160, description="Stable lowercase kebab-case id")]
+Ref = Annotated[str, Field(pattern=ID_PATTERN, max_length=160, description="The id of another record")]
+Version = Annotated[
+    str, Field(pattern=r"^[0-9]+(\.[0-9A-Za-z]+)*([.+-][0-9A-Za-z.+-]+)?$", description="A release version")
+]
+
+
+class Strict(BaseModel):
+    """Base for every model: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, use_enum_values=True)
+
+
+class Basis(StrEnum):
+    recorded = "recorded"
+    measured = "measured"
+    derived = "derived"
+    unverified = "unverified"
+
+
+class SourceType(StrEnum):
+    seed = "seed"
+    source_code = "source-code"
+    doc = "doc"
+    issue = "issue"
+    paper = "paper"
+    blog = "blog"
+    probe = "probe"
+
+
+PRIMARY_SOURCE_TYPES = frozenset({SourceType.source_code.value, SourceType.doc.value})
+
+
+class Source(Strict):
+    """Where a fact comes from: a URL, a file at a commit, a seed document, or a probe."""
+
+    type: SourceType = Field(description="What kind of source this is")
+    url: str | None = Field(default=None, description="Address of a page, issue or paper")
+    repo: str | None = Field(default=None, description="owner/name of a repository")
+    path: str | None = Field(default=None, description="File path inside the repository")
+    commit: str | None = Field(
+        default=None, pattern=r"^[0-9a-f]{7,40}$", description="Commit the file was read at"
+    )
+    line: int | None = Field(default=None, ge=1, description="Line in the file")
+    seed: str | None = Field(default=None, description="Seed file name, e.g. 001_cecac612a9e92bba.txt")
+    ref: str | None = Field(default=None, description="Probe module or other internal reference")
+    quote: str | None = Field(default=None, max_length=400, description="At most one sentence, verbatim")
+    section: str | None = Field(default=None, description="Section or table of the source that holds the fact")
+
+    @model_validator(mode="after")
+    def _has_locator(self) -> Source:
+        if not (self.url or self.repo or self.seed or self.ref):
+            raise ValueError("a source needs a locator: url, repo (+ path, commit), seed or ref")
+        if self.repo and not self.path and not self.url:
+            raise ValueError("a repository source needs a path")
+        return self
+
+    def locator(self) -> str:
+        if self.seed:
+            return f"seed {self.seed}" + (f" ({self.section})" if self.section else "")
+        if self.repo:
+            at = f"@{self.commit[:8]}" if self.commit else ""
+            line = f":{self.line}" if self.line else ""
+            return f"{self.repo}{at} {self.path or ''}{line}".strip()
+        return self.url or self.ref or "?"
+
+
+T = TypeVar("T")
+
+
+class Fact(Strict, Generic[T]):
+    """One value with where it came from. `source` indexes the record's `sources` list."""
+
+    value: T = Field(description="The value")
+    basis: Basis = Field(default=Basis.recorded, description="recorded, measured, derived or unverified")
+    source: int | None = Field(default=None, ge=0, description="Index into the record's sources")
+    note: str | None = Field(default=None, description="Conditions or caveats on the value")
+
+
+Number = float | int
+NumFact = Fact[Number]
+BoolFact = Fact[bool]
+
+
+class Status(StrEnum):
+    unverified = "unverified"
+    verified = "verified"
+    refuted = "refuted"
+    disputed = "disputed"
+    untestable = "untestable"
+
+
+class Side(Strict):
+    """One position in a dispute, with its sources."""
+
+    position: str = Field(description="What this side says")
+    sources: list[Source] = Field(min_length=1, description="Who says it")
+
+
+class Verification(Strict):
+    status: Status = Field(default=Status.unverified, description="Verification status of the claim")
+    evidence: list[Ref] = Field(default_factory=list, description="Evidence records behind the status")
+    reason: str | None = Field(default=None, description="Why untestable, or what the evidence showed")
+    sides: list[Side] = Field(default_factory=list, description="For disputed claims: the disagreeing sides")
+    checked: str | None = Field(default=None, description="Date of the last status change (YYYY-MM-DD)")
+
+
+class VersionRange(Strict):
+    """OSV-style affected range of one library (or CUDA, or an engine)."""
+
+    library: str = Field(description="Package name: flashinfer, flash-attn, torch, vllm, cuda, flashmla, ...")
+    introduced: Version | None = Field(default=None, description="First version the claim holds for")
+    fixed: Version | None = Field(default=None, description="First version it no longer holds for")
+    last_affected: Version | None = Field(default=None, description="Last version known to hold")
+
+    @model_validator(mode="after")
+    def _one_end(self) -> VersionRange:
+        if self.fixed and self.last_affected:
+            raise ValueError("give `fixed` or `last_affected`, not both")
+        return self
+
+
+# ---- condition trees -------------------------------------------------------------------------
+
+Scalar = str | int | float | bool
+
+
+class Leaf(Strict):
+    """A test on one query variable. Exactly one operator is given."""
+
+    var: str = Field(description="Query variable: sm, gpu, ctx, kv_dtype, dtype, head_dim, phase, ...")
+    eq: Scalar | None = Field(default=None, description="equal to")
+    ne: Scalar | None = Field(default=None, description="not equal to")
+    in_: list[Scalar] | None = Field(default=None, alias="in", description="one of")
+    not_in: list[Scalar] | None = Field(default=None, description="none of")
+    ge: Scalar | None = Field(default=None, description="at least (numbers or versions)")
+    gt: Scalar | None = Field(default=None, description="greater than")
+    le: Scalar | None = Field(default=None, description="at most")
+    lt: Scalar | None = Field(default=None, description="less than")
+    multiple_of: int | None = Field(default=None, ge=1, description="a multiple of")
+
+    @model_validator(mode="after")
+    def _one_op(self) -> Leaf:
+        ops = [k for k in OPERATORS if getattr(self, _field(k)) is not None]
+        if len(ops) != 1:
+            raise ValueError(f"a condition leaf takes exactly one operator of {list(OPERATORS)}; got {ops}")
+        return self
+
+    @property
+    def op(self) -> str:
+        return next(k for k in OPERATORS if getattr(self, _field(k)) is not None)
+
+    @property
+    def operand(self) -> Any:
+        return getattr(self, _field(self.op))
+
+
+OPERATORS = ("eq", "ne", "in", "not_in", "ge", "gt", "le", "lt", "multiple_of")
+
+
+def _field(op: str) -> str:
+    return "in_" if op == "in" else op
+
+
+class All(Strict):
+    all: list[Condition] = Field(min_length=1, description="every sub-condition holds")
+
+
+class AnyOf(Strict):
+    any: list[Condition] = Field(min_length=1, description="at least one sub-condition holds")
+
+
+class Not(Strict):
+    not_: Condition = Field(alias="not", description="the sub-condition does not hold")
+
+
+Condition = Union[All, AnyOf, Not, Leaf]  # noqa: UP007 (recursive alias needs Union)
+
+All.model_rebuild()
+AnyOf.model_rebuild()
+Not.model_rebuild()
+
+
+def condition_vars(cond: Condition | None) -> set[str]:
+    """Every variable a condition tree reads."""
+    if cond is None:
+        return set()
+    if isinstance(cond, Leaf):
+        return {cond.var}
+    if isinstance(cond, All):
+        return set().union(*(condition_vars(c) for c in cond.all))
+    if isinstance(cond, AnyOf):
+        return set().union(*(condition_vars(c) for c in cond.any))
+    return condition_vars(cond.not_)
+
+
+# ---- base record ------------------------------------------------------------------------------
+
+
+class Record(Strict):
+    """Fields every record has."""
+
+    id: Id = Field(description="Stable lowercase id, unique across the KB")
+    kind: str = Field(description="Record kind")
+    name: str = Field(min_length=1, description="Human-readable name")
+    aliases: list[str] = Field(default_factory=list, description="Other names people type")
+    sources: list[Source] = Field(min_length=1, description="Where the record's facts come from")
+    notes: str | None = Field(default=None, description="Free text, in our own words")
+
+    def refs(self) -> list[tuple[str, str]]:
+        """(relation, target id) pairs for the reference graph."""
+        return []
+
+
+KindLiteral = Literal[
+    "architecture",
+    "accelerator",
+    "hardware-parameter",
+    "kernel",
+    "engine-backend",
+    "claim",
+    "model",
+    "evidence",
+    "measurement",
+    "topic",
+]

@@ -1,0 +1,22 @@
+"""Engine backend: how a serving engine exposes kernels; its own gates are claims whose subject it is."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .common import Record, Ref
+
+
+class EngineBackend(Record):
+    kind: Literal["engine-backend"] = Field(description="Record kind")
+    engine: Literal["vllm", "sglang", "trtllm"] = Field(description="Serving engine")
+    backend_name: str = Field(description="The engine's own name for it, e.g. FLASH_ATTN")
+    kernels: list[Ref] = Field(min_length=1, description="Kernel records this backend can run")
+    attention: list[Literal["mha", "gqa", "mqa", "mla", "sparse-mla"]] = Field(
+        default_factory=lambda: ["mha", "gqa"], description="Attention layouts it serves"
+    )
+
+    def refs(self) -> list[tuple[str, str]]:
+        return [("runs", k) for k in self.kernels]

@@ -1,0 +1,63 @@
+"""Evidence: one probe run. Written only by `kb probe run`."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .common import Record, Ref, Strict
+
+
+class ProbeRef(Strict):
+    id: str = Field(description="Probe id")
+    version: int = Field(ge=1, description="Probe version")
+
+
+class Environment(Strict):
+    gpu: str = Field(description="GPU name as the driver reports it")
+    compute_capability: str = Field(description="e.g. 9.0")
+    sm_count: int | None = Field(default=None, description="Multiprocessors")
+    memory_bytes: int | None = Field(default=None, description="Device memory, bytes")
+    driver: str | None = Field(default=None, description="Driver version")
+    cuda: str | None = Field(default=None, description="CUDA runtime version torch was built with")
+    torch: str | None = Field(default=None, description="torch version")
+    python: str | None = Field(default=None, description="Python version")
+    libraries: dict[str, str] = Field(default_factory=dict, description="Versions of the libraries probed")
+    accelerator: Ref | None = Field(default=None, description="Matching accelerator record, if known")
+    architecture: Ref | None = Field(default=None, description="Matching architecture record, e.g. sm90")
+
+
+class Case(Strict):
+    params: dict[str, Any] = Field(description="Case parameters")
+    outcome: Literal["OK", "UNSUPPORTED", "OOM", "ERROR", "TIMEOUT", "SKIPPED"] = Field(description="Outcome")
+    message: str | None = Field(default=None, description="The library's own message, for non-OK outcomes")
+    kernels: list[str] = Field(default_factory=list, description="GPU kernel names that ran (profiler)")
+    max_abs_err: float | None = Field(default=None, description="Max abs error against the reference")
+    seconds: float | None = Field(default=None, description="Wall time of the case")
+    metrics: dict[str, Any] = Field(default_factory=dict, description="Other observations")
+
+
+class VerdictEntry(Strict):
+    claim: Ref = Field(description="Claim id")
+    verdict: Literal["confirmed", "contradicted", "partial", "inconclusive"] = Field(description="Verdict")
+    scope: dict[str, Any] = Field(default_factory=dict, description="The scope the run covered")
+    detail: str | None = Field(default=None, description="Why, in one or two sentences")
+
+
+class Evidence(Record):
+    kind: Literal["evidence"] = Field(description="Record kind")
+    probe: ProbeRef = Field(description="Which probe ran")
+    environment: Environment = Field(description="Where it ran")
+    started: str = Field(description="UTC start time, ISO 8601")
+    finished: str | None = Field(default=None, description="UTC end time, ISO 8601")
+    cases: list[Case] = Field(default_factory=list, description="Per-case outcomes")
+    verdicts: list[VerdictEntry] = Field(default_factory=list, description="Per-claim verdicts")
+    artifacts: list[str] = Field(default_factory=list, description="Files written beside the record (plots)")
+    data: dict[str, Any] = Field(default_factory=dict, description="Raw curves and tables the verdicts rest on")
+
+    def refs(self) -> list[tuple[str, str]]:
+        out = [("verdict", v.claim) for v in self.verdicts]
+        if self.environment.accelerator:
+            out.append(("ran_on", self.environment.accelerator))
+        return out

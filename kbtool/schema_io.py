@@ -1,0 +1,69 @@
+"""JSON Schema per record kind, generated from the pydantic models and committed under schema/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kbtool.model import MODELS, Record
+from kbtool.paths import schema_dir
+
+SCHEMA_BASE = "https://kb.invalid/schema/"
+
+
+def generate(kind: str) -> dict[str, Any]:
+    model = MODELS[kind]
+    schema = model.model_json_schema(by_alias=True, mode="validation")
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"{SCHEMA_BASE}{kind}.schema.json",
+        **schema,
+    }
+    schema["title"] = f"kb {kind} record"
+    import sys
+
+    doc = model.__doc__ if model.__doc__ and model.__doc__ != Record.__doc__ else None
+    doc = doc or sys.modules[model.__module__].__doc__ or kind
+    schema["description"] = doc.strip().splitlines()[0]
+    return schema
+
+
+def render(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, indent=2, sort_keys=False) + "\n"
+
+
+def generated_files() -> dict[str, str]:
+    """File name -> text for every schema kb ships."""
+    out = {f"{kind}.schema.json": render(generate(kind)) for kind in MODELS}
+    from kbtool.answer_schema import ANSWER_SCHEMA  # the query answer's schema
+
+    out["query-answer.schema.json"] = render(ANSWER_SCHEMA)
+    return out
+
+
+def export(dest: Path | None = None) -> list[Path]:
+    d = dest or schema_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in generated_files().items():
+        p = d / name
+        if not p.exists() or p.read_text() != text:
+            p.write_text(text)
+            written.append(p)
+    return written
+
+
+def drift(dest: Path | None = None) -> list[str]:
+    """Names of committed schema files that differ from the models (or are missing)."""
+    d = dest or schema_dir()
+    return [name for name, text in generated_files().items()
+            if not (d / name).exists() or (d / name).read_text() != text]
+
+
+def load(kind: str, dest: Path | None = None) -> dict[str, Any]:
+    d = dest or schema_dir()
+    p = d / f"{kind}.schema.json"
+    if p.exists():
+        return dict(json.loads(p.read_text()))
+    return generate(kind)

@@ -1,0 +1,1 @@
+"""Query solving: three-valued conditions, the KV-cache memory model, and the solver."""

@@ -1,0 +1,71 @@
+"""The shape of a query answer (design.md §4). `--json` prints exactly this."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Verdict = Literal["yes", "no", "conditional", "unknown"]
+KernelStatus = Literal["ok", "caveat", "rejected", "unknown"]
+VerificationLabel = Literal["verified", "unverified", "refuted", "disputed", "untestable"]
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Reason(_M):
+    claim: str = Field(description="Claim id")
+    code: str = Field(description="Stable reason code")
+    message: str = Field(description="Message with the observed and allowed values filled in")
+    observed: Any = Field(default=None, description="The query's value of the deciding variable")
+    allowed: Any = Field(default=None, description="The values that would pass")
+    verification: VerificationLabel = Field(description="The claim's verification status")
+    enforced: bool = Field(default=True, description="False for refuted claims: shown, not enforced")
+    layer: Literal["kernel", "engine"] = Field(default="kernel", description="Which layer's gate it is")
+    depends_on: list[str] = Field(default_factory=list, description="Inputs not given that decide it")
+    evidence: list[str] = Field(default_factory=list, description="Evidence records, for verified claims")
+    sources: list[str] = Field(default_factory=list, description="Where the claim comes from")
+
+
+class KernelAnswer(_M):
+    id: str = Field(description="Kernel id")
+    status: KernelStatus = Field(description="ok, caveat, rejected or unknown")
+    via: list[str] = Field(default_factory=list, description="Engine backends that reach it (--engine)")
+    reasons: list[Reason] = Field(default_factory=list, description="Gates that reject it or leave it unknown")
+    caveats: list[Reason] = Field(default_factory=list, description="Caveats that apply")
+    workarounds: list[str] = Field(default_factory=list, description="What to do instead")
+    refuted: list[Reason] = Field(default_factory=list, description="Refuted gates, not enforced")
+    rank: int | None = Field(default=None, description="Rank by measured latency, where measured")
+    measured: dict[str, Any] | None = Field(default=None, description="Measured latency used for ranking")
+
+
+class Memory(_M):
+    fits: bool | None = Field(description="Whether weights + KV cache fit; null without a model")
+    kv_bytes: int = Field(description="KV-cache bytes for the batch at ctx, per GPU")
+    kv_bytes_per_token: float = Field(default=0, description="KV bytes per token, per GPU")
+    weights_bytes: int = Field(description="Weight bytes per GPU")
+    available_bytes: int = Field(description="capacity x utilization - weights, per GPU")
+    capacity_bytes: int = Field(default=0, description="Device memory used for the calculation")
+    max_ctx: int = Field(description="Largest context that fits at this batch")
+    formula: str = Field(description="The formula with the numbers filled in")
+    notes: list[str] = Field(default_factory=list, description="Assumptions")
+
+
+class Answer(_M):
+    query: dict[str, Any] = Field(description="The normalized inputs")
+    verdict: Verdict = Field(description="yes, no, conditional or unknown")
+    summary: str = Field(description="One sentence")
+    kernels: list[KernelAnswer] = Field(description="Every candidate kernel with its status")
+    memory: Memory | None = Field(description="KV fit; null when no model or no GPU was given")
+    claims_used: list[str] = Field(description="Claims that were evaluated")
+    depends_on: list[str] = Field(default_factory=list, description="Inputs that would decide unknowns")
+    ranking: dict[str, Any] | None = Field(default=None, description="Measurement-based ranking, if any")
+
+
+class MultiAnswer(_M):
+    """Without --gpu: one answer per accelerator."""
+
+    query: dict[str, Any] = Field(description="The normalized inputs")
+    rows: list[Answer] = Field(description="One answer per accelerator")

@@ -1,0 +1,64 @@
+"""`kb validate`: load the records, run every check, return the findings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kbtool.checks import all_checks
+from kbtool.findings import Finding
+from kbtool.kb import KB
+from kbtool.paths import display
+from kbtool.store.records import load_tree
+
+
+@dataclass
+class Report:
+    files: int
+    records: int
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "warning"]
+
+    def exit_code(self, strict: bool = False) -> int:
+        return 1 if self.errors or (strict and self.warnings) else 0
+
+
+def validate(root: Path, paths: list[Path] | None = None) -> Report:
+    """Validate the tree at `root`; with `paths`, report only on those files (the tree gives context)."""
+    paths = [p for p in (paths or [])]
+    outside = [p for p in paths if not p.resolve().is_relative_to(root.resolve())]
+    result = load_tree(root, [root, *outside] if outside else None)
+    kb = KB.from_load(result)
+    findings = list(result.findings)
+    for chk in all_checks():
+        if chk.fn is not None:
+            found = chk.fn(kb)
+            if outside and chk.code == "KB206":
+                keep = {display(p, root) for p in outside}
+                found = [f for f in found if f.file not in keep]
+            findings += found
+    if paths:
+        wanted = {display(p, root) for p in _expand(paths)}
+        findings = [f for f in findings if f.file in wanted]
+        files = len(wanted)
+    else:
+        files = len(result.loaded) + len({f.file for f in result.findings if f.code == "KB100"})
+    findings.sort(key=lambda f: (f.code, f.file or "", f.line or 0, f.path))
+    return Report(files=files, records=len(kb), findings=findings)
+
+
+def _expand(paths: list[Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out += sorted(x for x in p.rglob("*") if x.suffix in (".yaml", ".yml"))
+        else:
+            out.append(p)
+    return out

@@ -1,0 +1,43 @@
+"""The query's variables: names, types and accepted values. Conditions may only use these."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+VarType = Literal["id", "enum", "int", "number", "bool", "version"]
+
+KV_DTYPES = ("bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "nvfp4")
+DTYPES = ("bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "fp32")
+DTYPE_ALIASES = {
+    "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16", "half": "fp16",
+    "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "e4m3": "fp8_e4m3", "float8_e4m3fn": "fp8_e4m3",
+    "fp8_e5m2": "fp8_e5m2", "e5m2": "fp8_e5m2", "fp4": "nvfp4", "nvfp4": "nvfp4", "fp32": "fp32",
+    "float32": "fp32",
+}
+DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "nvfp4": 0.5, "fp32": 4.0,
+               "fp8": 1.0, "mxfp4": 0.53125, "int4": 0.5}
+PHASES = ("prefill", "decode")
+ATTENTION = ("mha", "gqa", "mqa", "mla", "sparse-mla")
+ENGINES = ("none", "vllm")
+LIBRARIES = ("cuda", "torch", "flashinfer", "flash-attn", "flash-attn-4", "flashmla", "vllm", "triton",
+             "cudnn-frontend")
+
+VARS: dict[str, tuple[VarType, tuple[str, ...] | None]] = {
+    "gpu": ("id", None),
+    "sm": ("id", None),
+    "cc": ("number", None),
+    "vendor": ("enum", ("nvidia", "amd")),
+    "ctx": ("int", None),
+    "batch": ("int", None),
+    "phase": ("enum", PHASES),
+    "kv_dtype": ("enum", KV_DTYPES),
+    "dtype": ("enum", DTYPES),
+    "head_dim": ("int", None),
+    "head_dim_v": ("int", None),
+    "attention": ("enum", ATTENTION),
+    "sliding_window": ("bool", None),
+    "block_size": ("int", None),
+    "causal": ("bool", None),
+    "engine": ("enum", ENGINES),
+    **{lib: ("version", None) for lib in LIBRARIES},
+}
