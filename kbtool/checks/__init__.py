@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -38,12 +40,7 @@ REGISTRY["KB101"] = Check("KB101", "schema", "record matches its kind's JSON Sch
 def all_checks() -> list[Check]:
     from kbtool.checks import references, values, verification  # noqa: F401  (registration)
 
-    try:
-        from kbtool.checks import topics  # noqa: F401
-    except ImportError:  # pragma: no cover
-        pass
-    try:
-        from kbtool.checks import style  # noqa: F401
-    except ImportError:  # pragma: no cover
-        pass
+    for optional in ("topics", "style"):  # added by later issues
+        with contextlib.suppress(ImportError):
+            importlib.import_module(f"kbtool.checks.{optional}")
     return [REGISTRY[c] for c in sorted(REGISTRY)]
