@@ -129,7 +129,8 @@ def schema_check() -> None:
 def main() -> None:
     """Run the app; map errors to exit codes, never show a traceback for bad input."""
     try:
-        app(standalone_mode=False)
+        rc = app(standalone_mode=False)  # click returns the code of a typer.Exit here
+        sys.exit(rc if isinstance(rc, int) else 0)
     except typer.Exit as e:
         sys.exit(e.exit_code)
     except KbError as e:

@@ -76,7 +76,9 @@ def find_cycles(kb: KB) -> list[Finding]:
     sub = nx.DiGraph([(u, v) for u, v, d in g.edges(data=True) if d["rel"] in ACYCLIC_RELATIONS and u != v])
     out = []
     for cycle in nx.simple_cycles(sub):
-        head = min(cycle)
+        i = cycle.index(min(cycle))
+        cycle = cycle[i:] + cycle[:i]
+        head = cycle[0]
         file, line = kb.location(head)
         chain = " -> ".join([*cycle, cycle[0]])
         out.append(Finding("KB204", f"reference cycle: {chain}", file, line, "$",

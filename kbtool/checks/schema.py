@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from functools import cache
 from typing import Any
 
@@ -63,7 +64,8 @@ def _find_nan(data: Any, path: tuple[Any, ...]) -> tuple[Any, ...] | None:
 def _deepest(err: jsonschema.ValidationError) -> jsonschema.ValidationError:
     """For anyOf/oneOf failures, the branch error that got furthest into the data."""
     if err.validator in ("anyOf", "oneOf") and err.context:
-        best = jsonschema.exceptions.best_match(err.context)
+        real = [e for e in err.context if not (e.validator == "type" and e.validator_value == "null")]
+        best = max(real or err.context, key=lambda e: len(e.absolute_path), default=None)
         return _deepest(best) if best is not None else err
     return err
 
@@ -116,7 +118,7 @@ def _pydantic_finding(doc: Document, err: Any) -> Finding:
     elif t in _PYD_TYPES:
         text = msg.wrong_type(_PYD_TYPES[t], inp)
     elif t in ("literal_error", "enum"):
-        text = msg.not_one_of(inp, [x.strip(" '") for x in str(ctx.get("expected", "")).split(",")])
+        text = msg.not_one_of(inp, re.findall(r"'([^']*)'", str(ctx.get("expected", ""))))
     elif t == "string_pattern_mismatch":
         text = msg.bad_pattern(inp)
     elif t in ("greater_than_equal", "greater_than"):

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+
+def _has_gpu() -> bool:
+    try:
+        import torch
+    except Exception:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _has_gpu():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never reach the network."""
+
+    real = socket.socket.connect
+
+    def guard(self: socket.socket, address: object) -> None:
+        host = address[0] if isinstance(address, tuple) else None
+        if host is None or host in ("127.0.0.1", "localhost", "::1"):
+            return real(self, address)  # type: ignore[arg-type]
+        raise RuntimeError(f"network access in a test: {address!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", guard)

@@ -1,0 +1,42 @@
+"""Shared test helpers: run the CLI in-process and capture exit code, stdout and stderr."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from unittest import mock
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDS = ROOT / "records"
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def run_kb(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> Result:
+    """Call `kb ARGS` the way the console script does (kbtool.cli.main), in this process."""
+    from kbtool.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    old = Path.cwd()
+    with mock.patch.object(sys, "argv", ["kb", *args]), mock.patch.dict(os.environ, env or {}), \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            if cwd:
+                os.chdir(cwd)
+            main()
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        finally:
+            os.chdir(old)
+    return Result(code, out.getvalue(), err.getvalue())
