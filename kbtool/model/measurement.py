@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from .common import Basis, Record, Ref
+from .evidence import Environment
 
 
 class Measurement(Record):
@@ -21,6 +22,14 @@ class Measurement(Record):
     conditions: dict[str, Any] = Field(default_factory=dict, description="Shape, dtype, batch, ...")
     samples: list[float] = Field(default_factory=list, description="Per-launch medians (benchmarks)")
     evidence: Ref | None = Field(default=None, description="Run record it came from, if measured by kb")
+    outcome: Literal["OK", "UNSUPPORTED", "OOM_PREDICTED", "OOM", "ERROR", "TIMEOUT"] | None = Field(
+        default=None, description="Outcome class of a benchmark attempt (kb bench)"
+    )
+    message: str | None = Field(default=None, description="The library's own message, for attempts that did not run")
+    environment: Environment | None = Field(default=None, description="Where it was measured (kb bench)")
+    metrics: dict[str, Any] = Field(
+        default_factory=dict, description="Other observations: kernels that ran, error, peak memory, bandwidth"
+    )
 
     def refs(self) -> list[tuple[str, str]]:
         out = []
