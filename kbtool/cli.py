@@ -9,12 +9,15 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from kbtool import __version__
 from kbtool.errors import KbError
+
+if TYPE_CHECKING:
+    from kbtool.kb import KB
 
 app = typer.Typer(
     name="kb",
@@ -27,6 +30,8 @@ app = typer.Typer(
 schema_app = typer.Typer(help="Export or check the JSON Schema files generated from the models.",
                          no_args_is_help=True)
 app.add_typer(schema_app, name="schema")
+topic_app = typer.Typer(help="Import or export topics in seed 001's record format.", no_args_is_help=True)
+app.add_typer(topic_app, name="topic")
 
 
 class Format(StrEnum):
@@ -121,6 +126,80 @@ def schema_check() -> None:
     if stale:
         fail(f"schema files differ from the models: {', '.join(stale)}", 1, "run `kb schema export`")
     print("schema files match the models")
+
+
+# ---- show and topics ----------------------------------------------------------------------------
+
+
+def _load_kb(kb: Path | None) -> KB:
+    from kbtool.kb import KB
+    from kbtool.store.records import load_tree
+
+    return KB.from_load(load_tree(_records(kb)))
+
+
+@app.command()
+def show(
+    record_id: Annotated[str, typer.Argument(metavar="ID", help="Record id or alias.")],
+    kb: KbOpt = None,
+) -> None:
+    """Show one record: a topic as its page (statements marked with their claims' status), others as YAML."""
+    from kbtool.model.topic import Topic
+
+    base = _load_kb(kb)
+    rec = base.resolve(record_id)
+    if isinstance(rec, Topic):
+        from kbtool.render.topic import render_topic
+
+        render_topic(rec, base)
+    else:
+        from kbtool.render.record import render_record
+
+        render_record(rec, base)
+
+
+@topic_app.command("import")
+def topic_import(
+    file: Annotated[Path, typer.Argument(help="A topic in seed 001's format, .yaml/.yml or .json.")],
+    topic_id: Annotated[str | None, typer.Option("--id", help="kb id (default: last part of the source id).")] = None,
+    seed: Annotated[str | None, typer.Option("--seed", help="Cite this seed file as the source.")] = None,
+    write: Annotated[bool, typer.Option("--write", help="Write records/topics/<id>.yaml.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="With --write, replace an existing record.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Turn a topic in seed 001's format into a topic record with unlinked statements."""
+    from kbtool.model.common import Source
+    from kbtool.topic import convert
+
+    data = convert.read_format(file)
+    source = Source(type="seed", seed=seed) if seed else Source(type="doc", ref=str(file))
+    topic = convert.import_topic(data, source=source, topic_id=topic_id, kb=_load_kb(kb), name=str(file))
+    if write:
+        dest = convert.write_record(topic, _records(kb), force=force)
+        print(f"wrote {dest} ({len(topic.statements)} unlinked statements: attach claim ids under `claims`)")
+    else:
+        print(convert.dump(convert.record_data(topic)), end="")
+
+
+@topic_app.command("export")
+def topic_export(
+    topic_id: Annotated[str, typer.Argument(metavar="ID", help="Topic id or alias.")],
+    fmt: Annotated[Format, typer.Option("--format", help="yaml (text) or json")] = Format.text,
+    derived: Annotated[bool, typer.Option("--derived", help="Write kb's derived verification, not the "
+                                                            "source's.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Write a topic back in seed 001's format."""
+    from kbtool.model.topic import Topic
+    from kbtool.topic import convert
+    from kbtool.topic.derive import derive
+
+    base = _load_kb(kb)
+    rec = base.resolve(topic_id, "topic")
+    if not isinstance(rec, Topic):
+        fail(f"'{topic_id}' is not a topic", 2)
+    data = convert.export_topic(rec, derive(rec, base) if derived else None)
+    print(convert.dump(data, "json" if fmt is Format.json else "yaml"), end="")
 
 
 # ---- entry point --------------------------------------------------------------------------------
