@@ -1,0 +1,282 @@
+"""`kb probe list` / `kb probe run` / `kb probe apply` as library functions returning data (no printing)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kbtool.errors import ProbeError, UsageError
+from kbtool.model import Claim, Evidence
+from kbtool.probe import evidence as ev_io
+from kbtool.probe.runner import CaseResult, run_cases
+from kbtool.probe.spec import Probe, discover
+from kbtool.probe.verdicts import Skip, Update, plan, untestable_block
+from kbtool.store.writer import update_verification
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Fit:
+    probe: Probe
+    fits: bool
+    why: str | None = None
+    missing: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ProbeRun:
+    probe: Probe
+    status: str  # ran | skipped | failed
+    why: str | None = None
+    results: list[CaseResult] = field(default_factory=list)
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    evidence: Evidence | None = None
+    evidence_path: Path | None = None
+    seconds: float = 0.0
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.results:
+            out[r.outcome] = out.get(r.outcome, 0) + 1
+        return out
+
+
+@dataclass
+class RunReport:
+    env: dict[str, Any]
+    runs: list[ProbeRun] = field(default_factory=list)
+    updates: list[Update] = field(default_factory=list)
+    skips: list[Skip] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+    untestable: list[tuple[str, str]] = field(default_factory=list)
+    wrote_claims: bool = False
+
+    @property
+    def gpu(self) -> bool:
+        return bool(self.env.get("gpu"))
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def fit(probe: Probe, env: dict[str, Any]) -> Fit:
+    """Whether a probe can run here, and why not."""
+    missing = [p for p in probe.spec.packages if p != "torch" and p not in (env.get("libraries") or {})]
+    if "torch" in probe.spec.packages and not env.get("torch"):
+        missing.insert(0, "torch")
+    if not env.get("gpu"):
+        return Fit(probe, False, f"no CUDA GPU ({env.get('reason', 'not detected')})", missing)
+    if missing:
+        return Fit(probe, False, f"not installed: {', '.join(missing)}", missing)
+    archs = probe.spec.archs
+    if archs and env.get("architecture") not in archs:
+        return Fit(probe, False, f"needs {', '.join(archs)}; this GPU is {env.get('architecture') or 'unknown'}")
+    return Fit(probe, True)
+
+
+def list_probes(env: dict[str, Any]) -> list[Fit]:
+    return [fit(p, env) for p in discover()]
+
+
+def select(probes: list[Probe], probe_id: str | None, claim_id: str | None) -> list[Probe]:
+    """Probes by id or by a claim they test; neither selects every probe."""
+    chosen = probes
+    if probe_id:
+        chosen = [p for p in chosen if p.spec.id == probe_id]
+        if not chosen:
+            ids = ", ".join(p.spec.id for p in probes)
+            raise UsageError(f"unknown probe '{probe_id}'", fix=f"one of: {ids}")
+    if claim_id:
+        chosen = [p for p in chosen if claim_id in p.spec.claims]
+        if not chosen:
+            raise UsageError(f"no probe tests claim '{claim_id}'", fix="see `kb probe list` for what each tests")
+    return chosen
+
+
+def load_claims(records: Path) -> dict[str, tuple[Claim, Path]]:
+    from kbtool.store.records import load_tree
+
+    folder = records / "claims"
+    if not folder.is_dir():
+        return {}
+    result = load_tree(records, [folder])
+    return {x.record.id: (x.record, x.path) for x in result.loaded if isinstance(x.record, Claim)}
+
+
+def _judge(probe: Probe, results: list[CaseResult], env: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
+    obs = [r.observation() for r in results]
+    try:
+        raw = probe.judge(obs, env)
+        return ev_io.clean_verdicts(raw, probe.spec.claims), None
+    except Exception as exc:  # a judge bug must not lose the run's observations
+        return [], f"judge failed: {type(exc).__name__}: {exc}"
+
+
+def run_probe(
+    probe: Probe, env: dict[str, Any], *, progress: Callable[[CaseResult], None] | None = None
+) -> ProbeRun:
+    """Run one probe's cases and judge them (no writing)."""
+    start = time.monotonic()
+    started = now()
+    try:
+        cases = probe.cases()
+    except Exception as exc:
+        return ProbeRun(probe, "failed", f"cases() failed: {type(exc).__name__}: {exc}")
+    results = run_cases(probe, cases, root=REPO_ROOT, progress=progress)
+    verdicts, judge_error = _judge(probe, results, env)
+    data: dict[str, Any] = {}
+    if probe.summarize:
+        try:
+            data = probe.summarize([r.observation() for r in results], env)
+        except Exception as exc:
+            data = {"summarize_error": f"{type(exc).__name__}: {exc}"}
+    if judge_error:
+        data["judge_error"] = judge_error
+    evidence = ev_io.build(probe.spec, env, started, now(), results, verdicts, data=data)
+    run = ProbeRun(probe, "ran", judge_error, results, verdicts, evidence)
+    run.seconds = round(time.monotonic() - start, 1)
+    return run
+
+
+def _untestable_reason(probe: Probe, env: dict[str, Any], missing: list[str]) -> str:
+    host = f"{env.get('gpu')}, torch {env.get('torch')}, CUDA {env.get('cuda')}"
+    return f"{', '.join(missing)} not installed on the probe host ({host}). {probe.spec.untestable}".strip()
+
+
+def apply_updates(
+    updates: list[Update], claims: dict[str, tuple[Claim, Path]]
+) -> list[Path]:
+    written = []
+    for u in updates:
+        _, path = claims[u.claim]
+        if update_verification(path, u.verification):
+            written.append(path)
+    return written
+
+
+def run(
+    *,
+    records: Path,
+    probe_id: str | None = None,
+    claim_id: str | None = None,
+    write: bool = False,
+    out: Path | None = None,
+    env: dict[str, Any] | None = None,
+    on_probe: Callable[[Probe, int], Callable[[CaseResult], None] | None] | None = None,
+) -> RunReport:
+    """`kb probe run`: without a GPU nothing runs and the report says why."""
+    from kbtool.probe.environment import fingerprint
+
+    env = env if env is not None else fingerprint(REPO_ROOT)
+    report = RunReport(env)
+    probes = select(discover(), probe_id, claim_id)
+    if not report.gpu:
+        return report
+    claims = load_claims(records) if write else {}
+    folder = out or records / "evidence"
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    for probe in probes:
+        f = fit(probe, env)
+        if not f.fits:
+            report.runs.append(ProbeRun(probe, "skipped", f.why))
+            if f.missing and probe.spec.untestable:
+                reason = _untestable_reason(probe, env, f.missing)
+                report.untestable += [(c, reason) for c in probe.spec.claims if not claim_id or c == claim_id]
+            continue
+        n_cases = len(probe.cases())
+        progress = on_probe(probe, n_cases) if on_probe else None
+        pr = run_probe(probe, env, progress=progress)
+        if pr.evidence is not None:
+            pr.evidence_path, pr.evidence = ev_io.write(folder, pr.evidence)
+            report.written.append(pr.evidence_path)
+        report.runs.append(pr)
+    if out is not None:
+        report.written.append(write_manifest(out, report, today))
+    if write:
+        evidence = [r.evidence for r in report.runs if r.evidence is not None]
+        if claim_id:
+            evidence = [e.model_copy(update={"verdicts": [v for v in e.verdicts if v.claim == claim_id]})
+                        for e in evidence]
+        report.updates, report.skips, written = _apply(evidence, report.untestable, claims, today)
+        report.written += written
+        report.wrote_claims = True
+    return report
+
+
+def _apply(
+    evidence: list[Evidence],
+    untestable: list[tuple[str, str]],
+    claims: dict[str, tuple[Claim, Path]],
+    today: str,
+    *,
+    write: bool = True,
+) -> tuple[list[Update], list[Skip], list[Path]]:
+    updates, skips = plan(evidence, {k: c for k, (c, _) in claims.items()}, today)
+    for cid, reason in untestable:
+        if cid not in claims:
+            skips.append(Skip(cid, "no such claim"))
+            continue
+        claim = claims[cid][0]
+        block = untestable_block(claim, reason, today)
+        if block is None:
+            skips.append(Skip(cid, f"left as {claim.verification.status}: untestable here ({reason})"))
+            continue
+        updates.append(Update(cid, str(claim.verification.status), str(block["status"]), block, reason))
+    return updates, skips, apply_updates(updates, claims) if write else []
+
+
+MANIFEST = "probe-run.json"
+
+
+def write_manifest(out: Path, report: RunReport, today: str) -> Path:
+    """A summary beside the evidence files (environment, probes, untestable claims) for `kb probe apply`."""
+    import json
+
+    out.mkdir(parents=True, exist_ok=True)
+    data = {
+        "date": today,
+        "environment": report.env,
+        "probes": [
+            {"id": r.probe.spec.id, "status": r.status, "why": r.why, "seconds": r.seconds,
+             "evidence": r.evidence.id if r.evidence else None, "outcomes": r.counts()}
+            for r in report.runs
+        ],
+        "untestable": [{"claim": c, "reason": why} for c, why in report.untestable],
+    }
+    path = out / MANIFEST
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update], list[Skip], list[Path]]:
+    """`kb probe apply`: apply evidence written by `kb probe run --out DIR` elsewhere (files or that folder,
+    whose probe-run.json also lists the claims found untestable there) to the claims here."""
+    import json
+
+    files: list[Path] = []
+    untestable: list[tuple[str, str]] = []
+    dates: list[str] = []
+    for p in paths:
+        if p.is_dir():
+            files += sorted(p.glob("*.yaml"))
+            manifest = p / MANIFEST
+            if manifest.is_file():
+                data = json.loads(manifest.read_text(encoding="utf-8"))
+                untestable += [(u["claim"], u["reason"]) for u in data.get("untestable", [])]
+                dates.append(str(data.get("date")))
+        else:
+            files.append(p)
+    if not files and not untestable:
+        raise UsageError("no evidence files given", fix="pass the folder or files written by `kb probe run --out`")
+    evidence = [ev_io.load(p) for p in files]
+    claims = load_claims(records)
+    if not claims:
+        raise ProbeError(f"no claims under {records / 'claims'}")
+    today = max([e.started[:10] for e in evidence] + dates)
+    return _apply(evidence, untestable, claims, today, write=write)

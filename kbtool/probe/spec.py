@@ -1,0 +1,149 @@
+"""Probe specs and probe modules: what a probe declares, and how the runner finds probes.
+
+A probe module (probes/<name>.py) defines `SPEC`, `cases()`, `run(case)` and `judge(cases, env)`.
+GPU libraries are imported inside `run`, never at module import, so listing and judging work anywhere.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import pkgutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from kbtool.errors import ProbeError
+
+Observation = dict[str, Any]
+VerdictDict = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """What a probe declares about itself."""
+
+    id: str
+    version: int
+    claims: list[str]
+    requires: dict[str, Any] = field(default_factory=dict)
+    """{"archs": [sm ids] or None (any CUDA GPU), "packages": [names from PACKAGES or dist names]}"""
+    timeout_s: float = 300.0
+    """Per-case limit, JIT compilation included."""
+    workers: int = 1
+    """Worker processes run at once; >1 only for probes whose cases do not time anything."""
+    title: str = ""
+    untestable: str | None = None
+    """Why the claims cannot be tested where the required packages are missing (no wheels, ...)."""
+
+    @property
+    def archs(self) -> list[str] | None:
+        archs = self.requires.get("archs")
+        return list(archs) if archs else None
+
+    @property
+    def packages(self) -> list[str]:
+        return list(self.requires.get("packages") or [])
+
+
+@dataclass(frozen=True)
+class PackageInfo:
+    """How to see that a package is installed without importing it."""
+
+    dist: str
+    module: str
+
+
+# Probe package names -> distribution and a module that exists only if the real thing is installed.
+# flash-attn-4 installs flash_attn/cute, so FA-2 is detected by its compiled extension, not `flash_attn`.
+PACKAGES: dict[str, PackageInfo] = {
+    "torch": PackageInfo("torch", "torch"),
+    "flashinfer": PackageInfo("flashinfer-python", "flashinfer"),
+    "flash-attn-4": PackageInfo("flash-attn-4", "flash_attn.cute"),
+    "flash-attn": PackageInfo("flash-attn", "flash_attn_2_cuda"),
+    "flash-attn-3": PackageInfo("flash-attn-3", "flash_attn_interface"),
+    "flashmla": PackageInfo("flash-mla", "flash_mla"),
+    "vllm": PackageInfo("vllm", "vllm"),
+    "triton": PackageInfo("triton", "triton"),
+}
+
+
+def package_info(name: str) -> PackageInfo:
+    return PACKAGES.get(name, PackageInfo(name, name.replace("-", "_")))
+
+
+@dataclass
+class Probe:
+    """A loaded probe module."""
+
+    spec: ProbeSpec
+    module_ref: str
+    """Import name (probes.sdpa_gates) or a file path; the worker loads the module from it."""
+    cases: Callable[[], list[dict[str, Any]]]
+    run: Callable[[dict[str, Any]], Observation]
+    judge: Callable[[list[Observation], dict[str, Any]], list[VerdictDict]]
+    path: Path | None = None
+    summarize: Callable[[list[Observation], dict[str, Any]], dict[str, Any]] | None = None
+    """Optional: tables or measured values for the evidence record's `data`."""
+
+
+def _from_module(mod: ModuleType, ref: str) -> Probe:
+    missing = [name for name in ("SPEC", "cases", "run", "judge") if not hasattr(mod, name)]
+    if missing:
+        raise ProbeError(
+            f"probe module {ref} lacks {', '.join(missing)}",
+            fix="define SPEC, cases(), run(case) and judge(cases, env)",
+        )
+    spec = mod.SPEC
+    if not isinstance(spec, ProbeSpec):
+        raise ProbeError(f"probe module {ref}: SPEC is not a ProbeSpec")
+    file = getattr(mod, "__file__", None)
+    path = Path(file) if file else None
+    return Probe(spec=spec, module_ref=ref, cases=mod.cases, run=mod.run, judge=mod.judge, path=path,
+                 summarize=getattr(mod, "summarize", None))
+
+
+def load_module(ref: str) -> ModuleType:
+    """Import a probe module by dotted name or by file path."""
+    if ref.endswith(".py") or "/" in ref:
+        path = Path(ref)
+        name = f"_kb_probe_{path.stem}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ProbeError(f"cannot load probe file {ref}")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+        return mod
+    return importlib.import_module(ref)
+
+
+def load_probe(ref: str) -> Probe:
+    try:
+        mod = load_module(ref)
+    except ProbeError:
+        raise
+    except Exception as exc:  # a broken probe module must not take the command down
+        raise ProbeError(f"probe module {ref} failed to import: {type(exc).__name__}: {exc}") from exc
+    return _from_module(mod, ref)
+
+
+def discover(package: str = "probes") -> list[Probe]:
+    """Every probe module in the `probes` package, sorted by probe id."""
+    try:
+        pkg = importlib.import_module(package)
+    except ImportError as exc:
+        raise ProbeError(f"cannot import the probe package {package!r}: {exc}") from exc
+    probes = []
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name.startswith("_"):
+            continue
+        probes.append(load_probe(f"{package}.{info.name}"))
+    ids = [p.spec.id for p in probes]
+    dupes = {i for i in ids if ids.count(i) > 1}
+    if dupes:
+        raise ProbeError(f"duplicate probe ids: {sorted(dupes)}")
+    return sorted(probes, key=lambda p: p.spec.id)

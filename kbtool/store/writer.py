@@ -1,0 +1,217 @@
+"""Writing records: atomic (temp file, fsync, rename), under a lock file, and minimal.
+
+`update_verification` changes a claim's `verification` block and nothing else: the round-trip parser finds
+where the block starts and ends, the new block is rendered alone and spliced in, so every other byte of the
+file (comments, quoting, key order, line wrapping) stays identical. The result is re-read and compared before
+it replaces the file. `write_new_record` creates a file that must not exist yet (evidence is never rewritten).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
+from ruamel.yaml.error import YAMLError as RuamelError
+from ruamel.yaml.scalarstring import SingleQuotedScalarString
+
+from kbtool.errors import WriteError
+
+LOCK_TIMEOUT_S = 30.0
+WIDTH = 120
+
+
+# ---- locking and atomic replacement ------------------------------------------------------------
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextmanager
+def file_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[Path]:
+    """Hold `.<name>.lock` beside `path` (created exclusively; a lock left by a dead process is taken over)."""
+    lock = path.with_name(f".{path.name}.lock")
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            break
+        except FileExistsError:
+            try:
+                pid = int(lock.read_text().strip() or "0")
+            except (OSError, ValueError):
+                pid = 0
+            if pid and not _pid_alive(pid):
+                lock.unlink(missing_ok=True)
+                continue
+            if time.monotonic() > deadline:
+                raise WriteError(
+                    f"{path}: locked by another writer ({lock})",
+                    fix=f"wait for the other `kb` process, or remove {lock} if none is running",
+                ) from None
+            time.sleep(0.05)
+        except OSError as exc:
+            raise WriteError(f"{path}: cannot create lock file {lock}: {exc}") from exc
+    try:
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        yield lock
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def atomic_write(path: Path, text: str, *, exclusive: bool = False) -> None:
+    """Write `text` to a temp file in the same folder, fsync, then rename over `path` (or link, if exclusive)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if path.exists() and not exclusive:
+            os.chmod(tmp, path.stat().st_mode & 0o777)
+        else:
+            os.chmod(tmp, 0o644)
+        if exclusive:
+            try:
+                os.link(tmp, path)  # fails if the file exists: never overwrite a record meant to be new
+            except FileExistsError:
+                raise WriteError(f"{path} already exists", fix="records of this kind are never rewritten") from None
+        else:
+            os.replace(tmp, path)
+    except OSError as exc:
+        raise WriteError(f"cannot write {path}: {exc}") from exc
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    try:
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+# ---- rendering ---------------------------------------------------------------------------------
+
+
+def _yaml() -> YAML:
+    y = YAML(typ="rt")
+    y.indent(mapping=2, sequence=2, offset=0)
+    y.width = WIDTH
+    y.default_flow_style = False
+    return y
+
+
+def _protect(value: Any) -> Any:
+    """Quote strings that a YAML 1.1 reader would not read back as the same string ('2026-11-30', 'on')."""
+    if isinstance(value, dict):
+        return {k: _protect(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_protect(v) for v in value]
+    if isinstance(value, str):
+        try:
+            same = yaml.safe_load(value) == value
+        except yaml.YAMLError:
+            same = False
+        return value if same and value.strip() == value and value else SingleQuotedScalarString(value)
+    return value
+
+
+def dump(data: dict[str, Any]) -> str:
+    """Block-style YAML for a mapping, in the records' style (2-space indent, lists at the key's column)."""
+    buf = io.StringIO()
+    _yaml().dump(_protect(data), buf)
+    return buf.getvalue()
+
+
+# ---- the verification splice -------------------------------------------------------------------
+
+
+def _top_level_span(text: str, key: str) -> tuple[int, int] | None:
+    """0-based [start, end) line span of a top-level key's entry, or None if the key is absent."""
+    try:
+        data = _yaml().load(text)
+    except RuamelError as exc:
+        raise WriteError(f"cannot parse the record for editing: {exc}") from exc
+    if not isinstance(data, CommentedMap):
+        raise WriteError("the record is not a YAML mapping")
+    if key not in data:
+        return None
+    keys = list(data.keys())
+    start, col = data.lc.key(key)
+    if col != 0:
+        raise WriteError(f"`{key}` is not at column 0; cannot edit it in place")
+    lines = text.splitlines(keepends=True)
+    i = keys.index(key)
+    end = data.lc.key(keys[i + 1])[0] if i + 1 < len(keys) else len(lines)
+    while end - 1 > start and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
+        end -= 1  # blank lines and column-0 comments before the next key belong to that key
+    return start, end
+
+
+def splice_verification(text: str, block: dict[str, Any]) -> str:
+    """`text` with its top-level `verification` entry replaced by `block` (appended if absent)."""
+    rendered = dump({"verification": block})
+    span = _top_level_span(text, "verification")
+    lines = text.splitlines(keepends=True)
+    if span is None:
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+        return "".join(lines) + rendered
+    start, end = span
+    if end == len(lines) and lines and not lines[-1].endswith("\n"):
+        rendered = rendered.rstrip("\n")
+    return "".join(lines[:start]) + rendered + "".join(lines[end:])
+
+
+def _check_only_verification_changed(old: str, new: str, block: dict[str, Any], name: str) -> None:
+    try:
+        before, after = yaml.safe_load(old), yaml.safe_load(new)
+    except yaml.YAMLError as exc:
+        raise WriteError(f"{name}: the edited record does not parse ({exc}); nothing written") from exc
+    got = after.pop("verification", None) if isinstance(after, dict) else None
+    if isinstance(before, dict):
+        before.pop("verification", None)
+    if before != after or got != block:
+        raise WriteError(f"{name}: the edit would change more than the verification block; nothing written")
+
+
+def update_verification(path: Path, block: dict[str, Any]) -> bool:
+    """Replace a claim file's verification block; True if the file changed. Atomic and locked."""
+    with file_lock(path):
+        try:
+            old = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise WriteError(f"cannot read {path}: {exc}") from exc
+        new = splice_verification(old, block)
+        if new == old:
+            return False
+        _check_only_verification_changed(old, new, block, str(path))
+        atomic_write(path, new)
+        return True
+
+
+def write_new_record(path: Path, data: dict[str, Any]) -> None:
+    """Create a record file that must not exist yet (evidence). Atomic and locked."""
+    text = dump(data)
+    with file_lock(path):
+        atomic_write(path, text, exclusive=True)
