@@ -202,6 +202,114 @@ def topic_export(
     print(convert.dump(data, "json" if fmt is Format.json else "yaml"), end="")
 
 
+# ---- fmt / new ----------------------------------------------------------------------------------
+
+
+@app.command("fmt")
+def fmt_cmd(
+    paths: Annotated[list[Path] | None, typer.Argument(help="Files or folders (default: the records tree).")] = None,
+    check: Annotated[bool, typer.Option("--check", help="Change nothing; print a diff and exit 1 if any "
+                                                        "file is not canonical.")] = False,
+    json_: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Rewrite records in canonical form: schema line, key order, quoting."""
+    import json
+
+    from kbtool.fmt.run import format_paths
+
+    report = format_paths(_records(kb), paths, check=check)
+    if json_:
+        print(json.dumps({"ok": report.exit_code == 0, "check": check,
+                          "files": [{"file": r.name, "status": r.status, "message": r.message or None,
+                                     "diff": r.diff or None} for r in report.results]}, indent=2))
+        raise typer.Exit(report.exit_code)
+    from kbtool.render.console import err
+
+    for r in report.results:
+        if r.status == "changed":
+            sys.stdout.write(r.diff) if check else print(f"reformatted {r.name}")
+        elif r.status == "error":
+            err.print(f"error: {r.message}", markup=False, highlight=False)
+    changed, ok = len(report.of("changed")), len(report.of("ok"))
+    verb = "would reformat" if check else "reformatted"
+    tail = "; run `kb fmt` to fix" if check and changed else ""
+    err.print(f"{verb} {changed} file(s), {ok} already canonical, {len(report.of('skipped'))} skipped, "
+              f"{len(report.of('error'))} error(s){tail}", markup=False, highlight=False)
+    raise typer.Exit(report.exit_code)
+
+
+@app.command()
+def new(
+    kind: Annotated[str, typer.Argument(metavar="KIND", help="Record kind, e.g. claim, kernel, accelerator.")],
+    record_id: Annotated[str, typer.Argument(metavar="ID", help="The new record's id.")],
+    stdout: Annotated[bool, typer.Option("--stdout", help="Print the record instead of writing it.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Scaffold a record with its kind's required fields, each explained by a comment."""
+    from kbtool import scaffold
+
+    root = _records(kb)
+    if stdout:
+        print(scaffold.scaffold(kind, record_id, scaffold.record_path(root, kind, record_id)), end="")
+        raise typer.Exit(0)
+    path = scaffold.create(root, kind, record_id)
+    print(f"wrote {path}; replace each TODO, then run `kb validate {path}`")
+
+
+# ---- query --------------------------------------------------------------------------------------
+
+
+@app.command()
+def query(
+    gpu: Annotated[str | None, typer.Option("--gpu", help="Accelerator id or alias (h100, b200, ...). "
+                                                          "Without it: one row per accelerator.")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", help="Tensor-parallel GPUs.")] = None,
+    ctx: Annotated[str | None, typer.Option("--ctx", help="Context: 131072, 128k, 1m (k = 1024).")] = None,
+    kv: Annotated[str | None, typer.Option("--kv", help="KV dtype: bf16, fp16, fp8 (e4m3), fp8_e5m2, fp4.")] = None,
+    dtype: Annotated[str | None, typer.Option("--dtype", help="Compute dtype (default bf16).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model id or alias.")] = None,
+    head_dim: Annotated[int | None, typer.Option("--head-dim", help="Head dim (overrides the model's).")] = None,
+    batch: Annotated[int | None, typer.Option("--batch", help="Concurrent sequences (memory; default 1).")] = None,
+    phase: Annotated[str | None, typer.Option("--phase", help="prefill, decode or both (default).")] = None,
+    engine: Annotated[str | None, typer.Option("--engine", help="none (default) or vllm.")] = None,
+    kernel: Annotated[list[str] | None, typer.Option("--kernel", help="Restrict to these kernels "
+                                                                       "(repeatable).")] = None,
+    lib: Annotated[list[str] | None, typer.Option("--lib", help="Library version NAME=VERSION "
+                                                                 "(repeatable), e.g. flashinfer=0.6.18.")] = None,
+    block_size: Annotated[int | None, typer.Option("--block-size", help="Paged-KV block size.")] = None,
+    util: Annotated[float | None, typer.Option("--util", help="Memory utilization (default 0.9).")] = None,
+    json_: Annotated[bool, typer.Option("--json", help="Print the answer as JSON (design.md §4).")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Add sources and evidence.")] = False,
+    fail_on_no: Annotated[bool, typer.Option("--fail-on-no", help="Exit 1 when the verdict is no.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Can this accelerator serve this context with this KV dtype: kernels, reasons, caveats and KV fit."""
+    from kbtool.solve.load import load_kb_report
+    from kbtool.solve.query import build_query
+    from kbtool.solve.solver import solve
+
+    q = build_query(gpu=gpu, gpus=gpus, ctx=ctx, kv=kv, dtype=dtype, model=model, head_dim=head_dim, batch=batch,
+                    phase=phase, engine=engine, kernel=kernel, lib=lib, block_size=block_size, util=util)
+    report = load_kb_report(_records(kb))
+    answer = solve(report.kb, q)
+    if json_:
+        print(answer.model_dump_json(indent=2))
+    else:
+        from kbtool.render.console import err, out
+        from kbtool.render.query import render_answer, render_multi
+        from kbtool.solve.answer import MultiAnswer
+
+        if report.skipped:
+            err.print(f"warning: {len(report.skipped)} record(s) left out (run `kb validate`)", markup=False)
+        if isinstance(answer, MultiAnswer):
+            render_multi(out, answer, explain=explain)
+        else:
+            render_answer(out, answer, explain=explain)
+    rows = answer.rows if hasattr(answer, "rows") else [answer]
+    raise typer.Exit(1 if fail_on_no and any(r.verdict == "no" for r in rows) else 0)
+
+
 # ---- entry point --------------------------------------------------------------------------------
 
 

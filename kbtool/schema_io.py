@@ -30,7 +30,7 @@ def generate(kind: str) -> dict[str, Any]:
 
 
 def render(schema: dict[str, Any]) -> str:
-    return json.dumps(schema, indent=2, sort_keys=False) + "\n"
+    return json.dumps(add_titles(schema), indent=2, sort_keys=False) + "\n"
 
 
 def generated_files() -> dict[str, str]:
@@ -67,3 +67,39 @@ def load(kind: str, dest: Path | None = None) -> dict[str, Any]:
     if p.exists():
         return dict(json.loads(p.read_text()))
     return generate(kind)
+
+
+def _titled(name: str) -> str:
+    return name.replace("_", " ").strip().capitalize()
+
+
+def add_titles(schema: Any) -> Any:
+    """Give every property a title (its name, humanized) where pydantic left none, e.g. on $ref fields."""
+    if isinstance(schema, dict):
+        props = schema.get("properties")
+        if isinstance(props, dict):
+            for key, prop in props.items():
+                if isinstance(prop, dict) and "title" not in prop:
+                    prop["title"] = _titled(key)
+        for value in schema.values():
+            add_titles(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            add_titles(value)
+    return schema
+
+
+def untitled_properties(schema: Any, path: str = "#") -> list[str]:
+    """JSON pointers of properties lacking a title or a description (should be none)."""
+    out: list[str] = []
+    if isinstance(schema, dict):
+        props = schema.get("properties")
+        if isinstance(props, dict):
+            out += [f"{path}/properties/{k}" for k, p in props.items()
+                    if not (isinstance(p, dict) and p.get("title") and p.get("description"))]
+        for k, v in schema.items():
+            out += untitled_properties(v, f"{path}/{k}")
+    elif isinstance(schema, list):
+        for i, v in enumerate(schema):
+            out += untitled_properties(v, f"{path}/{i}")
+    return out

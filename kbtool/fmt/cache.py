@@ -1,0 +1,84 @@
+"""A small on-disk set of file contents already known to be canonical, so `kb validate` stays fast.
+
+Keyed by a fingerprint of the formatter (its version, the YAML libraries and every model's key order), so a
+change to any of them starts a fresh set. The cache lives in $KB_CACHE_DIR, else $XDG_CACHE_HOME/kb, else
+~/.cache/kb; KB_CACHE_DIR set to an empty value turns it off. Failing to read or write it is never an error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from functools import cache
+from pathlib import Path
+
+import ruamel.yaml
+import yaml
+from pydantic import BaseModel
+
+from kbtool.fmt.order import child_models, key_order
+from kbtool.model import MODELS
+
+FORMAT_VERSION = "1"
+
+
+@cache
+def fingerprint() -> str:
+    seen: dict[str, tuple[str, ...]] = {}
+
+    def walk(m: type[BaseModel]) -> None:
+        if m.__qualname__ in seen:
+            return
+        seen[m.__qualname__] = key_order(m)
+        for k in key_order(m):
+            for c in child_models(m, k):
+                walk(c)
+
+    for m in MODELS.values():
+        walk(m)
+    raw = repr((FORMAT_VERSION, ruamel.yaml.__version__, yaml.__version__, sorted(seen.items())))
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def cache_file() -> Path | None:
+    env = os.environ.get("KB_CACHE_DIR")
+    if env is not None:
+        base = Path(env) if env else None
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        base = Path(xdg) / "kb" if xdg else Path.home() / ".cache" / "kb"
+    return base / f"fmt-{fingerprint()}.txt" if base else None
+
+
+def digest(name: str, text: str) -> str:
+    """Digest of a file's place (which fixes its schema line) and content."""
+    return hashlib.sha256(f"{name}\0{text}".encode()).hexdigest()
+
+
+class KnownCanonical:
+    """Digests of texts known to be canonical; `save()` writes back what was added."""
+
+    def __init__(self) -> None:
+        self.path = cache_file()
+        self.known: set[str] = set()
+        self.added = False
+        if self.path is not None:
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                self.known = set(self.path.read_text("ascii").split())
+
+    def has(self, name: str, text: str) -> bool:
+        return digest(name, text) in self.known
+
+    def add(self, name: str, text: str) -> None:
+        self.known.add(digest(name, text))
+        self.added = True
+
+    def save(self) -> None:
+        if not (self.added and self.path):
+            return
+        with contextlib.suppress(OSError):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text("\n".join(sorted(self.known)) + "\n", "ascii")
+            os.replace(tmp, self.path)
