@@ -8,7 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Verdict = Literal["yes", "no", "conditional", "unknown"]
 KernelStatus = Literal["ok", "caveat", "rejected", "unknown"]
-VerificationLabel = Literal["verified", "unverified", "refuted", "disputed", "untestable"]
+VerificationLabel = Literal["verified", "unverified", "refuted", "disputed", "untestable", "structural"]
+"""`structural`: a reason derived from the records' structure (phases, layouts, engine wiring), not a claim."""
 
 
 class _M(BaseModel):
@@ -27,11 +28,18 @@ class Reason(_M):
     depends_on: list[str] = Field(default_factory=list, description="Inputs not given that decide it")
     evidence: list[str] = Field(default_factory=list, description="Evidence records, for verified claims")
     sources: list[str] = Field(default_factory=list, description="Where the claim comes from")
+    phase: str | None = Field(default=None, description="The phase it applies to, when not every phase")
+    subject: str | None = Field(default=None, description="The record the claim is about")
+    scope: str | None = Field(default=None, description="Versions the claim is scoped to")
+    workaround: str | None = Field(default=None, description="What to do instead")
 
 
 class KernelAnswer(_M):
     id: str = Field(description="Kernel id")
-    status: KernelStatus = Field(description="ok, caveat, rejected or unknown")
+    status: KernelStatus = Field(description="ok, caveat, rejected or unknown (worst over its phases)")
+    phase_status: dict[str, KernelStatus] = Field(default_factory=dict, description="Status per phase evaluated")
+    library: str | None = Field(default=None, description="Library, as used in version scopes")
+    gates: int = Field(default=0, description="Gate claims (reject/caveat) the KB records for it")
     via: list[str] = Field(default_factory=list, description="Engine backends that reach it (--engine)")
     reasons: list[Reason] = Field(default_factory=list, description="Gates that reject it or leave it unknown")
     caveats: list[Reason] = Field(default_factory=list, description="Caveats that apply")
@@ -39,6 +47,19 @@ class KernelAnswer(_M):
     refuted: list[Reason] = Field(default_factory=list, description="Refuted gates, not enforced")
     rank: int | None = Field(default=None, description="Rank by measured latency, where measured")
     measured: dict[str, Any] | None = Field(default=None, description="Measured latency used for ranking")
+
+
+class BackendAnswer(_M):
+    """An engine backend (with --engine): its own gates and the kernels it reaches."""
+
+    id: str = Field(description="Engine-backend id")
+    backend_name: str = Field(description="The engine's own name for it")
+    status: KernelStatus = Field(description="Worst over phases of: its own gates and its best kernel")
+    phase_status: dict[str, KernelStatus] = Field(default_factory=dict, description="Status per phase")
+    kernels: dict[str, KernelStatus] = Field(default_factory=dict, description="Kernel-layer status of its kernels")
+    reasons: list[Reason] = Field(default_factory=list, description="Engine-layer (and kernel-layer) reasons")
+    caveats: list[Reason] = Field(default_factory=list, description="Caveats that apply")
+    refuted: list[Reason] = Field(default_factory=list, description="Refuted gates, not enforced")
 
 
 class Memory(_M):
@@ -61,6 +82,10 @@ class Answer(_M):
     memory: Memory | None = Field(description="KV fit; null when no model or no GPU was given")
     claims_used: list[str] = Field(description="Claims that were evaluated")
     depends_on: list[str] = Field(default_factory=list, description="Inputs that would decide unknowns")
+    backends: list[BackendAnswer] = Field(default_factory=list, description="Engine backends (with --engine)")
+    caveats: list[Reason] = Field(default_factory=list, description="Caveats about the accelerator itself")
+    assumed: dict[str, Any] = Field(default_factory=dict, description="Defaults used for inputs not given")
+    notes: list[str] = Field(default_factory=list, description="Other remarks")
     ranking: dict[str, Any] | None = Field(default=None, description="Measurement-based ranking, if any")
 
 
@@ -69,3 +94,4 @@ class MultiAnswer(_M):
 
     query: dict[str, Any] = Field(description="The normalized inputs")
     rows: list[Answer] = Field(description="One answer per accelerator")
+    summary: str = Field(default="", description="One sentence over all rows")

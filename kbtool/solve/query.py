@@ -1,0 +1,158 @@
+"""Query inputs: parse and normalize what the user typed; bad values raise UsageError with an accepted form."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbtool.errors import UsageError
+from kbtool.vocab import DTYPE_ALIASES, ENGINES, KV_DTYPES, LIBRARIES, PHASES
+
+_CTX = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmM]?)\s*$")
+_CTX_FIX = "give a positive token count such as 131072, 128k or 1m (k = 1024, m = 1024 x 1024)"
+
+LIB_ALIASES = {
+    "flash_attn": "flash-attn", "flash-attention": "flash-attn", "flash-attn-3": "flash-attn",
+    "flash_attn_3": "flash-attn", "flash_attn_4": "flash-attn-4", "flash-attention-4": "flash-attn-4",
+    "fa4": "flash-attn-4", "flashinfer-python": "flashinfer", "flash_mla": "flashmla", "flash-mla": "flashmla",
+    "pytorch": "torch", "cudnn_frontend": "cudnn-frontend", "nvidia-cudnn-frontend": "cudnn-frontend",
+}
+
+
+def parse_ctx(text: str | int) -> int:
+    """'131072', '128k', '1m', '1M' -> tokens (k = 1024). Zero, negative, fractional tokens and garbage fail."""
+    m = _CTX.match(str(text))
+    if not m:
+        raise UsageError(f"--ctx: '{text}' is not a context length", fix=_CTX_FIX)
+    num, unit = m.group(1), m.group(2).lower()
+    mult = {"": 1, "k": 1024, "m": 1024 * 1024}[unit]
+    value = float(num) * mult
+    if value != int(value):
+        raise UsageError(f"--ctx: '{text}' is not a whole number of tokens", fix=_CTX_FIX)
+    if value <= 0:
+        raise UsageError(f"--ctx: '{text}' must be positive", fix=_CTX_FIX)
+    if value > 1 << 34:
+        raise UsageError(f"--ctx: '{text}' is larger than any context this tool sizes (16G tokens)", fix=_CTX_FIX)
+    return int(value)
+
+
+def _dtype(text: str, flag: str, allowed: tuple[str, ...]) -> str:
+    d = DTYPE_ALIASES.get(text.strip().lower())
+    if d is None or d not in allowed:
+        forms = "bf16, fp16, fp8 (= fp8_e4m3), fp8_e5m2, fp4 (= nvfp4)" if flag == "--kv" else ", ".join(allowed)
+        raise UsageError(f"{flag}: unknown dtype '{text}'", fix=f"use one of {forms}")
+    return d
+
+
+def parse_kv(text: str) -> str:
+    return _dtype(text, "--kv", KV_DTYPES)
+
+
+def parse_dtype(text: str) -> str:
+    return _dtype(text, "--dtype", ("bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "fp32"))
+
+
+def parse_phase(text: str | None) -> list[str]:
+    t = (text or "both").strip().lower()
+    if t == "both":
+        return list(PHASES)
+    if t in PHASES:
+        return [t]
+    raise UsageError(f"--phase: unknown phase '{text}'", fix="use prefill, decode or both")
+
+
+def parse_engine(text: str | None) -> str:
+    t = (text or "none").strip().lower()
+    if t not in ENGINES:
+        raise UsageError(f"--engine: unknown engine '{text}'", fix=f"use one of {', '.join(ENGINES)}")
+    return t
+
+
+def parse_libs(items: list[str] | None) -> dict[str, str]:
+    """['flashinfer=0.6.18', 'cuda=12.8'] -> {'flashinfer': '0.6.18', 'cuda': '12.8'}."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        name, sep, version = item.partition("=")
+        name = name.strip().lower()
+        name = LIB_ALIASES.get(name, name)
+        version = version.strip()
+        if not sep or not name or not re.match(r"^v?[0-9]+(\.[0-9A-Za-z]+)*([.+-][0-9A-Za-z.+-]+)?$", version):
+            raise UsageError(f"--lib: '{item}' is not NAME=VERSION", fix="e.g. --lib flashinfer=0.6.18 --lib cuda=12.8")
+        if name not in LIBRARIES:
+            raise UsageError(f"--lib: unknown library '{name}'", fix=f"use one of {', '.join(LIBRARIES)}")
+        out[name] = version.lstrip("v")
+    return out
+
+
+def positive_int(value: int | None, flag: str, example: str) -> int | None:
+    if value is None:
+        return None
+    if value <= 0:
+        raise UsageError(f"{flag}: {value} must be a positive integer", fix=f"e.g. {flag} {example}")
+    return value
+
+
+def parse_util(value: float | None) -> float:
+    if value is None:
+        return 0.9
+    if not 0 < value <= 1:
+        raise UsageError(f"--util: {value} must be in (0, 1]", fix="e.g. --util 0.9 (the default)")
+    return value
+
+
+@dataclass
+class Query:
+    """Normalized inputs. `None` means not given (unknown to the gates)."""
+
+    gpu: str | None = None
+    gpus: int = 1
+    ctx: int | None = None
+    kv: str | None = None
+    dtype: str | None = None
+    model: str | None = None
+    head_dim: int | None = None
+    head_dim_v: int | None = None
+    batch: int | None = None
+    phases: list[str] = field(default_factory=lambda: list(PHASES))
+    engine: str = "none"
+    kernels: list[str] = field(default_factory=list)
+    libs: dict[str, str] = field(default_factory=dict)
+    block_size: int | None = None
+    attention: str | None = None
+    utilization: float = 0.9
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "gpu": self.gpu, "gpus": self.gpus, "ctx": self.ctx, "kv": self.kv, "dtype": self.dtype,
+            "model": self.model, "head_dim": self.head_dim, "head_dim_v": self.head_dim_v, "batch": self.batch,
+            "phase": self.phases[0] if len(self.phases) == 1 else "both", "engine": self.engine,
+            "kernels": list(self.kernels), "libs": dict(sorted(self.libs.items())),
+            "block_size": self.block_size, "attention": self.attention, "utilization": self.utilization,
+        }
+        return d
+
+
+def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | None = None,
+                kv: str | None = None, dtype: str | None = None, model: str | None = None,
+                head_dim: int | None = None, batch: int | None = None, phase: str | None = None,
+                engine: str | None = None, kernel: list[str] | None = None, lib: list[str] | None = None,
+                block_size: int | None = None, util: float | None = None) -> Query:
+    """Parse raw CLI values into a Query (names are resolved against the KB later, by the solver)."""
+    kernels = [k.strip() for item in (kernel or []) for k in item.split(",") if k.strip()]
+    return Query(
+        gpu=gpu.strip() if gpu else None,
+        gpus=positive_int(gpus, "--gpus", "8") or 1,
+        ctx=parse_ctx(ctx) if ctx is not None else None,
+        kv=parse_kv(kv) if kv is not None else None,
+        dtype=parse_dtype(dtype) if dtype is not None else None,
+        model=model.strip() if model else None,
+        head_dim=positive_int(head_dim, "--head-dim", "128"),
+        batch=positive_int(batch, "--batch", "32"),
+        phases=parse_phase(phase),
+        engine=parse_engine(engine),
+        kernels=kernels,
+        libs=parse_libs(lib),
+        block_size=positive_int(block_size, "--block-size", "16"),
+        utilization=parse_util(util),
+    )

@@ -1,0 +1,362 @@
+"""The query solver: inputs -> an Answer per accelerator (design.md §4).
+
+Per accelerator and requested phase, every kernel's claims (and, with --engine, its engine backends' claims)
+are applied in a three-valued environment built from the query, the accelerator and the model.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbtool.errors import UsageError
+from kbtool.kb import KB
+from kbtool.model import Accelerator, Architecture, Claim, EngineBackend, Kernel, Model
+from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, KernelStatus, MultiAnswer, Reason
+from kbtool.solve.gates import SEVERITY, Outcome, apply_claims, best, structural, worst
+from kbtool.solve.memory import memory_for
+from kbtool.solve.query import Query
+
+MLA_LAYOUTS = ("mla", "sparse-mla")
+
+
+@dataclass
+class Ctx:
+    """Everything resolved once per query."""
+
+    kb: KB
+    q: Query
+    model: Model | None
+    kernels: list[Kernel]
+    by_subject: dict[str, list[Claim]] = field(default_factory=lambda: defaultdict(list))
+    backends: list[EngineBackend] = field(default_factory=list)
+
+
+def _lineage(kb: KB, k: Kernel) -> list[str]:
+    """The kernel and the families it is a variant of (claims on a family apply to its variants)."""
+    out, cur, seen = [k.id], k, {k.id}
+    while cur.variant_of and cur.variant_of not in seen:
+        seen.add(cur.variant_of)
+        out.append(cur.variant_of)
+        nxt = kb.get(cur.variant_of)
+        if not isinstance(nxt, Kernel):
+            break
+        cur = nxt
+    return out
+
+
+def prepare(kb: KB, q: Query) -> Ctx:
+    model: Model | None = None
+    if q.model:
+        rec = kb.resolve(q.model, "model")
+        assert isinstance(rec, Model)
+        model = rec
+        q.model = rec.id
+    kernels = sorted((r for r in kb.by_id.values() if isinstance(r, Kernel)), key=lambda r: r.id)
+    if q.kernels:
+        picked = [kb.resolve(k, "kernel") for k in q.kernels]
+        q.kernels = [p.id for p in picked]
+        kernels = [k for k in kernels if k.id in q.kernels]
+    cx = Ctx(kb, q, model, kernels)
+    for c in kb.by_id.values():
+        if isinstance(c, Claim):
+            cx.by_subject[c.subject].append(c)
+    if q.engine != "none":
+        cx.backends = sorted((b for b in kb.by_id.values() if isinstance(b, EngineBackend)
+                              and b.engine == q.engine), key=lambda b: b.id)
+        if not cx.backends:
+            raise UsageError(f"--engine {q.engine}: the KB has no engine-backend records for it",
+                             fix="use --engine none")
+    return cx
+
+
+def model_layout(model: Model) -> dict[str, Any]:
+    """Attention layout variables the model decides."""
+    types = {g.type for g in model.layers}
+    if "mla" in types:
+        attention = "mla"
+    else:
+        kvh = min(g.kv_heads for g in model.layers if g.kv_heads) if any(g.kv_heads for g in model.layers) else None
+        attention = "gqa" if kvh is None else "mqa" if kvh == 1 else "mha" if kvh == model.num_heads else "gqa"
+    return {"attention": attention, "sliding_window": "sliding" in types}
+
+
+def phase_dims(model: Model, phase: str) -> tuple[int, int]:
+    """(head_dim, head_dim_v) a kernel sees: MLA decode runs absorbed on the latent (576/512 for DeepSeek)."""
+    mla = next((g for g in model.layers if g.type == "mla"), None)
+    if mla is not None and phase == "decode":
+        assert mla.kv_lora_rank is not None and mla.rope_dim is not None
+        return mla.kv_lora_rank + mla.rope_dim, mla.kv_lora_rank
+    attn = next((g for g in model.layers if g.head_dim), None)
+    hd = model.head_dim
+    hv = (attn.head_dim_v or attn.head_dim or hd) if attn is not None else hd
+    return hd, hv
+
+
+def base_env(cx: Ctx, acc: Accelerator, arch: Architecture | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    q = cx.q
+    env: dict[str, Any] = {"gpu": acc.id, "vendor": acc.vendor, "engine": q.engine}
+    assumed: dict[str, Any] = {}
+    if arch is not None:
+        env["sm"] = arch.id
+        if arch.compute_capability:
+            env["cc"] = float(arch.compute_capability)
+    for k, v in (("ctx", q.ctx), ("batch", q.batch), ("block_size", q.block_size)):
+        if v is not None:
+            env[k] = v
+    env.update(q.libs)
+    kv, dtype = q.kv, q.dtype
+    if dtype is None:
+        dtype = "fp16" if kv == "fp16" else "bf16"
+        assumed["dtype"] = dtype
+    if kv is None:
+        kv = dtype if dtype in ("bf16", "fp16", "fp8_e4m3", "fp8_e5m2") else "bf16"
+        assumed["kv"] = f"{kv} (auto: the compute dtype)"
+    env["dtype"], env["kv_dtype"] = dtype, kv
+    if cx.model is not None:
+        env.update(model_layout(cx.model))
+    if q.attention:
+        env["attention"] = q.attention
+    return env, assumed
+
+
+def phase_env(cx: Ctx, env: dict[str, Any], phase: str) -> dict[str, Any]:
+    e = dict(env, phase=phase)
+    q = cx.q
+    if q.head_dim is not None:
+        e["head_dim"], e["head_dim_v"] = q.head_dim, q.head_dim_v or q.head_dim
+    elif cx.model is not None:
+        e["head_dim"], e["head_dim_v"] = phase_dims(cx.model, phase)
+    return e
+
+
+def _merge(reasons: list[Reason]) -> list[Reason]:
+    """One reason per (claim, code, message); drop the phase when it appeared in more than one."""
+    seen: dict[tuple[str, str, str, str], Reason] = {}
+    for r in reasons:
+        key = (r.claim, r.code, r.message.replace(f"{r.phase}", "") if r.phase else r.message, r.layer)
+        if key in seen:
+            if seen[key].phase != r.phase:
+                seen[key] = seen[key].model_copy(update={"phase": None})
+        else:
+            seen[key] = r
+    return list(seen.values())
+
+
+def _global_claims(cx: Ctx, acc: Accelerator, arch: Architecture | None) -> list[Claim]:
+    subjects = [acc.id] + ([arch.id] if arch else [])
+    return [c for s in subjects for c in cx.by_subject.get(s, [])]
+
+
+def eval_kernel(cx: Ctx, k: Kernel, envs: dict[str, dict[str, Any]], glob: list[Claim]) -> tuple[
+        dict[str, KernelStatus], Outcome]:
+    claims = [c for s in _lineage(cx.kb, k) for c in cx.by_subject.get(s, [])] + glob
+    out = Outcome()
+    statuses: dict[str, KernelStatus] = {}
+    phases = [p for p in envs if p in k.phases]
+    if not phases:
+        out.status = "rejected"
+        out.reasons.append(structural("PHASE", f"{k.id} serves {', '.join(k.phases)} only; asked for "
+                                      f"{', '.join(envs)}", observed=list(envs), allowed=list(k.phases),
+                                      subject=k.id))
+        return statuses, out
+    for p in phases:
+        env = envs[p]
+        lay = env.get("attention")
+        if lay is None and not set(k.attention) - set(MLA_LAYOUTS):
+            o = Outcome(status="unknown", reasons=[structural(
+                "ATTENTION", f"{k.id} implements {', '.join(k.attention)} attention only [depends on attention: "
+                f"give --model]", allowed=list(k.attention), depends=["attention"], subject=k.id)])
+        elif lay is not None and lay not in k.attention:
+            o = Outcome(status="rejected", reasons=[structural(
+                "ATTENTION", f"{k.id} implements {', '.join(k.attention)} attention; the model uses {lay}",
+                observed=lay, allowed=list(k.attention), subject=k.id)])
+        else:
+            o = Outcome()
+        o.add(apply_claims(claims, env, cx.q.libs))
+        statuses[p] = o.status
+        out.add(o)
+    out.status = worst(statuses.values())
+    return statuses, out
+
+
+def _gates(cx: Ctx, k: Kernel) -> int:
+    return sum(c.effect != "supports" for s in _lineage(cx.kb, k) for c in cx.by_subject.get(s, []))
+
+
+def _kernel_answer(k: Kernel, statuses: dict[str, KernelStatus], o: Outcome, via: list[str],
+                   gates: int) -> KernelAnswer:
+    reasons, caveats = _merge(o.reasons), _merge(o.caveats)
+    ws = [r.workaround for r in reasons + caveats if r.workaround]
+    return KernelAnswer(id=k.id, status=o.status, phase_status=statuses, library=k.library, via=via, gates=gates,
+                        reasons=reasons, caveats=caveats, refuted=_merge(o.refuted),
+                        workarounds=list(dict.fromkeys(ws)))
+
+
+def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]], kstat: dict[str, tuple[dict[str, KernelStatus], Outcome]],
+                 ) -> tuple[list[BackendAnswer], dict[str, list[str]], dict[str, dict[str, Outcome]]]:
+    """Evaluate each backend's own gates; return backend answers, kernel -> backends, backend -> phase outcomes."""
+    answers, via, per_phase = [], defaultdict(list), {}
+    for b in cx.backends:
+        phases: dict[str, Outcome] = {}
+        for p, env in envs.items():
+            lay = env.get("attention")
+            o = Outcome()
+            if lay is None and not set(b.attention) - set(MLA_LAYOUTS):
+                o = Outcome(status="unknown", reasons=[structural(
+                    "ATTENTION", f"{b.id} serves {', '.join(b.attention)} only [depends on attention: give --model]",
+                    "engine", allowed=list(b.attention), depends=["attention"], subject=b.id)])
+            elif lay is not None and lay not in b.attention:
+                o = Outcome(status="rejected", reasons=[structural(
+                    "ATTENTION", f"{b.id} serves {', '.join(b.attention)}; the model uses {lay}", "engine",
+                    observed=lay, allowed=list(b.attention), subject=b.id)])
+            o.add(apply_claims(cx.by_subject.get(b.id, []), env, cx.q.libs, "engine"))
+            phases[p] = o
+        per_phase[b.id] = phases
+        kernel_status = {k: kstat[k][1].status for k in b.kernels if k in kstat}
+        own = Outcome()
+        for o in phases.values():
+            own.add(o)
+        status = own.status
+        reasons = list(own.reasons)
+        if kernel_status:
+            kbest = best(kernel_status.values())
+            if SEVERITY[kbest] > SEVERITY[status]:
+                status = kbest
+            if kbest == "rejected":
+                reasons.append(structural("KERNELS_REJECTED", f"every kernel {b.id} runs is rejected: "
+                                          f"{', '.join(kernel_status)}", "engine", subject=b.id))
+        else:
+            status = "rejected"
+            reasons.append(structural("NO_KERNEL", f"{b.id} runs none of the candidate kernels", "engine",
+                                      subject=b.id))
+        for k in b.kernels:
+            via[k].append(b.id)
+        answers.append(BackendAnswer(
+            id=b.id, backend_name=b.backend_name, status=status,
+            phase_status={p: o.status for p, o in phases.items()}, kernels=kernel_status,
+            reasons=_merge(reasons), caveats=_merge(own.caveats), refuted=_merge(own.refuted)))
+    return answers, dict(via), per_phase
+
+
+def solve_one(cx: Ctx, acc: Accelerator) -> Answer:
+    q = cx.q
+    arch = cx.kb.get(acc.architecture)
+    arch = arch if isinstance(arch, Architecture) else None
+    env, assumed = base_env(cx, acc, arch)
+    envs = {p: phase_env(cx, env, p) for p in q.phases}
+    glob = _global_claims(cx, acc, arch)
+    glob_out = Outcome()
+    for p in q.phases:
+        glob_out.add(apply_claims(glob, envs[p], q.libs))
+    glob_rejects = [c for c in glob if c.effect == "reject"]  # hardware gates bind every kernel
+    kstat = {k.id: eval_kernel(cx, k, envs, glob_rejects) for k in cx.kernels}
+    used: set[str] = set()
+    for _, o in kstat.values():
+        used |= o.used
+    backends: list[BackendAnswer] = []
+    kernels: list[KernelAnswer] = []
+    if cx.backends:
+        backends, via, per_phase = engine_layer(cx, envs, kstat)
+        for per in per_phase.values():
+            for o in per.values():
+                used |= o.used
+        for k in cx.kernels:
+            statuses, o = kstat[k.id]
+            bs = via.get(k.id, [])
+            combined = Outcome(status=o.status, reasons=list(o.reasons), caveats=list(o.caveats),
+                               refuted=list(o.refuted))
+            if not bs:
+                combined.status = "rejected"
+                statuses = {p: "rejected" for p in statuses}
+                combined.reasons.append(structural("NOT_IN_ENGINE", f"no {q.engine} backend runs {k.id}", "engine",
+                                                   subject=k.id))
+            else:
+                new: dict[str, KernelStatus] = {}
+                for p, s in statuses.items():
+                    bbest = best(per_phase[b][p].status for b in bs)
+                    new[p] = worst([s, bbest])
+                    for b in bs:
+                        bo = per_phase[b][p]
+                        if bo.status == bbest:
+                            combined.caveats += bo.caveats
+                            if bbest != "ok":
+                                combined.reasons += bo.reasons
+                        combined.refuted += bo.refuted
+                statuses = new
+                combined.status = worst(statuses.values()) if statuses else o.status
+            kernels.append(_kernel_answer(k, statuses, combined, bs, _gates(cx, k)))
+    else:
+        kernels = [_kernel_answer(k, s, o, [], _gates(cx, k)) for k in cx.kernels for s, o in [kstat[k.id]]]
+    kernels.sort(key=lambda a: (SEVERITY[a.status], a.gates == 0, a.id))
+    used |= glob_out.used
+    glob_caveats = _merge(glob_out.caveats)
+    memory, mem_notes = memory_for(cx, acc, env, kernels, assumed)
+    verdict, summary = _verdict(cx, acc, kernels, memory)
+    if verdict == "yes" and glob_caveats:
+        verdict, summary = "conditional", summary.replace(": yes with", ": yes, with hardware caveats, with", 1)
+    depends = sorted({d for k in kernels for r in k.reasons + k.caveats for d in r.depends_on})
+    qd = q.as_dict()
+    qd["gpu"] = acc.id
+    return Answer(query=qd, verdict=verdict, summary=summary, kernels=kernels, memory=memory,
+                  claims_used=sorted(used), depends_on=depends, backends=backends, caveats=glob_caveats,
+                  assumed=assumed, notes=mem_notes)
+
+
+def _verdict(cx: Ctx, acc: Accelerator, kernels: list[KernelAnswer], memory: Any) -> tuple[str, str]:
+    q = cx.q
+    per_phase = {p: best(k.phase_status[p] for k in kernels if p in k.phase_status) if any(
+        p in k.phase_status for k in kernels) else None for p in q.phases}
+    fits = memory.fits if memory is not None else None
+    ok = [k.id for k in kernels if k.status == "ok"]
+    good = [k.id for k in kernels if k.status in ("ok", "caveat")]
+    where = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "")
+    if not kernels or any(v is None for v in per_phase.values()):
+        missing = ", ".join(p for p, v in per_phase.items() if v is None)
+        return "unknown", f"{where}: no kernel in the KB covers {missing}"
+    mem = ""
+    if memory is not None and fits is not None:
+        gb = 1e9
+        if fits:
+            mem = f"; KV {memory.kv_bytes / gb:,.1f} GB fits in {memory.available_bytes / gb:,.1f} GB"
+        elif memory.available_bytes <= 0:
+            usable = memory.available_bytes + memory.weights_bytes
+            mem = (f"; does not fit: weights {memory.weights_bytes / gb:,.1f} GB per GPU exceed the "
+                   f"{usable / gb:,.1f} GB usable ({q.utilization:g} x {memory.capacity_bytes / gb:,.1f} GB), "
+                   f"before {memory.kv_bytes / gb:,.1f} GB of KV")
+        else:
+            mem = (f"; does not fit: KV needs {memory.kv_bytes / gb:,.1f} GB, {memory.available_bytes / gb:,.1f}"
+                   f" GB available after weights (max ctx {memory.max_ctx:,})")
+    if fits is False:
+        return "no", f"{where}: {mem[2:]}"
+    if any(v == "rejected" for v in per_phase.values()):
+        bad = [p for p, v in per_phase.items() if v == "rejected"]
+        return "no", f"{where}: every kernel is rejected for {', '.join(bad)}{mem}"
+    if all(v == "ok" for v in per_phase.values()):
+        return "yes", f"{where}: yes with {_names(ok)}{mem}"
+    if all(v in ("ok", "caveat") for v in per_phase.values()):
+        return "conditional", f"{where}: yes with caveats, via {_names(good)}{mem}"
+    deps = sorted({d for k in kernels for r in k.reasons + k.caveats for d in r.depends_on})
+    return "conditional", f"{where}: depends on inputs not given ({', '.join(deps)}){mem}"
+
+
+def _names(ids: list[str]) -> str:
+    return ", ".join(ids[:3]) + (f" (+{len(ids) - 3} more)" if len(ids) > 3 else "")
+
+
+def solve(kb: KB, q: Query) -> Answer | MultiAnswer:
+    """One Answer for --gpu; without it, one row per accelerator in the KB."""
+    if not q.gpu and not q.model and not q.kernels and q.head_dim is None and q.ctx is None:
+        raise UsageError("nothing to answer", fix="give --gpu and/or --model, e.g. kb query --gpu h100 --ctx 128k")
+    cx = prepare(kb, q)
+    if q.gpu:
+        acc = kb.resolve(q.gpu, "accelerator")
+        assert isinstance(acc, Accelerator)
+        q.gpu = acc.id
+        return solve_one(cx, acc)
+    accs = sorted((a for a in kb.by_id.values() if isinstance(a, Accelerator)), key=lambda a: a.id)
+    rows = [solve_one(cx, a) for a in accs]
+    counts = {v: sum(r.verdict == v for r in rows) for v in ("yes", "conditional", "no", "unknown")}
+    summary = f"{len(rows)} accelerators: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+    return MultiAnswer(query=q.as_dict(), rows=rows, summary=summary)
