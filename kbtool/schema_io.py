@@ -35,7 +35,10 @@ def render(schema: dict[str, Any]) -> str:
 
 def generated_files() -> dict[str, str]:
     """File name -> text for every schema kb ships."""
+    from kbtool.schema_docs import render as render_docs
+
     out = {f"{kind}.schema.json": render(generate(kind)) for kind in MODELS}
+    out |= {f"{kind}.md": render_docs(kind, add_titles(generate(kind))) for kind in MODELS}
     from kbtool.answer_schema import ANSWER_SCHEMA  # the query answer's schema
 
     out["query-answer.schema.json"] = render(ANSWER_SCHEMA)
