@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from pydantic import Field, ValidationError
 
-from kbtool.errors import InvalidRecordError, UsageError, WriteError
+from kbtool.errors import InvalidRecordError, KbError, UsageError, WriteError
 from kbtool.kb import KB
 from kbtool.model.common import ID_PATTERN, Basis, Source, Strict
 from kbtool.model.topic import ParameterRow, StatedVerification, Statement, Topic, XrefGroup
@@ -216,8 +216,8 @@ def dump(data: Any, fmt: str = "yaml") -> str:
 
 def record_data(topic: Topic) -> dict[str, Any]:
     data: dict[str, Any] = topic.model_dump(by_alias=True, exclude_defaults=True, mode="json")
-    head = {k: data.pop(k) for k in ("id", "kind", "name", "aliases") if k in data}
-    tail = {k: data.pop(k) for k in ("notes", "sources") if k in data}
+    head: dict[str, Any] = {k: data.pop(k) for k in ("id", "kind", "name", "aliases") if k in data}
+    tail: dict[str, Any] = {k: data.pop(k) for k in ("notes", "sources") if k in data}
     return {**head, **data, **tail}
 
 
@@ -230,8 +230,20 @@ def write_record(topic: Topic, records: Path, force: bool = False) -> Path:
         dest.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".topic-", suffix=".yaml", dir=dest.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(dump(record_data(topic)))
+            fh.write(_canonical(dump(record_data(topic)), dest))
         os.replace(tmp, dest)
     except OSError as e:
         raise WriteError(f"cannot write {dest}: {e.strerror}", fix="check the folder's permissions") from None
     return dest
+
+
+def _canonical(text: str, dest: Path) -> str:
+    """The form `kb fmt` writes, where that formatter is installed; else the plain dump."""
+    try:
+        from kbtool.fmt.core import canonical
+    except ImportError:
+        return text
+    try:
+        return str(canonical(text, dest, str(dest)))
+    except KbError:
+        return text
