@@ -79,10 +79,16 @@ def parse_libs(items: list[str] | None) -> dict[str, str]:
         version = version.strip()
         if not sep or not name or not re.match(r"^v?[0-9]+(\.[0-9A-Za-z]+)*([.+-][0-9A-Za-z.+-]+)?$", version):
             raise UsageError(f"--lib: '{item}' is not NAME=VERSION", fix="e.g. --lib flashinfer=0.6.18 --lib cuda=12.8")
-        if name not in LIBRARIES:
-            raise UsageError(f"--lib: unknown library '{name}'", fix=f"use one of {', '.join(LIBRARIES)}")
         out[name] = version.lstrip("v")
     return out
+
+
+def check_libs(libs: dict[str, str], known: set[str]) -> None:
+    """Library names must be query variables or libraries the KB scopes claims to."""
+    allowed = set(LIBRARIES) | known
+    for name in libs:
+        if name not in allowed:
+            raise UsageError(f"--lib: unknown library '{name}'", fix=f"use one of {', '.join(sorted(allowed))}")
 
 
 def positive_int(value: int | None, flag: str, example: str) -> int | None:

@@ -16,7 +16,7 @@ from kbtool.model import Accelerator, Architecture, Claim, EngineBackend, Kernel
 from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, KernelStatus, MultiAnswer, Reason
 from kbtool.solve.gates import SEVERITY, Outcome, apply_claims, best, structural, worst
 from kbtool.solve.memory import memory_for
-from kbtool.solve.query import Query
+from kbtool.solve.query import Query, check_libs
 
 MLA_LAYOUTS = ("mla", "sparse-mla")
 
@@ -59,9 +59,12 @@ def prepare(kb: KB, q: Query) -> Ctx:
         q.kernels = [p.id for p in picked]
         kernels = [k for k in kernels if k.id in q.kernels]
     cx = Ctx(kb, q, model, kernels)
+    known = {r.library for r in kb.by_id.values() if isinstance(r, Kernel)}
     for c in kb.by_id.values():
         if isinstance(c, Claim):
             cx.by_subject[c.subject].append(c)
+            known |= {s.library for s in c.scope}
+    check_libs(q.libs, known)
     if q.engine != "none":
         cx.backends = sorted((b for b in kb.by_id.values() if isinstance(b, EngineBackend)
                               and b.engine == q.engine), key=lambda b: b.id)
