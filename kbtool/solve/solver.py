@@ -6,13 +6,14 @@ are applied in a three-valued environment built from the query, the accelerator 
 
 from __future__ import annotations
 
+import difflib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbtool.errors import UsageError
+from kbtool.errors import NotFoundError, UsageError
 from kbtool.kb import KB
-from kbtool.model import Accelerator, Architecture, Claim, EngineBackend, Kernel, Model
+from kbtool.model import Accelerator, Architecture, Claim, EngineBackend, Kernel, Model, Record
 from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, KernelStatus, MultiAnswer, Reason
 from kbtool.solve.gates import SEVERITY, Outcome, apply_claims, best, structural, worst
 from kbtool.solve.memory import memory_for
@@ -46,16 +47,29 @@ def _lineage(kb: KB, k: Kernel) -> list[str]:
     return out
 
 
+def resolve(kb: KB, name: str, kind: str) -> Record:
+    """kb.resolve, but a miss names the three nearest record *ids* (matched through ids and aliases)."""
+    try:
+        return kb.resolve(name, kind)
+    except NotFoundError:
+        pool = {a: i for a, i in kb.aliases.items() if kb.by_id[i].kind == kind}
+        ranked = difflib.get_close_matches(name.strip().lower(), list(pool), n=len(pool), cutoff=0.3)
+        ids = list(dict.fromkeys(pool[a] for a in ranked))[:3]
+        flag = {"accelerator": "--gpu", "model": "--model", "kernel": "--kernel"}.get(kind, kind)
+        hint = f"did you mean {', '.join(ids)}?" if ids else f"run `kb list --kind {kind}`"
+        raise NotFoundError(f"{flag}: unknown {kind} '{name}'", fix=hint) from None
+
+
 def prepare(kb: KB, q: Query) -> Ctx:
     model: Model | None = None
     if q.model:
-        rec = kb.resolve(q.model, "model")
+        rec = resolve(kb, q.model, "model")
         assert isinstance(rec, Model)
         model = rec
         q.model = rec.id
     kernels = sorted((r for r in kb.by_id.values() if isinstance(r, Kernel)), key=lambda r: r.id)
     if q.kernels:
-        picked = [kb.resolve(k, "kernel") for k in q.kernels]
+        picked = [resolve(kb, k, "kernel") for k in q.kernels]
         q.kernels = [p.id for p in picked]
         kernels = [k for k in kernels if k.id in q.kernels]
     cx = Ctx(kb, q, model, kernels)
@@ -354,7 +368,7 @@ def solve(kb: KB, q: Query) -> Answer | MultiAnswer:
         raise UsageError("nothing to answer", fix="give --gpu and/or --model, e.g. kb query --gpu h100 --ctx 128k")
     cx = prepare(kb, q)
     if q.gpu:
-        acc = kb.resolve(q.gpu, "accelerator")
+        acc = resolve(kb, q.gpu, "accelerator")
         assert isinstance(acc, Accelerator)
         q.gpu = acc.id
         return solve_one(cx, acc)

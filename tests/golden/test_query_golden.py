@@ -1,0 +1,113 @@
+"""Golden query/answer pairs: `kb query ... --json` compared as dicts (KB_REGEN=1 rewrites the files).
+
+Cases on the fixture KB (tests/data/kb_fixture) cover each gate family and memory formula without churn;
+cases on the shipped records cover the done-when queries of issue 4. Every JSON answer is also validated
+against schema/query-answer.schema.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tests.util import DATA, ROOT, run_kb
+
+HERE = Path(__file__).resolve().parent / "query"
+FIX = str(DATA / "kb_fixture")
+SCHEMA = json.loads((ROOT / "schema" / "query-answer.schema.json").read_text())
+
+F = ["--kb", FIX]
+CASES: dict[str, list[str]] = {
+    # gate families on the fixture KB
+    "fx-head-dim-reject": [*F, "--gpu", "hop", "--head-dim", "96", "--lib", "cuda=12.8", "--batch", "1"],
+    "fx-unknown-cuda": [*F, "--gpu", "hop", "--head-dim", "128", "--kernel", "k-gqa"],
+    "fx-all-known-yes": [*F, "--gpu", "hop", "--head-dim", "128", "--lib", "cuda=12.8", "--batch", "4", "--kv",
+                         "bf16", "--kernel", "k-gqa"],
+    "fx-disputed-arch": [*F, "--gpu", "BW", "--head-dim", "128", "--lib", "cuda=12.8", "--batch", "1"],
+    "fx-refuted-not-enforced": [*F, "--gpu", "hop", "--head-dim", "128", "--kv", "fp8", "--phase", "prefill",
+                                "--kernel", "k-prefill"],
+    "fx-verified-evidence": [*F, "--gpu", "hop", "--head-dim", "320", "--phase", "prefill", "--kernel", "k-prefill"],
+    "fx-untestable": [*F, "--gpu", "hop", "--model", "fx-small-mla", "--phase", "decode"],
+    "fx-caveat-long-ctx": [*F, "--gpu", "hop", "--head-dim", "128", "--kv", "fp8", "--ctx", "128k", "--lib",
+                           "cuda=12.8", "--batch", "1"],
+    "fx-scope-excluded": [*F, "--gpu", "hop", "--head-dim", "128", "--lib", "cuda=12.8", "--lib", "libk=2.1",
+                          "--batch", "16", "--kernel", "k-gqa"],
+    "fx-scope-included": [*F, "--gpu", "hop", "--head-dim", "128", "--lib", "cuda=12.8", "--lib", "libk=1.5",
+                          "--batch", "16", "--kernel", "k-gqa"],
+    "fx-engine-both-layers": [*F, "--gpu", "hop", "--head-dim", "96", "--engine", "vllm", "--block-size", "8",
+                              "--lib", "cuda=12.8", "--batch", "1"],
+    "fx-engine-mla": [*F, "--gpu", "bw", "--model", "fx-dsv3", "--engine", "vllm", "--block-size", "64", "--gpus",
+                      "8", "--kv", "bf16", "--ctx", "4k"],
+    "fx-phase-decode": [*F, "--gpu", "hop", "--head-dim", "128", "--phase", "decode"],
+    # memory formulas
+    "fx-mem-gqa-llama70": [*F, "--gpu", "bw", "--model", "fx-llama-70b", "--ctx", "32k", "--kv", "bf16"],
+    "fx-mem-no-fit-405b": [*F, "--gpu", "hop", "--model", "fx-llama-405b", "--ctx", "128k"],
+    "fx-mem-mla-dsv3": [*F, "--gpu", "bw", "--model", "fx-dsv3", "--kv", "bf16", "--gpus", "8", "--ctx", "128k"],
+    "fx-mem-sliding": [*F, "--gpu", "bw", "--model", "fx-gemma", "--ctx", "128k", "--batch", "8"],
+    "fx-mem-linear": [*F, "--gpu", "bw", "--model", "fx-hybrid", "--ctx", "256k"],
+    "fx-mem-diff-kv-dims": [*F, "--gpu", "hop", "--model", "fx-diffkv", "--ctx", "1m"],
+    "fx-mem-tp-floor-one-head": [*F, "--gpu", "hop", "--model", "fx-llama-70b", "--gpus", "16", "--ctx", "128k"],
+    "fx-mem-util": [*F, "--gpu", "bw", "--model", "fx-llama-70b", "--ctx", "32k", "--util", "0.5"],
+    "fx-mem-fp4": [*F, "--gpu", "bw", "--model", "fx-llama-70b", "--ctx", "128k", "--kv", "fp4"],
+    "fx-rows-per-accelerator": [*F, "--ctx", "128k", "--kv", "fp8"],
+    # exit codes
+    "fx-fail-on-no": [*F, "--gpu", "hop", "--model", "fx-llama-405b", "--ctx", "128k", "--fail-on-no"],
+    "bad-ctx-zero": [*F, "--gpu", "hop", "--ctx", "0"],
+    "bad-ctx-negative": [*F, "--gpu", "hop", "--ctx=-4k"],
+    "bad-ctx-garbage": [*F, "--gpu", "hop", "--ctx", "12q"],
+    "bad-ctx-fraction": [*F, "--gpu", "hop", "--ctx", "1.5"],
+    "bad-kv": [*F, "--gpu", "hop", "--kv", "int8"],
+    "bad-lib": [*F, "--gpu", "hop", "--lib", "flashinfer"],
+    "missing-inputs": [*F],
+    "unknown-gpu": ["--gpu", "h1000"],
+    "unknown-model": ["--gpu", "h100", "--model", "lama-3.1-70b"],
+    # the done-when queries on the shipped records
+    "shipped-h100-128k-fp8": ["--gpu", "h100", "--ctx", "128k", "--kv", "fp8"],
+    "shipped-h100-405b-no-fit": ["--gpu", "h100", "--model", "llama-3.1-405b", "--ctx", "128k"],
+    "shipped-b200-dsv3-vllm": ["--gpu", "b200", "--model", "deepseek-v3", "--kv", "bf16", "--engine", "vllm"],
+    "shipped-rows-128k-fp8": ["--ctx", "128k", "--kv", "fp8"],
+    "shipped-h200-llama70-mem": ["--gpu", "h200", "--model", "llama-3.1-70b", "--ctx", "128k", "--kv", "bf16"],
+    "shipped-dsv3-flashmla-fp8": ["--gpu", "b200", "--model", "deepseek-v3", "--kv", "fp8", "--gpus", "8",
+                                  "--kernel", "flashmla-sparse-decode", "--ctx", "128k"],
+}
+
+
+def _run(args: list[str]) -> dict[str, object]:
+    res = run_kb("query", *args, "--json")
+    out: dict[str, object] = {"args": args, "exit": res.code}
+    if res.out.strip():
+        out["answer"] = json.loads(res.out)
+    else:
+        out["stderr"] = res.err.strip()
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_golden(name: str) -> None:
+    path = HERE / f"{name}.json"
+    got = _run(CASES[name])
+    if os.environ.get("KB_REGEN"):
+        HERE.mkdir(exist_ok=True)
+        path.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
+    assert path.exists(), f"missing golden {path.name}: run KB_REGEN=1 pytest {__file__}"
+    want = json.loads(path.read_text())
+    assert got == want
+    if "answer" in got:
+        jsonschema.validate(got["answer"], SCHEMA)
+
+
+def test_error_goldens_exit_2_with_a_fix() -> None:
+    for name in ("bad-ctx-zero", "bad-ctx-negative", "bad-ctx-garbage", "bad-ctx-fraction", "bad-kv", "bad-lib",
+                 "missing-inputs", "unknown-gpu", "unknown-model"):
+        got = _run(CASES[name])
+        assert got["exit"] == 2, name
+        assert "Traceback" not in str(got.get("stderr"))
+        assert "fix:" in str(got.get("stderr")) or "did you mean" in str(got.get("stderr")), name
+
+
+def test_no_golden_without_a_case() -> None:
+    assert {p.stem for p in HERE.glob("*.json")} <= set(CASES)

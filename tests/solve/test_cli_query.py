@@ -1,0 +1,46 @@
+"""`kb query` end to end: text output, exit codes, and a light import path."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.util import DATA, run_kb
+
+FIX = str(DATA / "kb_fixture")
+
+
+def test_text_output_has_verdict_kernels_memory_and_caveats() -> None:
+    r = run_kb("query", "--kb", FIX, "--gpu", "hop", "--model", "fx-llama-70b", "--kv", "fp8", "--ctx", "128k",
+               "--lib", "cuda=12.8")
+    assert r.code == 0, r.err
+    for part in ("verdict:", "kernels:", "memory:", "caveats:", "k-gqa-fp8-long-ctx", "KV/token"):
+        assert part in r.out
+
+
+def test_explain_adds_sources_and_evidence() -> None:
+    r = run_kb("query", "--kb", FIX, "--gpu", "hop", "--head-dim", "320", "--phase", "prefill", "--explain")
+    assert "source: seed fixture.txt" in r.out and "evidence: ev-fixture" in r.out
+
+
+def test_rows_without_gpu() -> None:
+    r = run_kb("query", "--kb", FIX, "--ctx", "128k", "--kv", "fp8")
+    assert r.code == 0 and "gpu-hopper" in r.out and "gpu-blackwell" in r.out
+
+
+def test_no_is_exit_0_unless_fail_on_no() -> None:
+    args = ["query", "--kb", FIX, "--gpu", "hop", "--model", "fx-llama-405b", "--ctx", "128k"]
+    assert run_kb(*args).code == 0
+    assert run_kb(*args, "--fail-on-no").code == 1
+
+
+def test_query_path_does_not_import_heavy_modules() -> None:
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from kbtool.solve.load import load_kb\nfrom kbtool.solve.query import build_query\n"
+        "from kbtool.solve.solver import solve\nfrom kbtool.render import query\n"
+        f"solve(load_kb(Path({FIX!r})), build_query(gpu='hop', ctx='128k'))\n"
+        "bad = [m for m in ('jsonschema', 'networkx', 'ruamel') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
