@@ -67,7 +67,9 @@ def now() -> str:
 
 def fit(probe: Probe, env: dict[str, Any]) -> Fit:
     """Whether a probe can run here, and why not."""
-    missing = [p for p in probe.spec.packages if p != "torch" and p not in (env.get("libraries") or {})]
+    libs = env.get("libraries") or {}
+    missing = [p for p in probe.spec.packages
+               if p != "torch" and not any(alt in libs for alt in p.split("|"))]  # "a|b": either will do
     if "torch" in probe.spec.packages and not env.get("torch"):
         missing.insert(0, "torch")
     if not env.get("gpu"):
@@ -84,9 +86,14 @@ def list_probes(env: dict[str, Any]) -> list[Fit]:
     return [fit(p, env) for p in discover()]
 
 
-def select(probes: list[Probe], probe_id: str | None, claim_id: str | None) -> list[Probe]:
-    """Probes by id or by a claim they test; neither selects every probe."""
-    chosen = probes
+def select(
+    probes: list[Probe], probe_id: str | None, claim_id: str | None, exclude: list[str] | None = None
+) -> list[Probe]:
+    """Probes by id or by a claim they test, less the excluded ids; no selector selects every probe."""
+    unknown = [x for x in exclude or [] if x not in {p.spec.id for p in probes}]
+    if unknown:
+        raise UsageError(f"unknown probe '{unknown[0]}' in --exclude")
+    chosen = [p for p in probes if p.spec.id not in (exclude or [])]
     if probe_id:
         chosen = [p for p in chosen if p.spec.id == probe_id]
         if not chosen:
@@ -118,10 +125,30 @@ def _judge(probe: Probe, results: list[CaseResult], env: dict[str, Any]) -> tupl
         return [], f"judge failed: {type(exc).__name__}: {exc}"
 
 
+def kb_context(records: Path, env: dict[str, Any]) -> dict[str, Any]:
+    """The KB's accelerator and architecture records for this GPU, for judges that compare with them."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for key, folder in (("accelerator", "accelerators"), ("architecture", "architectures")):
+        rid = env.get(key)
+        path = records / folder / f"{rid}.yaml"
+        if rid and path.is_file():
+            try:
+                out[key] = yaml.safe_load(path.read_text(encoding="utf-8"))
+            except (OSError, yaml.YAMLError):
+                continue
+    return out
+
+
 def run_probe(
-    probe: Probe, env: dict[str, Any], *, progress: Callable[[CaseResult], None] | None = None
+    probe: Probe,
+    env: dict[str, Any],
+    *,
+    progress: Callable[[CaseResult], None] | None = None,
+    kb: dict[str, Any] | None = None,
 ) -> ProbeRun:
-    """Run one probe's cases and judge them (no writing)."""
+    """Run one probe's cases and judge them (no writing). `kb` reaches the judge as env['kb'], not the record."""
     start = time.monotonic()
     started = now()
     try:
@@ -129,11 +156,12 @@ def run_probe(
     except Exception as exc:
         return ProbeRun(probe, "failed", f"cases() failed: {type(exc).__name__}: {exc}")
     results = run_cases(probe, cases, root=REPO_ROOT, progress=progress)
-    verdicts, judge_error = _judge(probe, results, env)
+    judge_env = {**env, "kb": kb or {}}
+    verdicts, judge_error = _judge(probe, results, judge_env)
     data: dict[str, Any] = {}
     if probe.summarize:
         try:
-            data = probe.summarize([r.observation() for r in results], env)
+            data = probe.summarize([r.observation() for r in results], judge_env)
         except Exception as exc:
             data = {"summarize_error": f"{type(exc).__name__}: {exc}"}
     if judge_error:
@@ -169,13 +197,14 @@ def run(
     out: Path | None = None,
     env: dict[str, Any] | None = None,
     on_probe: Callable[[Probe, int], Callable[[CaseResult], None] | None] | None = None,
+    exclude: list[str] | None = None,
 ) -> RunReport:
     """`kb probe run`: without a GPU nothing runs and the report says why."""
     from kbtool.probe.environment import fingerprint
 
     env = env if env is not None else fingerprint(REPO_ROOT)
     report = RunReport(env)
-    probes = select(discover(), probe_id, claim_id)
+    probes = select(discover(), probe_id, claim_id, exclude)
     if not report.gpu:
         return report
     claims = load_claims(records) if write else {}
@@ -191,7 +220,7 @@ def run(
             continue
         n_cases = len(probe.cases())
         progress = on_probe(probe, n_cases) if on_probe else None
-        pr = run_probe(probe, env, progress=progress)
+        pr = run_probe(probe, env, progress=progress, kb=kb_context(records, env))
         if pr.evidence is not None:
             pr.evidence_path, pr.evidence = ev_io.write(folder, pr.evidence)
             report.written.append(pr.evidence_path)

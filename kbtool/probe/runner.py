@@ -154,14 +154,17 @@ class Worker:
             self.proc.wait(timeout=10)
 
     def close(self) -> None:
-        """Let the worker finish on its own; kill it if it does not."""
+        """Let the worker finish on its own (kill it if it does not) and release its pipes."""
         try:
-            if self.proc.stdin:
+            if self.proc.stdin and not self.proc.stdin.closed:
                 self.proc.stdin.close()
             self.proc.wait(timeout=20)
         except (subprocess.TimeoutExpired, OSError):
             self.kill()
-        self._stderr.close()
+        for stream in (self.proc.stdin, self.proc.stdout, self._stderr):
+            if stream is not None and not stream.closed:
+                with contextlib.suppress(OSError):
+                    stream.close()
 
 
 def worker_env(workers: int, root: Path) -> dict[str, str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import pkgutil
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -131,6 +132,19 @@ def load_probe(ref: str) -> Probe:
     return _from_module(mod, ref)
 
 
+def _declares_spec(info: pkgutil.ModuleInfo) -> bool:
+    """Whether a module file assigns SPEC at top level (read, not imported)."""
+    finder_path = getattr(info.module_finder, "path", None)
+    if finder_path is None:
+        return True
+    path = Path(finder_path) / f"{info.name}.py"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return True
+    return re.search(r"^SPEC\s*[:=]", text, re.MULTILINE) is not None
+
+
 def discover(package: str = "probes") -> list[Probe]:
     """Every probe module in the `probes` package, sorted by probe id."""
     try:
@@ -139,8 +153,8 @@ def discover(package: str = "probes") -> list[Probe]:
         raise ProbeError(f"cannot import the probe package {package!r}: {exc}") from exc
     probes = []
     for info in pkgutil.iter_modules(pkg.__path__):
-        if info.name.startswith("_"):
-            continue
+        if info.name.startswith("_") or not _declares_spec(info):
+            continue  # helpers beside the probes (plotting, shared GPU code) are not probes
         probes.append(load_probe(f"{package}.{info.name}"))
     ids = [p.spec.id for p in probes]
     dupes = {i for i in ids if ids.count(i) > 1}

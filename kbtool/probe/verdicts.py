@@ -76,7 +76,7 @@ def out_of_scope(claim: Claim, rvars: Mapping[str, Any], verdict_scope: Mapping[
     for r in claim.scope:
         libraries.setdefault(r.library, []).append(r)
     for lib, ranges in libraries.items():
-        version = rvars.get(lib)
+        version = verdict_scope.get(lib) or rvars.get(lib)  # the judge may name the library it tested
         if version is None:
             return f"the run did not use {lib}"
         if not any(_in_range(str(version), r.introduced, r.fixed, r.last_affected) for r in ranges):

@@ -67,9 +67,9 @@ def run_case(run: Any, case: dict[str, Any]) -> dict[str, Any]:
             "metrics": {"exception": type(exc).__name__, "traceback_tail": "".join(tb[-3:])[-1500:]},
         }
     result["seconds"] = round(time.monotonic() - start, 3)
-    message = result.get("message")
-    if isinstance(message, str):
-        result["message"] = message[:MAX_MESSAGE]
+    text = result.get("message")
+    if isinstance(text, str):
+        result["message"] = text[:MAX_MESSAGE]
     clean: dict[str, Any] = _jsonable(result)
     return clean
 

@@ -1,0 +1,108 @@
+"""Probe: does FlashAttention-4 (flash-attn-4, CuTe DSL) run forward on this GPU, by head dim and dtype?
+
+Cases: head dims 64, 128, 192, 256, 512 (q/k and v equal), bf16 and fp8 e4m3, non-causal, GQA 8:2,
+shapes (2, 512, heads, D). FA-4 states its gates as assertions (arch, head dims, "FP8 is only supported on
+SM100"), which are recorded as UNSUPPORTED with the library's own message. Outputs that run are compared with
+an fp32 reference on the same (dequantized) inputs. This settles "FA-4 requires Blackwell" for the
+architecture it runs on, and FA-4's per-architecture head-dim and fp8 gates there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbtool.probe.judging import gate_verdict, values
+from kbtool.probe.spec import ProbeSpec
+
+SPEC = ProbeSpec(
+    id="fa4-arch",
+    version=1,
+    title="FlashAttention-4 architecture, head-dim and fp8 gates",
+    claims=["fa4-requires-blackwell", "fa4-head-dims", "fa4-fp8-sm100-only"],
+    requires={"archs": None, "packages": ["torch", "flash-attn-4"]},
+    timeout_s=300,
+    workers=2,
+)
+
+HEAD_DIMS = [64, 128, 192, 256, 512]
+DTYPES = ["bf16", "fp8_e4m3"]
+BATCH, SEQ, HEADS, KV_HEADS = 2, 512, 8, 2
+TOLERANCE = {"bf16": 3e-2, "fp8_e4m3": 6e-2}
+
+
+def cases() -> list[dict[str, Any]]:
+    return [{"head_dim": d, "dtype": t} for t in DTYPES for d in HEAD_DIMS]
+
+
+def run(case: dict[str, Any]) -> dict[str, Any]:
+    import torch
+    from flash_attn.cute import flash_attn_func
+
+    d = case["head_dim"]
+    dtype = {"bf16": torch.bfloat16, "fp8_e4m3": torch.float8_e4m3fn}[case["dtype"]]
+    torch.manual_seed(0)
+    q = torch.randn(BATCH, SEQ, HEADS, d, device="cuda", dtype=torch.bfloat16).to(dtype)
+    k = torch.randn(BATCH, SEQ, KV_HEADS, d, device="cuda", dtype=torch.bfloat16).to(dtype)
+    v = torch.randn(BATCH, SEQ, KV_HEADS, d, device="cuda", dtype=torch.bfloat16).to(dtype)
+    result = flash_attn_func(q, k, v, causal=False)
+    out = result[0] if isinstance(result, tuple) else result
+    torch.cuda.synchronize()
+    group = HEADS // KV_HEADS
+    kf = k.float().repeat_interleave(group, dim=2)
+    vf = v.float().repeat_interleave(group, dim=2)
+    s = torch.einsum("bqhd,bkhd->bhqk", q.float(), kf) / d**0.5
+    ref = torch.einsum("bhqk,bkhd->bqhd", torch.softmax(s, dim=-1), vf)
+    err = (out.float() - ref).abs().max().item()
+    rel = err / max(ref.abs().max().item(), 1e-12)
+    finite = bool(torch.isfinite(out.float()).all().item())
+    return {"outcome": "OK", "max_abs_err": err,
+            "metrics": {"rel_err": rel, "correct": bool(finite and rel <= TOLERANCE[case["dtype"]]),
+                        "out_dtype": str(out.dtype).replace("torch.", "")}}
+
+
+# ---- judge (pure) --------------------------------------------------------------------------------
+
+BLACKWELL = ("sm100", "sm103")
+SKIPS_HEAD_DIM_CHECK = ("sm80", "sm86", "sm89", "sm120", "sm121")
+
+
+def head_dims_allowed(sm: str | None, d: int) -> bool | None:
+    """fa4-head-dims for equal q/k and v head dims, per architecture (None: the claim does not say)."""
+    if sm in SKIPS_HEAD_DIM_CHECK:
+        return True
+    if sm == "sm90":
+        return 8 <= d <= 256 and d % 8 == 0
+    if sm in BLACKWELL:
+        return (8 <= d <= 128 and d % 8 == 0) or d in (256, 512)
+    return None
+
+
+def _label(p: dict[str, Any]) -> str:
+    return f"hd{p.get('head_dim')} {p.get('dtype')}"
+
+
+def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
+    sm = env.get("architecture")
+    cc = float(env.get("compute_capability") or 0)
+    version = (env.get("libraries") or {}).get("flash-attn-4")
+
+    def scope(dtype: str) -> dict[str, Any]:
+        picked = lambda p: p.get("dtype") == dtype  # noqa: E731
+        return {"sm": sm, "flash-attn-4": version, "dtypes": [dtype], "phase": "prefill",
+                "head_dims": values(observations, "head_dim", picked)}
+
+    def fits_head_dims(p: dict[str, Any]) -> bool:
+        return head_dims_allowed(sm, p["head_dim"]) is True
+
+    return [
+        # The architecture gate, isolated from the head-dim gate: bf16 at head dims every arch allows.
+        gate_verdict("fa4-requires-blackwell", observations,
+                     lambda p: sm in BLACKWELL if p.get("dtype") == "bf16" and p["head_dim"] <= 128 else None,
+                     scope("bf16"), _label),
+        gate_verdict("fa4-head-dims", observations,
+                     lambda p: head_dims_allowed(sm, p["head_dim"]) if p.get("dtype") == "bf16" else None,
+                     scope("bf16"), _label),
+        gate_verdict("fa4-fp8-sm100-only", observations,
+                     lambda p: 10.0 <= cc < 11.0 if p.get("dtype") == "fp8_e4m3" and fits_head_dims(p) else None,
+                     scope("fp8_e4m3"), _label),
+    ]

@@ -1,0 +1,106 @@
+"""Conservative write-back: evidence changes a claim only inside the scope it covered."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbtool.model import Claim, Evidence
+from kbtool.probe.verdicts import plan, untestable_block
+
+SRC = [{"type": "seed", "seed": "001_cecac612a9e92bba.txt"}]
+
+
+def claim(id_: str, **extra: Any) -> Claim:
+    data = {"id": id_, "kind": "claim", "name": id_, "subject": "flash-attention-4", "statement": "s",
+            "effect": "reject", "reason": {"code": "ARCH", "message": "m"}, "sources": SRC, **extra}
+    return Claim.model_validate(data)
+
+
+def evidence(verdicts: list[tuple[str, str]], *, arch: str = "sm90", cc: str = "9.0", id_: str = "e1",
+             libs: dict[str, str] | None = None, scope: dict[str, Any] | None = None) -> Evidence:
+    return Evidence.model_validate({
+        "id": id_, "kind": "evidence", "name": "n", "probe": {"id": "p", "version": 1},
+        "environment": {"gpu": "NVIDIA H200", "compute_capability": cc, "architecture": arch,
+                        "accelerator": "nvidia-h200-sxm", "torch": "2.11.0",
+                        "libraries": libs if libs is not None else {"flash-attn-4": "4.0.0b36"}},
+        "started": "2026-11-30T10:00:00Z",
+        "verdicts": [{"claim": c, "verdict": v, "scope": scope or {"sm": arch}} for c, v in verdicts],
+        "sources": [{"type": "probe", "ref": "probes/p.py"}]})
+
+
+def run(claims: list[Claim], evs: list[Evidence]):  # type: ignore[no-untyped-def]
+    return plan(evs, {c.id: c for c in claims}, "2026-11-30")
+
+
+def test_confirmed_and_contradicted_map_to_statuses() -> None:
+    ups, skips = run([claim("a"), claim("b"), claim("c")],
+                     [evidence([("a", "confirmed"), ("b", "contradicted"), ("c", "inconclusive")])])
+    got = {u.claim: u.new_status for u in ups}
+    assert got == {"a": "verified", "b": "refuted"}
+    assert ups[0].verification["evidence"] == ["e1"] and ups[0].verification["checked"] == "2026-11-30"
+    assert [s.claim for s in skips] == ["c"]
+
+
+def test_an_sm90_run_never_flips_a_claim_about_sm100_only() -> None:
+    about_sm100 = claim("x", archs=["sm100"], requires={"var": "head_dim", "le": 128})
+    only_on_sm100 = claim("y", when={"var": "sm", "eq": "sm100"})
+    ups, skips = run([about_sm100, only_on_sm100], [evidence([("x", "contradicted"), ("y", "confirmed")])])
+    assert ups == []
+    assert {s.claim for s in skips} == {"x", "y"}
+
+
+def test_an_architecture_gate_speaks_about_every_architecture() -> None:
+    gate = claim("g", archs=["sm100", "sm103"], requires={"var": "sm", "in": ["sm100", "sm103"]})
+    ups, _ = run([gate], [evidence([("g", "contradicted")])])
+    assert [(u.claim, u.new_status) for u in ups] == [("g", "refuted")]
+
+
+def test_library_versions_outside_the_scope_are_skipped() -> None:
+    old = claim("o", scope=[{"library": "flash-attn-4", "last_affected": "4.0.0b10"}])
+    other_lib = claim("v", scope=[{"library": "vllm"}])
+    ups, skips = run([old, other_lib], [evidence([("o", "confirmed"), ("v", "confirmed")])])
+    assert ups == []
+    assert "outside the claim's version scope" in skips[0].why and "did not use vllm" in skips[1].why
+
+
+def test_partial_is_disputed_with_two_sides() -> None:
+    ups, _ = run([claim("p")], [evidence([("p", "partial")])])
+    v = ups[0].verification
+    assert ups[0].new_status == "disputed" and len(v["sides"]) == 2
+    assert v["sides"][1]["sources"] == [{"type": "probe", "ref": "evidence/e1"}]
+
+
+def test_confirmed_and_contradicted_together_is_disputed_never_verified() -> None:
+    ups, _ = run([claim("m")], [evidence([("m", "confirmed")], id_="e1"), evidence([("m", "contradicted")], id_="e2")])
+    assert ups[0].new_status == "disputed" and ups[0].verification["evidence"] == ["e1", "e2"]
+
+
+def test_new_evidence_against_earlier_evidence_is_a_dispute() -> None:
+    verified = claim("k", verification={"status": "verified", "evidence": ["e0"], "checked": "2026-11-01"})
+    ups, _ = run([verified], [evidence([("k", "contradicted")])])
+    assert ups[0].new_status == "disputed" and ups[0].verification["evidence"] == ["e0", "e1"]
+
+
+def test_a_probe_settles_a_source_dispute_and_keeps_the_sides() -> None:
+    sides = [{"position": "a", "sources": SRC}, {"position": "b", "sources": SRC}]
+    disputed = claim("d", verification={"status": "disputed", "sides": sides})
+    ups, _ = run([disputed], [evidence([("d", "contradicted")])])
+    assert ups[0].new_status == "refuted"
+    assert ups[0].verification["sides"][0]["position"] == "a"
+
+
+def test_when_is_read_with_the_verdict_scope() -> None:
+    decode_only = claim("w", when={"var": "phase", "eq": "decode"})
+    ups, skips = run([decode_only], [evidence([("w", "confirmed")], scope={"sm": "sm90", "phase": "prefill"})])
+    assert ups == [] and "`when`" in skips[0].why
+
+
+def test_untestable_never_replaces_evidence() -> None:
+    assert untestable_block(claim("u"), "no wheels", "2026-11-30") == {
+        "status": "untestable", "reason": "no wheels", "checked": "2026-11-30"}
+    verified = claim("v", verification={"status": "verified", "evidence": ["e0"]})
+    assert untestable_block(verified, "no wheels", "2026-11-30") is None
+    sides = [{"position": "a", "sources": SRC}, {"position": "b", "sources": SRC}]
+    disputed = claim("d", verification={"status": "disputed", "sides": sides})
+    block = untestable_block(disputed, "no wheels", "2026-11-30")
+    assert block is not None and block["status"] == "disputed" and block["reason"] == "no wheels"
