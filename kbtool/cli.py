@@ -25,7 +25,7 @@ app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 schema_app = typer.Typer(help="Export or check the JSON Schema files generated from the models.",
                          no_args_is_help=True)
@@ -89,7 +89,10 @@ def validate(
     strict: Annotated[bool, typer.Option("--strict", help="Fail on warnings too.")] = False,
     kb: KbOpt = None,
 ) -> None:
-    """Check every record: YAML safety, schema, references, verification, values."""
+    """Check every record: YAML, schema, references and values.
+
+    Findings are grouped by check, each located by file, line and path, with the fix.
+    """
     from kbtool.render import findings as render
 
     if list_checks:
@@ -143,7 +146,10 @@ def show(
     record_id: Annotated[str, typer.Argument(metavar="ID", help="Record id or alias.")],
     kb: KbOpt = None,
 ) -> None:
-    """Show one record: a topic as its page (statements marked with their claims' status), others as YAML."""
+    """Show one record: a topic as its page, any other record as YAML.
+
+    A topic's statements are marked with their claims' verification status.
+    """
     from kbtool.model.topic import Topic
 
     base = _load_kb(kb)
@@ -213,7 +219,10 @@ def fmt_cmd(
     json_: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     kb: KbOpt = None,
 ) -> None:
-    """Rewrite records in canonical form: schema line, key order, quoting."""
+    """Put records in canonical form: schema line, key order, quotes.
+
+    Comments are kept. Evidence records are never touched (only `kb probe run` writes them).
+    """
     import json
 
     from kbtool.fmt.run import format_paths
@@ -246,14 +255,17 @@ def new(
     stdout: Annotated[bool, typer.Option("--stdout", help="Print the record instead of writing it.")] = False,
     kb: KbOpt = None,
 ) -> None:
-    """Scaffold a record with its kind's required fields, each explained by a comment."""
+    """Scaffold a new record with its required fields, commented."""
     from kbtool import scaffold
 
     root = _records(kb)
-    if stdout:
-        print(scaffold.scaffold(kind, record_id, scaffold.record_path(root, kind, record_id)), end="")
-        raise typer.Exit(0)
-    path = scaffold.create(root, kind, record_id)
+    try:
+        if stdout:
+            print(scaffold.scaffold(kind, record_id, scaffold.record_path(root, kind, record_id)), end="")
+            raise typer.Exit(0)
+        path = scaffold.create(root, kind, record_id)
+    except KbError as e:
+        fail(str(e.args[0]), e.exit_code, e.fix)
     print(f"wrote {path}; replace each TODO, then run `kb validate {path}`")
 
 
