@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 import textwrap
 import types
 from pathlib import Path
@@ -24,19 +25,22 @@ COLUMN = 32  # where the explaining comments start
 
 
 def record_path(root: Path, kind: str, rid: str) -> Path:
+    _check(kind, rid)
     return root / FOLDERS[kind] / f"{rid}.yaml"
 
 
-def scaffold(kind: str, rid: str, path: Path) -> str:
-    """The text of a new record of `kind` with id `rid`, as it would be written at `path`."""
-    import re
-
+def _check(kind: str, rid: str) -> None:
     if kind not in MODELS:
         raise UsageError(f"unknown kind '{kind}'", fix=f"use one of: {', '.join(MODELS)}")
     if kind == "evidence":
         raise UsageError("evidence records are written only by `kb probe run`", fix="run `kb probe run --write`")
     if not re.fullmatch(ID_PATTERN, rid):
         raise UsageError(f"'{rid}' is not a valid id", fix="use lowercase letters, digits, '.', '+' and '-'")
+
+
+def scaffold(kind: str, rid: str, path: Path) -> str:
+    """The text of a new record of `kind` with id `rid`, as it would be written at `path`."""
+    _check(kind, rid)
     model = MODELS[kind]
     data = _mapping(model, {"id": rid, "kind": kind})
     optional = [k for k in key_order(model) if k not in data]

@@ -6,6 +6,7 @@ read back with kb's own safe reader and compared with the input, and any differe
 
 from __future__ import annotations
 
+import datetime
 import math
 import os
 from pathlib import Path
@@ -66,6 +67,7 @@ def canonical(text: str, path: Path, name: str | None = None) -> str:
         raise InvalidRecordError(f"cannot format {name}: unknown kind {kind!r}",
                                  fix=f"use one of: {', '.join(MODELS)}")
     data = roundtrip.load(body, name)
+    data.fa.set_block_style()  # the record itself is always a block mapping
     normalize(data, doc.data, model, flow=False)
     out = schema_line(path, str(kind)) + "\n" + roundtrip.dump(data)
     after, _ = parse_bytes(strip_header(out).encode("utf-8"), name)
@@ -121,14 +123,14 @@ def _reorder(node: CommentedMap, model: type[BaseModel]) -> None:
 
 
 def _scalar(value: Any, safe: Any, flow: bool) -> Any:
-    """The canonical scalar for what kb reads (`safe`); the round-trip value keeps number formatting."""
+    """The canonical scalar for what kb reads (`safe`)."""
     if isinstance(safe, bool):
         return safe
     if isinstance(safe, int | float):
-        if isinstance(value, type(safe)) and not isinstance(value, bool) and same(value, safe):
-            return value
-        return safe
+        return safe  # written in plain decimal
     if isinstance(safe, str):
+        if isinstance(value, datetime.date):
+            return value  # a plain date: kb reads it as text, other readers as a date; written as it was
         return restyle(safe, flow)
     if safe is None:
         return None

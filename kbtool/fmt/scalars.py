@@ -3,7 +3,8 @@
 A string is written plain when plain is safe for both YAML 1.1 readers (PyYAML/libyaml, which kb reads with)
 and YAML 1.2 readers (editors, ruamel): it must read back as the same string in both. Otherwise it is single
 quoted, or double quoted where it needs escapes. A string with line breaks is a literal block (`|`) outside
-flow collections. Booleans are `true`/`false`, nulls `null`. Dates stay plain: kb reads them as text.
+flow collections. Booleans are `true`/`false`, nulls `null`, numbers plain decimal. Dates stay plain: kb
+reads them as text.
 """
 
 from __future__ import annotations
