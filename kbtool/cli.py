@@ -296,7 +296,10 @@ def query(
     fail_on_no: Annotated[bool, typer.Option("--fail-on-no", help="Exit 1 when the verdict is no.")] = False,
     kb: KbOpt = None,
 ) -> None:
-    """Can this accelerator serve this context with this KV dtype: kernels, reasons, caveats and KV fit."""
+    """Answer a serving question: kernels, reasons, caveats, KV fit.
+
+    Can this accelerator serve this context with this KV dtype (and model, engine, libraries)?
+    """
     from kbtool.solve.load import load_kb_report
     from kbtool.solve.query import build_query
     from kbtool.solve.solver import solve
@@ -320,6 +323,140 @@ def query(
             render_answer(out, answer, explain=explain)
     rows = answer.rows if hasattr(answer, "rows") else [answer]
     raise typer.Exit(1 if fail_on_no and any(r.verdict == "no" for r in rows) else 0)
+
+
+# ---- bench --------------------------------------------------------------------------------------
+
+bench_app = typer.Typer(help="Time attention backends on this GPU; winners and transfer cost.",
+                        no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("run")
+def bench_run(
+    quick: Annotated[bool, typer.Option("--quick", help="The small grid (< 10 minutes on an H200).")] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Folder for records and PNGs "
+                                             "(default: the records tree's measurements/).")] = None,
+    backend: Annotated[list[str] | None, typer.Option("--backend", help="Only these backends (repeatable).")] = None,
+    repeats: Annotated[int, typer.Option("--repeats", min=1, help="Separate process launches per attempt.")] = 3,
+    budget: Annotated[float, typer.Option("--budget-s", help="Stop starting new work after this many seconds.")]
+    = 540.0,
+    no_plots: Annotated[bool, typer.Option("--no-plots", help="Do not draw PNGs.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Run the prefill and decode grid on the local GPU and write measurement records."""
+    from kbtool.bench.commands import run_command
+    from kbtool.bench.runner import NoGpuError
+    from kbtool.bench.text import run as render
+
+    try:
+        summary = run_command(quick=quick, out=out, records_root=_records(kb), backends=backend or None,
+                              repeats=repeats, budget_s=budget, plots=not no_plots,
+                              progress=lambda m: print(m, file=sys.stderr, flush=True))
+    except NoGpuError as e:
+        print(f"kb bench run: {e}")
+        raise typer.Exit(0) from None
+    print(render(summary))
+
+
+@bench_app.command("winners")
+def bench_winners(
+    gpu: Annotated[str | None, typer.Option("--gpu", help="Accelerator id or alias (default: every GPU).")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every configuration.")] = False,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Apply the separation rule per configuration: separated winners and the clear-winner share."""
+    import json
+
+    from kbtool.bench.commands import winners_report
+    from kbtool.bench.text import winners as render
+
+    report = winners_report(_load_kb(kb), gpu, seed=seed)
+    print(json.dumps(report, indent=2) if json_ else render(report, verbose))
+
+
+@bench_app.command("transfer")
+def bench_transfer(
+    source: Annotated[str, typer.Option("--from", help="Source accelerator id or alias.")],
+    target: Annotated[str, typer.Option("--to", help="Target accelerator id or alias.")],
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Winner changes and transfer cost of reusing the source GPU's pick on the target GPU."""
+    import json
+
+    from kbtool.bench.commands import transfer_report
+    from kbtool.bench.text import transfer as render
+
+    report = transfer_report(_load_kb(kb), source, target, seed=seed)
+    print(json.dumps(report, indent=2) if json_ else render(report))
+
+
+# ---- probe --------------------------------------------------------------------------------------
+
+probe_app = typer.Typer(help="Run gate probes on this GPU; write evidence and update claims.", no_args_is_help=True)
+app.add_typer(probe_app, name="probe")
+
+
+@probe_app.command("list")
+def probe_list(json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """Show the probes, which fit this machine, and why the others do not."""
+    import json
+
+    from kbtool.probe.commands import REPO_ROOT, list_probes
+    from kbtool.probe.environment import fingerprint
+    from kbtool.render import probe as render
+
+    env = fingerprint(REPO_ROOT)
+    fits = list_probes(env)
+    if json_:
+        print(json.dumps(render.fits_json(env, fits), indent=2))
+    else:
+        render.list_text(env, fits)
+
+
+@probe_app.command("run")
+def probe_run(
+    probe: Annotated[str | None, typer.Option("--probe", help="Run only this probe.")] = None,
+    claim: Annotated[str | None, typer.Option("--claim", help="Run the probes that test this claim.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Run every probe that fits (the default).")] = False,
+    exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Skip this probe (repeatable).")] = None,
+    write: Annotated[bool, typer.Option("--write", help="Update the claims' verification blocks.")] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Folder for evidence (default: records/evidence) "
+                                             "and probe-run.json.")] = None,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Run probes in isolated workers, write one evidence record per probe, and with --write tag claims."""
+    from kbtool.probe.commands import run
+    from kbtool.render import probe as render
+
+    if all_ and (probe or claim):
+        fail("--all cannot be combined with --probe or --claim", 2)
+    with render.progress_bar(not json_) as on_probe:
+        report = run(records=_records(kb), probe_id=probe, claim_id=claim, write=write, out=out,
+                     on_probe=on_probe, exclude=exclude)
+    if json_:
+        render.run_json(report)
+    else:
+        render.run_text(report)
+
+
+@probe_app.command("apply")
+def probe_apply(
+    paths: Annotated[list[Path], typer.Argument(help="Evidence files, or a folder written by `kb probe run --out`.")],
+    write: Annotated[bool, typer.Option("--write", help="Update the claims' verification blocks.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Apply evidence recorded elsewhere (e.g. on a GPU host) to the claims here, with the same scoping."""
+    from kbtool.probe.commands import apply
+    from kbtool.render import probe as render
+
+    updates, skips, written = apply(_records(kb), paths, write=write)
+    render.apply_text(updates, skips, written, write)
 
 
 # ---- entry point --------------------------------------------------------------------------------

@@ -73,7 +73,7 @@ def fit(probe: Probe, env: dict[str, Any]) -> Fit:
     if "torch" in probe.spec.packages and not env.get("torch"):
         missing.insert(0, "torch")
     if not env.get("gpu"):
-        return Fit(probe, False, f"no CUDA GPU ({env.get('reason', 'not detected')})", missing)
+        return Fit(probe, False, "no CUDA GPU", missing)
     if missing:
         return Fit(probe, False, f"not installed: {', '.join(missing)}", missing)
     archs = probe.spec.archs

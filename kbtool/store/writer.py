@@ -213,5 +213,6 @@ def update_verification(path: Path, block: dict[str, Any]) -> bool:
 def write_new_record(path: Path, data: dict[str, Any]) -> None:
     """Create a record file that must not exist yet (evidence). Atomic and locked."""
     text = dump(data)
+    path.parent.mkdir(parents=True, exist_ok=True)
     with file_lock(path):
         atomic_write(path, text, exclusive=True)

@@ -1,0 +1,127 @@
+"""Rendering for `kb probe list|run|apply`: tables, a progress bar, and the JSON shapes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kbtool.probe.commands import Fit, RunReport
+from kbtool.probe.runner import CaseResult
+from kbtool.probe.spec import Probe
+from kbtool.probe.verdicts import Skip, Update
+from kbtool.render.console import err, out
+
+OUTCOME_STYLE = {"OK": "green", "UNSUPPORTED": "yellow", "OOM": "magenta", "ERROR": "red", "TIMEOUT": "red"}
+
+
+def env_line(env: dict[str, Any]) -> str:
+    if not env.get("gpu"):
+        return f"no CUDA GPU: {env.get('reason', 'not detected')}"
+    libs = ", ".join(f"{k} {v}" for k, v in sorted((env.get("libraries") or {}).items()))
+    mem = f"{env['memory_bytes'] / 2**30:.0f} GiB" if env.get("memory_bytes") else "?"
+    return (f"{env['gpu']} (cc {env.get('compute_capability')}, {env.get('architecture') or '?'}, "
+            f"{env.get('sm_count')} SMs, {mem}), driver {env.get('driver')}, CUDA {env.get('cuda')}, "
+            f"torch {env.get('torch')}" + (f"; {libs}" if libs else ""))
+
+
+def fits_json(env: dict[str, Any], fits: list[Fit]) -> dict[str, Any]:
+    return {"environment": env, "probes": [
+        {"id": f.probe.spec.id, "version": f.probe.spec.version, "claims": f.probe.spec.claims,
+         "cases": len(f.probe.cases()), "fits": f.fits, "why_not": f.why} for f in fits]}
+
+
+def list_text(env: dict[str, Any], fits: list[Fit]) -> None:
+    out.print(env_line(env))
+    table = Table(show_lines=False)
+    for col in ("probe", "v", "cases", "fits", "why not", "claims"):
+        table.add_column(col)
+    for f in fits:
+        table.add_row(f.probe.spec.id, str(f.probe.spec.version), str(len(f.probe.cases())),
+                      "[green]yes[/]" if f.fits else "[red]no[/]", f.why or "", "\n".join(f.probe.spec.claims))
+    out.print(table)
+
+
+@contextmanager
+def progress_bar(enabled: bool) -> Iterator[Callable[[Probe, int], Callable[[CaseResult], None] | None]]:
+    """A per-probe progress bar on stderr; yields the runner's on_probe hook."""
+    if not enabled:
+        yield lambda probe, n: None
+        return
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("{task.fields[last]}"), console=err, transient=False)
+    with bar:
+
+        def on_probe(probe: Probe, n: int) -> Callable[[CaseResult], None]:
+            task = bar.add_task(probe.spec.id, total=n, last="")
+
+            def step(r: CaseResult) -> None:
+                bar.update(task, advance=1, last=f"{r.outcome} {json.dumps(r.params)[:60]}")
+
+            return step
+
+        yield on_probe
+
+
+def _counts(c: dict[str, int]) -> str:
+    return " ".join(f"[{OUTCOME_STYLE.get(k, 'white')}]{k} {v}[/]" for k, v in sorted(c.items()))
+
+
+def update_rows(updates: list[Update], skips: list[Skip]) -> Table:
+    table = Table(title="claims")
+    for col in ("claim", "was", "now", "why"):
+        table.add_column(col)
+    for u in updates:
+        table.add_row(u.claim, u.old_status, u.new_status, u.why[:160])
+    for s in skips:
+        table.add_row(s.claim, "", "[dim]unchanged[/]", s.why[:160])
+    return table
+
+
+def run_text(report: RunReport) -> None:
+    out.print(env_line(report.env))
+    if not report.gpu:
+        out.print("Nothing was run: probes need a CUDA GPU. `kb probe list` shows what each needs.")
+        return
+    table = Table(title="probe runs")
+    for col in ("probe", "status", "cases", "outcomes", "seconds", "verdicts", "evidence"):
+        table.add_column(col)
+    for r in report.runs:
+        verdicts = "\n".join(f"{v['claim']}: {v['verdict']}" for v in r.verdicts)
+        table.add_row(r.probe.spec.id, r.status if not r.why else f"{r.status}: {r.why}", str(len(r.results)),
+                      _counts(r.counts()), f"{r.seconds:.1f}", verdicts,
+                      str(r.evidence_path) if r.evidence_path else "")
+    out.print(table)
+    if report.wrote_claims:
+        out.print(update_rows(report.updates, report.skips))
+    elif any(r.verdicts for r in report.runs):
+        out.print("Claims unchanged (add --write to update their verification).")
+
+
+def run_json(report: RunReport) -> None:
+    data = {
+        "environment": report.env,
+        "runs": [{"probe": r.probe.spec.id, "status": r.status, "why": r.why, "seconds": r.seconds,
+                  "outcomes": r.counts(), "verdicts": r.verdicts,
+                  "evidence": r.evidence.id if r.evidence else None,
+                  "evidence_path": str(r.evidence_path) if r.evidence_path else None,
+                  "cases": [c.observation() for c in r.results]} for r in report.runs],
+        "untestable": [{"claim": c, "reason": why} for c, why in report.untestable],
+        "updates": [{"claim": u.claim, "was": u.old_status, "now": u.new_status, "why": u.why}
+                    for u in report.updates],
+        "skipped_claims": [{"claim": s.claim, "why": s.why} for s in report.skips],
+        "written": [str(p) for p in report.written],
+    }
+    print(json.dumps(data, indent=2))
+
+
+def apply_text(updates: list[Update], skips: list[Skip], written: list[Any], write: bool) -> None:
+    out.print(update_rows(updates, skips))
+    if not write:
+        out.print("Nothing written (add --write to update the claims).")
+    else:
+        out.print(f"{len(written)} claim file(s) updated.")

@@ -1,0 +1,98 @@
+"""`kb probe run` / `kb probe apply` end to end on the CPU (synthetic probes, a copy of real claims)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kbtool.errors import UsageError
+from kbtool.model import Evidence
+from kbtool.probe import commands
+from kbtool.probe.spec import load_probe
+
+HERE = Path(__file__).parent
+REAL = Path(__file__).resolve().parents[2] / "records" / "claims"
+GPU_ENV = {"gpu": "NVIDIA H200", "compute_capability": "9.0", "sm_count": 132, "memory_bytes": 150754820096,
+           "driver": "580.159.04", "cuda": "13.0", "torch": "2.11.0+cu130", "python": "3.12.3",
+           "libraries": {"cudnn": "92300"}, "accelerator": "nvidia-h200-sxm", "architecture": "sm90"}
+CLAIMS = ["torch-sdpa-flash-head-dim", "fa2-head-dim-max-256"]
+
+
+@pytest.fixture
+def records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "records"
+    (root / "claims").mkdir(parents=True)
+    for c in CLAIMS:
+        shutil.copy(REAL / f"{c}.yaml", root / "claims")
+    probes = [load_probe(str(HERE / "fixtures" / f)) for f in ("cpu_probe.py", "missing_probe.py")]
+    monkeypatch.setattr(commands, "discover", lambda: probes)
+    return root
+
+
+def test_without_a_gpu_nothing_runs(records: Path) -> None:
+    before = {p: p.read_bytes() for p in records.rglob("*.yaml")}
+    report = commands.run(records=records, write=True, env={"gpu": None, "reason": "no driver", "libraries": {}})
+    assert not report.gpu and report.runs == [] and report.written == []
+    assert {p: p.read_bytes() for p in records.rglob("*.yaml")} == before
+
+
+def test_fit_says_why() -> None:
+    probe = load_probe(str(HERE / "fixtures" / "missing_probe.py"))
+    assert commands.fit(probe, GPU_ENV).why == "not installed: no-such-kernel-lib"
+    assert commands.fit(probe, {"gpu": None}).why == "no CUDA GPU"
+
+
+def test_select() -> None:
+    probes = [load_probe(str(HERE / "fixtures" / "cpu_probe.py"))]
+    assert commands.select(probes, None, "torch-sdpa-flash-head-dim") == probes
+    assert commands.select(probes, None, None, exclude=["cpu-gate"]) == []
+    with pytest.raises(UsageError):
+        commands.select(probes, "nope", None)
+    with pytest.raises(UsageError):
+        commands.select(probes, None, "no-such-claim")
+
+
+def test_run_write_then_apply_elsewhere(records: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(records, elsewhere)
+    out = tmp_path / "out"
+    text_before = (records / "claims" / "torch-sdpa-flash-head-dim.yaml").read_text()
+
+    report = commands.run(records=records, write=True, out=out, env=GPU_ENV)
+    [ran, skipped] = report.runs
+    assert ran.status == "ran" and [r.outcome for r in ran.results] == ["OK", "OK", "OK", "UNSUPPORTED"]
+    assert skipped.status == "skipped"
+    ev_files = sorted(out.glob("*.yaml"))
+    assert [p.name for p in ev_files] == [f"{report.runs[0].evidence.id}.yaml"]
+    ev = Evidence.model_validate(yaml.safe_load(ev_files[0].read_text()))
+    assert ev.id.endswith("-nvidia-h200-sxm-cpu-gate") and ev.verdicts[0].verdict == "confirmed"
+    assert ev.environment.architecture == "sm90" and ev.cases[3].message.startswith("RuntimeError: No available")
+
+    got = {u.claim: u.new_status for u in report.updates}
+    assert got == {"torch-sdpa-flash-head-dim": "verified", "fa2-head-dim-max-256": "untestable"}
+    claim = yaml.safe_load((records / "claims" / "torch-sdpa-flash-head-dim.yaml").read_text())
+    assert claim["verification"]["status"] == "verified" and claim["verification"]["evidence"] == [ev.id]
+    text_after = (records / "claims" / "torch-sdpa-flash-head-dim.yaml").read_text()
+    assert text_after.split("verification:")[0] == text_before.split("verification:")[0]
+    untestable = yaml.safe_load((records / "claims" / "fa2-head-dim-max-256.yaml").read_text())["verification"]
+    assert untestable["status"] == "untestable" and "no-such-kernel-lib not installed" in untestable["reason"]
+
+    # the same evidence folder applied to another copy of the claims gives the same files
+    updates, _, written = commands.apply(elsewhere, [out], write=True)
+    assert {u.claim: u.new_status for u in updates} == got and len(written) == 2
+    for c in CLAIMS:
+        assert (elsewhere / "claims" / f"{c}.yaml").read_text() == (records / "claims" / f"{c}.yaml").read_text()
+
+    # a second apply changes nothing
+    again, _, written = commands.apply(elsewhere, [out], write=True)
+    assert written == []
+
+
+def test_a_second_run_the_same_day_gets_a_new_evidence_id(records: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    first = commands.run(records=records, out=out, env=GPU_ENV).runs[0].evidence
+    second = commands.run(records=records, out=out, env=GPU_ENV).runs[0].evidence
+    assert first is not None and second is not None and second.id == f"{first.id}-2"
