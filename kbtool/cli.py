@@ -427,6 +427,8 @@ def probe_run(
     write: Annotated[bool, typer.Option("--write", help="Update the claims' verification blocks.")] = False,
     out: Annotated[Path | None, typer.Option("--out", help="Folder for evidence (default: records/evidence) "
                                              "and probe-run.json.")] = None,
+    budget: Annotated[float | None, typer.Option("--budget-s", help="Start no case after this many seconds.")]
+    = None,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     kb: KbOpt = None,
 ) -> None:
@@ -438,7 +440,7 @@ def probe_run(
         fail("--all cannot be combined with --probe or --claim", 2)
     with render.progress_bar(not json_) as on_probe:
         report = run(records=_records(kb), probe_id=probe, claim_id=claim, write=write, out=out,
-                     on_probe=on_probe, exclude=exclude)
+                     on_probe=on_probe, exclude=exclude, budget_s=budget)
     if json_:
         render.run_json(report)
     else:

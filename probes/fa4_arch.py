@@ -17,6 +17,7 @@ from kbtool.probe.spec import ProbeSpec
 SPEC = ProbeSpec(
     id="fa4-arch",
     version=1,
+    order=30,
     title="FlashAttention-4 architecture, head-dim and fp8 gates",
     claims=["fa4-requires-blackwell", "fa4-head-dims", "fa4-fp8-sm100-only"],
     requires={"archs": None, "packages": ["torch", "flash-attn-4"]},

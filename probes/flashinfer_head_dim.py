@@ -20,6 +20,7 @@ from kbtool.probe.spec import ProbeSpec
 SPEC = ProbeSpec(
     id="flashinfer-head-dim",
     version=1,
+    order=40,
     title="FlashInfer head-dim gates",
     claims=[
         "flashinfer-decode-head-dims",

@@ -15,6 +15,7 @@ from kbtool.probe.spec import ProbeSpec
 SPEC = ProbeSpec(
     id="hardware",
     version=1,
+    order=10,
     title="GPU properties, fp8 matmul and copy bandwidth",
     claims=[],
     requires={"archs": None, "packages": ["torch"]},

@@ -16,6 +16,7 @@ from kbtool.probe.spec import ProbeSpec
 SPEC = ProbeSpec(
     id="sdpa-gates",
     version=1,
+    order=20,
     title="PyTorch SDPA backend gates",
     claims=[
         "torch-sdpa-flash-sm-range",

@@ -147,6 +147,7 @@ def run_probe(
     *,
     progress: Callable[[CaseResult], None] | None = None,
     kb: dict[str, Any] | None = None,
+    deadline: float | None = None,
 ) -> ProbeRun:
     """Run one probe's cases and judge them (no writing). `kb` reaches the judge as env['kb'], not the record."""
     start = time.monotonic()
@@ -155,7 +156,7 @@ def run_probe(
         cases = probe.cases()
     except Exception as exc:
         return ProbeRun(probe, "failed", f"cases() failed: {type(exc).__name__}: {exc}")
-    results = run_cases(probe, cases, root=REPO_ROOT, progress=progress)
+    results = run_cases(probe, cases, root=REPO_ROOT, progress=progress, deadline=deadline)
     judge_env = {**env, "kb": kb or {}}
     verdicts, judge_error = _judge(probe, results, judge_env)
     data: dict[str, Any] = {}
@@ -198,11 +199,14 @@ def run(
     env: dict[str, Any] | None = None,
     on_probe: Callable[[Probe, int], Callable[[CaseResult], None] | None] | None = None,
     exclude: list[str] | None = None,
+    budget_s: float | None = None,
 ) -> RunReport:
-    """`kb probe run`: without a GPU nothing runs and the report says why."""
+    """`kb probe run`: without a GPU nothing runs and the report says why. With `budget_s`, no case starts
+    after that many seconds (the rest are recorded SKIPPED)."""
     from kbtool.probe.environment import fingerprint
 
     env = env if env is not None else fingerprint(REPO_ROOT)
+    deadline = time.monotonic() + budget_s if budget_s else None
     report = RunReport(env)
     probes = select(discover(), probe_id, claim_id, exclude)
     if not report.gpu:
@@ -220,7 +224,7 @@ def run(
             continue
         n_cases = len(probe.cases())
         progress = on_probe(probe, n_cases) if on_probe else None
-        pr = run_probe(probe, env, progress=progress, kb=kb_context(records, env))
+        pr = run_probe(probe, env, progress=progress, kb=kb_context(records, env), deadline=deadline)
         if pr.evidence is not None:
             pr.evidence_path, pr.evidence = ev_io.write(folder, pr.evidence)
             report.written.append(pr.evidence_path)

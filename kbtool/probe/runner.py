@@ -186,8 +186,10 @@ def run_cases(
     root: Path,
     progress: ProgressFn | None = None,
     workers: int | None = None,
+    deadline: float | None = None,
 ) -> list[CaseResult]:
-    """Run every case of a probe; never raises for what a case does."""
+    """Run every case of a probe; never raises for what a case does. After `deadline` (time.monotonic())
+    no case starts: the rest are recorded SKIPPED, and a running case gets at most 30 s past it."""
     n_workers = max(1, min(workers or probe.spec.workers, len(cases) or 1))
     env = worker_env(n_workers, root)
     results: list[CaseResult | None] = [None] * len(cases)
@@ -210,6 +212,11 @@ def run_cases(
             case = cases[i]
             timeout = float(case.get("timeout_s") or probe.spec.timeout_s)
             start = time.monotonic()
+            if deadline is not None:
+                if start >= deadline:
+                    record(CaseResult(i, case, "SKIPPED", "not started: the run's time budget was spent"))
+                    continue
+                timeout = min(timeout, deadline - start + 30)
             try:
                 if worker is None:
                     worker = Worker(probe.module_ref, cwd=root, env=env)

@@ -37,6 +37,8 @@ class ProbeSpec:
     workers: int = 1
     """Worker processes run at once; >1 only for probes whose cases do not time anything."""
     title: str = ""
+    order: int = 50
+    """Run order under --all: quick probes first, so a time budget cuts the slow ones, not everything."""
     untestable: str | None = None
     """Why the claims cannot be tested where the required packages are missing (no wheels, ...)."""
 
@@ -146,7 +148,7 @@ def _declares_spec(info: pkgutil.ModuleInfo) -> bool:
 
 
 def discover(package: str = "probes") -> list[Probe]:
-    """Every probe module in the `probes` package, sorted by probe id."""
+    """Every probe module in the `probes` package, in run order (spec.order, then id)."""
     try:
         pkg = importlib.import_module(package)
     except ImportError as exc:
@@ -160,4 +162,4 @@ def discover(package: str = "probes") -> list[Probe]:
     dupes = {i for i in ids if ids.count(i) > 1}
     if dupes:
         raise ProbeError(f"duplicate probe ids: {sorted(dupes)}")
-    return sorted(probes, key=lambda p: p.spec.id)
+    return sorted(probes, key=lambda p: (p.spec.order, p.spec.id))

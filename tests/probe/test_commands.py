@@ -87,7 +87,7 @@ def test_run_write_then_apply_elsewhere(records: Path, tmp_path: Path) -> None:
         assert (elsewhere / "claims" / f"{c}.yaml").read_text() == (records / "claims" / f"{c}.yaml").read_text()
 
     # a second apply changes nothing
-    again, _, written = commands.apply(elsewhere, [out], write=True)
+    _again, _, written = commands.apply(elsewhere, [out], write=True)
     assert written == []
 
 

@@ -68,3 +68,12 @@ def test_parallel_workers_keep_order() -> None:
     cases = [{"do": d} for d in ("ok", "abort", "ok", "raise", "ok", "ok")]
     out = run_cases(probe, cases, root=REPO_ROOT, workers=3)
     assert [r.outcome for r in out] == ["OK", "ERROR", "OK", "ERROR", "OK", "OK"]
+
+
+def test_no_case_starts_after_the_deadline() -> None:
+    import time
+
+    probe = load_probe(FIXTURE)
+    out = run_cases(probe, [{"do": "ok"}, {"do": "ok"}], root=REPO_ROOT, deadline=time.monotonic() - 1)
+    assert [r.outcome for r in out] == ["SKIPPED", "SKIPPED"]
+    assert "time budget" in (out[0].message or "")
