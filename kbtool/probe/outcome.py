@@ -13,6 +13,7 @@ OUTCOMES = ("OK", "UNSUPPORTED", "OOM", "ERROR", "TIMEOUT", "SKIPPED")
 # Phrases with which libraries refuse an input they do not handle. Matched case-insensitively.
 REFUSAL_PHRASES = (
     "not supported",
+    "no supported",  # FlashInfer: "No supported CUDA architectures found for major versions [10, 11, 12]."
     "unsupported",
     "only supports",
     "only supported",

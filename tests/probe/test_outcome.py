@@ -16,6 +16,7 @@ from kbtool.probe.outcome import classify_exception, describe_exit, normalize_re
         ("RuntimeError", "No available kernel. Aborting execution.", "UNSUPPORTED"),
         ("RuntimeError", "FlashAttention only supports Ampere GPUs or newer.", "UNSUPPORTED"),
         ("RuntimeError", "CUDA error: an illegal memory access was encountered", "ERROR"),
+        ("RuntimeError", "No supported CUDA architectures found for major versions [10, 11, 12].", "UNSUPPORTED"),
         ("OutOfMemoryError", "CUDA out of memory. Tried to allocate 2.00 GiB", "OOM"),
         ("RuntimeError", "CUDA out of memory. Tried to allocate 2.00 GiB", "OOM"),
         ("MemoryError", "", "OOM"),
