@@ -1,0 +1,1 @@
+"""kb bench: time attention backends, the separation rule, transfer cost, measurement records."""
