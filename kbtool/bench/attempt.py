@@ -144,6 +144,8 @@ def _attempt(backend: str, cfg: Config, case: dict[str, Any]) -> dict[str, Any]:
     fn, post = prepare(backend, cfg, q, k, v)
     out = fn()  # first launch: JIT compilation, autotuning, handle creation
     torch.cuda.synchronize()
+    if case.get("warm"):  # compile-only pass: the kernels are now in the on-disk caches
+        return {"outcome": "OK", "metrics": {"warm": True}}
     metrics: dict[str, Any] = {}
     kernels: list[str] = []
     if case.get("profile"):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 THRESHOLD = 1.10
+MIN_SAMPLES = 2  # per-process medians needed on each of the top two before a winner can be called
 DEFAULT_SEED = 0
 DEFAULT_RESAMPLES = 2000
 
@@ -127,6 +128,8 @@ def separate(key: str, timings: Mapping[str, Timing], *, seed: int = DEFAULT_SEE
         return Separation(key, "single", ranking, cannot_run=cannot)
     b1, b2 = ranking[0], ranking[1]
     ratio = b2.median / b1.median
+    if min(b1.samples, b2.samples) < MIN_SAMPLES:  # one process launch says nothing about the spread
+        return Separation(key, "no-clear-winner", ranking, ratio, None, cannot)
     lower = bootstrap_ratio_lower(ran[b1.backend].samples, ran[b2.backend].samples, key=key, seed=seed,
                                   resamples=resamples)
     verdict: Verdict = "separated" if ratio >= threshold and lower > 1.0 else "no-clear-winner"

@@ -20,7 +20,8 @@ def winners(report: dict[str, Any], verbose: bool = False) -> str:
                 if r["verdict"] == "separated":
                     what = f"winner {r['winner']} (R={r['ratio']:.3f}, L95={r['lower_bound']:.3f})"
                 elif r["verdict"] == "no-clear-winner":
-                    what = f"no clear winner (fastest {r['fastest']}, R={r['ratio']:.3f}, L95={r['lower_bound']:.3f})"
+                    low = "n/a (< 2 samples)" if r["lower_bound"] is None else f"{r['lower_bound']:.3f}"
+                    what = f"no clear winner (fastest {r['fastest']}, R={r['ratio']:.3f}, L95={low})"
                 elif r["verdict"] == "single":
                     what = f"only {r['fastest']} ran"
                 else:

@@ -63,3 +63,12 @@ def test_run_without_gpu_says_so_and_exits_0() -> None:
     res = run_kb("bench", "run", "--quick")
     assert res.code == 0
     assert res.out.startswith("kb bench run: no CUDA GPU here")
+
+
+def test_warm_up_compiles_each_variant_once() -> None:
+    from kbtool.bench.runner import _variant
+
+    q = grid.quick()
+    variants = {_variant(c) for c in q.configs()}
+    # prefill causal / non-causal, decode eager / graphs: four compile variants for each JIT backend
+    assert len(variants) == 4

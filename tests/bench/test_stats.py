@@ -102,3 +102,8 @@ def test_transfer_known_answer() -> None:
     assert t.cannot_run == [("c4", "f")]
     assert t.median_cost == pytest.approx(1.2)
     assert t.p95_cost == pytest.approx(1.2 + 0.9 * 1.8)
+
+
+def test_one_sample_each_is_never_a_winner() -> None:
+    s = separate("c", {"a": T(100), "b": T(300)})
+    assert s.verdict == "no-clear-winner" and s.lower is None and s.ratio == 3.0
