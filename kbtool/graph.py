@@ -10,11 +10,11 @@ if TYPE_CHECKING:
     from kbtool.kb import KB
 
 
-def build(kb: KB) -> nx.MultiDiGraph:
+def build(kb: KB) -> nx.MultiDiGraph[str]:
     """Nodes are record ids (kind in `kind`); dangling targets become nodes with kind None."""
     import networkx as nx
 
-    g = nx.MultiDiGraph()
+    g: nx.MultiDiGraph[str] = nx.MultiDiGraph()
     for r in kb:
         g.add_node(r.id, kind=r.kind)
     for r in kb:

@@ -8,14 +8,20 @@ from pydantic import Field
 
 from .common import Record, Ref
 
+Layout = Literal["mha", "gqa", "mqa", "mla", "sparse-mla"]
+
+
+def _mha_gqa() -> list[Layout]:
+    return ["mha", "gqa"]
+
 
 class EngineBackend(Record):
     kind: Literal["engine-backend"] = Field(description="Record kind")
     engine: Literal["vllm", "sglang", "trtllm"] = Field(description="Serving engine")
     backend_name: str = Field(description="The engine's own name for it, e.g. FLASH_ATTN")
     kernels: list[Ref] = Field(min_length=1, description="Kernel records this backend can run")
-    attention: list[Literal["mha", "gqa", "mqa", "mla", "sparse-mla"]] = Field(
-        default_factory=lambda: ["mha", "gqa"], description="Attention layouts it serves"
+    attention: list[Layout] = Field(
+        default_factory=_mha_gqa, description="Attention layouts it serves"
     )
 
     def refs(self) -> list[tuple[str, str]]:

@@ -10,6 +10,12 @@ from .common import Record, Ref
 
 Phase = Literal["prefill", "decode"]
 
+Layout = Literal["mha", "gqa", "mqa", "mla", "sparse-mla"]
+
+
+def _mha_gqa() -> list[Layout]:
+    return ["mha", "gqa"]
+
 
 class Kernel(Record):
     kind: Literal["kernel"] = Field(description="Record kind")
@@ -17,8 +23,8 @@ class Kernel(Record):
     package: str | None = Field(default=None, description="pip package that provides it")
     repo: str | None = Field(default=None, description="owner/name of its repository")
     phases: list[Phase] = Field(min_length=1, description="prefill, decode or both")
-    attention: list[Literal["mha", "gqa", "mqa", "mla", "sparse-mla"]] = Field(
-        default_factory=lambda: ["mha", "gqa"], description="Attention layouts it implements"
+    attention: list[Layout] = Field(
+        default_factory=_mha_gqa, description="Attention layouts it implements"
     )
     variant_of: Ref | None = Field(default=None, description="The kernel family this path belongs to")
     supersedes: Ref | None = Field(default=None, description="Older kernel this one replaces")

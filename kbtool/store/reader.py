@@ -89,8 +89,8 @@ def parse_bytes(raw: bytes, name: str) -> tuple[Document | None, list[Finding]]:
         node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
-        line = mark.line + 1 if mark else None
-        return None, [_f(name, line, f"malformed YAML: {e.problem or e.context}", None)]
+        at = mark.line + 1 if mark else None
+        return None, [_f(name, at, f"malformed YAML: {e.problem or e.context}", None)]
     except yaml.YAMLError as e:
         return None, [_f(name, None, f"malformed YAML: {e}", None)]
     except RecursionError:
