@@ -1,12 +1,13 @@
 """`kb bench run`: time every installed backend over a grid on the local GPU.
 
-Process layout (the study's "medians over separate process launches"): for each repeat r, for each backend,
-one worker process (kbtool.probe.runner.Worker running kbtool.bench.attempt) times all of that backend's
-configurations in turn; its median per configuration is one sample. A configuration that crashes, hangs or
-runs out of memory kills only its worker, and the rest go to a fresh one. Repeat 0 also profiles the kernel
-names (dispatch check) and checks correctness against fp32. Refusals are deterministic, so an UNSUPPORTED
-configuration is not retried in later repeats. A time budget stops new work so the run fits one call; the
-repeats are outermost, so a short budget loses repeats, not configurations.
+Process layout (the study's "medians over separate process launches"): for each repeat r, for each backend
+family (torch SDPA + Triton, FlashInfer, FA-4, ...), one worker process (kbtool.probe.runner.Worker running
+kbtool.bench.attempt) times all of that family's (configuration, backend) attempts in turn; its median per
+attempt is one sample. Before any timing, a parallel warm-up compiles every JIT variant once. An attempt
+that crashes, hangs or runs out of memory kills only its worker, and the rest go to a fresh one. Repeat 0
+also profiles the kernel names (dispatch check) and checks correctness against fp32. Refusals are
+deterministic, so an UNSUPPORTED attempt is not retried in later repeats. A time budget stops new work so
+the run fits one call; the repeats are outermost, so a short budget loses repeats, not configurations.
 """
 
 from __future__ import annotations
@@ -88,6 +89,19 @@ def plan(grid: Grid, backends: list[str] | None, memory_bytes: int | None,
     return attempts, missing
 
 
+def family(backend: str) -> str:
+    """Backends timed in the same worker process in one repeat: those that load the same library.
+
+    Every (configuration, backend) still gets one sample per repeat from a process of its own repeat;
+    grouping only saves process start-up (importing torch and the JIT libraries, creating the context).
+    """
+    if backend.startswith("sdpa-") or backend == "triton":
+        return "torch"
+    if backend.startswith("flashinfer"):
+        return "flashinfer"
+    return backend
+
+
 JIT_BACKENDS = ("flashinfer-fa2", "flashinfer-fa3", "flashinfer-decode", "fa4", "triton")
 
 
@@ -163,16 +177,18 @@ def execute(attempts: list[Attempt], *, repeats: int, budget_s: float, seed: int
     deadline = time.monotonic() + budget_s
     env = worker_env(1, root)
     say = progress or (lambda _m: None)
-    order = list(dict.fromkeys(a.backend for a in attempts))
+    families = list(dict.fromkeys(family(a.backend) for a in attempts))
     for r in range(repeats):
-        for backend in order:
-            todo = [a for a in attempts if a.backend == backend and a.outcome not in ("OOM_PREDICTED", "UNSUPPORTED")]
+        for fam in families:
+            todo = [a for a in attempts
+                    if family(a.backend) == fam and a.outcome not in ("OOM_PREDICTED", "UNSUPPORTED")]
             if r > 0:
                 todo = [a for a in todo if "OK" in a.outcomes]  # later repeats only re-time what ran
             if not todo:
                 continue
             worker: Any = None
             for a in todo:
+                backend = a.backend
                 left = deadline - time.monotonic()
                 if left < 5:
                     if worker is not None:
