@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbtool.checks import all_checks
+from kbtool.checks import FOCUS, all_checks
 from kbtool.findings import Finding
 from kbtool.kb import KB
 from kbtool.paths import display
@@ -37,6 +37,7 @@ def validate(root: Path, paths: list[Path] | None = None) -> Report:
     result = load_tree(root, [root, *outside] if outside else None)
     kb = KB.from_load(result)
     findings = list(result.findings)
+    focus = FOCUS.set(frozenset(display(p, root) for p in _expand(paths)) if paths else None)
     for chk in all_checks():
         if chk.fn is not None:
             found = chk.fn(kb)
@@ -44,6 +45,7 @@ def validate(root: Path, paths: list[Path] | None = None) -> Report:
                 keep = {display(p, root) for p in outside}
                 found = [f for f in found if f.file not in keep]
             findings += found
+    FOCUS.reset(focus)
     if paths:
         wanted = {display(p, root) for p in _expand(paths)}
         findings = [f for f in findings if f.file in wanted]

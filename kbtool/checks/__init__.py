@@ -5,12 +5,16 @@ from __future__ import annotations
 import contextlib
 import importlib
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from kbtool.findings import Finding
 from kbtool.kb import KB
 
 CheckFn = Callable[[KB], list[Finding]]
+
+# Files the caller will report on (None: all). Checks whose cost is per file (KB601) may skip the others.
+FOCUS: ContextVar[frozenset[str] | None] = ContextVar("kb_check_focus", default=None)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kbtool.checks import check
+from kbtool.checks import FOCUS, check
 from kbtool.errors import KbError
 from kbtool.findings import Finding
 from kbtool.kb import KB
@@ -12,49 +12,57 @@ from kbtool.kb import KB
 EXCLUDED_KINDS = frozenset({"evidence"})  # written only by `kb probe run`; `kb fmt` never touches them
 
 
-def find_not_canonical(path: Path, text: str, display: str) -> Finding | None:
-    """A KB601 finding for one file's text, or None when it is canonical (or cannot be formatted)."""
-    from kbtool.fmt.core import canonical
+def first_difference(path: Path, text: str, display: str, kind: str | None = None) -> int:
+    """0 when `text` is canonical (or cannot be formatted: other checks report that), else the first line that
+    differs. A missing or stale schema line is found without formatting."""
+    from kbtool.fmt.core import canonical, schema_line
 
+    if kind is not None and text.partition("\n")[0] != schema_line(path, kind):
+        return 1
     try:
         want = canonical(text, path, display)
     except KbError:
-        return None  # unreadable or unformattable files are reported by other checks
+        return 0
     if want == text:
-        return None
-    line = _first_difference(text, want)
+        return 0
+    for i, (x, y) in enumerate(zip(text.splitlines(), want.splitlines(), strict=False), start=1):
+        if x != y:
+            return i
+    return min(len(text.splitlines()), len(want.splitlines())) + 1
+
+
+def finding(display: str, line: int) -> Finding:
     return Finding("KB601", "not in canonical form (key order, quoting or schema line)", display, line, "$",
                    severity="warning", fix="run `kb fmt` (see the change with `kb fmt --check`)",
                    check="not-canonical")
 
 
-def _first_difference(a: str, b: str) -> int:
-    for i, (x, y) in enumerate(zip(a.splitlines(), b.splitlines(), strict=False), start=1):
-        if x != y:
-            return i
-    return min(len(a.splitlines()), len(b.splitlines())) + 1
+def find_not_canonical(path: Path, text: str, display: str) -> Finding | None:
+    """A KB601 finding for one file's text, or None when it is canonical (or cannot be formatted)."""
+    line = first_difference(path, text, display)
+    return finding(display, line) if line else None
 
 
 @check("KB601", "not-canonical", "the file is in the canonical form `kb fmt` writes (warning)")
 def find_non_canonical_files(kb: KB) -> list[Finding]:
-    from kbtool.fmt.cache import KnownCanonical
+    from kbtool.fmt.cache import Verdicts
 
-    known = KnownCanonical()
+    known = Verdicts()
+    focus = FOCUS.get()
     out = []
     for rid, where in kb.where.items():
         rec = kb.by_id[rid]
-        if rec.kind in EXCLUDED_KINDS:
+        if rec.kind in EXCLUDED_KINDS or (focus is not None and where.file not in focus):
             continue
         try:
             text = where.path.read_text("utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        if known.has(where.file, text):
-            continue
-        finding = find_not_canonical(where.path, text, where.file)
-        if finding is None:
-            known.add(where.file, text)
-        else:
-            out.append(finding)
+        line = known.get(where.file, text)
+        if line is None:
+            line = first_difference(where.path, text, where.file, rec.kind)
+            known.put(where.file, text, line)
+        if line:
+            out.append(finding(where.file, line))
     known.save()
     return out

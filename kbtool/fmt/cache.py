@@ -1,4 +1,4 @@
-"""A small on-disk set of file contents already known to be canonical, so `kb validate` stays fast.
+"""A small on-disk map of file contents already judged canonical or not, so `kb validate` stays fast.
 
 Keyed by a fingerprint of the formatter (its version, the YAML libraries and every model's key order), so a
 change to any of them starts a fresh set. The cache lives in $KB_CACHE_DIR, else $XDG_CACHE_HOME/kb, else
@@ -56,22 +56,24 @@ def digest(name: str, text: str) -> str:
     return hashlib.sha256(f"{name}\0{text}".encode()).hexdigest()
 
 
-class KnownCanonical:
-    """Digests of texts known to be canonical; `save()` writes back what was added."""
+class Verdicts:
+    """Known results per (place, content): 0 for canonical, else the first line that differs."""
 
     def __init__(self) -> None:
         self.path = cache_file()
-        self.known: set[str] = set()
+        self.known: dict[str, int] = {}
         self.added = False
         if self.path is not None:
-            with contextlib.suppress(OSError, UnicodeDecodeError):
-                self.known = set(self.path.read_text("ascii").split())
+            with contextlib.suppress(OSError, UnicodeDecodeError, ValueError):
+                for row in self.path.read_text("ascii").splitlines():
+                    key, _, line = row.partition(" ")
+                    self.known[key] = int(line or 0)
 
-    def has(self, name: str, text: str) -> bool:
-        return digest(name, text) in self.known
+    def get(self, name: str, text: str) -> int | None:
+        return self.known.get(digest(name, text))
 
-    def add(self, name: str, text: str) -> None:
-        self.known.add(digest(name, text))
+    def put(self, name: str, text: str, line: int) -> None:
+        self.known[digest(name, text)] = line
         self.added = True
 
     def save(self) -> None:
@@ -80,5 +82,5 @@ class KnownCanonical:
         with contextlib.suppress(OSError):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text("\n".join(sorted(self.known)) + "\n", "ascii")
+            tmp.write_text("".join(f"{k} {v}\n" for k, v in sorted(self.known.items())), "ascii")
             os.replace(tmp, self.path)

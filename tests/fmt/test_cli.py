@@ -114,3 +114,11 @@ def test_no_color_output_has_no_escape_codes(tmp_path: Path) -> None:
     r = runner.invoke(app, ["validate", "--kb", str(tmp_path / "records")], env={"NO_COLOR": "1"},
                       color=True)
     assert "\x1b[" not in r.output
+
+
+def test_validate_of_one_file_checks_only_that_file_for_kb601(tmp_path: Path) -> None:
+    root = tmp_path / "records"
+    a = write(tmp_path, "records/claims/a.yaml", MESSY.replace("id: x", "id: a"))
+    write(tmp_path, "records/claims/b.yaml", MESSY.replace("id: x", "id: b"))
+    assert [f.file for f in validate(root, [a]).findings if f.code == "KB601"] == ["records/claims/a.yaml"]
+    assert len([f for f in validate(root).findings if f.code == "KB601"]) == 2
