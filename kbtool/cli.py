@@ -55,8 +55,11 @@ def _version(value: bool) -> None:
 def _root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Read records afresh; skip the KB cache.")] = False,
 ) -> None:
     """Attention-kernel and accelerator capability records: validate, query, probe."""
+    if no_cache:
+        os.environ["KB_NO_CACHE"] = "1"
 
 
 def fail(message: str, code: int = 2, fix: str | None = None) -> NoReturn:
@@ -141,27 +144,53 @@ def _load_kb(kb: Path | None) -> KB:
     return KB.from_load(load_tree(_records(kb)))
 
 
+def _view_kb(kb: Path | None) -> KB:
+    """The KB as `kb query` loads it (kbtool.solve.load); records left out are reported on stderr."""
+    from kbtool.store.cache import load_kb_report  # cached unless `kb --no-cache ...` or KB_NO_CACHE=1
+
+    report = load_kb_report(_records(kb))
+    if report.skipped:
+        from kbtool.render.console import err
+
+        err.print(f"warning: {len(report.skipped)} record(s) left out (run `kb validate`)", markup=False)
+    return report.kb
+
+
+def _print_json(data: object) -> None:
+    import json
+
+    print(json.dumps(data, indent=2, default=str))
+
+
 @app.command()
 def show(
     record_id: Annotated[str, typer.Argument(metavar="ID", help="Record id or alias.")],
+    json_: Annotated[bool, typer.Option("--json", help="Print the record, references and evidence as JSON.")]
+    = False,
     kb: KbOpt = None,
 ) -> None:
-    """Show one record: a topic as its page, any other record as YAML.
+    """Show one record: references resolved, verification, evidence; a topic as its page.
 
     A topic's statements are marked with their claims' verification status.
     """
     from kbtool.model.topic import Topic
 
-    base = _load_kb(kb)
+    base = _view_kb(kb)
     rec = base.resolve(record_id)
-    if isinstance(rec, Topic):
+    if json_:
+        from kbtool.views.show import show_data
+
+        _print_json(show_data(base, rec.id))
+    elif isinstance(rec, Topic):
         from kbtool.render.topic import render_topic
 
         render_topic(rec, base)
     else:
-        from kbtool.render.record import render_record
+        from kbtool.render import views as render
+        from kbtool.render.console import out
+        from kbtool.views.show import show_data
 
-        render_record(rec, base)
+        render.show(out, show_data(base, rec.id))
 
 
 @topic_app.command("import")
@@ -206,6 +235,192 @@ def topic_export(
         fail(f"'{topic_id}' is not a topic", 2)
     data = convert.export_topic(rec, derive(rec, base) if derived else None)
     print(convert.dump(data, "json" if fmt is Format.json else "yaml"), end="")
+
+
+# ---- views: list, graph, stats, matrix ----------------------------------------------------------
+
+
+@app.command("list")
+def list_cmd(
+    kind: Annotated[str | None, typer.Option("--kind", help="Only this kind: claim, kernel, accelerator, ...")]
+    = None,
+    where: Annotated[list[str] | None, typer.Option("--where", help="FIELD=VALUE or FIELD!=VALUE on dotted "
+                                                    "fields, e.g. verification.status=refuted (repeatable).")]
+    = None,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """List records, by kind and by field values."""
+    from kbtool.views.listing import list_records, parse_where
+
+    rows = list_records(_view_kb(kb), kind, where)
+    if json_:
+        _print_json(rows)
+    else:
+        from kbtool.render import views as render
+        from kbtool.render.console import out
+
+        render.listing(out, rows, [parse_where(w).field for w in where or []])
+
+
+graph_app = typer.Typer(help="The reference graph: neighbors, why, impact, export.", no_args_is_help=True)
+app.add_typer(graph_app, name="graph")
+
+
+@graph_app.command("neighbors")
+def graph_neighbors(
+    record_id: Annotated[str, typer.Argument(metavar="ID", help="Record id or alias.")],
+    depth: Annotated[int, typer.Option("--depth", help="References to follow, either direction.")] = 1,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Records within N references of a record, and the edges among them."""
+    from kbtool.views.graphview import neighbors
+
+    data = neighbors(_view_kb(kb), record_id, depth)
+    if json_:
+        _print_json(data)
+    else:
+        from kbtool.render import views as render
+        from kbtool.render.console import out
+
+        render.neighbors(out, data)
+
+
+@graph_app.command("why")
+def graph_why(
+    kernel: Annotated[str, typer.Argument(metavar="KERNEL", help="Kernel id or alias.")],
+    gpu: Annotated[str, typer.Option("--gpu", help="Accelerator id or alias.")],
+    ctx: Annotated[str | None, typer.Option("--ctx", help="Context: 131072, 128k, 1m.")] = None,
+    kv: Annotated[str | None, typer.Option("--kv", help="KV dtype: bf16, fp16, fp8, fp8_e5m2, fp4.")] = None,
+    dtype: Annotated[str | None, typer.Option("--dtype", help="Compute dtype (default bf16).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model id or alias.")] = None,
+    head_dim: Annotated[int | None, typer.Option("--head-dim", help="Head dim (overrides the model's).")] = None,
+    phase: Annotated[str | None, typer.Option("--phase", help="prefill, decode or both (default).")] = None,
+    engine: Annotated[str | None, typer.Option("--engine", help="none (default) or vllm.")] = None,
+    lib: Annotated[list[str] | None, typer.Option("--lib", help="Library version NAME=VERSION (repeatable).")]
+    = None,
+    block_size: Annotated[int | None, typer.Option("--block-size", help="Paged-KV block size.")] = None,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """The chain of records that rejects or admits a kernel on a GPU, from the query's answer."""
+    from kbtool.solve.query import build_query
+    from kbtool.views.graphview import why
+
+    q = build_query(gpu=gpu, ctx=ctx, kv=kv, dtype=dtype, model=model, head_dim=head_dim, phase=phase,
+                    engine=engine, lib=lib, block_size=block_size)
+    data = why(_view_kb(kb), kernel, q)
+    if json_:
+        _print_json(data)
+    else:
+        from kbtool.render import views as render
+        from kbtool.render.console import out
+
+        render.why(out, data)
+
+
+@graph_app.command("impact")
+def graph_impact(
+    claim: Annotated[str, typer.Argument(metavar="CLAIM", help="Claim id or alias.")],
+    kv: Annotated[list[str] | None, typer.Option("--kv", help="KV dtypes of the grid (default: all).")] = None,
+    head_dim: Annotated[list[int] | None, typer.Option("--head-dim", help="Head dims (default 64 128 256 512).")]
+    = None,
+    no_engine: Annotated[bool, typer.Option("--no-engine", help="Skip the engine-backend (vLLM) grid.")] = False,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Kernels, engine backends and (GPU x KV dtype x head dim) answers that change if the claim flipped."""
+    from kbtool.solve.query import parse_kv
+    from kbtool.views.impact import HEAD_DIMS, impact
+    from kbtool.vocab import KV_DTYPES
+
+    kvs = tuple(dict.fromkeys(parse_kv(k) for k in kv)) if kv else KV_DTYPES
+    hds = tuple(dict.fromkeys(head_dim)) if head_dim else HEAD_DIMS
+    if any(h <= 0 for h in hds):
+        fail("--head-dim must be positive", 2, "e.g. --head-dim 128")
+    data = impact(_view_kb(kb), claim, kvs=kvs, head_dims=hds, engine=False if no_engine else None)
+    if json_:
+        _print_json(data)
+    else:
+        from kbtool.render import views as render
+        from kbtool.render.console import out
+
+        render.impact(out, data)
+
+
+@graph_app.command("export")
+def graph_export(
+    fmt: Annotated[str, typer.Option("--format", help="dot, graphml or mermaid")] = "dot",
+    out_file: Annotated[Path | None, typer.Option("--out", help="Write to this file instead of stdout.")] = None,
+    kb: KbOpt = None,
+) -> None:
+    """Write the reference graph as Graphviz dot, GraphML or Mermaid."""
+    from kbtool.views.graphview import export
+
+    text = export(_view_kb(kb), fmt)
+    if out_file:
+        out_file.write_text(text)
+        print(f"wrote {out_file}")
+    else:
+        sys.stdout.write(text)
+
+
+@app.command()
+def stats(
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Counts per kind and verification status, fact basis, primary sources, evidence per GPU, stale scopes."""
+    from kbtool.views.stats import stats as compute
+
+    data = compute(_view_kb(kb))
+    if json_:
+        _print_json(data)
+    else:
+        from kbtool.render import views as render
+        from kbtool.render.console import out
+
+        render.stats(out, data)
+
+
+class MatrixFormat(StrEnum):
+    text = "text"
+    md = "md"
+    html = "html"
+    json = "json"
+
+
+@app.command()
+def matrix(
+    kv: Annotated[str | None, typer.Option("--kv", help="KV dtype (default bf16).")] = None,
+    head_dim: Annotated[int | None, typer.Option("--head-dim", help="Head dim (default 128).")] = None,
+    phase: Annotated[str | None, typer.Option("--phase", help="prefill, decode or both (default).")] = None,
+    attention: Annotated[str | None, typer.Option("--attention", help="Layout: mha, gqa, mqa, mla, sparse-mla "
+                                                  "(default: not fixed).")] = None,
+    fmt: Annotated[MatrixFormat, typer.Option("--format", help="md (default), html or json")] = MatrixFormat.md,
+    json_: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    out_file: Annotated[Path | None, typer.Option("--out", help="Write to this file instead of stdout.")] = None,
+    kb: KbOpt = None,
+) -> None:
+    """The support matrix, kernels x accelerators: ok, caveat, rejected, unknown or gate refuted."""
+    import json
+
+    from kbtool.views.matrix import matrix as compute
+    from kbtool.views.matrix import to_html, to_markdown
+
+    layouts = ("mha", "gqa", "mqa", "mla", "sparse-mla")
+    if attention is not None and attention not in layouts:
+        fail(f"--attention: unknown layout '{attention}'", 2, f"use one of {', '.join(layouts)}")
+    data = compute(_view_kb(kb), kv=kv, head_dim=head_dim, phase=phase, attention=attention)
+    kind = MatrixFormat.json if json_ else fmt
+    text = {MatrixFormat.json: lambda: json.dumps(data, indent=2) + "\n", MatrixFormat.html: lambda: to_html(data)
+            }.get(kind, lambda: to_markdown(data))()
+    if out_file:
+        out_file.write_text(text)
+        print(f"wrote {out_file}")
+    else:
+        sys.stdout.write(text)
 
 
 # ---- fmt / new ----------------------------------------------------------------------------------
@@ -294,19 +509,20 @@ def query(
     json_: Annotated[bool, typer.Option("--json", help="Print the answer as JSON (design.md §4).")] = False,
     explain: Annotated[bool, typer.Option("--explain", help="Add sources and evidence.")] = False,
     fail_on_no: Annotated[bool, typer.Option("--fail-on-no", help="Exit 1 when the verdict is no.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Read every record afresh; skip the cache.")] = False,
     kb: KbOpt = None,
 ) -> None:
     """Answer a serving question: kernels, reasons, caveats, KV fit.
 
     Can this accelerator serve this context with this KV dtype (and model, engine, libraries)?
     """
-    from kbtool.solve.load import load_kb_report
     from kbtool.solve.query import build_query
     from kbtool.solve.solver import solve
+    from kbtool.store.cache import load_kb_report
 
     q = build_query(gpu=gpu, gpus=gpus, ctx=ctx, kv=kv, dtype=dtype, model=model, head_dim=head_dim, batch=batch,
                     phase=phase, engine=engine, kernel=kernel, lib=lib, block_size=block_size, util=util)
-    report = load_kb_report(_records(kb))
+    report = load_kb_report(_records(kb), use_cache=not no_cache)
     answer = solve(report.kb, q)
     if json_:
         print(answer.model_dump_json(indent=2))
