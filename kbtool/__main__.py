@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from kbtool.cli import main
+from kbtool.launch import main
 
 main()

@@ -1,0 +1,101 @@
+"""A compiled, validated cache of the KB, so a query does not parse and validate every record each time.
+
+The cache of one records tree is one file in the cache folder ($KB_CACHE_DIR, else $XDG_CACHE_HOME/kb, else
+~/.cache/kb; KB_CACHE_DIR set empty or KB_NO_CACHE=1 turns it off). Its header holds three keys:
+
+- `stat`: every file under records/ and the schema folder with its size and mtime_ns (one stat each);
+- `content`: a SHA-256 of every file's path and bytes, checked when `stat` differs, so a `touch` or a
+  checkout that rewrites identical bytes keeps the cache (the header is then refreshed);
+- `code`: kbtool's own sources, the Python version, the installed packages and the format version.
+
+The payload is the pickled `LoadReport` (pydantic model instances, already validated: unpickling them skips
+validation). A truncated, corrupted, foreign-version or stale file is never trusted: it is rebuilt
+(see kbtool/store/cachefile.py for the format and the atomic write).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kbtool.store import cachefile
+
+if TYPE_CHECKING:
+    from kbtool.kb import KB
+    from kbtool.solve.load import LoadReport
+
+LAST_ROOT: list[str] = []  # the records trees loaded in this process (the answer memo checks it)
+
+
+def cache_file(root: Path) -> Path | None:
+    base = cachefile.cache_dir()
+    if base is None:
+        return None
+    return Path(base) / f"kb-{cachefile.digest(str(root.resolve()))[:20]}.cache"
+
+
+def schema_folder() -> str | None:
+    from kbtool.paths import schema_dir
+
+    d = schema_dir()
+    return str(d) if d.is_dir() else None
+
+
+def enabled(use_cache: bool = True) -> bool:
+    return use_cache and not os.environ.get("KB_NO_CACHE") and cachefile.cache_dir() is not None
+
+
+def load_kb_report(root: Path, use_cache: bool = True) -> LoadReport:
+    """The query's view of the KB (records that validate, plus what was left out), from the cache if fresh."""
+    from kbtool.solve import load as build
+
+    LAST_ROOT.append(os.path.abspath(root))
+    target = cache_file(root) if enabled(use_cache) and root.is_dir() else None
+    if target is None:
+        return build.load_kb_report(root)
+    schema, tree = schema_folder(), str(root)
+    skey, code = cachefile.stat_key(tree, schema), cachefile.code_key()
+    entry = cachefile.read(str(target))
+    if entry is not None and entry[0].get("code") == code:
+        header, payload = entry
+        if header.get("stat") == skey:
+            report = _unpack(payload)
+            if report is not None:
+                return report
+        elif header.get("content") == cachefile.content_key(tree, schema):  # touched, not changed
+            report = _unpack(payload)
+            if report is not None:
+                cachefile.write(str(target), cachefile.encode({**header, "stat": skey}, payload))
+                return report
+    return _rebuild(root, target, tree, schema, skey, code)
+
+
+def _rebuild(root: Path, target: Path, tree: str, schema: str | None, skey: str, code: str) -> LoadReport:
+    import pickle
+
+    from kbtool.solve import load as build
+
+    ckey = cachefile.content_key(tree, schema)
+    report = build.load_kb_report(root)
+    if cachefile.stat_key(tree, schema) == skey:  # nothing changed while it was read
+        header = {"stat": skey, "content": ckey, "code": code, "root": str(root.resolve())}
+        cachefile.write(str(target), cachefile.encode(header, pickle.dumps(report, protocol=5)))
+    return report
+
+
+def _unpack(payload: bytes) -> LoadReport | None:
+    import pickle
+
+    from kbtool.solve.load import LoadReport
+
+    try:
+        report = pickle.loads(payload)
+    except Exception:  # passed its checksum yet does not load (e.g. a class moved): rebuild
+        return None
+    return report if isinstance(report, LoadReport) else None
+
+
+def load_kb(root: Path, use_cache: bool = True) -> KB:
+    """The validated records under `root`, indexed (bad records are left out), through the cache."""
+    return load_kb_report(root, use_cache).kb

@@ -1,0 +1,153 @@
+"""The cache file format and the tree fingerprints, on the standard library's cheapest modules only.
+
+`kb query` consults these before it decides whether to import anything else, so this module uses plain
+string paths and `marshal`: no pathlib, typing, dataclasses or json (each costs a noticeable share of an
+interpreter start).
+
+A cache file is: MAGIC, a fixed header (format version, header length, payload length, SHA-256 of header
+and payload), a marshalled header dict of strings, the payload. Anything else is treated as absent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import marshal
+import os
+import struct
+import sys
+
+FORMAT_VERSION = 1
+MAGIC = b"KB-CACHE\n"
+_HEAD = struct.Struct("<IIQ32s")
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def cache_dir() -> str | None:
+    """$KB_CACHE_DIR, else $XDG_CACHE_HOME/kb, else ~/.cache/kb; None when KB_CACHE_DIR is empty (off)."""
+    env = os.environ.get("KB_CACHE_DIR")
+    if env is not None:
+        return env or None
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return os.path.join(xdg, "kb") if xdg else os.path.join(os.path.expanduser("~"), ".cache", "kb")
+
+
+def walk(top: str, out: list[tuple[str, int, int]]) -> None:
+    """Every file under `top` as (path, size, mtime_ns), sorted by name; __pycache__ folders skipped."""
+    try:
+        with os.scandir(top) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return
+    for e in entries:
+        if e.is_dir(follow_symlinks=False):
+            if e.name != "__pycache__":
+                walk(e.path, out)
+            continue
+        try:
+            st = e.stat()  # follows a symlink: its target is what the reader sees
+        except OSError:
+            continue
+        out.append((e.path, st.st_size, st.st_mtime_ns))
+
+
+def digest(parts: object) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+def stat_key(root: str, schema: str | None) -> str:
+    """Every file under the records tree and the schema folder, with its size and mtime_ns."""
+    out: list[tuple[str, int, int]] = []
+    for top in (root, schema):
+        if top is not None:
+            out.append((f"<{os.path.abspath(top)}>", 0, 0))
+            walk(top, out)
+    return digest(out)
+
+
+def content_key(root: str, schema: str | None) -> str:
+    """SHA-256 over every file's path (relative to its folder) and bytes."""
+    h = hashlib.sha256()
+    for top in (root, schema):
+        if top is None:
+            continue
+        files: list[tuple[str, int, int]] = []
+        walk(top, files)
+        h.update(f"<{os.path.basename(os.path.abspath(top))}>\0".encode())
+        for path, _, _ in files:
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+            except OSError:
+                data = b"\xff<unreadable>"
+            h.update(os.path.relpath(path, top).encode() + b"\0" + str(len(data)).encode() + b"\0")
+            h.update(data)
+    return h.hexdigest()
+
+
+def code_key() -> str:
+    """kbtool's sources, the Python version, the installed packages' folders and the format version."""
+    files: list[tuple[str, int, int]] = []
+    walk(_PKG, files)
+    sites = []
+    for p in sys.path:
+        if p.endswith("-packages"):
+            with contextlib.suppress(OSError):
+                sites.append((p, os.stat(p).st_mtime_ns))  # changes when a package is installed or removed
+    return digest((FORMAT_VERSION, sys.version, sites, [f for f in files if f[0].endswith(".py")]))
+
+
+def encode(header: dict[str, str], payload: bytes) -> bytes:
+    head = marshal.dumps(header)
+    check = hashlib.sha256(head + payload).digest()
+    return MAGIC + _HEAD.pack(FORMAT_VERSION, len(head), len(payload), check) + head + payload
+
+
+def decode(raw: bytes) -> tuple[dict[str, str], bytes] | None:
+    """(header, payload) of a whole, intact file of this format version; None for anything else."""
+    start = len(MAGIC) + _HEAD.size
+    if not raw.startswith(MAGIC) or len(raw) < start:
+        return None
+    version, hlen, plen, check = _HEAD.unpack_from(raw, len(MAGIC))
+    if version != FORMAT_VERSION or len(raw) != start + hlen + plen:
+        return None
+    if hashlib.sha256(raw[start:]).digest() != check:
+        return None
+    try:
+        header = marshal.loads(raw[start:start + hlen])
+    except (ValueError, EOFError, TypeError):
+        return None
+    if not isinstance(header, dict):
+        return None
+    return header, raw[start + hlen:]
+
+
+def read(path: str) -> tuple[dict[str, str], bytes] | None:
+    """A cache file this user wrote, decoded; None when missing, foreign, truncated or corrupted."""
+    try:
+        with open(path, "rb") as f:
+            if hasattr(os, "getuid") and os.fstat(f.fileno()).st_uid != os.getuid():
+                return None
+            raw = f.read()
+    except OSError:
+        return None
+    return decode(raw)
+
+
+def write(path: str, data: bytes) -> bool:
+    """Write through a temporary file in the same folder and a rename; False (never raises) on failure."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError:
+        return False
+    return True

@@ -1,0 +1,206 @@
+"""The compiled KB cache and the answer memo: fresh entries are used; stale, truncated or corrupted ones never."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kbtool.store import cache, cachefile
+from tests.util import DATA, ROOT
+
+FIX = DATA / "kb_fixture"
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "records"
+    shutil.copytree(FIX, root)
+    monkeypatch.setenv("KB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("KB_NO_CACHE", raising=False)
+    return root
+
+
+def _builds(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Count real loads (cache misses) by wrapping the uncached loader."""
+    from kbtool.solve import load
+
+    calls: list[Path] = []
+    real = load.load_kb_report
+
+    def spy(root: Path) -> load.LoadReport:
+        calls.append(root)
+        return real(root)
+
+    monkeypatch.setattr(load, "load_kb_report", spy)
+    return calls
+
+
+def _ids(root: Path, use_cache: bool = True) -> list[str]:
+    return sorted(cache.load_kb(root, use_cache).by_id)
+
+
+def test_second_load_comes_from_the_cache(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _builds(monkeypatch)
+    first = _ids(tree)
+    assert len(calls) == 1
+    target = cache.cache_file(tree)
+    assert target is not None and target.is_file()
+    assert _ids(tree) == first
+    assert len(calls) == 1  # no rebuild
+
+
+def test_cache_matches_an_uncached_load(tree: Path) -> None:
+    cache.load_kb(tree)
+    warm = cache.load_kb_report(tree)
+    cold = cache.load_kb_report(tree, use_cache=False)
+    assert sorted(warm.kb.by_id) == sorted(cold.kb.by_id)
+    assert warm.skipped == cold.skipped
+    for rid, rec in cold.kb.by_id.items():
+        assert warm.kb.by_id[rid] == rec
+
+
+def test_no_cache_bypasses(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _builds(monkeypatch)
+    _ids(tree)
+    _ids(tree, use_cache=False)
+    monkeypatch.setenv("KB_NO_CACHE", "1")
+    _ids(tree)
+    assert len(calls) == 3
+
+
+def test_content_change_invalidates(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _builds(monkeypatch)
+    before = _ids(tree)
+    victim = sorted(tree.rglob("*.yaml"))[0]
+    text = victim.read_text()
+    new = text.replace(f"id: {victim.stem}", f"id: {victim.stem}-renamed", 1)
+    assert new != text
+    victim.write_text(new)
+    after = _ids(tree)
+    assert len(calls) == 2
+    assert f"{victim.stem}-renamed" in after and victim.stem not in after and victim.stem in before
+
+
+def test_touch_keeps_the_cache(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A touch (new mtime, same bytes) reuses the cache after the content hash confirms it."""
+    calls = _builds(monkeypatch)
+    _ids(tree)
+    victim = sorted(tree.rglob("*.yaml"))[0]
+    st = victim.stat()
+    os.utime(victim, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+    _ids(tree)
+    assert len(calls) == 1  # content confirmed: no rebuild
+    _ids(tree)
+    assert len(calls) == 1
+
+
+def test_new_and_removed_files_invalidate(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _builds(monkeypatch)
+    _ids(tree)
+    extra = tree / "notes.txt"
+    extra.write_text("x")
+    _ids(tree)
+    extra.unlink()
+    _ids(tree)
+    assert len(calls) == 3
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "garbage", "empty", "version", "stale"])
+def test_damaged_cache_is_rebuilt(tree: Path, monkeypatch: pytest.MonkeyPatch, damage: str) -> None:
+    want = _ids(tree)
+    target = cache.cache_file(tree)
+    assert target is not None
+    raw = target.read_bytes()
+    if damage == "truncate":
+        target.write_bytes(raw[: len(raw) // 2])
+    elif damage == "flip":
+        mid = len(raw) - 100
+        target.write_bytes(raw[:mid] + bytes([raw[mid] ^ 0xFF]) + raw[mid + 1:])
+    elif damage == "garbage":
+        target.write_bytes(os.urandom(len(raw)))
+    elif damage == "empty":
+        target.write_bytes(b"")
+    elif damage == "version":
+        monkeypatch.setattr(cachefile, "FORMAT_VERSION", cachefile.FORMAT_VERSION + 1)
+    elif damage == "stale":  # a valid file whose keys describe another tree: must not be served
+        header, _ = cachefile.decode(raw) or ({}, b"")
+        import pickle
+
+        from kbtool.kb import KB
+        from kbtool.solve.load import LoadReport
+
+        fake = pickle.dumps(LoadReport(KB(), ["planted"]))
+        target.write_bytes(cachefile.encode({**header, "stat": "0" * 64, "content": "0" * 64}, fake))
+    calls = _builds(monkeypatch)
+    report = cache.load_kb_report(tree)
+    assert sorted(report.kb.by_id) == want
+    assert "planted" not in report.skipped
+    assert len(calls) == 1  # rebuilt
+    assert cachefile.read(str(target)) is not None  # and rewritten whole
+    calls.clear()
+    cache.load_kb(tree)
+    assert calls == []
+
+
+def test_decode_rejects_every_truncation() -> None:
+    raw = cachefile.encode({"k": "v"}, b"payload" * 10)
+    assert cachefile.decode(raw) == ({"k": "v"}, b"payload" * 10)
+    for n in range(len(raw)):
+        assert cachefile.decode(raw[:n]) is None
+    assert cachefile.decode(raw + b"x") is None
+
+
+def test_write_is_atomic_and_leaves_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "sub" / "f.cache"
+    assert cachefile.write(str(target), b"one")
+    assert cachefile.write(str(target), b"two")
+    assert target.read_bytes() == b"two"
+    assert [p.name for p in target.parent.iterdir()] == ["f.cache"]
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert cachefile.write(str(blocker / "x.cache"), b"z") is False  # never raises
+
+
+# ---- the `kb` entry point and its answer memo (subprocesses: it is about whole-process behaviour) ----
+
+
+def _kb(args: list[str], cache_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    e = {**os.environ, "KB_CACHE_DIR": str(cache_dir), **env}
+    e.pop("KB_NO_CACHE", None)
+    return subprocess.run([sys.executable, "-m", "kbtool", *args], capture_output=True, text=True, env=e,
+                          cwd=ROOT, timeout=120)
+
+
+QUERIES = [
+    ["query", "--kb", str(FIX), "--gpu", "gpu-hopper", "--ctx", "128k", "--kv", "fp8"],
+    ["query", "--kb", str(FIX), "--gpu", "gpu-hopper", "--json"],
+    ["query", "--kb", str(FIX), "--ctx", "1m", "--fail-on-no"],
+    ["query", "--kb", str(FIX), "--gpu", "no-such-gpu"],
+]
+
+
+@pytest.mark.parametrize("args", QUERIES, ids=["text", "json", "multi", "error"])
+def test_memo_replays_identical_output(tmp_path: Path, args: list[str]) -> None:
+    fresh = _kb([*args[:1], "--no-cache", *args[1:]], tmp_path / "c")
+    first = _kb(args, tmp_path / "c")
+    again = _kb(args, tmp_path / "c")
+    for r in (first, again):
+        assert (r.returncode, r.stdout, r.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
+    memos = list((tmp_path / "c" / "answers").glob("*.memo")) if (tmp_path / "c" / "answers").is_dir() else []
+    assert len(memos) == (1 if fresh.returncode in (0, 1) else 0)
+
+
+def test_memo_follows_the_records(tmp_path: Path) -> None:
+    root = tmp_path / "records"
+    shutil.copytree(FIX, root)
+    args = ["query", "--kb", str(root), "--gpu", "gpu-hopper", "--json"]
+    before = _kb(args, tmp_path / "c")
+    assert before.returncode == 0 and _kb(args, tmp_path / "c").stdout == before.stdout
+    (root / "accelerators" / "gpu-hopper.yaml").unlink()  # the accelerator is gone: the answer must change
+    after = _kb(args, tmp_path / "c")
+    assert after.returncode != 0 or after.stdout != before.stdout
