@@ -29,7 +29,7 @@ def validate_document(doc: Document) -> tuple[Record | None, list[Finding]]:
     if not isinstance(data, dict):
         return None, [_at(doc, (), f"a record is a mapping of fields, got {msg.show(data)}")]
     kind = data.get("kind")
-    if kind not in MODELS:
+    if not isinstance(kind, str) or kind not in MODELS:
         path = ("kind",) if "kind" in data else ()
         text = msg.not_one_of(kind, list(MODELS)) if "kind" in data else msg.missing("kind")
         return None, [_at(doc, path, text)]
