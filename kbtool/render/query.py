@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer, Reason
 
@@ -159,19 +158,20 @@ def _caveats(console: Console, a: Answer) -> None:
 def render_multi(console: Console, m: MultiAnswer, *, explain: bool = False) -> None:
     console.print(f"[bold]{escape(m.summary)}[/]")
     console.print(f"[dim]query: {escape(_query_line(m))}[/]")
-    t = Table(title="one row per accelerator", title_justify="left")
-    t.add_column("gpu", no_wrap=True)
-    t.add_column("verdict", no_wrap=True)
-    t.add_column("kernels ok / caveat")
-    t.add_column("memory", no_wrap=True)
-    t.add_column("summary")
+    console.print("[bold]one row per accelerator:[/]")
     for a in m.rows:
-        good = [k.id for k in a.kernels if k.status == "ok"] + [f"{k.id}*" for k in a.kernels if k.status == "caveat"]
-        mem = "-"
+        gated = [k for k in a.kernels if k.gates]
+        good = [k.id for k in gated if k.status == "ok"] + [f"{k.id}*" for k in gated if k.status == "caveat"]
+        ungated = [k.id for k in a.kernels if not k.gates and k.status in ("ok", "caveat")]
+        mem = ""
         if a.memory is not None:
-            mem = {True: "fits", False: "no fit", None: "?"}[a.memory.fits] + f", max {a.memory.max_ctx:,}"
-        t.add_row(a.query.get("gpu") or "?", _st(a.verdict), escape(", ".join(good) or "-"), mem, escape(a.summary))
-    console.print(t)
+            mem = {True: " fits", False: " no fit", None: ""}[a.memory.fits] + f" max ctx {a.memory.max_ctx:,};"
+        kern = ", ".join(good) or "no gated kernel passes"
+        extra = f" [dim](+{len(ungated)} with no gates recorded)[/]" if ungated else ""
+        unk = sum(k.status == "unknown" for k in a.kernels)
+        unk_txt = f" [dim]{unk} unknown[/]" if unk else ""
+        console.print(f"  {a.query.get('gpu') or '?':<22}[{STYLE.get(a.verdict, 'white')}]{a.verdict:<12}[/]"
+                      f"{escape(mem)} {escape(kern)}{extra}{unk_txt}")
     console.print("[dim]* = with caveats; query one --gpu for reasons[/]")
     if explain:
         for a in m.rows:
