@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import tempfile
 import time
 from collections.abc import Iterator
@@ -168,6 +169,19 @@ def _top_level_span(text: str, key: str) -> tuple[int, int] | None:
     return start, end
 
 
+_ANCHOR = re.compile(r"(?:^|[\s\[{,:-])&([A-Za-z0-9_.-]+)")
+
+
+def _refuse_shared_anchors(span: str, rest: str) -> None:
+    """An anchor defined in the replaced block and aliased elsewhere would leave a dangling alias."""
+    for name in _ANCHOR.findall(span):
+        if re.search(rf"\*{re.escape(name)}\b", rest):
+            raise WriteError(
+                f"the verification block defines the YAML anchor &{name}, which the rest of the record uses",
+                fix="expand the alias (write the repeated value out in full) and run again",
+            )
+
+
 def splice_verification(text: str, block: dict[str, Any]) -> str:
     """`text` with its top-level `verification` entry replaced by `block` (appended if absent)."""
     rendered = dump({"verification": block})
@@ -178,6 +192,7 @@ def splice_verification(text: str, block: dict[str, Any]) -> str:
             lines[-1] += "\n"
         return "".join(lines) + rendered
     start, end = span
+    _refuse_shared_anchors("".join(lines[start:end]), "".join(lines[:start] + lines[end:]))
     if end == len(lines) and lines and not lines[-1].endswith("\n"):
         rendered = rendered.rstrip("\n")
     return "".join(lines[:start]) + rendered + "".join(lines[end:])

@@ -12,6 +12,7 @@ from kbtool.errors import UsageError
 from kbtool.model import Evidence
 from kbtool.probe import commands
 from kbtool.probe.spec import load_probe
+from kbtool.store.writer import splice_verification
 
 HERE = Path(__file__).parent
 REAL = Path(__file__).resolve().parents[2] / "records" / "claims"
@@ -25,8 +26,9 @@ CLAIMS = ["torch-sdpa-flash-head-dim", "fa2-head-dim-max-256"]
 def records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "records"
     (root / "claims").mkdir(parents=True)
-    for c in CLAIMS:
-        shutil.copy(REAL / f"{c}.yaml", root / "claims")
+    for c in CLAIMS:  # real claim files, with their verification reset to what a first probe run finds
+        text = splice_verification((REAL / f"{c}.yaml").read_text(), {"status": "unverified"})
+        (root / "claims" / f"{c}.yaml").write_text(text)
     probes = [load_probe(str(HERE / "fixtures" / f)) for f in ("cpu_probe.py", "missing_probe.py")]
     monkeypatch.setattr(commands, "discover", lambda: probes)
     return root

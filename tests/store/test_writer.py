@@ -62,6 +62,8 @@ def claim_texts() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(("name", "text"), claim_texts(), ids=[n for n, _ in claim_texts()])
 def test_only_the_verification_block_changes(name: str, text: str) -> None:
+    if "&" in text.split("verification:")[1].split("\nnotes:")[0]:
+        pytest.skip("anchors in the block: covered by test_anchor_shared_with_the_rest_is_refused")
     new = splice_verification(text, BLOCK)
     before, after = outside_lines(text)
     new_before, new_after = outside_lines(new)
@@ -123,3 +125,12 @@ def test_a_lock_left_by_a_dead_process_is_taken_over(tmp_path: Path) -> None:
                           check=True).stdout.strip()
     (tmp_path / ".c.yaml.lock").write_text(dead)
     assert update_verification(path, BLOCK) is True
+
+
+def test_anchor_shared_with_the_rest_is_refused() -> None:
+    text = "id: a\nverification:\n  status: disputed\n  sides:\n  - sources:\n    - &id001\n      type: seed\n" \
+           "sources:\n- *id001\n"
+    with pytest.raises(WriteError, match="anchor &id001"):
+        splice_verification(text, BLOCK)
+    local = "id: a\nverification:\n  x: &v1 [1]\n  y: *v1\nsources: []\n"
+    assert yaml.safe_load(splice_verification(local, BLOCK))["verification"] == BLOCK
