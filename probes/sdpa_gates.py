@@ -100,7 +100,7 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
     kind = dispatched(kernels)
     return {
         "outcome": "OK",
-        "kernels": kernels[:12],
+        "kernels": [k if len(k) <= 160 else k[:157] + "..." for k in kernels[:12]],
         "max_abs_err": err,
         "metrics": {
             "rel_err": rel,

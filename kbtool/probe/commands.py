@@ -175,7 +175,8 @@ def run_probe(
 
 def _untestable_reason(probe: Probe, env: dict[str, Any], missing: list[str]) -> str:
     host = f"{env.get('gpu')}, torch {env.get('torch')}, CUDA {env.get('cuda')}"
-    return f"{', '.join(missing)} not installed on the probe host ({host}). {probe.spec.untestable}".strip()
+    names = ", ".join(m.replace("|", " or ") for m in missing)
+    return f"{names} not installed on the probe host ({host}). {probe.spec.untestable}".strip()
 
 
 def apply_updates(
