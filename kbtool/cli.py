@@ -169,7 +169,7 @@ def show(
     = False,
     kb: KbOpt = None,
 ) -> None:
-    """Show one record: references resolved, verification, evidence; a topic as its page.
+    """Show a record with references, verification and evidence.
 
     A topic's statements are marked with their claims' verification status.
     """
@@ -274,7 +274,7 @@ def graph_neighbors(
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     kb: KbOpt = None,
 ) -> None:
-    """Records within N references of a record, and the edges among them."""
+    """Records within N references of a record."""
     from kbtool.views.graphview import neighbors
 
     data = neighbors(_view_kb(kb), record_id, depth)
@@ -304,7 +304,10 @@ def graph_why(
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     kb: KbOpt = None,
 ) -> None:
-    """The chain of records that rejects or admits a kernel on a GPU, from the query's answer."""
+    """The records that reject or admit a kernel on a GPU.
+
+    The chain comes from the query's answer: accelerator, architecture, kernel, the claims that decide.
+    """
     from kbtool.solve.query import build_query
     from kbtool.views.graphview import why
 
@@ -330,7 +333,10 @@ def graph_impact(
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     kb: KbOpt = None,
 ) -> None:
-    """Kernels, engine backends and (GPU x KV dtype x head dim) answers that change if the claim flipped."""
+    """What would change if a claim flipped (refuted <-> enforced).
+
+    Kernels, engine backends and (GPU x KV dtype x head dim) answers, found by re-solving a grid.
+    """
     from kbtool.solve.query import parse_kv
     from kbtool.views.impact import HEAD_DIMS, impact
     from kbtool.vocab import KV_DTYPES
@@ -371,7 +377,11 @@ def stats(
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     kb: KbOpt = None,
 ) -> None:
-    """Counts per kind and verification status, fact basis, primary sources, evidence per GPU, stale scopes."""
+    """Counts per kind, verification, basis, sources, evidence.
+
+    Claims per verification status, share of facts by basis, share of claims with a primary source
+    (source code or doc), evidence per GPU, and claims scoped to versions older than the newest release.
+    """
     from kbtool.views.stats import stats as compute
 
     data = compute(_view_kb(kb))
@@ -403,7 +413,10 @@ def matrix(
     out_file: Annotated[Path | None, typer.Option("--out", help="Write to this file instead of stdout.")] = None,
     kb: KbOpt = None,
 ) -> None:
-    """The support matrix, kernels x accelerators: ok, caveat, rejected, unknown or gate refuted."""
+    """Support matrix, kernels x GPUs: Markdown, HTML or JSON.
+
+    Each cell is ok, caveat, rejected, unknown or gate refuted for one KV dtype, head dim and phase.
+    """
     import json
 
     from kbtool.views.matrix import matrix as compute
