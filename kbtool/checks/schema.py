@@ -11,6 +11,7 @@ import jsonschema
 from pydantic import ValidationError
 
 from kbtool.checks import messages as msg
+from kbtool.checks.fastschema import surely_valid
 from kbtool.findings import Finding, render_path
 from kbtool.model import MODELS, Record
 from kbtool.schema_io import load
@@ -37,7 +38,8 @@ def validate_document(doc: Document) -> tuple[Record | None, list[Finding]]:
     if nan is not None:
         return None, [Finding("KB401", "NaN or infinity is not a value", doc.file, doc.line_of(nan),
                               render_path(nan), check="values")]
-    errors = sorted(_validator(kind).iter_errors(data), key=lambda e: list(e.absolute_path))
+    errors = [] if surely_valid(kind, data) else sorted(_validator(kind).iter_errors(data),
+                                                          key=lambda e: list(e.absolute_path))
     if errors:
         return None, [_schema_finding(doc, e) for e in errors]
     try:
