@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kbtool.store import cachefile
 
@@ -72,7 +72,6 @@ def load_kb_report(root: Path, use_cache: bool = True) -> LoadReport:
 
 
 def _rebuild(root: Path, target: Path, tree: str, schema: str | None, skey: str, code: str) -> LoadReport:
-    import pickle
 
     from kbtool.solve import load as build
 
@@ -80,8 +79,29 @@ def _rebuild(root: Path, target: Path, tree: str, schema: str | None, skey: str,
     report = build.load_kb_report(root)
     if cachefile.stat_key(tree, schema) == skey:  # nothing changed while it was read
         header = {"stat": skey, "content": ckey, "code": code, "root": str(root.resolve())}
-        cachefile.write(str(target), cachefile.encode(header, pickle.dumps(report, protocol=5)))
+        cachefile.write(str(target), cachefile.encode(header, _pack(report)))
     return report
+
+
+def _pack(report: LoadReport) -> bytes:
+    """The report with its records; where each came from (line maps, most of the bytes) in a second pickle
+    that is only opened when something asks (a query never does)."""
+    import pickle
+
+    kb = report.kb
+    original = kb.where
+    where = {rid: (w.doc, w.path) for rid, w in original.items()}
+    kb.where = {}
+    try:
+        return pickle.dumps((report, pickle.dumps(where, protocol=5)), protocol=5)
+    finally:
+        kb.where = original
+
+
+def _restore(kb: KB, where: dict[str, tuple[Any, Path]]) -> dict[str, Any]:
+    from kbtool.store.records import Loaded
+
+    return {rid: Loaded(doc, path, kb.by_id.get(rid)) for rid, (doc, path) in where.items()}
 
 
 def _unpack(payload: bytes) -> LoadReport | None:
@@ -90,10 +110,50 @@ def _unpack(payload: bytes) -> LoadReport | None:
     from kbtool.solve.load import LoadReport
 
     try:
-        report = pickle.loads(payload)
+        report, where = pickle.loads(payload)
     except Exception:  # passed its checksum yet does not load (e.g. a class moved): rebuild
         return None
-    return report if isinstance(report, LoadReport) else None
+    if not isinstance(report, LoadReport) or not isinstance(where, bytes):
+        return None
+    report.kb.where = LazyWhere(where, report.kb)
+    return report
+
+
+class LazyWhere(dict):  # type: ignore[type-arg]
+    """`KB.where`, unpickled on first use."""
+
+    def __init__(self, blob: bytes, kb: KB) -> None:
+        super().__init__()
+        self._blob: bytes | None = blob
+        self._kb = kb
+
+    def _fill(self) -> None:
+        if self._blob is not None:
+            import pickle
+
+            blob, self._blob = self._blob, None
+            dict.update(self, _restore(self._kb, pickle.loads(blob)))
+
+    def __reduce_ex__(self, protocol: Any) -> Any:  # pickles (and copies) as the plain dict it stands for
+        self._fill()
+        return (dict, (dict(self.items()),))
+
+
+def _filling(name: str) -> Any:
+    real = getattr(dict, name)
+
+    def method(self: LazyWhere, *args: Any, **kwargs: Any) -> Any:
+        self._fill()
+        return real(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name in ("__getitem__", "__contains__", "__iter__", "__len__", "__repr__", "__eq__", "__ne__", "__or__",
+              "__ior__", "__reversed__", "__setitem__", "__delitem__", "get", "items", "keys", "values", "copy",
+              "pop", "popitem", "setdefault", "update", "clear"):
+    setattr(LazyWhere, _name, _filling(_name))
 
 
 def load_kb(root: Path, use_cache: bool = True) -> KB:

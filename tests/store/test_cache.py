@@ -204,3 +204,21 @@ def test_memo_follows_the_records(tmp_path: Path) -> None:
     (root / "accelerators" / "gpu-hopper.yaml").unlink()  # the accelerator is gone: the answer must change
     after = _kb(args, tmp_path / "c")
     assert after.returncode != 0 or after.stdout != before.stdout
+
+
+def test_where_is_the_same_after_a_cache_hit(tree: Path) -> None:
+    import copy
+    import pickle
+
+    cold = cache.load_kb(tree, use_cache=False)
+    cache.load_kb(tree)
+    warm = cache.load_kb(tree)
+    assert type(warm.where) is not dict  # served lazily from the cache
+    assert len(warm.where) == len(cold.where) and sorted(warm.where) == sorted(cold.where)
+    for rid, w in cold.where.items():
+        got = warm.where[rid]
+        assert (got.file, got.path, got.doc.data, got.doc.lines) == (w.file, w.path, w.doc.data, w.doc.lines)
+        assert got.record is warm.by_id[rid]
+        assert warm.location(rid, "id") == cold.location(rid, "id")
+    assert sorted(pickle.loads(pickle.dumps(warm.where))) == sorted(cold.where)
+    assert sorted(copy.copy(warm.where)) == sorted(dict(warm.where)) == sorted({**warm.where})
