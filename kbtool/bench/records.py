@@ -109,12 +109,16 @@ def _text(record: Measurement, path: Path) -> str:
 
 
 def write(result: BenchResult, folder: Path) -> list[Path]:
-    """Write one record per attempt (replacing same-day files of the same GPU); returns the paths."""
+    """Write one record per attempt that ran (replacing same-day files of the same GPU); returns the paths.
+
+    An attempt the time budget never reached has no outcome: it is not a measurement and gets no record."""
     from kbtool.store.writer import atomic_write, file_lock
 
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for a in result.attempts:
+        if not a.outcomes:
+            continue
         rec = build(result, a)
         path = folder / f"{rec.id}.yaml"
         with file_lock(path):

@@ -45,7 +45,7 @@ class Attempt:
     def outcome(self) -> str:
         if "OK" in self.outcomes:
             return "OK"
-        return self.outcomes[0] if self.outcomes else "ERROR"
+        return self.outcomes[0] if self.outcomes else "NOT_RUN"
 
 
 @dataclass

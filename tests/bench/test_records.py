@@ -124,3 +124,13 @@ def test_same_day_rerun_replaces_files(tmp_path: Path) -> None:
     res.attempts[0].samples = [1.0, 1.0, 1.0]
     assert records.write(res, folder) == first
     assert len(list(folder.glob("*.yaml"))) == 1
+
+
+def test_attempts_the_budget_never_reached_get_no_record(tmp_path: Path) -> None:
+    res = h.result("nvidia-h200-sxm", H200_ROWS[:2])
+    res.attempts[1].outcomes = []  # the time budget ran out before this attempt started
+    res.attempts[1].samples = []
+    paths = records.write(res, tmp_path / "m")
+    assert [p.name for p in paths] == [p.name for p in records.write(h.result("nvidia-h200-sxm", H200_ROWS[:1]),
+                                                                     tmp_path / "n")]
+    assert res.attempts[1].outcome == "NOT_RUN"
