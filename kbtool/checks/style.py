@@ -49,7 +49,8 @@ def find_non_canonical_files(kb: KB) -> list[Finding]:
 
     known = Verdicts()
     focus = FOCUS.get()
-    out = []
+    seen: list[tuple[str, int | None]] = []
+    todo: list[tuple[Path, str, str, str]] = []
     for rid, where in kb.where.items():
         rec = kb.by_id[rid]
         if rec.kind in EXCLUDED_KINDS or (focus is not None and where.file not in focus):
@@ -60,9 +61,45 @@ def find_non_canonical_files(kb: KB) -> list[Finding]:
             continue
         line = known.get(where.file, text)
         if line is None:
-            line = first_difference(where.path, text, where.file, rec.kind)
-            known.put(where.file, text, line)
+            todo.append((where.path, text, where.file, rec.kind))
+        seen.append((where.file, line))
+    lines = _first_differences(todo)
+    for (_, text, name, _), line in zip(todo, lines, strict=True):
+        known.put(name, text, line)
+    fresh = iter(lines)
+    out = []
+    for name, line in seen:
+        if line is None:
+            line = next(fresh)
         if line:
-            out.append(finding(where.file, line))
+            out.append(finding(name, line))
     known.save()
     return out
+
+
+PARALLEL_MIN = 64  # files to format before a second process pays for itself
+
+
+def _one(job: tuple[Path, str, str, str]) -> int:
+    return first_difference(*job)
+
+
+def _first_differences(todo: list[tuple[Path, str, str, str]]) -> list[int]:
+    """first_difference for each job; many jobs are spread over forked workers, one per CPU (KB_JOBS=N
+    caps that; 1 turns it off). Formatting is pure Python, so only processes run it in parallel."""
+    import os
+
+    jobs = min(int(os.environ.get("KB_JOBS") or (os.cpu_count() or 1)), 8, len(todo) // PARALLEL_MIN)
+    result: list[int] = []
+    if jobs >= 2:
+        import multiprocessing
+
+        if "fork" in multiprocessing.get_all_start_methods():
+            try:
+                with multiprocessing.get_context("fork").Pool(jobs) as pool:
+                    result = pool.map(_one, todo, chunksize=max(1, len(todo) // (jobs * 8)))
+            except Exception:  # no processes to be had, or a worker failed: do it here (errors re-raise here)
+                result = []
+    if len(result) != len(todo):
+        result = [_one(j) for j in todo]
+    return result
