@@ -19,6 +19,7 @@ from kbtool.fmt.order import key_order
 from kbtool.model import FOLDERS, MODELS
 from kbtool.model.common import ID_PATTERN, Source
 from kbtool.store import roundtrip
+from kbtool.store.writer import atomic_write, file_lock
 
 TODO = "TODO"
 COLUMN = 32  # where the explaining comments start
@@ -56,7 +57,8 @@ def create(root: Path, kind: str, rid: str) -> Path:
     if path.exists():
         raise WriteError(f"{path} already exists", fix="pick another id, or edit the file")
     path.parent.mkdir(parents=True, exist_ok=True)
-    roundtrip.write_text(path, text)
+    with file_lock(path):
+        atomic_write(path, text, exclusive=True)
     return path
 
 

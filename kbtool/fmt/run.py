@@ -9,8 +9,8 @@ from pathlib import Path
 from kbtool.errors import KbError
 from kbtool.fmt.core import canonical
 from kbtool.paths import display
-from kbtool.store import roundtrip
 from kbtool.store.records import discover
+from kbtool.store.writer import atomic_write, file_lock
 
 EXCLUDED_FOLDERS = ("evidence",)  # evidence is written only by `kb probe run`
 
@@ -58,6 +58,13 @@ def format_file(path: Path, root: Path, *, check: bool = False) -> FileResult:
     name = display(path, root)
     if excluded(path, root):
         return FileResult(path, name, "skipped", message="evidence records are written only by `kb probe run`")
+    if check:
+        return _format(path, name, write=False)
+    with file_lock(path):  # read, format and replace under the lock another writer (kb probe) also takes
+        return _format(path, name, write=True)
+
+
+def _format(path: Path, name: str, *, write: bool) -> FileResult:
     try:
         text = path.read_text("utf-8")
         new = canonical(text, path, name)
@@ -69,6 +76,6 @@ def format_file(path: Path, root: Path, *, check: bool = False) -> FileResult:
         return FileResult(path, name, "ok")
     diff = "".join(difflib.unified_diff(text.splitlines(keepends=True), new.splitlines(keepends=True),
                                         f"a/{name}", f"b/{name}"))
-    if not check:
-        roundtrip.write_text(path, new)
+    if write:
+        atomic_write(path, new)
     return FileResult(path, name, "changed", diff=diff)

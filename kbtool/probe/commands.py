@@ -180,12 +180,26 @@ def _untestable_reason(probe: Probe, env: dict[str, Any], missing: list[str]) ->
 
 
 def apply_updates(
-    updates: list[Update], claims: dict[str, tuple[Claim, Path]]
+    updates: list[Update],
+    claims: dict[str, tuple[Claim, Path]],
+    replan: Callable[[Claim], Update | None] | None = None,
 ) -> list[Path]:
+    """Write the updates. Each is re-planned from the file's current content, under its lock, when the claim
+    changed on disk since it was planned (another writer), so no update is lost."""
     written = []
     for u in updates:
-        _, path = claims[u.claim]
-        if update_verification(path, u.verification):
+        planned, path = claims[u.claim]
+
+        def rebase(data: Any, u: Update = u, planned: Claim = planned) -> dict[str, Any] | None:
+            if not isinstance(data, dict):
+                raise ProbeError(f"{u.claim}: the claim file no longer holds a record")
+            current = Claim.model_validate(data)
+            if current.verification == planned.verification or replan is None:
+                return u.verification
+            again = replan(current)
+            return again.verification if again else None
+
+        if update_verification(path, rebase):
             written.append(path)
     return written
 
@@ -262,7 +276,17 @@ def _apply(
             skips.append(Skip(cid, f"left as {claim.verification.status}: untestable here ({reason})"))
             continue
         updates.append(Update(cid, str(claim.verification.status), str(block["status"]), block, reason))
-    return updates, skips, apply_updates(updates, claims) if write else []
+    def replan(claim: Claim) -> Update | None:
+        again, _ = plan(evidence, {claim.id: claim}, today)
+        if again:
+            return again[0]
+        for cid, reason in untestable:
+            block = untestable_block(claim, reason, today) if cid == claim.id else None
+            if block is not None:
+                return Update(cid, str(claim.verification.status), str(block["status"]), block, reason)
+        return None
+
+    return updates, skips, apply_updates(updates, claims, replan) if write else []
 
 
 MANIFEST = "probe-run.json"

@@ -6,19 +6,15 @@ Reads for queries and validation never come here (see kbtool/store/reader.py). `
 
 from __future__ import annotations
 
-import importlib
 import io
-import os
 import re
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.representer import RoundTripRepresenter
 
-from kbtool.errors import InvalidRecordError, WriteError
+from kbtool.errors import InvalidRecordError
 
 WIDTH = 120
 _TRAILING = re.compile(r"[ \t]+$", re.MULTILINE)
@@ -53,35 +49,3 @@ def dump(data: Any) -> str:
     buf = io.StringIO()
     yaml_rt().dump(data, buf)
     return _TRAILING.sub("", buf.getvalue())
-
-
-def write_text(path: Path, text: str) -> None:
-    """Replace `path` with `text` atomically (the atomic writer of kbtool.store.writer where it exists)."""
-    try:
-        writer = importlib.import_module("kbtool.store.writer")
-    except ImportError:
-        writer = None
-    fn = getattr(writer, "atomic_write", None)
-    if callable(fn):
-        fn(path, text)
-        return
-    _atomic_write(path, text)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as e:
-        raise WriteError(f"cannot write {path}: {e.strerror or e}", fix="check the folder's permissions") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except OSError as e:
-        Path(tmp).unlink(missing_ok=True)
-        raise WriteError(f"cannot write {path}: {e.strerror or e}", fix="check the file's permissions") from None

@@ -13,7 +13,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -78,8 +78,12 @@ def file_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[Path]:
 
 def atomic_write(path: Path, text: str, *, exclusive: bool = False) -> None:
     """Write `text` to a temp file in the same folder, fsync, then rename over `path` (or link, if exclusive)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise WriteError(f"cannot write {path}: {exc.strerror or exc}",
+                         fix="the records folder must be writable (check permissions or the mount)") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
@@ -210,13 +214,29 @@ def _check_only_verification_changed(old: str, new: str, block: dict[str, Any], 
         raise WriteError(f"{name}: the edit would change more than the verification block; nothing written")
 
 
-def update_verification(path: Path, block: dict[str, Any]) -> bool:
-    """Replace a claim file's verification block; True if the file changed. Atomic and locked."""
+Block = dict[str, Any]
+
+
+def update_verification(path: Path, block: Block | Callable[[Any], Block | None]) -> bool:
+    """Replace a claim file's verification block; True if the file changed. Atomic and locked.
+
+    `block` may be a function of the file's current data, called while the lock is held: a writer that
+    planned its change from an older read rebases it there, so two writers never lose each other's update.
+    """
     with file_lock(path):
         try:
             old = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise WriteError(f"cannot read {path}: {exc}") from exc
+        if callable(block):
+            try:
+                current = yaml.safe_load(old)
+            except yaml.YAMLError as exc:
+                raise WriteError(f"{path}: cannot parse the record for editing: {exc}") from exc
+            rebased = block(current)
+            if rebased is None:
+                return False
+            block = rebased
         new = splice_verification(old, block)
         if new == old:
             return False
