@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.markup import escape
 
@@ -82,6 +84,8 @@ def render_answer(console: Console, a: Answer, *, explain: bool = False) -> None
         console.print(f"[dim]not applicable (phase, layout or engine): {escape(names)}[/]")
     if a.backends:
         _backends(console, a.backends)
+    if a.ranking:
+        _ranking(console, a.ranking, explain)
     if a.memory is not None:
         m = a.memory
         fits = {True: "[green]fits[/]", False: "[red]does not fit[/]", None: "[cyan]no ctx given[/]"}[m.fits]
@@ -115,6 +119,24 @@ def render_answer(console: Console, a: Answer, *, explain: bool = False) -> None
             _explain(console, r)
         if a.claims_used:
             console.print(f"  [dim]claims used: {escape(', '.join(a.claims_used))}[/]")
+
+
+def _ranking(console: Console, ranking: dict[str, Any], explain: bool) -> None:
+    for phase, r in ranking.items():
+        cfg = r["config"]
+        shape = ", ".join(f"{k}={v}" for k, v in cfg.items() if k != "phase")
+        near = f" (nearest measured: {', '.join(f'{k}={v}' for k, v in r['nearest'].items())})" if r["nearest"] else ""
+        verdict = f"clear winner by {r['ratio']}x" if r["winner"] else "no clear winner"
+        console.print(f"[bold]measured {phase}[/] on {escape(r['gpu'])}: {verdict}{escape(near)}")
+        console.print(f"  [dim]{escape(shape)}[/]")
+        for i, row in enumerate(r["ranking"], 1):
+            n = len(row["samples"]) if isinstance(row["samples"], list) else row["samples"]
+            console.print(f"  {i}. {escape(row['kernel']):30} {row['median_us']:>10,.1f} us  ({escape(row['backend'])},"
+                          f" {n} sample{'s' if n != 1 else ''})")
+        if explain:
+            console.print(f"  [dim]rule: {escape(r['rule'])}[/]")
+            for mid in r["measurements"]:
+                console.print(f"  [dim]measurement: {escape(mid)}[/]")
 
 
 def _backends(console: Console, backends: list[BackendAnswer]) -> None:

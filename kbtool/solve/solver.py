@@ -18,6 +18,8 @@ from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, KernelStatu
 from kbtool.solve.gates import SEVERITY, Outcome, apply_claims, best, structural, worst
 from kbtool.solve.memory import memory_for
 from kbtool.solve.query import Query, check_libs
+from kbtool.solve.ranking import measured_ranking
+from kbtool.solve.ranking import summary as ranking_summary
 
 MLA_LAYOUTS = ("mla", "sparse-mla")
 
@@ -306,7 +308,8 @@ def solve_one(cx: Ctx, acc: Accelerator) -> Answer:
             kernels.append(_kernel_answer(k, statuses, combined, bs, _gates(cx, k)))
     else:
         kernels = [_kernel_answer(k, s, o, [], _gates(cx, k)) for k in cx.kernels for s, o in [kstat[k.id]]]
-    kernels.sort(key=lambda a: (SEVERITY[a.status], a.gates == 0, a.id))
+    ranking = measured_ranking(cx.kb, acc.id, q.phases, envs, kernels)
+    kernels.sort(key=lambda a: (SEVERITY[a.status], a.gates == 0, a.rank or 10**6, a.id))
     used |= glob_out.used
     glob_caveats = _merge(glob_out.caveats)
     memory, mem_notes = memory_for(cx, acc, env, kernels, assumed)
@@ -316,9 +319,11 @@ def solve_one(cx: Ctx, acc: Accelerator) -> Answer:
     depends = sorted({d for k in kernels for r in k.reasons + k.caveats for d in r.depends_on})
     qd = q.as_dict()
     qd["gpu"] = acc.id
+    if ranking:
+        summary += f"; measured on {acc.id}: {ranking_summary(ranking)}"
     return Answer(query=qd, verdict=verdict, summary=summary, kernels=kernels, memory=memory,
                   claims_used=sorted(used), depends_on=depends, backends=backends, caveats=glob_caveats,
-                  assumed=assumed, notes=mem_notes)
+                  assumed=assumed, notes=mem_notes, ranking=ranking)
 
 
 def _verdict(cx: Ctx, acc: Accelerator, kernels: list[KernelAnswer], memory: Any) -> tuple[str, str]:

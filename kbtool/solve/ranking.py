@@ -1,0 +1,57 @@
+"""Measured ranking: order the kernels that pass every gate by latency measured on the queried GPU.
+
+Uses the bench measurement records (kbtool.bench.rank) and the study's separation rule, so the answer says
+"no clear winner" when the rule says so, and cites the measurement records it used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kbtool.kb import KB
+    from kbtool.solve.answer import KernelAnswer
+
+PASSING = ("ok", "caveat")
+
+
+def measured_ranking(kb: KB, gpu: str, phases: list[str], envs: dict[str, dict[str, Any]],
+                     kernels: list[KernelAnswer]) -> dict[str, Any] | None:
+    """{phase: ranking} for the phases with matching measurements; ranks set on `kernels` in place."""
+    if not any(r.kind == "measurement" and getattr(r, "accelerator", None) == gpu for r in kb):
+        return None
+    from kbtool.bench.rank import rank
+
+    out: dict[str, Any] = {}
+    for phase in phases:
+        passing = [k.id for k in kernels if k.phase_status.get(phase, k.status) in PASSING]
+        if not passing:
+            continue
+        env = envs[phase]
+        config = {"phase": phase, "ctx": env.get("ctx"), "batch": env.get("batch"), "head_dim": env.get("head_dim"),
+                  "dtype": env.get("dtype")}
+        r = rank(kb, gpu, {k: v for k, v in config.items() if v is not None}, kernels=passing)
+        if r is not None and r["ranking"]:
+            out[phase] = r
+    if not out:
+        return None
+    best: dict[str, tuple[int, dict[str, Any]]] = {}
+    for phase, r in out.items():
+        for i, row in enumerate(r["ranking"], 1):
+            if row["kernel"] not in best or i < best[row["kernel"]][0]:
+                best[row["kernel"]] = (i, {"phase": phase, **row})
+    for k in kernels:
+        if k.id in best:
+            k.rank, k.measured = best[k.id]
+    return out
+
+
+def summary(ranking: dict[str, Any]) -> str:
+    parts = []
+    for phase, r in ranking.items():
+        top = r["ranking"][0]
+        if r["winner"]:
+            parts.append(f"{phase}: {top['kernel']} ({top['backend']}) fastest, a clear winner by {r['ratio']}x")
+        else:
+            parts.append(f"{phase}: fastest measured {top['kernel']} ({top['backend']}), no clear winner")
+    return "; ".join(parts)
