@@ -12,6 +12,7 @@ from typing import Any
 from kbtool.errors import ProbeError, UsageError
 from kbtool.model import Claim, Evidence
 from kbtool.probe import evidence as ev_io
+from kbtool.probe import measured
 from kbtool.probe.runner import CaseResult, run_cases
 from kbtool.probe.spec import Probe, discover
 from kbtool.probe.verdicts import Skip, Update, plan, untestable_block
@@ -252,6 +253,7 @@ def run(
             evidence = [e.model_copy(update={"verdicts": [v for v in e.verdicts if v.claim == claim_id]})
                         for e in evidence]
         report.updates, report.skips, written = _apply(evidence, report.untestable, claims, today)
+        written += measured.write(records, evidence)
         report.written += written
         report.wrote_claims = True
     return report
@@ -337,4 +339,5 @@ def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update
     if not claims:
         raise ProbeError(f"no claims under {records / 'claims'}")
     today = max([e.started[:10] for e in evidence] + dates)
-    return _apply(evidence, untestable, claims, today, write=write)
+    updates, skips, written = _apply(evidence, untestable, claims, today, write=write)
+    return updates, skips, written + (measured.write(records, evidence) if write else [])

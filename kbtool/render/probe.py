@@ -124,4 +124,5 @@ def apply_text(updates: list[Update], skips: list[Skip], written: list[Any], wri
     if not write:
         out.print("Nothing written (add --write to update the claims).")
     else:
-        out.print(f"{len(written)} claim file(s) updated.")
+        n_meas = sum(1 for p in written if "measurements" in str(p))
+        out.print(f"{len(written) - n_meas} claim file(s) updated, {n_meas} measurement record(s) written.")
