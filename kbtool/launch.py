@@ -96,10 +96,13 @@ def replay(payload: bytes) -> None:
         rc, chunks = marshal.loads(payload)
     except (ValueError, EOFError, TypeError):
         return  # cannot happen for a file that passed its checksum; run the CLI instead
-    for fd, text in chunks:
-        stream = sys.stdout if fd == 1 else sys.stderr
-        stream.write(text)
-        stream.flush()
+    try:
+        for fd, text in chunks:
+            stream = sys.stdout if fd == 1 else sys.stderr
+            stream.write(text)
+            stream.flush()
+    except BrokenPipeError:  # the reader went away (`kb query ... | head -1`): no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     sys.exit(rc)
 
 
