@@ -53,13 +53,14 @@ def _kill_at_random(cmd: list[str], delays: list[float]) -> None:
 def _check_old_or_new(root: Path, old: dict[str, bytes], new: dict[str, bytes]) -> None:
     now = _snapshot(root)
     records = {k for k in now if k.endswith(".yaml") and not Path(k).name.startswith(".")}
-    assert records == {k for k in old if k.endswith(".yaml")}, "record files appeared or vanished"
-    for k in records:
-        assert now[k] in (old[k], new[k]), f"{k} is neither the old nor the new version"
+    assert {k for k in old if k.endswith(".yaml")} <= records, "record files vanished"
+    assert records <= set(old) | set(new), "files appeared that the full run does not write"
+    for k in records:  # an existing record is old or new; a new record (measurements) is whole
+        assert now[k] in (old.get(k), new.get(k)), f"{k} is neither the old nor the new version"
         yaml.safe_load(now[k])
     for k in set(old) - records:
         assert now.get(k) == old[k], f"{k} changed"
-    leftovers = set(now) - set(old)
+    leftovers = set(now) - set(old) - records
     assert all(Path(k).name.startswith(".") and k.endswith((".tmp", ".lock")) for k in leftovers), leftovers
 
 
