@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kbtool.model.common import All, AnyOf, Condition, Leaf, Not
+from kbtool.model.common import All, AnyOf, Condition, Leaf, Not, condition_vars
 from kbtool.vocab import VARS
 
 Tri = bool | None
@@ -151,17 +151,7 @@ def residual(cond: Condition | None, env: Env) -> Condition | bool:
 def unknown_vars(cond: Condition | None, env: Env) -> list[str]:
     """The inputs, not given, that the condition's value depends on (sorted)."""
     r = residual(cond, env)
-    return [] if isinstance(r, bool) else sorted(_vars(r))
-
-
-def _vars(cond: Condition) -> set[str]:
-    if isinstance(cond, Leaf):
-        return {cond.var}
-    if isinstance(cond, All):
-        return set().union(*(_vars(c) for c in cond.all))
-    if isinstance(cond, AnyOf):
-        return set().union(*(_vars(c) for c in cond.any))
-    return _vars(cond.not_)
+    return [] if isinstance(r, bool) else sorted(condition_vars(r))
 
 
 def false_leaves(cond: Condition | None, env: Env) -> list[Leaf]:
