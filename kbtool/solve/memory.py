@@ -9,7 +9,7 @@ from kbtool.solve.answer import KernelAnswer, Memory
 from kbtool.solve.kvcache import fit, kv_model
 
 if TYPE_CHECKING:
-    from kbtool.solve.solver import Ctx
+    from kbtool.solve.context import Ctx
 
 
 def _flashmla(kid: str) -> bool:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import difflib
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any
 
 from kbtool.errors import NotFoundError, UsageError
 from kbtool.kb import KB
 from kbtool.model import Accelerator, Architecture, Claim, EngineBackend, Kernel, Model, Record
 from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, KernelStatus, MultiAnswer, Reason
+from kbtool.solve.context import Ctx
 from kbtool.solve.gates import SEVERITY, Outcome, apply_claims, best, structural, worst
 from kbtool.solve.memory import memory_for
 from kbtool.solve.query import Query, check_libs
@@ -22,18 +22,6 @@ from kbtool.solve.ranking import measured_ranking
 from kbtool.solve.ranking import summary as ranking_summary
 
 MLA_LAYOUTS = ("mla", "sparse-mla")
-
-
-@dataclass
-class Ctx:
-    """Everything resolved once per query."""
-
-    kb: KB
-    q: Query
-    model: Model | None
-    kernels: list[Kernel]
-    by_subject: dict[str, list[Claim]] = field(default_factory=lambda: defaultdict(list))
-    backends: list[EngineBackend] = field(default_factory=list)
 
 
 def _lineage(kb: KB, k: Kernel) -> list[str]:
