@@ -9,21 +9,22 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tests.util import DATA, RECORDS
+from tests.util import DATA
 
 TREE = DATA / "hostile" / "tree"  # a one-record KB: cases stay fast and independent of the shipped records
 
 FILES = sorted((DATA / "hostile" / "files").glob("*.yaml"))
 BAD_QUERIES = [
-    ["--ctx", "128q"], ["--ctx", "-1"], ["--ctx", "1e99"], ["--ctx", "0"], ["--ctx", ""], ["--ctx", "12.3k"], ["--ctx", "1.5"],
+    ["--ctx", "128q"], ["--ctx", "-1"], ["--ctx", "1e99"], ["--ctx", "0"], ["--ctx", ""], ["--ctx", "12.3k"],
+    ["--ctx", "1.5"],
     ["--ctx", "99999999999999999999k"], ["--kv", "int3"], ["--kv", ""], ["--gpu", "h1OO"], ["--gpu", "../../etc"],
-    ["--model", "no-such-model"], ["--head-dim", "-64"], ["--batch", "0"], ["--gpus", "0"], ["--phase", "train"],
+    ["--model", "no-such-model"], ["--head-dim", "-64"], ["--batch", "0"], ["--gpus", "0"],
+    ["--phase", "train"],
     ["--lib", "flashinfer"], ["--lib", "=1.0"], ["--engine", "tgi"], ["--kernel", "fa9"],
 ]
 CHILD = r"""

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kbtool.model import Evidence, Measurement, Source
 from kbtool.fmt.core import canonical
+from kbtool.model import Evidence, Measurement, Source
 from kbtool.store.writer import atomic_write, dump, file_lock
 
 

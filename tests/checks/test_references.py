@@ -37,6 +37,7 @@ def test_dangling_and_self() -> None:
 
 
 def test_alias_collision_case_insensitive() -> None:
-    kb = KB.from_records([arch("sm90"), arch("x", aliases=["SM90"]), arch("y", aliases=["h"]), arch("z", aliases=["H"])])
+    kb = KB.from_records([arch("sm90"), arch("x", aliases=["SM90"]), arch("y", aliases=["h"]),
+                          arch("z", aliases=["H"])])
     assert sorted(f.message for f in find_alias_collisions(kb)) == [
         "alias 'H' already names 'y'", "alias 'SM90' already names 'sm90'"]

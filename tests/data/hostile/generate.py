@@ -94,8 +94,8 @@ HAND: dict[str, bytes] = {
     "latin1": "id: caf\u00e9\n".encode("latin-1"),
     "utf16": "id: x\n".encode("utf-16"),
     "bom-then-garbage": b"\xef\xbb\xbf\xff\xfe",
-    "huge-int": b"id: x\nkind: accelerator\nname: n\nvendor: nvidia\narchitecture: sm90\nsm_count: {value: " + b"9" * 500
-    + b"}\nsources: [{type: seed, seed: s}]\n",
+    "huge-int": b"id: x\nkind: accelerator\nname: n\nvendor: nvidia\narchitecture: sm90\nsm_count: {value: "
+    + b"9" * 500 + b"}\nsources: [{type: seed, seed: s}]\n",
     "nan-value": b"id: x\nkind: accelerator\nname: n\nvendor: nvidia\narchitecture: sm90\nl2_mb: {value: .nan}\n"
     b"sources: [{type: seed, seed: s}]\n",
     "inf-value": b"id: x\nkind: accelerator\nname: n\nvendor: nvidia\narchitecture: sm90\nl2_mb: {value: .inf}\n"
