@@ -19,9 +19,15 @@ def _st(s: str) -> str:
     return f"[{STYLE.get(s, 'white')}]{s}[/]"
 
 
+def _label(r: Reason) -> str:
+    """The verification label; evidence-backed ones say where the evidence ran (it covers nothing else)."""
+    on = f" on {', '.join(r.verified_on)}" if r.verified_on and r.verification in ("verified", "refuted") else ""
+    return LABEL[r.verification] + on
+
+
 def _short(r: Reason, width: int = 150) -> str:
     tag = r.claim or r.code
-    label = LABEL[r.verification]
+    label = _label(r)
     layer = "engine: " if r.layer == "engine" else ""
     phase = f"({r.phase}) " if r.phase else ""
     if r.depends_on and r.verification != "structural":
@@ -58,7 +64,7 @@ def _query_line(a: Answer | MultiAnswer) -> str:
 
 
 def _explain(console: Console, r: Reason) -> None:
-    console.print(f"    [bold]{escape(r.claim or r.code)}[/] ({LABEL[r.verification]}"
+    console.print(f"    [bold]{escape(r.claim or r.code)}[/] ({_label(r)}"
                   f"{', not enforced' if not r.enforced else ''}) {escape(r.message)}")
     if r.scope:
         console.print(f"      scope: {escape(r.scope)}")
@@ -169,7 +175,7 @@ def _caveats(console: Console, a: Answer) -> None:
         console.print("[bold]caveats:[/]")
         for r in seen.values():
             who = f"{r.subject}: " if r.subject else ""
-            console.print(f"  - {escape(who + r.message)} [dim]\\[{escape(r.claim)}, {LABEL[r.verification]}][/]")
+            console.print(f"  - {escape(who + r.message)} [dim]\\[{escape(r.claim)}, {_label(r)}][/]")
     ws = list(dict.fromkeys(w for k in a.kernels for w in k.workarounds))
     if ws and a.verdict != "yes":
         console.print("[bold]workarounds:[/]")

@@ -27,6 +27,9 @@ class Reason(_M):
     layer: Literal["kernel", "engine"] = Field(default="kernel", description="Which layer's gate it is")
     depends_on: list[str] = Field(default_factory=list, description="Inputs not given that decide it")
     evidence: list[str] = Field(default_factory=list, description="Evidence records, for verified claims")
+    verified_on: list[str] = Field(default_factory=list,
+                                   description="Architectures the evidence ran on; a verified or refuted status "
+                                   "says nothing about other architectures")
     sources: list[str] = Field(default_factory=list, description="Where the claim comes from")
     phase: str | None = Field(default=None, description="The phase it applies to, when not every phase")
     subject: str | None = Field(default=None, description="The record the claim is about")

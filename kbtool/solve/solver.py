@@ -309,9 +309,19 @@ def solve_one(cx: Ctx, acc: Accelerator) -> Answer:
     qd["gpu"] = acc.id
     if ranking:
         summary += f"; measured on {acc.id}: {ranking_summary(ranking)}"
+    _mark_evidence_scope(cx.kb, [*kernels, *backends])
     return Answer(query=qd, verdict=verdict, summary=summary, kernels=kernels, memory=memory,
                   claims_used=sorted(used), depends_on=depends, backends=backends, caveats=glob_caveats,
                   assumed=assumed, notes=mem_notes, ranking=ranking)
+
+
+def _mark_evidence_scope(kb: KB, answers: list[KernelAnswer] | list[Any]) -> None:
+    """Each verified or refuted reason says which architectures its evidence ran on (evidence is conservative)."""
+    for a in answers:
+        for r in [*a.reasons, *a.caveats, *a.refuted]:
+            if r.evidence and r.verification in ("verified", "refuted", "disputed"):
+                archs = {getattr(getattr(kb.get(e), "environment", None), "architecture", None) for e in r.evidence}
+                r.verified_on = sorted(a for a in archs if a)
 
 
 def _verdict(cx: Ctx, acc: Accelerator, kernels: list[KernelAnswer], memory: Any) -> tuple[str, str]:

@@ -194,3 +194,18 @@ def test_without_gpu_one_row_per_accelerator(kb: KB) -> None:
     m = solve(kb, build_query(ctx="128k", kv="fp8"))
     assert isinstance(m, MultiAnswer)
     assert [r.query["gpu"] for r in m.rows] == ["gpu-blackwell", "gpu-hopper"]
+
+
+def test_verified_reasons_say_where_their_evidence_ran() -> None:
+    import json
+
+    from tests.util import run_kb
+
+    r = run_kb("query", "--gpu", "h100", "--kv", "bf16", "--head-dim", "512", "--phase", "prefill",
+               "--kernel", "flash-attention-4", "--json")
+    (k,) = json.loads(r.out)["kernels"]
+    (reason,) = [x for x in k["reasons"] if x["claim"] == "fa4-head-dims"]
+    assert reason["verification"] == "verified" and reason["verified_on"] == ["sm90"]
+    text = run_kb("query", "--gpu", "h100", "--kv", "bf16", "--head-dim", "512", "--phase", "prefill",
+                  "--kernel", "flash-attention-4").out
+    assert "verified on sm90" in text
