@@ -73,7 +73,8 @@ def find_cycles(kb: KB) -> list[Finding]:
     from kbtool.graph import ACYCLIC_RELATIONS, build
 
     g = build(kb)
-    sub = nx.DiGraph([(u, v) for u, v, d in g.edges(data=True) if d["rel"] in ACYCLIC_RELATIONS and u != v])
+    sub: nx.DiGraph[str] = nx.DiGraph(
+        [(u, v) for u, v, d in g.edges(data=True) if d["rel"] in ACYCLIC_RELATIONS and u != v])
     out = []
     for cycle in nx.simple_cycles(sub):
         i = cycle.index(min(cycle))
