@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbtool.probe.judging import gate_verdict, values
+from kbtool.probe.judging import accepted, gate_verdict, values
 from kbtool.probe.spec import ProbeSpec
 
 SPEC = ProbeSpec(
     id="flashinfer-head-dim",
-    version=1,
+    version=2,
     order=40,
     title="FlashInfer head-dim gates",
     claims=[
@@ -27,6 +27,7 @@ SPEC = ProbeSpec(
         "flashinfer-prefill-fa2-head-dims",
         "flashinfer-prefill-fa3-head-dims",
         "flashinfer-head-dim-256-512-unsupported",
+        "flashinfer-fp8-kv-head-dim-512-needs-sm100",
     ],
     requires={"archs": None, "packages": ["torch", "flashinfer"]},
     timeout_s=420,
@@ -135,6 +136,56 @@ def _label(p: dict[str, Any]) -> str:
     return f"{p.get('path')} hd{p.get('head_dim')} kv {p.get('kv_dtype')}"
 
 
+ARCH_REFUSAL = "No supported CUDA architectures found"  # FlashInfer's JIT arch gate (compilation_context.py)
+FP8_LARGE_HEAD_MAJORS = (10, 11, 12)  # _fa2_head_dim_nvcc_flags: one-byte KV, head dim > 256
+
+
+def _cc_major(env: dict[str, Any]) -> int | None:
+    try:
+        return int(str(env.get("compute_capability")).split(".")[0])
+    except ValueError:
+        return None
+
+
+def _fp8_large_head_verdict(observations: list[dict[str, Any]], env: dict[str, Any],
+                            paths: list[str], scope: dict[str, Any]) -> dict[str, Any]:
+    """flashinfer-fp8-kv-head-dim-512-needs-sm100 on the FA2 library paths with fp8 KV.
+
+    hd > 256: the claim says it runs only on majors 10-12. A refusal counts for the claim only when it carries the
+    arch-gate message (an earlier runner recorded that refusal as ERROR; the message decides, not the label); a
+    refusal for another reason says nothing about this gate. hd <= 256 is the control: fp8 KV itself must run there,
+    or the refusal at 512 is not about the head dim."""
+    major = _cc_major(env)
+
+    def fp8(p: dict[str, Any]) -> bool:
+        return p.get("path") in paths and str(p.get("kv_dtype", "")).startswith("fp8")
+
+    def expect(p: dict[str, Any]) -> bool | None:
+        if not fp8(p) or major is None:
+            return None
+        return True if p["head_dim"] <= 256 else major in FP8_LARGE_HEAD_MAJORS
+
+    def relabel(o: dict[str, Any]) -> dict[str, Any]:
+        p = o.get("params") or {}
+        if not fp8(p) or p.get("head_dim", 0) <= 256 or o.get("outcome") not in ("UNSUPPORTED", "ERROR"):
+            return o
+        gated = ARCH_REFUSAL.lower() in str(o.get("message") or "").lower()
+        return {**o, "outcome": "UNSUPPORTED" if gated else "ERROR"}
+
+    scope = {**scope, "cc": env.get("compute_capability"), "head_dims": values(observations, "head_dim", fp8),
+             "kv_dtypes": values(observations, "kv_dtype", fp8)}
+    relabelled = [relabel(o) for o in observations]
+    verdict = gate_verdict("flashinfer-fp8-kv-head-dim-512-needs-sm100", relabelled, expect, scope, _label)
+    clear = {(o.get("params") or {}).get("head_dim", 0) > 256 for o in relabelled
+             if fp8(o.get("params") or {}) and accepted(o) is not None}
+    if verdict["verdict"] == "confirmed" and clear != {True, False}:
+        # Agreement on one side only (controls ran, or large heads were refused with fp8 KV refused everywhere
+        # unseen) does not show the head-dim gate.
+        verdict = {**verdict, "verdict": "inconclusive",
+                   "detail": verdict["detail"] + "; needs a clear answer both above and at or below head dim 256"}
+    return verdict
+
+
 def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
     sm = env.get("architecture")
     version = (env.get("libraries") or {}).get("flashinfer")
@@ -164,6 +215,8 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
                      # The seed asserts refusals only; 64 and 128 running says nothing about it.
                      lambda p: False if p.get("path") in library and p["head_dim"] in (256, 512) else None,
                      {k: v for k, v in scope("", library).items() if k != "phase"}, _label),
+        _fp8_large_head_verdict(observations, env, library,
+                                {k: v for k, v in scope("", library).items() if k != "phase"}),
     ]
 
 

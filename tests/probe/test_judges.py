@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import pytest
+import yaml
 
 from probes import fa2_fa3, fa4_arch, flashinfer_head_dim, flashmla, hardware, sdpa_gates
 
@@ -84,7 +88,9 @@ def test_flashinfer_runs_256_and_512_refuting_the_seed() -> None:
     got = verdicts(flashinfer_head_dim.judge, o, H200)
     assert got == {"flashinfer-decode-head-dims": "confirmed", "flashinfer-prefill-fa2-head-dims": "confirmed",
                    "flashinfer-prefill-fa3-head-dims": "confirmed",
-                   "flashinfer-head-dim-256-512-unsupported": "contradicted"}
+                   "flashinfer-head-dim-256-512-unsupported": "contradicted",
+                   # hd 512 with fp8 KV running on sm90 goes against the SM100+ gate; the hd <= 256 controls agree
+                   "flashinfer-fp8-kv-head-dim-512-needs-sm100": "partial"}
 
 
 def test_flashinfer_refusing_512_is_partial_for_the_seed_and_the_dispatch_claim() -> None:
@@ -102,6 +108,38 @@ def test_flashinfer_verdict_scope_names_the_phase() -> None:
     assert scopes["flashinfer-prefill-fa2-head-dims"]["phase"] == "prefill"
     assert scopes["flashinfer-decode-head-dims"]["head_dims"] == [64, 128, 256, 512]
     assert "phase" not in scopes["flashinfer-head-dim-256-512-unsupported"]
+
+
+def flashinfer_0_6_18(sm_major: int, c: dict[str, Any]) -> dict[str, Any]:
+    """What FlashInfer 0.6.18's source says: fp8 KV with hd > 256 is built for cc majors 10-12 only."""
+    if c["path"] != "prefill-fa3" and c["kv_dtype"] == "fp8_e4m3" and c["head_dim"] > 256 and sm_major < 10:
+        return {**obs(c, "UNSUPPORTED"), "message": "RuntimeError: No supported CUDA architectures found for major "
+                                                    "versions [10, 11, 12]."}
+    return obs(c, flashinfer_library_behaviour(c))
+
+
+FP8_GATE = "flashinfer-fp8-kv-head-dim-512-needs-sm100"
+
+
+def test_flashinfer_fp8_large_head_gate_confirmed_below_and_above_sm100() -> None:
+    for env, major in ((H200, 9), (B200, 10)):
+        o = [flashinfer_0_6_18(major, c) for c in flashinfer_head_dim.cases()]
+        assert verdicts(flashinfer_head_dim.judge, o, env)[FP8_GATE] == "confirmed"
+    # The same refusals on a B200 go against the claim (it says majors 10-12 build these modules).
+    o = [flashinfer_0_6_18(9, c) for c in flashinfer_head_dim.cases()]
+    assert verdicts(flashinfer_head_dim.judge, o, B200)[FP8_GATE] == "partial"
+
+
+def test_flashinfer_fp8_gate_needs_the_arch_message_and_a_running_control() -> None:
+    other = [{**o, "message": "Unsupported head_dim: 512"} if o["outcome"] == "UNSUPPORTED" else o
+             for o in (flashinfer_0_6_18(9, c) for c in flashinfer_head_dim.cases())]
+    got = flashinfer_head_dim.judge(other, H200)[-1]
+    assert got["verdict"] == "inconclusive" and "no clear answer" in got["detail"]  # the controls alone show nothing
+    refused = [obs(c, "UNSUPPORTED") if c["kv_dtype"] == "fp8_e4m3" else obs(c, "OK")
+               for c in flashinfer_head_dim.cases() if c["path"] != "prefill-fa3"]
+    assert verdicts(flashinfer_head_dim.judge, refused, H200)[FP8_GATE] == "contradicted"
+    assert verdicts(flashinfer_head_dim.judge, refused, {**H200, "compute_capability": None})[FP8_GATE] == (
+        "inconclusive")
 
 
 def test_flashinfer_errors_are_inconclusive() -> None:
@@ -181,3 +219,24 @@ def test_hardware_summary_compares_with_the_kb() -> None:
     assert m["fp8_tensor_core_matmul"]["value"] is True
     assert m["d2d_copy_bandwidth"]["value"] == 4.31
     assert hardware.judge(o, env) == []
+
+
+# ---- recorded runs (committed evidence as fixture data; read, never written) ------------------------
+
+EVIDENCE = Path(__file__).resolve().parents[2] / "records" / "evidence"
+H200_RUNS = ["2026-11-30-nvidia-h200-sxm-flashinfer-head-dim", "2026-11-30-nvidia-h200-sxm-flashinfer-head-dim-2"]
+
+
+@pytest.mark.parametrize("run", H200_RUNS)
+def test_flashinfer_judge_on_the_recorded_h200_runs(run: str) -> None:
+    record = yaml.safe_load((EVIDENCE / f"{run}.yaml").read_text(encoding="utf-8"))
+    got = {v["claim"]: v for v in flashinfer_head_dim.judge(record["cases"], record["environment"])}
+    # The claims the v1 judge answered keep the verdicts it recorded.
+    for old in record["verdicts"]:
+        assert got[old["claim"]]["verdict"] == old["verdict"], old["claim"]
+    # The first run labelled the arch-gate refusal ERROR, the second UNSUPPORTED; the message decides either way.
+    new = got[FP8_GATE]
+    assert new["verdict"] == "confirmed", new["detail"]
+    assert new["detail"].startswith("12 of 12")
+    assert new["scope"]["sm"] == "sm90" and new["scope"]["flashinfer"] == "0.6.18"
+    assert new["scope"]["kv_dtypes"] == ["fp8_e4m3"] and new["scope"]["head_dims"] == [64, 128, 256, 512]
