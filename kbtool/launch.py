@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
+from kbtool.paths import records_root, schema_root
 from kbtool.store import cachefile
 
 _ENV = ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TERM", "COLORTERM", "TTY_COMPATIBLE", "TTY_INTERACTIVE",
@@ -41,31 +42,18 @@ def _run_cli() -> None:
 
 
 def _records_root(argv: list[str]) -> str:
-    """The records tree `kb query` will read: --kb, $KB_RECORDS, the checkout, the installed copy (kbtool.paths)."""
+    """The records tree `kb query` will read (--kb, else kbtool.paths' lookup)."""
     kb = None
     for i, a in enumerate(argv):
         if a == "--kb" and i + 1 < len(argv):
             kb = argv[i + 1]
         elif a.startswith("--kb="):
             kb = a[5:]
-    if kb:
-        return kb
-    if os.environ.get("KB_RECORDS"):
-        return os.environ["KB_RECORDS"]
-    pkg = os.path.dirname(os.path.abspath(__file__))
-    checkout = os.path.dirname(pkg)
-    if os.path.isdir(os.path.join(checkout, "records")) and os.path.isfile(os.path.join(checkout, "pyproject.toml")):
-        return os.path.join(checkout, "records")
-    return os.path.join(pkg, "_data", "records")
+    return records_root(kb)
 
 
 def _schema_folder() -> str | None:
-    pkg = os.path.dirname(os.path.abspath(__file__))
-    checkout = os.path.dirname(pkg)
-    if os.path.isdir(os.path.join(checkout, "schema")) and os.path.isfile(os.path.join(checkout, "pyproject.toml")):
-        d = os.path.join(checkout, "schema")
-    else:
-        d = os.path.join(pkg, "_data", "schema")
+    d = schema_root()
     return d if os.path.isdir(d) else None
 
 

@@ -1,33 +1,53 @@
-"""Where the records and schemas live: --kb PATH, $KB_RECORDS, the checkout, or the installed package data."""
+"""Where the records and schemas live: --kb PATH, $KB_RECORDS, the checkout, or the installed package data.
+
+The lookups work on plain strings (os.path) so that the entry point's answer memo can use them without
+importing pathlib; `records_dir` and `schema_dir` wrap them in Paths for everything else.
+"""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-_PKG = Path(__file__).resolve().parent
-_CHECKOUT = _PKG.parent
+if TYPE_CHECKING:
+    from pathlib import Path
+
+_PKG = os.path.dirname(os.path.realpath(__file__))
+_CHECKOUT = os.path.dirname(_PKG)
+
+
+def _in_checkout(name: str) -> str | None:
+    d = os.path.join(_CHECKOUT, name)
+    return d if os.path.isdir(d) and os.path.isfile(os.path.join(_CHECKOUT, "pyproject.toml")) else None
+
+
+def records_root(override: str | None = None) -> str:
+    """The records tree, as a string."""
+    return override or os.environ.get("KB_RECORDS") or _in_checkout("records") or os.path.join(_PKG, "_data",
+                                                                                                 "records")
+
+
+def schema_root() -> str:
+    """The schema folder, as a string."""
+    return _in_checkout("schema") or os.path.join(_PKG, "_data", "schema")
 
 
 def records_dir(override: str | Path | None = None) -> Path:
-    if override:
-        return Path(override)
-    env = os.environ.get("KB_RECORDS")
-    if env:
-        return Path(env)
-    if (_CHECKOUT / "records").is_dir() and (_CHECKOUT / "pyproject.toml").is_file():
-        return _CHECKOUT / "records"
-    return _PKG / "_data" / "records"
+    from pathlib import Path
+
+    return Path(records_root(str(override) if override else None))
 
 
 def schema_dir() -> Path:
-    if (_CHECKOUT / "schema").is_dir() and (_CHECKOUT / "pyproject.toml").is_file():
-        return _CHECKOUT / "schema"
-    return _PKG / "_data" / "schema"
+    from pathlib import Path
+
+    return Path(schema_root())
 
 
 def display(path: Path, root: Path | None = None) -> str:
     """A short path for messages: relative to the records' parent or the cwd where possible."""
+    from pathlib import Path
+
     for base in (root.parent if root else None, Path.cwd()):
         if base is None:
             continue
