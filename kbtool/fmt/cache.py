@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from kbtool.fmt.order import child_models, key_order
 from kbtool.model import MODELS
+from kbtool.store.cachefile import cache_dir
 
 FORMAT_VERSION = "1"
 
@@ -42,13 +43,8 @@ def fingerprint() -> str:
 
 
 def cache_file() -> Path | None:
-    env = os.environ.get("KB_CACHE_DIR")
-    if env is not None:
-        base = Path(env) if env else None
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        base = Path(xdg) / "kb" if xdg else Path.home() / ".cache" / "kb"
-    return base / f"fmt-{fingerprint()}.txt" if base else None
+    base = cache_dir()
+    return Path(base) / f"fmt-{fingerprint()}.txt" if base else None
 
 
 def digest(name: str, text: str) -> str:
