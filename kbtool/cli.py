@@ -44,6 +44,18 @@ KbOpt = Annotated[
     typer.Option("--kb", help="Records tree to use (default: $KB_RECORDS, the checkout, or the installed copy)."),
 ]
 
+# the query's inputs, shared by `kb query` and `kb graph why`
+CtxOpt = Annotated[str | None, typer.Option("--ctx", help="Context: 131072, 128k, 1m (k = 1024).")]
+KvOpt = Annotated[str | None, typer.Option("--kv", help="KV dtype: bf16, fp16, fp8 (e4m3), fp8_e5m2, fp4.")]
+DtypeOpt = Annotated[str | None, typer.Option("--dtype", help="Compute dtype (default bf16).")]
+ModelOpt = Annotated[str | None, typer.Option("--model", help="Model id or alias.")]
+HeadDimOpt = Annotated[int | None, typer.Option("--head-dim", help="Head dim (overrides the model's).")]
+PhaseOpt = Annotated[str | None, typer.Option("--phase", help="prefill, decode or both (default).")]
+EngineOpt = Annotated[str | None, typer.Option("--engine", help="none (default) or vllm.")]
+LibOpt = Annotated[list[str] | None, typer.Option("--lib", help="Library version NAME=VERSION (repeatable), "
+                                                             "e.g. flashinfer=0.6.18.")]
+BlockSizeOpt = Annotated[int | None, typer.Option("--block-size", help="Paged-KV block size.")]
+
 
 def _version(value: bool) -> None:
     if value:
@@ -291,16 +303,15 @@ def graph_neighbors(
 def graph_why(
     kernel: Annotated[str, typer.Argument(metavar="KERNEL", help="Kernel id or alias.")],
     gpu: Annotated[str, typer.Option("--gpu", help="Accelerator id or alias.")],
-    ctx: Annotated[str | None, typer.Option("--ctx", help="Context: 131072, 128k, 1m.")] = None,
-    kv: Annotated[str | None, typer.Option("--kv", help="KV dtype: bf16, fp16, fp8, fp8_e5m2, fp4.")] = None,
-    dtype: Annotated[str | None, typer.Option("--dtype", help="Compute dtype (default bf16).")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Model id or alias.")] = None,
-    head_dim: Annotated[int | None, typer.Option("--head-dim", help="Head dim (overrides the model's).")] = None,
-    phase: Annotated[str | None, typer.Option("--phase", help="prefill, decode or both (default).")] = None,
-    engine: Annotated[str | None, typer.Option("--engine", help="none (default) or vllm.")] = None,
-    lib: Annotated[list[str] | None, typer.Option("--lib", help="Library version NAME=VERSION (repeatable).")]
-    = None,
-    block_size: Annotated[int | None, typer.Option("--block-size", help="Paged-KV block size.")] = None,
+    ctx: CtxOpt = None,
+    kv: KvOpt = None,
+    dtype: DtypeOpt = None,
+    model: ModelOpt = None,
+    head_dim: HeadDimOpt = None,
+    phase: PhaseOpt = None,
+    engine: EngineOpt = None,
+    lib: LibOpt = None,
+    block_size: BlockSizeOpt = None,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     kb: KbOpt = None,
 ) -> None:
@@ -505,19 +516,18 @@ def query(
     gpu: Annotated[str | None, typer.Option("--gpu", help="Accelerator id or alias (h100, b200, ...). "
                                                           "Without it: one row per accelerator.")] = None,
     gpus: Annotated[int | None, typer.Option("--gpus", help="Tensor-parallel GPUs.")] = None,
-    ctx: Annotated[str | None, typer.Option("--ctx", help="Context: 131072, 128k, 1m (k = 1024).")] = None,
-    kv: Annotated[str | None, typer.Option("--kv", help="KV dtype: bf16, fp16, fp8 (e4m3), fp8_e5m2, fp4.")] = None,
-    dtype: Annotated[str | None, typer.Option("--dtype", help="Compute dtype (default bf16).")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Model id or alias.")] = None,
-    head_dim: Annotated[int | None, typer.Option("--head-dim", help="Head dim (overrides the model's).")] = None,
+    ctx: CtxOpt = None,
+    kv: KvOpt = None,
+    dtype: DtypeOpt = None,
+    model: ModelOpt = None,
+    head_dim: HeadDimOpt = None,
     batch: Annotated[int | None, typer.Option("--batch", help="Concurrent sequences (memory; default 1).")] = None,
-    phase: Annotated[str | None, typer.Option("--phase", help="prefill, decode or both (default).")] = None,
-    engine: Annotated[str | None, typer.Option("--engine", help="none (default) or vllm.")] = None,
+    phase: PhaseOpt = None,
+    engine: EngineOpt = None,
     kernel: Annotated[list[str] | None, typer.Option("--kernel", help="Restrict to these kernels "
                                                                        "(repeatable).")] = None,
-    lib: Annotated[list[str] | None, typer.Option("--lib", help="Library version NAME=VERSION "
-                                                                 "(repeatable), e.g. flashinfer=0.6.18.")] = None,
-    block_size: Annotated[int | None, typer.Option("--block-size", help="Paged-KV block size.")] = None,
+    lib: LibOpt = None,
+    block_size: BlockSizeOpt = None,
     util: Annotated[float | None, typer.Option("--util", help="Memory utilization (default 0.9).")] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print the answer as JSON (design.md §4).")] = False,
     explain: Annotated[bool, typer.Option("--explain", help="Add sources and evidence.")] = False,
