@@ -1,22 +1,33 @@
-"""Text rendering of a query answer (rich): verdict, kernel table, engine backends, memory, caveats."""
+"""Text rendering of a query answer: verdict, kernel table, engine backends, memory, caveats.
+
+Every line is built as (text, style) segments from the answer (no markup, so nothing to escape) and written to
+a sink (kbtool/render/sink.py): plain text when stdout is not a terminal (no rich import), rich Text otherwise.
+The answer objects are read by attribute only.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
+from kbtool.render.sink import PlainSink, Seg, Sink, as_sink, pick_sink
 
-from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer, Reason
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer, Reason
+
+__all__ = ["LABEL", "STYLE", "PlainSink", "Sink", "pick_sink", "render_answer", "render_multi"]
 
 STYLE = {"ok": "green", "caveat": "yellow", "unknown": "cyan", "rejected": "red",
          "yes": "bold green", "no": "bold red", "conditional": "bold yellow"}
 LABEL = {"verified": "verified", "unverified": "unverified", "refuted": "REFUTED", "disputed": "disputed",
          "untestable": "untestable", "structural": "kb"}
+_IND = " " * 11
+_ORDER = {"ok": 0, "caveat": 1, "unknown": 2, "rejected": 3}
 
 
-def _st(s: str) -> str:
-    return f"[{STYLE.get(s, 'white')}]{s}[/]"
+def _st(s: str) -> Seg:
+    return (s, STYLE.get(s, "white"))
 
 
 def _label(r: Reason) -> str:
@@ -25,9 +36,8 @@ def _label(r: Reason) -> str:
     return LABEL[r.verification] + on
 
 
-def _short(r: Reason, width: int = 150) -> str:
+def _short(r: Reason, width: int = 150) -> list[Seg]:
     tag = r.claim or r.code
-    label = _label(r)
     layer = "engine: " if r.layer == "engine" else ""
     phase = f"({r.phase}) " if r.phase else ""
     if r.depends_on and r.verification != "structural":
@@ -37,25 +47,26 @@ def _short(r: Reason, width: int = 150) -> str:
     text = f"{layer}{phase}{body}"
     if len(text) > width:
         text = text[: width - 1] + "…"
-    return f"{escape(text)} [dim]\\[{escape(tag)}, {label}][/]"
+    return [(f"{text} ", ""), (f"[{tag}, {_label(r)}]", "dim")]
 
 
-def _kernel_lines(console: Console, k: KernelAnswer, via: bool) -> None:
+def _kernel_lines(sink: Sink, k: KernelAnswer, via: bool) -> None:
     phases = ", ".join(f"{p}" if s == k.status else f"{p}:{s}" for p, s in k.phase_status.items())
     extra = f"  via {', '.join(k.via)}" if via and k.via else ""
-    head = f"  [{STYLE[k.status]}]{k.status:<9}[/]{k.id:<32}[dim]{escape(phases)}{escape(extra)}[/]"
+    head: list[Seg] = [("  ", ""), (f"{k.status:<9}", STYLE[k.status]), (f"{k.id:<32}", ""), (phases + extra, "dim")]
     enforced = sorted((r for r in k.reasons if r.enforced), key=lambda r: bool(r.depends_on))
     if not enforced and not k.caveats:
-        console.print(head + ("  passes every gate" if k.gates else "  [dim]no gates recorded in the KB[/]"))
+        tail = ("  passes every gate", "") if k.gates else ("  no gates recorded in the KB", "dim")
+        sink.line([*head, tail])
         return
-    console.print(head)
+    sink.line(head)
     for r in enforced[:3]:
-        console.print(f"{'':11}- {_short(r)}")
+        sink.line([(f"{_IND}- ", ""), *_short(r)])
     if len(enforced) > 3:
-        console.print(f"{'':11}[dim]- +{len(enforced) - 3} more (--explain)[/]")
+        sink.line([(_IND, ""), (f"- +{len(enforced) - 3} more (--explain)", "dim")])
     if k.status in ("ok", "caveat"):
         for r in k.caveats[:2]:
-            console.print(f"{'':11}- caveat: {_short(r)}")
+            sink.line([(f"{_IND}- caveat: ", ""), *_short(r)])
 
 
 def _query_line(a: Answer | MultiAnswer) -> str:
@@ -63,107 +74,112 @@ def _query_line(a: Answer | MultiAnswer) -> str:
     return " ".join(f"{k}={v}" for k, v in q.items())
 
 
-def _explain(console: Console, r: Reason) -> None:
-    console.print(f"    [bold]{escape(r.claim or r.code)}[/] ({_label(r)}"
-                  f"{', not enforced' if not r.enforced else ''}) {escape(r.message)}")
+def _explain(sink: Sink, r: Reason) -> None:
+    sink.line([("    ", ""), (r.claim or r.code, "bold"),
+               (f" ({_label(r)}{', not enforced' if not r.enforced else ''}) {r.message}", "")])
     if r.scope:
-        console.print(f"      scope: {escape(r.scope)}")
+        sink.line([(f"      scope: {r.scope}", "")])
     for s in r.sources:
-        console.print(f"      source: {escape(s)}")
+        sink.line([(f"      source: {s}", "")])
     for e in r.evidence:
-        console.print(f"      evidence: {escape(e)}")
+        sink.line([(f"      evidence: {e}", "")])
 
 
-def render_answer(console: Console, a: Answer, *, explain: bool = False) -> None:
-    console.print(f"[bold]verdict:[/] {_st(a.verdict)} — {escape(a.summary)}")
-    console.print(f"[dim]query: {escape(_query_line(a))}[/]")
+def render_answer(target: Sink | Console, a: Answer, *, explain: bool = False) -> None:
+    """Write one answer to a sink (or a rich Console)."""
+    sink = as_sink(target)
+    sink.line([("verdict:", "bold"), (" ", ""), _st(a.verdict), (f" — {a.summary}", "")])
+    sink.line([(f"query: {_query_line(a)}", "dim")])
     if a.assumed:
-        console.print(f"[dim]assumed: {escape(', '.join(f'{k}={v}' for k, v in a.assumed.items()))}[/]")
+        sink.line([(f"assumed: {', '.join(f'{k}={v}' for k, v in a.assumed.items())}", "dim")])
     structural = [k for k in a.kernels if k.status == "rejected" and k.reasons
                   and all(r.verification == "structural" for r in k.reasons)]
     shown = [k for k in a.kernels if k not in structural]
-    console.print("[bold]kernels:[/]")
+    sink.line([("kernels:", "bold")])
     for k in shown:
-        _kernel_lines(console, k, bool(a.backends))
+        _kernel_lines(sink, k, bool(a.backends))
     if structural:
         names = ", ".join(k.id for k in structural)
-        console.print(f"[dim]not applicable (phase, layout or engine): {escape(names)}[/]")
+        sink.line([(f"not applicable (phase, layout or engine): {names}", "dim")])
     if a.backends:
-        _backends(console, a.backends)
+        _backends(sink, a.backends)
     if a.ranking:
-        _ranking(console, a.ranking, explain)
+        _ranking(sink, a.ranking, explain)
     if a.memory is not None:
         m = a.memory
-        fits = {True: "[green]fits[/]", False: "[red]does not fit[/]", None: "[cyan]no ctx given[/]"}[m.fits]
-        console.print(f"[bold]memory:[/] {fits}; KV {m.kv_bytes_per_token:,.0f} B/token; max ctx {m.max_ctx:,}")
+        fits = {True: ("fits", "green"), False: ("does not fit", "red"), None: ("no ctx given", "cyan")}[m.fits]
+        sink.line([("memory:", "bold"), (" ", ""), fits,
+                   (f"; KV {m.kv_bytes_per_token:,.0f} B/token; max ctx {m.max_ctx:,}", "")])
         for part in m.formula.split("; "):
-            console.print(f"  {escape(part)}")
+            sink.line([(f"  {part}", "")])
         for n in m.notes:
-            console.print(f"  [dim]{escape(n)}[/]")
+            sink.line([("  ", ""), (n, "dim")])
     for n in a.notes:
-        console.print(f"[dim]note: {escape(n)}[/]")
-    _caveats(console, a)
+        sink.line([(f"note: {n}", "dim")])
+    _caveats(sink, a)
     if a.depends_on:
-        console.print(f"[bold]depends on:[/] {escape(', '.join(a.depends_on))} (give them to decide the unknowns)")
+        sink.line([("depends on:", "bold"),
+                   (f" {', '.join(a.depends_on)} (give them to decide the unknowns)", "")])
     refuted = {r.claim: r for k in a.kernels for r in k.refuted}
     for r in refuted.values():
-        console.print(f"[dim]refuted, not enforced: {escape(r.claim)}: {escape(r.message)}[/]")
+        sink.line([(f"refuted, not enforced: {r.claim}: {r.message}", "dim")])
     if explain:
-        console.print("[bold]explain:[/]")
-        for k in a.kernels:
-            rs = k.reasons + k.caveats + k.refuted
-            if rs:
-                console.print(f"  [bold]{k.id}[/] {_st(k.status)}")
-                for r in rs:
-                    _explain(console, r)
-        for b in a.backends:
-            if b.reasons or b.caveats:
-                console.print(f"  [bold]{b.id}[/] {_st(b.status)}")
-                for r in b.reasons + b.caveats:
-                    _explain(console, r)
-        for r in a.caveats:
-            _explain(console, r)
-        if a.claims_used:
-            console.print(f"  [dim]claims used: {escape(', '.join(a.claims_used))}[/]")
+        _explain_all(sink, a)
 
 
-def _ranking(console: Console, ranking: dict[str, Any], explain: bool) -> None:
+def _explain_all(sink: Sink, a: Answer) -> None:
+    sink.line([("explain:", "bold")])
+    for k in a.kernels:
+        rs = k.reasons + k.caveats + k.refuted
+        if rs:
+            sink.line([("  ", ""), (k.id, "bold"), (" ", ""), _st(k.status)])
+            for r in rs:
+                _explain(sink, r)
+    for b in a.backends:
+        if b.reasons or b.caveats:
+            sink.line([("  ", ""), (b.id, "bold"), (" ", ""), _st(b.status)])
+            for r in b.reasons + b.caveats:
+                _explain(sink, r)
+    for r in a.caveats:
+        _explain(sink, r)
+    if a.claims_used:
+        sink.line([("  ", ""), (f"claims used: {', '.join(a.claims_used)}", "dim")])
+
+
+def _ranking(sink: Sink, ranking: dict[str, Any], explain: bool) -> None:
     for phase, r in ranking.items():
         cfg = r["config"]
         shape = ", ".join(f"{k}={v}" for k, v in cfg.items() if k != "phase")
         near = f" (nearest measured: {', '.join(f'{k}={v}' for k, v in r['nearest'].items())})" if r["nearest"] else ""
         verdict = f"clear winner by {r['ratio']}x" if r["winner"] else "no clear winner"
-        console.print(f"[bold]measured {phase}[/] on {escape(r['gpu'])}: {verdict}{escape(near)}")
-        console.print(f"  [dim]{escape(shape)}[/]")
+        sink.line([(f"measured {phase}", "bold"), (f" on {r['gpu']}: {verdict}{near}", "")])
+        sink.line([("  ", ""), (shape, "dim")])
         for i, row in enumerate(r["ranking"], 1):
             n = len(row["samples"]) if isinstance(row["samples"], list) else row["samples"]
-            console.print(f"  {i}. {escape(row['kernel']):30} {row['median_us']:>10,.1f} us  ({escape(row['backend'])},"
-                          f" {n} sample{'s' if n != 1 else ''})")
+            sink.line([(f"  {i}. {row['kernel']:30} {row['median_us']:>10,.1f} us  ({row['backend']},"
+                        f" {n} sample{'s' if n != 1 else ''})", "")])
         if explain:
-            console.print(f"  [dim]rule: {escape(r['rule'])}[/]")
+            sink.line([("  ", ""), (f"rule: {r['rule']}", "dim")])
             for mid in r["measurements"]:
-                console.print(f"  [dim]measurement: {escape(mid)}[/]")
+                sink.line([("  ", ""), (f"measurement: {mid}", "dim")])
 
 
-def _backends(console: Console, backends: list[BackendAnswer]) -> None:
-    console.print("[bold]engine backends:[/]")
+def _backends(sink: Sink, backends: list[BackendAnswer]) -> None:
+    sink.line([("engine backends:", "bold")])
     for b in sorted(backends, key=lambda b: (_ORDER[b.status], b.id)):
         ks = ", ".join(f"{k}:{s}" for k, s in b.kernels.items()) or "-"
-        console.print(f"  [{STYLE[b.status]}]{b.status:<9}[/]{b.id:<24}[dim]{escape(b.backend_name)}; "
-                      f"kernels {escape(ks)}[/]")
+        sink.line([("  ", ""), (f"{b.status:<9}", STYLE[b.status]), (f"{b.id:<24}", ""),
+                   (f"{b.backend_name}; kernels {ks}", "dim")])
         rs = sorted(b.reasons, key=lambda r: bool(r.depends_on))
         for r in rs[:4]:
-            console.print(f"{'':11}- {_short(r)}")
+            sink.line([(f"{_IND}- ", ""), *_short(r)])
         if len(rs) > 4:
-            console.print(f"{'':11}[dim]- +{len(rs) - 4} more (--explain)[/]")
+            sink.line([(_IND, ""), (f"- +{len(rs) - 4} more (--explain)", "dim")])
         for r in b.caveats[:2]:
-            console.print(f"{'':11}- caveat: {_short(r)}")
+            sink.line([(f"{_IND}- caveat: ", ""), *_short(r)])
 
 
-_ORDER = {"ok": 0, "caveat": 1, "unknown": 2, "rejected": 3}
-
-
-def _caveats(console: Console, a: Answer) -> None:
+def _caveats(sink: Sink, a: Answer) -> None:
     seen: dict[str, Reason] = {}
     for r in a.caveats:
         seen.setdefault(r.claim, r)
@@ -172,21 +188,23 @@ def _caveats(console: Console, a: Answer) -> None:
             for r in k.caveats:
                 seen.setdefault(r.claim, r)
     if seen:
-        console.print("[bold]caveats:[/]")
+        sink.line([("caveats:", "bold")])
         for r in seen.values():
             who = f"{r.subject}: " if r.subject else ""
-            console.print(f"  - {escape(who + r.message)} [dim]\\[{escape(r.claim)}, {_label(r)}][/]")
+            sink.line([(f"  - {who}{r.message} ", ""), (f"[{r.claim}, {_label(r)}]", "dim")])
     ws = list(dict.fromkeys(w for k in a.kernels for w in k.workarounds))
     if ws and a.verdict != "yes":
-        console.print("[bold]workarounds:[/]")
+        sink.line([("workarounds:", "bold")])
         for w in ws[:8]:
-            console.print(f"  - {escape(w)}")
+            sink.line([(f"  - {w}", "")])
 
 
-def render_multi(console: Console, m: MultiAnswer, *, explain: bool = False) -> None:
-    console.print(f"[bold]{escape(m.summary)}[/]")
-    console.print(f"[dim]query: {escape(_query_line(m))}[/]")
-    console.print("[bold]one row per accelerator:[/]")
+def render_multi(target: Sink | Console, m: MultiAnswer, *, explain: bool = False) -> None:
+    """Write the one-row-per-accelerator answer (and with `explain`, each row's full answer under a rule)."""
+    sink = as_sink(target)
+    sink.line([(m.summary, "bold")])
+    sink.line([(f"query: {_query_line(m)}", "dim")])
+    sink.line([("one row per accelerator:", "bold")])
     for a in m.rows:
         gated = [k for k in a.kernels if k.gates]
         good = [k.id for k in gated if k.status == "ok"] + [f"{k.id}*" for k in gated if k.status == "caveat"]
@@ -195,13 +213,16 @@ def render_multi(console: Console, m: MultiAnswer, *, explain: bool = False) -> 
         if a.memory is not None:
             mem = {True: " fits", False: " no fit", None: ""}[a.memory.fits] + f" max ctx {a.memory.max_ctx:,};"
         kern = ", ".join(good) or "no gated kernel passes"
-        extra = f" [dim](+{len(ungated)} with no gates recorded)[/]" if ungated else ""
+        segs: list[Seg] = [(f"  {a.query.get('gpu') or '?':<22}", ""),
+                           (f"{a.verdict:<12}", STYLE.get(a.verdict, "white")), (f"{mem} {kern}", "")]
+        if ungated:
+            segs += [(" ", ""), (f"(+{len(ungated)} with no gates recorded)", "dim")]
         unk = sum(k.status == "unknown" for k in a.kernels)
-        unk_txt = f" [dim]{unk} unknown[/]" if unk else ""
-        console.print(f"  {a.query.get('gpu') or '?':<22}[{STYLE.get(a.verdict, 'white')}]{a.verdict:<12}[/]"
-                      f"{escape(mem)} {escape(kern)}{extra}{unk_txt}")
-    console.print("[dim]* = with caveats; query one --gpu for reasons[/]")
+        if unk:
+            segs += [(" ", ""), (f"{unk} unknown", "dim")]
+        sink.line(segs)
+    sink.line([("* = with caveats; query one --gpu for reasons", "dim")])
     if explain:
         for a in m.rows:
-            console.rule(a.query.get("gpu") or "")
-            render_answer(console, a, explain=True)
+            sink.rule(a.query.get("gpu") or "")
+            render_answer(sink, a, explain=True)
