@@ -550,16 +550,16 @@ def query(
     if json_:
         print(answer.model_dump_json(indent=2))
     else:
-        from kbtool.render.console import err, out
-        from kbtool.render.query import render_answer, render_multi
+        from kbtool.render.query import pick_sink, render_answer, render_multi
         from kbtool.solve.answer import MultiAnswer
 
-        if report.skipped:
-            err.print(f"warning: {len(report.skipped)} record(s) left out (run `kb validate`)", markup=False)
+        if report.skipped:  # plain text, as rich wrote it (no markup, no styles)
+            print(f"warning: {len(report.skipped)} record(s) left out (run `kb validate`)", file=sys.stderr)
+        sink = pick_sink(sys.stdout)  # plain text unless rich would style it (no rich import then)
         if isinstance(answer, MultiAnswer):
-            render_multi(out, answer, explain=explain)
+            render_multi(sink, answer, explain=explain)
         else:
-            render_answer(out, answer, explain=explain)
+            render_answer(sink, answer, explain=explain)
     rows = answer.rows if hasattr(answer, "rows") else [answer]
     raise typer.Exit(1 if fail_on_no and any(r.verdict == "no" for r in rows) else 0)
 
