@@ -539,16 +539,17 @@ def query(
 
     Can this accelerator serve this context with this KV dtype (and model, engine, libraries)?
     """
+    from kbtool.solve.answer import to_json
     from kbtool.solve.query import build_query
     from kbtool.solve.solver import solve
-    from kbtool.store.cache import load_kb_report
+    from kbtool.store.cache import load_image
 
     q = build_query(gpu=gpu, gpus=gpus, ctx=ctx, kv=kv, dtype=dtype, model=model, head_dim=head_dim, batch=batch,
                     phase=phase, engine=engine, kernel=kernel, lib=lib, block_size=block_size, util=util)
-    report = load_kb_report(_records(kb), use_cache=not no_cache)
-    answer = solve(report.kb, q)
+    report = load_image(_records(kb), use_cache=not no_cache)
+    answer = solve(report, q)
     if json_:
-        print(answer.model_dump_json(indent=2))
+        print(to_json(answer))
     else:
         from kbtool.render.query import pick_sink, render_answer, render_multi
         from kbtool.solve.answer import MultiAnswer

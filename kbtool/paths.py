@@ -7,8 +7,8 @@ importing pathlib; `records_dir` and `schema_dir` wrap them in Paths for everyth
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # no typing at run time: the warm query path imports this module
 if TYPE_CHECKING:
     from pathlib import Path
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+TYPE_CHECKING = False  # the query path imports this module: no typing at run time
+if TYPE_CHECKING:
+    from typing import Literal
 
-VarType = Literal["id", "enum", "int", "number", "bool", "version"]
+    VarType = Literal["id", "enum", "int", "number", "bool", "version"]
 
 KV_DTYPES = ("bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "nvfp4")
 DTYPES = ("bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "fp32")

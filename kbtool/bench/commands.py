@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kbtool.bench.records import bench_records, gpus, table
+from kbtool.bench.records import bench_records, gpus
 from kbtool.bench.stats import DEFAULT_SEED, THRESHOLD, Separation, transfer, winners
+from kbtool.bench.table import table
 from kbtool.errors import NotFoundError
 
 if TYPE_CHECKING:

@@ -1,4 +1,5 @@
-"""Rank kernels by measured latency for the solver: `rank(kb, gpu, config, kernels=None)`.
+"""Rank kernels by measured latency for the solver: `rank(kb, gpu, config, kernels=None)`, or `rank_rows` on
+records already picked for one accelerator (the query image's BenchRows).
 
 Pure Python (no torch, no numpy): it reads bench measurement records from the loaded KB, picks the measured
 configuration that matches the query, and applies the separation rule (stats.separate).
@@ -14,13 +15,15 @@ bf16, 8 KV heads, eager, causal prefill) where measured, else from what was meas
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
 
 from kbtool.bench.grid import Config
-from kbtool.bench.records import bench_records, table
 from kbtool.bench.stats import THRESHOLD, separate
+from kbtool.bench.table import table
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from kbtool.kb import KB
 
 RULE = (f"winner only if second place is >= {round((THRESHOLD - 1) * 100)}% slower and the lower bound of a "
@@ -60,9 +63,17 @@ def rank(kb: KB, gpu: str, config: dict[str, Any], kernels: list[str] | None = N
     kernel, median_us, samples, measurement}], cannot_run: [{backend, kernel, outcome, measurement}],
     measurements, rule}. A configuration whose given keys other than length and batch differ is not used.
     """
+    from kbtool.bench.records import bench_records
+
     acc = kb.resolve(gpu, "accelerator").id
+    return rank_rows(bench_records(kb, acc), acc, config, kernels)
+
+
+def rank_rows(records: list[Any], acc: str, config: dict[str, Any], kernels: list[str] | None = None) \
+        -> dict[str, Any] | None:
+    """`rank` over the bench records of accelerator `acc` (anything with a measurement record's attributes)."""
     phase, want = _wanted(config)
-    recs = [r for r in bench_records(kb, acc) if r.phase == phase]
+    recs = [r for r in records if r.phase == phase]
     if kernels is not None:
         allowed = set(kernels)
         recs = [r for r in recs if r.kernel in allowed]

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from kbtool.bench.backends import BY_NAME
 from kbtool.bench.grid import Config
-from kbtool.bench.stats import Table, Timing, median
+from kbtool.bench.stats import median
 from kbtool.errors import ProbeError
 from kbtool.model import Measurement
 from kbtool.probe.environment import gpu_slug
@@ -139,28 +139,6 @@ def bench_records(records: Iterable[Any], accelerator: str | None = None) -> lis
     if accelerator:
         out = [r for r in out if r.accelerator == accelerator]
     return sorted(out, key=lambda r: r.id)
-
-
-def timing(m: Measurement) -> Timing:
-    """A backend counts as run when its outcome is OK, it has samples, and its correctness check did not fail."""
-    ok = m.outcome == "OK" and bool(m.samples) and m.metrics.get("correct") is not False
-    return Timing(tuple(m.samples), ok, m.id)
-
-
-def table(records: Iterable[Measurement], phase: str | None = None) -> tuple[Table, dict[str, Config]]:
-    """{config key: {backend: Timing}} and the configurations by key. Later record ids (later dates) win."""
-    tab: dict[str, dict[str, Timing]] = {}
-    configs: dict[str, Config] = {}
-    for m in sorted(records, key=lambda r: r.id):
-        if phase and m.phase != phase:
-            continue
-        cfg = Config.from_conditions(str(m.phase), m.conditions)
-        if cfg is None:
-            continue
-        key = cfg.key()
-        configs[key] = cfg
-        tab.setdefault(key, {})[str(m.conditions["backend"])] = timing(m)
-    return tab, configs
 
 
 def gpus(kb: KB) -> list[str]:

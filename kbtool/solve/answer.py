@@ -1,100 +1,163 @@
-"""The shape of a query answer (design.md §4). `--json` prints exactly this."""
+"""The shape of a query answer (design.md §4). `--json` prints `to_dict()` of exactly these objects.
+
+Plain classes, not pydantic: the query path must not pay for importing pydantic (issue #8). Their JSON
+Schema comes from pydantic mirrors in kbtool/answer_schema.py; tests/solve/test_answer.py checks that the
+fields (names and order) of the two agree, and the golden tests validate real answers against the schema.
+Each class lists its fields in FIELDS, in the order they are serialized.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-Verdict = Literal["yes", "no", "conditional", "unknown"]
-KernelStatus = Literal["ok", "caveat", "rejected", "unknown"]
-VerificationLabel = Literal["verified", "unverified", "refuted", "disputed", "untestable", "structural"]
-"""`structural`: a reason derived from the records' structure (phases, layouts, engine wiring), not a claim."""
-
-
-class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    Verdict = Literal["yes", "no", "conditional", "unknown"]
+    KernelStatus = Literal["ok", "caveat", "rejected", "unknown"]
+else:
+    Verdict = KernelStatus = str
 
 
-class Reason(_M):
-    claim: str = Field(description="Claim id")
-    code: str = Field(description="Stable reason code")
-    message: str = Field(description="Message with the observed and allowed values filled in")
-    observed: Any = Field(default=None, description="The query's value of the deciding variable")
-    allowed: Any = Field(default=None, description="The values that would pass")
-    verification: VerificationLabel = Field(description="The claim's verification status")
-    enforced: bool = Field(default=True, description="False for refuted claims: shown, not enforced")
-    layer: Literal["kernel", "engine"] = Field(default="kernel", description="Which layer's gate it is")
-    depends_on: list[str] = Field(default_factory=list, description="Inputs not given that decide it")
-    evidence: list[str] = Field(default_factory=list, description="Evidence records, for verified claims")
-    verified_on: list[str] = Field(default_factory=list,
-                                   description="Architectures the evidence ran on; a verified or refuted status "
-                                   "says nothing about other architectures")
-    sources: list[str] = Field(default_factory=list, description="Where the claim comes from")
-    phase: str | None = Field(default=None, description="The phase it applies to, when not every phase")
-    subject: str | None = Field(default=None, description="The record the claim is about")
-    scope: str | None = Field(default=None, description="Versions the claim is scoped to")
-    workaround: str | None = Field(default=None, description="What to do instead")
+def _plain(x: Any) -> Any:
+    if isinstance(x, _Plain):
+        return x.to_dict()
+    if isinstance(x, list | tuple):
+        return [_plain(i) for i in x]
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    return x
 
 
-class KernelAnswer(_M):
-    id: str = Field(description="Kernel id")
-    status: KernelStatus = Field(description="ok, caveat, rejected or unknown (worst over its phases)")
-    phase_status: dict[str, KernelStatus] = Field(default_factory=dict, description="Status per phase evaluated")
-    library: str | None = Field(default=None, description="Library, as used in version scopes")
-    gates: int = Field(default=0, description="Gate claims (reject/caveat) the KB records for it")
-    via: list[str] = Field(default_factory=list, description="Engine backends that reach it (--engine)")
-    reasons: list[Reason] = Field(default_factory=list, description="Gates that reject it or leave it unknown")
-    caveats: list[Reason] = Field(default_factory=list, description="Caveats that apply")
-    workarounds: list[str] = Field(default_factory=list, description="What to do instead")
-    refuted: list[Reason] = Field(default_factory=list, description="Refuted gates, not enforced")
-    rank: int | None = Field(default=None, description="Rank by measured latency, where measured")
-    measured: dict[str, Any] | None = Field(default=None, description="Measured latency used for ranking")
+class _Plain:
+    __slots__ = ()
+    FIELDS: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f: _plain(getattr(self, f)) for f in self.FIELDS}
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and all(getattr(self, f) == getattr(other, f) for f in self.FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{f}={getattr(self, f)!r}' for f in self.FIELDS)})"
 
 
-class BackendAnswer(_M):
+class Reason(_Plain):
+    """Why a gate rejects a kernel, leaves it unknown, or adds a caveat."""
+
+    FIELDS = ("claim", "code", "message", "observed", "allowed", "verification", "enforced", "layer",
+              "depends_on", "evidence", "verified_on", "sources", "phase", "subject", "scope", "workaround")
+    __slots__ = FIELDS
+
+    def __init__(self, *, claim: str, code: str, message: str, observed: Any = None, allowed: Any = None,
+                 verification: str, enforced: bool = True, layer: str = "kernel",
+                 depends_on: list[str] | None = None, evidence: list[str] | None = None,
+                 verified_on: list[str] | None = None, sources: list[str] | None = None,
+                 phase: str | None = None, subject: str | None = None, scope: str | None = None,
+                 workaround: str | None = None) -> None:
+        self.claim, self.code, self.message = claim, code, message
+        self.observed, self.allowed, self.verification, self.enforced = observed, allowed, verification, enforced
+        self.layer = layer
+        self.depends_on = depends_on if depends_on is not None else []
+        self.evidence = evidence if evidence is not None else []
+        self.verified_on = verified_on if verified_on is not None else []
+        self.sources = sources if sources is not None else []
+        self.phase, self.subject, self.scope, self.workaround = phase, subject, scope, workaround
+
+    def without_phase(self) -> Reason:
+        r = Reason.__new__(Reason)
+        for f in self.FIELDS:
+            setattr(r, f, getattr(self, f))
+        r.phase = None
+        return r
+
+
+class KernelAnswer(_Plain):
+    FIELDS = ("id", "status", "phase_status", "library", "gates", "via", "reasons", "caveats", "workarounds",
+              "refuted", "rank", "measured")
+    __slots__ = FIELDS
+
+    def __init__(self, *, id: str, status: KernelStatus, phase_status: dict[str, KernelStatus] | None = None,
+                 library: str | None = None, gates: int = 0, via: list[str] | None = None,
+                 reasons: list[Reason] | None = None, caveats: list[Reason] | None = None,
+                 workarounds: list[str] | None = None, refuted: list[Reason] | None = None,
+                 rank: int | None = None, measured: dict[str, Any] | None = None) -> None:
+        self.id, self.status, self.library, self.gates = id, status, library, gates
+        self.phase_status = phase_status if phase_status is not None else {}
+        self.via = via if via is not None else []
+        self.reasons = reasons if reasons is not None else []
+        self.caveats = caveats if caveats is not None else []
+        self.workarounds = workarounds if workarounds is not None else []
+        self.refuted = refuted if refuted is not None else []
+        self.rank, self.measured = rank, measured
+
+
+class BackendAnswer(_Plain):
     """An engine backend (with --engine): its own gates and the kernels it reaches."""
 
-    id: str = Field(description="Engine-backend id")
-    backend_name: str = Field(description="The engine's own name for it")
-    status: KernelStatus = Field(description="Worst over phases of: its own gates and its best kernel")
-    phase_status: dict[str, KernelStatus] = Field(default_factory=dict, description="Status per phase")
-    kernels: dict[str, KernelStatus] = Field(default_factory=dict, description="Kernel-layer status of its kernels")
-    reasons: list[Reason] = Field(default_factory=list, description="Engine-layer (and kernel-layer) reasons")
-    caveats: list[Reason] = Field(default_factory=list, description="Caveats that apply")
-    refuted: list[Reason] = Field(default_factory=list, description="Refuted gates, not enforced")
+    FIELDS = ("id", "backend_name", "status", "phase_status", "kernels", "reasons", "caveats", "refuted")
+    __slots__ = FIELDS
+
+    def __init__(self, *, id: str, backend_name: str, status: KernelStatus,
+                 phase_status: dict[str, KernelStatus] | None = None, kernels: dict[str, KernelStatus] | None = None,
+                 reasons: list[Reason] | None = None, caveats: list[Reason] | None = None,
+                 refuted: list[Reason] | None = None) -> None:
+        self.id, self.backend_name, self.status = id, backend_name, status
+        self.phase_status = phase_status if phase_status is not None else {}
+        self.kernels = kernels if kernels is not None else {}
+        self.reasons = reasons if reasons is not None else []
+        self.caveats = caveats if caveats is not None else []
+        self.refuted = refuted if refuted is not None else []
 
 
-class Memory(_M):
-    fits: bool | None = Field(description="Whether weights + KV cache fit; null without a model")
-    kv_bytes: int = Field(description="KV-cache bytes for the batch at ctx, per GPU")
-    kv_bytes_per_token: float = Field(default=0, description="KV bytes per token, per GPU")
-    weights_bytes: int = Field(description="Weight bytes per GPU")
-    available_bytes: int = Field(description="capacity x utilization - weights, per GPU")
-    capacity_bytes: int = Field(default=0, description="Device memory used for the calculation")
-    max_ctx: int = Field(description="Largest context that fits at this batch")
-    formula: str = Field(description="The formula with the numbers filled in")
-    notes: list[str] = Field(default_factory=list, description="Assumptions")
+class Memory(_Plain):
+    FIELDS = ("fits", "kv_bytes", "kv_bytes_per_token", "weights_bytes", "available_bytes", "capacity_bytes",
+              "max_ctx", "formula", "notes")
+    __slots__ = FIELDS
+
+    def __init__(self, *, fits: bool | None, kv_bytes: int, kv_bytes_per_token: float = 0, weights_bytes: int,
+                 available_bytes: int, capacity_bytes: int = 0, max_ctx: int, formula: str,
+                 notes: list[str] | None = None) -> None:
+        self.fits, self.kv_bytes, self.kv_bytes_per_token = fits, kv_bytes, kv_bytes_per_token
+        self.weights_bytes, self.available_bytes, self.capacity_bytes = weights_bytes, available_bytes, capacity_bytes
+        self.max_ctx, self.formula = max_ctx, formula
+        self.notes = notes if notes is not None else []
 
 
-class Answer(_M):
-    query: dict[str, Any] = Field(description="The normalized inputs")
-    verdict: Verdict = Field(description="yes, no, conditional or unknown")
-    summary: str = Field(description="One sentence")
-    kernels: list[KernelAnswer] = Field(description="Every candidate kernel with its status")
-    memory: Memory | None = Field(description="KV fit; null when no model or no GPU was given")
-    claims_used: list[str] = Field(description="Claims that were evaluated")
-    depends_on: list[str] = Field(default_factory=list, description="Inputs that would decide unknowns")
-    backends: list[BackendAnswer] = Field(default_factory=list, description="Engine backends (with --engine)")
-    caveats: list[Reason] = Field(default_factory=list, description="Caveats about the accelerator itself")
-    assumed: dict[str, Any] = Field(default_factory=dict, description="Defaults used for inputs not given")
-    notes: list[str] = Field(default_factory=list, description="Other remarks")
-    ranking: dict[str, Any] | None = Field(default=None, description="Measurement-based ranking, if any")
+class Answer(_Plain):
+    FIELDS = ("query", "verdict", "summary", "kernels", "memory", "claims_used", "depends_on", "backends",
+              "caveats", "assumed", "notes", "ranking")
+    __slots__ = FIELDS
+
+    def __init__(self, *, query: dict[str, Any], verdict: str, summary: str, kernels: list[KernelAnswer],
+                 memory: Memory | None, claims_used: list[str], depends_on: list[str] | None = None,
+                 backends: list[BackendAnswer] | None = None, caveats: list[Reason] | None = None,
+                 assumed: dict[str, Any] | None = None, notes: list[str] | None = None,
+                 ranking: dict[str, Any] | None = None) -> None:
+        self.query, self.verdict, self.summary, self.kernels = query, verdict, summary, kernels
+        self.memory, self.claims_used = memory, claims_used
+        self.depends_on = depends_on if depends_on is not None else []
+        self.backends = backends if backends is not None else []
+        self.caveats = caveats if caveats is not None else []
+        self.assumed = assumed if assumed is not None else {}
+        self.notes = notes if notes is not None else []
+        self.ranking = ranking
 
 
-class MultiAnswer(_M):
+class MultiAnswer(_Plain):
     """Without --gpu: one answer per accelerator."""
 
-    query: dict[str, Any] = Field(description="The normalized inputs")
-    rows: list[Answer] = Field(description="One answer per accelerator")
-    summary: str = Field(default="", description="One sentence over all rows")
+    FIELDS = ("query", "rows", "summary")
+    __slots__ = FIELDS
+
+    def __init__(self, *, query: dict[str, Any], rows: list[Answer], summary: str = "") -> None:
+        self.query, self.rows, self.summary = query, rows, summary
+
+
+def to_json(answer: Answer | MultiAnswer) -> str:
+    """The answer as `--json` prints it (2-space indent, UTF-8 kept)."""
+    import json
+
+    return json.dumps(answer.to_dict(), indent=2, ensure_ascii=False)

@@ -1,5 +1,9 @@
 """Three-valued evaluation of claim conditions (design.md §2 "Conditions").
 
+The solver works on compiled conditions, plain tuples that load fast from the KB cache (no pydantic on the
+query path): a leaf is `(var, op, operand)`, a group is `("all", [..])` or `("any", [..])`, a negation is
+`("not", c)`. `compile_condition` turns the validated record form (kbtool.model.common) into this one.
+
 A variable missing from the environment is *unknown*. `evaluate` returns True, False or None (unknown) with
 Kleene logic; `residual` partially evaluates a tree, leaving only the parts that depend on unknown inputs,
 and `describe` renders a tree as text, so an answer can say "passes when head_dim in [64, 128, 256]".
@@ -8,14 +12,51 @@ and `describe` renders a tree as text, so an answer can say "passes when head_di
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
 
-from kbtool.model.common import All, AnyOf, Condition, Leaf, Not, condition_vars
 from kbtool.vocab import VARS
 
-Tri = bool | None
-Env = Mapping[str, Any]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    Tri = bool | None
+    Env = Mapping[str, Any]
+    Cond = tuple[Any, ...]
+
+
+def compile_condition(cond: Any) -> Cond | None:
+    """The tuple form of a validated condition (Leaf / All / AnyOf / Not), or of an already compiled one."""
+    if cond is None or isinstance(cond, tuple):
+        return cond
+    from kbtool.model.common import All, AnyOf, Leaf
+
+    if isinstance(cond, Leaf):
+        op = cond.op
+        x = cond.operand
+        return (cond.var, op, list(x) if isinstance(x, list) else x)
+    if isinstance(cond, All):
+        return ("all", [compile_condition(c) for c in cond.all])
+    if isinstance(cond, AnyOf):
+        return ("any", [compile_condition(c) for c in cond.any])
+    return ("not", compile_condition(cond.not_))
+
+
+def is_leaf(cond: Cond) -> bool:
+    return len(cond) == 3
+
+
+def condition_vars(cond: Cond | None) -> set[str]:
+    """Every variable a compiled condition reads."""
+    if cond is None:
+        return set()
+    if len(cond) == 3:
+        return {cond[0]}
+    tag, x = cond
+    if tag == "not":
+        return condition_vars(x)
+    return set().union(*(condition_vars(c) for c in x))
+
 
 # ---- versions ---------------------------------------------------------------------------------
 
@@ -77,64 +118,81 @@ def _order(value: Any, operand: Any, var: str) -> int | None:
     return None
 
 
-def eval_leaf(leaf: Leaf, env: Env) -> Tri:
-    if leaf.var not in env or env[leaf.var] is None:
+def eval_leaf(leaf: Cond, env: Env) -> Tri:
+    var, op, x = leaf
+    v = env.get(var)
+    if v is None:
         return None
-    v = env[leaf.var]
-    op, x = leaf.op, leaf.operand
     if op == "eq":
-        return _same(v, x, leaf.var)
+        return _same(v, x, var)
     if op == "ne":
-        return not _same(v, x, leaf.var)
+        return not _same(v, x, var)
     if op == "in":
-        return any(_same(v, o, leaf.var) for o in x)
+        return any(_same(v, o, var) for o in x)
     if op == "not_in":
-        return not any(_same(v, o, leaf.var) for o in x)
+        return not any(_same(v, o, var) for o in x)
     if op == "multiple_of":
         return isinstance(v, int) and not isinstance(v, bool) and v % int(x) == 0
-    c = _order(v, x, leaf.var)
+    c = _order(v, x, var)
     if c is None:
         return False
-    return {"ge": c >= 0, "gt": c > 0, "le": c <= 0, "lt": c < 0}[op]
+    if op == "ge":
+        return c >= 0
+    if op == "gt":
+        return c > 0
+    if op == "le":
+        return c <= 0
+    return c < 0
 
 
 # ---- trees ------------------------------------------------------------------------------------
 
 
-def evaluate(cond: Condition | None, env: Env) -> Tri:
-    """Kleene three-valued evaluation; a missing condition is True."""
+def evaluate(cond: Any, env: Env) -> Tri:
+    """Kleene three-valued evaluation; a missing condition is True. Takes compiled or record conditions."""
     if cond is None:
         return True
-    if isinstance(cond, Leaf):
+    if not isinstance(cond, tuple):
+        cond = compile_condition(cond)
+        assert cond is not None
+    if len(cond) == 3:
         return eval_leaf(cond, env)
-    if isinstance(cond, All):
-        vals = [evaluate(c, env) for c in cond.all]
-        if any(v is False for v in vals):
-            return False
-        return None if any(v is None for v in vals) else True
-    if isinstance(cond, AnyOf):
-        vals = [evaluate(c, env) for c in cond.any]
-        if any(v is True for v in vals):
+    tag, x = cond
+    if tag == "not":
+        inner = evaluate(x, env)
+        return None if inner is None else not inner
+    unknown = False
+    if tag == "all":
+        for c in x:
+            v = evaluate(c, env)
+            if v is False:
+                return False
+            if v is None:
+                unknown = True
+        return None if unknown else True
+    for c in x:
+        v = evaluate(c, env)
+        if v is True:
             return True
-        return None if any(v is None for v in vals) else False
-    inner = evaluate(cond.not_, env)
-    return None if inner is None else not inner
+        if v is None:
+            unknown = True
+    return None if unknown else False
 
 
-def residual(cond: Condition | None, env: Env) -> Condition | bool:
+def residual(cond: Cond | None, env: Env) -> Cond | bool:
     """The part of `cond` still undecided given `env`: True, False, or a smaller tree over unknown vars."""
     if cond is None:
         return True
-    if isinstance(cond, Leaf):
+    if len(cond) == 3:
         v = eval_leaf(cond, env)
         return cond if v is None else v
-    if isinstance(cond, Not):
-        r = residual(cond.not_, env)
-        return (not r) if isinstance(r, bool) else Not.model_validate({"not": r})
-    is_all = isinstance(cond, All)
-    kids = cond.all if isinstance(cond, All) else cond.any
-    rest: list[Condition] = []
-    for c in kids:
+    tag, x = cond
+    if tag == "not":
+        r: Cond | bool = residual(x, env)
+        return (not r) if isinstance(r, bool) else ("not", r)
+    is_all: bool = tag == "all"
+    rest: list[Cond] = []
+    for c in x:
         r = residual(c, env)
         if isinstance(r, bool):
             if r is not is_all:  # False inside all, True inside any: decided
@@ -144,37 +202,38 @@ def residual(cond: Condition | None, env: Env) -> Condition | bool:
     if not rest:
         return is_all
     if len(rest) == 1:
-        return rest[0]
-    return All(all=rest) if is_all else AnyOf(any=rest)
+        only: Cond = rest[0]
+        return only
+    return (tag, rest)
 
 
-def unknown_vars(cond: Condition | None, env: Env) -> list[str]:
+def unknown_vars(cond: Cond | None, env: Env) -> list[str]:
     """The inputs, not given, that the condition's value depends on (sorted)."""
     r = residual(cond, env)
     return [] if isinstance(r, bool) else sorted(condition_vars(r))
 
 
-def false_leaves(cond: Condition | None, env: Env) -> list[Leaf]:
+def false_leaves(cond: Cond | None, env: Env) -> list[Cond]:
     """The leaves that make a False condition false (for messages: observed vs allowed)."""
     if cond is None or evaluate(cond, env) is not False:
         return []
-    if isinstance(cond, Leaf):
+    if len(cond) == 3:
         return [cond]
-    if isinstance(cond, All):
-        return [leaf for c in cond.all if evaluate(c, env) is False for leaf in false_leaves(c, env)]
-    if isinstance(cond, AnyOf):
-        return [leaf for c in cond.any for leaf in false_leaves(c, env)]
-    return [leaf for leaf in _leaves(cond.not_) if eval_leaf(leaf, env) is True]
+    tag, x = cond
+    if tag == "all":
+        return [leaf for c in x if evaluate(c, env) is False for leaf in false_leaves(c, env)]
+    if tag == "any":
+        return [leaf for c in x for leaf in false_leaves(c, env)]
+    return [leaf for leaf in _leaves(x) if eval_leaf(leaf, env) is True]
 
 
-def _leaves(cond: Condition) -> list[Leaf]:
-    if isinstance(cond, Leaf):
+def _leaves(cond: Cond) -> list[Cond]:
+    if len(cond) == 3:
         return [cond]
-    if isinstance(cond, All):
-        return [x for c in cond.all for x in _leaves(c)]
-    if isinstance(cond, AnyOf):
-        return [x for c in cond.any for x in _leaves(c)]
-    return _leaves(cond.not_)
+    tag, x = cond
+    if tag == "not":
+        return _leaves(x)
+    return [leaf for c in x for leaf in _leaves(c)]
 
 
 _OPS = {"eq": "==", "ne": "!=", "ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
@@ -183,49 +242,47 @@ _OPS = {"eq": "==", "ne": "!=", "ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
 def _fmt(x: Any) -> str:
     if isinstance(x, bool):
         return "true" if x else "false"
-    if isinstance(x, list):
+    if isinstance(x, list | tuple):
         return "[" + ", ".join(_fmt(i) for i in x) + "]"
     return str(x)
 
 
-def describe(cond: Condition | bool | None) -> str:
+def describe(cond: Cond | bool | None) -> str:
     """A condition as short text: `head_dim <= 256 and head_dim % 8 == 0`."""
     if cond is None or cond is True:
         return "always"
     if cond is False:
         return "never"
-    if isinstance(cond, Leaf):
-        op, x = cond.op, cond.operand
+    if len(cond) == 3:
+        var, op, x = cond
         if op == "in":
-            return f"{cond.var} in {_fmt(x)}"
+            return f"{var} in {_fmt(x)}"
         if op == "not_in":
-            return f"{cond.var} not in {_fmt(x)}"
+            return f"{var} not in {_fmt(x)}"
         if op == "multiple_of":
-            return f"{cond.var} % {x} == 0"
-        return f"{cond.var} {_OPS[op]} {_fmt(x)}"
-    if isinstance(cond, Not):
-        return f"not ({describe(cond.not_)})"
-    if isinstance(cond, All):
-        return " and ".join(_wrap(c) for c in cond.all)
-    assert isinstance(cond, AnyOf)
-    return " or ".join(_wrap(c) for c in cond.any)
+            return f"{var} % {x} == 0"
+        return f"{var} {_OPS[op]} {_fmt(x)}"
+    tag, x = cond
+    if tag == "not":
+        return f"not ({describe(x)})"
+    return (" and " if tag == "all" else " or ").join(_wrap(c) for c in x)
 
 
-def _wrap(c: Condition) -> str:
-    return f"({describe(c)})" if isinstance(c, All | AnyOf) else describe(c)
+def _wrap(c: Cond) -> str:
+    return f"({describe(c)})" if len(c) == 2 and c[0] != "not" else describe(c)
 
 
-def allowed_values(cond: Condition | bool) -> Any:
+def allowed_values(cond: Cond | bool) -> Any:
     """What would pass, as data where it is simple: the list of an `in` leaf, else the text."""
-    if isinstance(cond, Leaf) and cond.op == "in":
-        return list(cond.operand)
+    if isinstance(cond, tuple) and len(cond) == 3 and cond[1] == "in":
+        return list(cond[2])
     return describe(cond)
 
 
-def passes_or_not_applies(when: Condition | None, requires: Condition | None) -> Condition | None:
+def passes_or_not_applies(when: Cond | None, requires: Cond | None) -> Cond | None:
     """`(not when) or requires`: a reject claim is satisfied exactly when this holds."""
     if when is None:
         return requires
     if requires is None:
         return None
-    return AnyOf(any=[Not.model_validate({"not": when}), requires])
+    return ("any", [("not", when), requires])

@@ -1,22 +1,18 @@
-"""The context of one query: the KB, the normalized inputs and what is resolved once per query."""
+"""The context of one query: the KB image, the normalized inputs and what is resolved once per query."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass, field
-
-from kbtool.kb import KB
-from kbtool.model import Claim, EngineBackend, Kernel, Model
-from kbtool.solve.query import Query
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kbtool.solve.image import BackendV, Image, KernelV, ModelV
+    from kbtool.solve.query import Query
 
 
-@dataclass
 class Ctx:
     """Everything resolved once per query."""
 
-    kb: KB
-    q: Query
-    model: Model | None
-    kernels: list[Kernel]
-    by_subject: dict[str, list[Claim]] = field(default_factory=lambda: defaultdict(list))
-    backends: list[EngineBackend] = field(default_factory=list)
+    __slots__ = ("backends", "img", "kernels", "model", "q")
+
+    def __init__(self, img: Image, q: Query, model: ModelV | None, kernels: list[KernelV]) -> None:
+        self.img, self.q, self.model, self.kernels = img, q, model, kernels
+        self.backends: list[BackendV] = []

@@ -7,14 +7,9 @@ versions the query gave (`--lib`). Refuted claims are evaluated and shown but ne
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
 
-from kbtool.model import Claim
-from kbtool.solve.answer import KernelStatus, Reason
+from kbtool.solve.answer import Reason
 from kbtool.solve.conditions import (
-    Env,
     allowed_values,
     compare_versions,
     describe,
@@ -24,6 +19,15 @@ from kbtool.solve.conditions import (
     residual,
     unknown_vars,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from kbtool.solve.answer import KernelStatus
+    from kbtool.solve.conditions import Env
+    from kbtool.solve.image import ClaimV
 
 SEVERITY: dict[str, int] = {"ok": 0, "caveat": 1, "unknown": 2, "rejected": 3}
 
@@ -36,35 +40,37 @@ def best(statuses: Iterable[KernelStatus]) -> KernelStatus:
     return min(statuses, key=lambda s: SEVERITY[s], default="rejected")
 
 
-def in_scope(claim: Claim, libs: dict[str, str]) -> bool:
+def in_scope(claim: ClaimV, libs: dict[str, str]) -> bool:
     """False when a version the query gave falls outside every range the claim has for that library."""
+    if not libs or not claim.scope:
+        return True
     by_lib: dict[str, list[bool]] = {}
-    for r in claim.scope:
-        v = libs.get(r.library)
+    for library, introduced, fixed, last_affected in claim.scope:
+        v = libs.get(library)
         if v is None:
             continue
         ok = True
-        if r.introduced and compare_versions(v, r.introduced) < 0:
+        if introduced and compare_versions(v, introduced) < 0:
             ok = False
-        if r.fixed and compare_versions(v, r.fixed) >= 0:
+        if fixed and compare_versions(v, fixed) >= 0:
             ok = False
-        if r.last_affected and compare_versions(v, r.last_affected) > 0:
+        if last_affected and compare_versions(v, last_affected) > 0:
             ok = False
-        by_lib.setdefault(r.library, []).append(ok)
+        by_lib.setdefault(library, []).append(ok)
     return all(any(oks) for oks in by_lib.values())
 
 
-def scope_text(claim: Claim) -> str | None:
+def scope_text(claim: ClaimV) -> str | None:
     parts = []
-    for r in claim.scope:
+    for library, introduced, fixed, last_affected in claim.scope:
         rng = []
-        if r.introduced:
-            rng.append(f">= {r.introduced}")
-        if r.fixed:
-            rng.append(f"< {r.fixed}")
-        if r.last_affected:
-            rng.append(f"<= {r.last_affected}")
-        parts.append(f"{r.library} {', '.join(rng)}".strip())
+        if introduced:
+            rng.append(f">= {introduced}")
+        if fixed:
+            rng.append(f"< {fixed}")
+        if last_affected:
+            rng.append(f"<= {last_affected}")
+        parts.append(f"{library} {', '.join(rng)}".strip())
     return "; ".join(parts) or None
 
 
@@ -81,15 +87,18 @@ def fill(template: str, env: Env) -> str:
     return _PLACEHOLDER.sub(sub, template)
 
 
-@dataclass
 class Outcome:
     """The result of applying a set of claims in one environment."""
 
-    status: KernelStatus = "ok"
-    reasons: list[Reason] = field(default_factory=list)
-    caveats: list[Reason] = field(default_factory=list)
-    refuted: list[Reason] = field(default_factory=list)
-    used: set[str] = field(default_factory=set)
+    __slots__ = ("caveats", "reasons", "refuted", "status", "used")
+
+    def __init__(self, status: KernelStatus = "ok", reasons: list[Reason] | None = None,
+                 caveats: list[Reason] | None = None, refuted: list[Reason] | None = None) -> None:
+        self.status = status
+        self.reasons = reasons if reasons is not None else []
+        self.caveats = caveats if caveats is not None else []
+        self.refuted = refuted if refuted is not None else []
+        self.used: set[str] = set()
 
     def add(self, other: Outcome) -> None:
         self.status = worst([self.status, other.status])
@@ -99,28 +108,28 @@ class Outcome:
         self.used |= other.used
 
 
-def _observed(claim: Claim, env: Env) -> Any:
+def _observed(claim: ClaimV, env: Env) -> Any:
     leaves = false_leaves(claim.requires, env)
-    names = list(dict.fromkeys(leaf.var for leaf in leaves))
+    names = list(dict.fromkeys(leaf[0] for leaf in leaves))
     if len(names) == 1:
         return env.get(names[0])
     return {n: env.get(n) for n in names} or None
 
 
-def _reason(claim: Claim, env: Env, layer: str, *, allowed: Any = None, depends: list[str] | None = None,
+def _reason(claim: ClaimV, env: Env, layer: str, *, allowed: Any = None, depends: list[str] | None = None,
             message: str | None = None) -> Reason:
-    status = claim.verification.status
+    status = claim.status
     return Reason(
-        claim=claim.id, code=claim.reason.code, message=message or fill(claim.reason.message, env),
+        claim=claim.id, code=claim.code, message=message or fill(claim.message, env),
         observed=None if depends else _observed(claim, env), allowed=allowed,
         verification=status, enforced=status != "refuted", layer=layer,
-        depends_on=depends or [], evidence=list(claim.verification.evidence),
-        sources=[s.locator() for s in claim.sources], subject=claim.subject, scope=scope_text(claim),
-        workaround=claim.reason.workaround, phase=env.get("phase"),
+        depends_on=depends or [], evidence=list(claim.evidence),
+        sources=list(claim.sources), subject=claim.subject, scope=scope_text(claim),
+        workaround=claim.workaround, phase=env.get("phase"),
     )
 
 
-def apply_claim(claim: Claim, env: Env, layer: str) -> tuple[KernelStatus, Reason | None]:
+def apply_claim(claim: ClaimV, env: Env, layer: str) -> tuple[KernelStatus, Reason | None]:
     """(status this claim imposes, its reason). `ok` with None when it does not bite."""
     w = evaluate(claim.when, env)
     if w is False:
@@ -134,7 +143,7 @@ def apply_claim(claim: Claim, env: Env, layer: str) -> tuple[KernelStatus, Reaso
         cond = passes_or_not_applies(claim.when, claim.requires)
         deps = unknown_vars(cond, env)
         passes = describe(residual(cond, env))
-        msg = f"{fill(claim.reason.message, env)} [depends on {', '.join(deps)}: passes when {passes}]"
+        msg = f"{fill(claim.message, env)} [depends on {', '.join(deps)}: passes when {passes}]"
         return "unknown", _reason(claim, env, layer, allowed=passes, depends=deps, message=msg)
     if claim.effect == "caveat":
         r = evaluate(claim.requires, env) if claim.requires is not None else False
@@ -144,12 +153,12 @@ def apply_claim(claim: Claim, env: Env, layer: str) -> tuple[KernelStatus, Reaso
             return "caveat", _reason(claim, env, layer)
         deps = sorted(set(unknown_vars(claim.when, env)) | set(unknown_vars(claim.requires, env)))
         when_txt = describe(residual(claim.when, env))
-        msg = f"{fill(claim.reason.message, env)} [may apply, depends on {', '.join(deps)}: applies when {when_txt}]"
+        msg = f"{fill(claim.message, env)} [may apply, depends on {', '.join(deps)}: applies when {when_txt}]"
         return "caveat", _reason(claim, env, layer, depends=deps, message=msg)
     return "ok", None  # `supports` claims do not gate
 
 
-def residual_requires(claim: Claim, env: Env) -> Any:
+def residual_requires(claim: ClaimV, env: Env) -> Any:
     """What the requirement asks for, narrowed to the leaves that failed where that is simpler."""
     leaves = false_leaves(claim.requires, env)
     if len(leaves) == 1:
@@ -157,7 +166,7 @@ def residual_requires(claim: Claim, env: Env) -> Any:
     return claim.requires if claim.requires is not None else True
 
 
-def apply_claims(claims: Iterable[Claim], env: Env, libs: dict[str, str], layer: str = "kernel") -> Outcome:
+def apply_claims(claims: Iterable[ClaimV], env: Env, libs: dict[str, str], layer: str = "kernel") -> Outcome:
     out = Outcome()
     for c in claims:
         if not in_scope(c, libs):
@@ -167,7 +176,7 @@ def apply_claims(claims: Iterable[Claim], env: Env, libs: dict[str, str], layer:
         status, reason = apply_claim(c, env, layer)
         if reason is None:
             continue
-        if c.verification.status == "refuted":
+        if c.status == "refuted":
             out.refuted.append(reason)
             continue
         out.status = worst([out.status, status])

@@ -12,10 +12,13 @@ No paged-block rounding; the numbers are the floor an engine needs for the KV ca
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
-from kbtool.model import Model
 from kbtool.vocab import DTYPE_BYTES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kbtool.model import Model
+    from kbtool.solve.image import ModelV
 
 # FlashMLA's fixed fp8 KV layout in bytes per token per layer, by d_qk (kv_lora_rank + rope_dim):
 # 576 -> 512 fp8 NoPE + 4 x fp32 scales + 64 bf16 RoPE = 656; 512 -> 448 + 128 + 8 = 584.
@@ -24,15 +27,17 @@ FLASHMLA_FP8_BYTES = {576: 656, 512: 584}
 UNBOUNDED_CTX = 1 << 30  # reported as max_ctx when memory does not limit the context
 
 
-@dataclass
 class KvModel:
     """KV bytes as a function of context for one model on one GPU (per sequence)."""
 
-    per_token: float = 0.0  # bytes per token from layers that grow with context
-    windowed: list[tuple[float, int]] = field(default_factory=list)  # (bytes per token, window)
-    fixed: float = 0.0  # bytes per sequence independent of context (linear-attention state)
-    terms: list[str] = field(default_factory=list)  # formula pieces with numbers
-    notes: list[str] = field(default_factory=list)
+    __slots__ = ("fixed", "notes", "per_token", "terms", "windowed")
+
+    def __init__(self) -> None:
+        self.per_token = 0.0  # bytes per token from layers that grow with context
+        self.windowed: list[tuple[float, int]] = []  # (bytes per token, window)
+        self.fixed = 0.0  # bytes per sequence independent of context (linear-attention state)
+        self.terms: list[str] = []  # formula pieces with numbers
+        self.notes: list[str] = []
 
     def per_sequence(self, ctx: int) -> float:
         return self.per_token * ctx + sum(b * min(ctx, w) for b, w in self.windowed) + self.fixed
@@ -50,7 +55,7 @@ def _b(x: float) -> str:
     return f"{x:g}" if x != int(x) else f"{int(x)}"
 
 
-def kv_model(model: Model, kv_dtype: str, tp: int = 1, mla_format: str | None = None) -> KvModel:
+def kv_model(model: Model | ModelV, kv_dtype: str, tp: int = 1, mla_format: str | None = None) -> KvModel:
     """Per-GPU KV accounting of `model` with the cache in `kv_dtype` under tensor parallel `tp`.
 
     `mla_format="flashmla-fp8"` uses FlashMLA's fixed fp8 layout for MLA layers.
@@ -105,24 +110,31 @@ def kv_model(model: Model, kv_dtype: str, tp: int = 1, mla_format: str | None = 
     return out
 
 
-def weight_bytes(model: Model) -> int:
+def weight_bytes(model: Model | ModelV) -> int:
     """Released weight size: `weight_bytes` where recorded, else parameters x bytes of the weight dtype."""
     if model.weight_bytes is not None:
         return model.weight_bytes
     return int(model.parameters * DTYPE_BYTES[model.weight_dtype])
 
 
-@dataclass
 class Fit:
-    fits: bool | None
-    kv_bytes: int
-    kv_bytes_per_token: float
-    weights_bytes: int
-    available_bytes: int
-    capacity_bytes: int
-    max_ctx: int
-    formula: str
-    notes: list[str]
+    __slots__ = (
+        "available_bytes",
+        "capacity_bytes",
+        "fits",
+        "formula",
+        "kv_bytes",
+        "kv_bytes_per_token",
+        "max_ctx",
+        "notes",
+        "weights_bytes",
+    )
+
+    def __init__(self, fits: bool | None, kv_bytes: int, kv_bytes_per_token: float, weights_bytes: int,
+                 available_bytes: int, capacity_bytes: int, max_ctx: int, formula: str, notes: list[str]) -> None:
+        self.fits, self.kv_bytes, self.kv_bytes_per_token = fits, kv_bytes, kv_bytes_per_token
+        self.weights_bytes, self.available_bytes, self.capacity_bytes = weights_bytes, available_bytes, capacity_bytes
+        self.max_ctx, self.formula, self.notes = max_ctx, formula, notes
 
 
 def max_context(kv: KvModel, available: float, batch: int) -> int:
@@ -145,7 +157,7 @@ def _gb(x: float) -> str:
     return f"{x / 1e9:,.1f} GB"
 
 
-def fit(model: Model, kv_dtype: str, capacity: int, ctx: int | None, *, batch: int = 1, tp: int = 1,
+def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *, batch: int = 1, tp: int = 1,
         utilization: float = 0.9, mla_format: str | None = None) -> Fit:
     """Whether `batch` sequences of `ctx` tokens fit next to the weights on each of `tp` GPUs."""
     kv = kv_model(model, kv_dtype, tp, mla_format)

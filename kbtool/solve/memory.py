@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from kbtool.model import Accelerator
-from kbtool.solve.answer import KernelAnswer, Memory
+from kbtool.solve.answer import Memory
 from kbtool.solve.kvcache import fit, kv_model
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
+    from kbtool.solve.answer import KernelAnswer
     from kbtool.solve.context import Ctx
+    from kbtool.solve.image import AcceleratorV
 
 
 def _flashmla(kid: str) -> bool:
     return kid.startswith("flashmla-")
 
 
-def memory_for(cx: Ctx, acc: Accelerator, env: dict[str, Any], kernels: list[KernelAnswer],
+def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[KernelAnswer],
                assumed: dict[str, Any]) -> tuple[Memory | None, list[str]]:
     """Memory for the model on this accelerator; None (with a note) when there is no model or no capacity."""
     q, model = cx.q, cx.model
@@ -45,7 +47,7 @@ def memory_for(cx: Ctx, acc: Accelerator, env: dict[str, Any], kernels: list[Ker
         ctx = model.max_context
         assumed["ctx"] = f"{ctx} (the model's max context, for the memory check only)"
     f = fit(model, kv, capacity, ctx, batch=batch, tp=q.gpus, utilization=q.utilization, mla_format=mla_format)
-    cap_note = "driver-reported" if acc.memory_bytes is not None else "marketed GB x 1e9"
+    cap_note = "driver-reported" if acc.driver_memory else "marketed GB x 1e9"
     mem = Memory(fits=f.fits, kv_bytes=f.kv_bytes, kv_bytes_per_token=f.kv_bytes_per_token,
                  weights_bytes=f.weights_bytes, available_bytes=f.available_bytes, capacity_bytes=f.capacity_bytes,
                  max_ctx=f.max_ctx, formula=f.formula,

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any
 
 from kbtool.errors import UsageError
 from kbtool.vocab import DTYPE_ALIASES, ENGINES, KV_DTYPES, LIBRARIES, PHASES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _CTX = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmM]?)\s*$")
 _CTX_FIX = "give a positive token count such as 131072, 128k or 1m (k = 1024, m = 1024 x 1024)"
@@ -107,26 +109,43 @@ def parse_util(value: float | None) -> float:
     return value
 
 
-@dataclass
 class Query:
     """Normalized inputs. `None` means not given (unknown to the gates)."""
 
-    gpu: str | None = None
-    gpus: int = 1
-    ctx: int | None = None
-    kv: str | None = None
-    dtype: str | None = None
-    model: str | None = None
-    head_dim: int | None = None
-    head_dim_v: int | None = None
-    batch: int | None = None
-    phases: list[str] = field(default_factory=lambda: list(PHASES))
-    engine: str = "none"
-    kernels: list[str] = field(default_factory=list)
-    libs: dict[str, str] = field(default_factory=dict)
-    block_size: int | None = None
-    attention: str | None = None
-    utilization: float = 0.9
+    __slots__ = (
+        "attention",
+        "batch",
+        "block_size",
+        "ctx",
+        "dtype",
+        "engine",
+        "gpu",
+        "gpus",
+        "head_dim",
+        "head_dim_v",
+        "kernels",
+        "kv",
+        "libs",
+        "model",
+        "phases",
+        "utilization",
+    )
+
+    def __init__(self, gpu: str | None = None, gpus: int = 1, ctx: int | None = None, kv: str | None = None,
+                 dtype: str | None = None, model: str | None = None, head_dim: int | None = None,
+                 head_dim_v: int | None = None, batch: int | None = None, phases: list[str] | None = None,
+                 engine: str = "none", kernels: list[str] | None = None, libs: dict[str, str] | None = None,
+                 block_size: int | None = None, attention: str | None = None, utilization: float = 0.9) -> None:
+        self.gpu, self.gpus, self.ctx, self.kv, self.dtype, self.model = gpu, gpus, ctx, kv, dtype, model
+        self.head_dim, self.head_dim_v, self.batch = head_dim, head_dim_v, batch
+        self.phases = phases if phases is not None else list(PHASES)
+        self.engine = engine
+        self.kernels = kernels if kernels is not None else []
+        self.libs = libs if libs is not None else {}
+        self.block_size, self.attention, self.utilization = block_size, attention, utilization
+
+    def __repr__(self) -> str:
+        return f"Query({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {

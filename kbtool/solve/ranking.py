@@ -6,21 +6,23 @@ Uses the bench measurement records (kbtool.bench.rank) and the study's separatio
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from kbtool.kb import KB
+    from typing import Any
+
     from kbtool.solve.answer import KernelAnswer
+    from kbtool.solve.image import Image
 
 PASSING = ("ok", "caveat")
 
 
-def measured_ranking(kb: KB, gpu: str, phases: list[str], envs: dict[str, dict[str, Any]],
+def measured_ranking(img: Image, gpu: str, phases: list[str], envs: dict[str, dict[str, Any]],
                      kernels: list[KernelAnswer]) -> dict[str, Any] | None:
     """{phase: ranking} for the phases with matching measurements; ranks set on `kernels` in place."""
-    if not any(r.kind == "measurement" and getattr(r, "accelerator", None) == gpu for r in kb):
+    rows = img.bench_rows(gpu)
+    if not rows:
         return None
-    from kbtool.bench.rank import rank
+    from kbtool.bench.rank import rank_rows
 
     out: dict[str, Any] = {}
     for phase in phases:
@@ -30,7 +32,7 @@ def measured_ranking(kb: KB, gpu: str, phases: list[str], envs: dict[str, dict[s
         env = envs[phase]
         config = {"phase": phase, "ctx": env.get("ctx"), "batch": env.get("batch"), "head_dim": env.get("head_dim"),
                   "dtype": env.get("dtype")}
-        r = rank(kb, gpu, {k: v for k, v in config.items() if v is not None}, kernels=passing)
+        r = rank_rows(rows, gpu, {k: v for k, v in config.items() if v is not None}, kernels=passing)
         if r is not None and r["ranking"]:
             out[phase] = r
     if not out:

@@ -1,84 +1,76 @@
 """The query solver: inputs -> an Answer per accelerator (design.md §4).
 
 Per accelerator and requested phase, every kernel's claims (and, with --engine, its engine backends' claims)
-are applied in a three-valued environment built from the query, the accelerator and the model.
+are applied in a three-valued environment built from the query, the accelerator and the model. The solver
+reads the query image (kbtool/solve/image.py), never record models, so `kb query` does not import pydantic.
 """
 
 from __future__ import annotations
 
-import difflib
-from collections import defaultdict
-from typing import Any
-
-from kbtool.errors import NotFoundError, UsageError
-from kbtool.kb import KB
-from kbtool.model import Accelerator, Architecture, Claim, EngineBackend, Kernel, Model, Record
-from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, KernelStatus, MultiAnswer, Reason
+from kbtool.errors import UsageError
+from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer, Reason
 from kbtool.solve.context import Ctx
 from kbtool.solve.gates import SEVERITY, Outcome, apply_claims, best, structural, worst
+from kbtool.solve.image import Image, resolve_name
 from kbtool.solve.memory import memory_for
 from kbtool.solve.query import Query, check_libs
 from kbtool.solve.ranking import measured_ranking
 from kbtool.solve.ranking import summary as ranking_summary
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from kbtool.kb import KB
+    from kbtool.solve.answer import KernelStatus
+    from kbtool.solve.image import AcceleratorV, ClaimV, KernelV, ModelV
+
 MLA_LAYOUTS = ("mla", "sparse-mla")
+FLAGS = {"accelerator": "--gpu", "model": "--model", "kernel": "--kernel"}
 
 
-def _lineage(kb: KB, k: Kernel) -> list[str]:
+def _lineage(img: Image, k: KernelV) -> list[str]:
     """The kernel and the families it is a variant of (claims on a family apply to its variants)."""
     out, cur, seen = [k.id], k, {k.id}
     while cur.variant_of and cur.variant_of not in seen:
         seen.add(cur.variant_of)
         out.append(cur.variant_of)
-        nxt = kb.get(cur.variant_of)
-        if not isinstance(nxt, Kernel):
+        nxt = img.kernel_by_id.get(cur.variant_of)
+        if nxt is None:
             break
         cur = nxt
     return out
 
 
-def resolve(kb: KB, name: str, kind: str) -> Record:
-    """kb.resolve, but a miss names the three nearest record *ids* (matched through ids and aliases)."""
-    try:
-        return kb.resolve(name, kind)
-    except NotFoundError:
-        pool = {a: i for a, i in kb.aliases.items() if kb.by_id[i].kind == kind}
-        ranked = difflib.get_close_matches(name.strip().lower(), list(pool), n=len(pool), cutoff=0.3)
-        ids = list(dict.fromkeys(pool[a] for a in ranked))[:3]
-        flag = {"accelerator": "--gpu", "model": "--model", "kernel": "--kernel"}.get(kind, kind)
-        hint = f"did you mean {', '.join(ids)}?" if ids else f"run `kb list --kind {kind}`"
-        raise NotFoundError(f"{flag}: unknown {kind} '{name}'", fix=hint) from None
+def resolve(img: Image | KB, name: str, kind: str) -> str:
+    """The id `name` (an id or alias, any case) names; a miss names the three nearest record ids."""
+    flag = FLAGS.get(kind, kind)
+    if isinstance(img, Image):
+        return img.resolve(name, kind, flag)
+    by_id = img.by_id
+    return resolve_name(img.aliases, lambda i: by_id[i].kind if i in by_id else None, name, kind, flag)
 
 
-def prepare(kb: KB, q: Query) -> Ctx:
-    model: Model | None = None
+def prepare(img: Image, q: Query) -> Ctx:
+    model: ModelV | None = None
     if q.model:
-        rec = resolve(kb, q.model, "model")
-        assert isinstance(rec, Model)
-        model = rec
-        q.model = rec.id
-    kernels = sorted((r for r in kb.by_id.values() if isinstance(r, Kernel)), key=lambda r: r.id)
+        q.model = resolve(img, q.model, "model")
+        model = img.model(q.model)
+    kernels = img.kernels
     if q.kernels:
-        picked = [resolve(kb, k, "kernel") for k in q.kernels]
-        q.kernels = [p.id for p in picked]
+        q.kernels = [resolve(img, k, "kernel") for k in q.kernels]
         kernels = [k for k in kernels if k.id in q.kernels]
-    cx = Ctx(kb, q, model, kernels)
-    known = {r.library for r in kb.by_id.values() if isinstance(r, Kernel)}
-    for c in kb.by_id.values():
-        if isinstance(c, Claim):
-            cx.by_subject[c.subject].append(c)
-            known |= {s.library for s in c.scope}
-    check_libs(q.libs, known)
+    cx = Ctx(img, q, model, kernels)
+    check_libs(q.libs, set(img.libraries))
     if q.engine != "none":
-        cx.backends = sorted((b for b in kb.by_id.values() if isinstance(b, EngineBackend)
-                              and b.engine == q.engine), key=lambda b: b.id)
+        cx.backends = img.backends(q.engine)
         if not cx.backends:
             raise UsageError(f"--engine {q.engine}: the KB has no engine-backend records for it",
                              fix="use --engine none")
     return cx
 
 
-def model_layout(model: Model) -> dict[str, Any]:
+def model_layout(model: ModelV) -> dict[str, Any]:
     """Attention layout variables the model decides."""
     types = {g.type for g in model.layers}
     if "mla" in types:
@@ -89,7 +81,7 @@ def model_layout(model: Model) -> dict[str, Any]:
     return {"attention": attention, "sliding_window": "sliding" in types}
 
 
-def phase_dims(model: Model, phase: str) -> tuple[int, int]:
+def phase_dims(model: ModelV, phase: str) -> tuple[int, int]:
     """(head_dim, head_dim_v) a kernel sees: MLA decode runs absorbed on the latent (576/512 for DeepSeek)."""
     mla = next((g for g in model.layers if g.type == "mla"), None)
     if mla is not None and phase == "decode":
@@ -101,14 +93,15 @@ def phase_dims(model: Model, phase: str) -> tuple[int, int]:
     return hd, hv
 
 
-def base_env(cx: Ctx, acc: Accelerator, arch: Architecture | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]]:
     q = cx.q
     env: dict[str, Any] = {"gpu": acc.id, "vendor": acc.vendor, "engine": q.engine}
     assumed: dict[str, Any] = {}
-    if arch is not None:
-        env["sm"] = arch.id
-        if arch.compute_capability:
-            env["cc"] = float(arch.compute_capability)
+    if acc.architecture in cx.img.cc:
+        env["sm"] = acc.architecture
+        cc = cx.img.cc[acc.architecture]
+        if cc:
+            env["cc"] = float(cc)
     for k, v in (("ctx", q.ctx), ("batch", q.batch), ("block_size", q.block_size)):
         if v is not None:
             env[k] = v
@@ -145,20 +138,20 @@ def _merge(reasons: list[Reason]) -> list[Reason]:
         key = (r.claim, r.code, r.message.replace(f"{r.phase}", "") if r.phase else r.message, r.layer)
         if key in seen:
             if seen[key].phase != r.phase:
-                seen[key] = seen[key].model_copy(update={"phase": None})
+                seen[key] = seen[key].without_phase()
         else:
             seen[key] = r
     return list(seen.values())
 
 
-def _global_claims(cx: Ctx, acc: Accelerator, arch: Architecture | None) -> list[Claim]:
-    subjects = [acc.id] + ([arch.id] if arch else [])
-    return [c for s in subjects for c in cx.by_subject.get(s, [])]
+def _global_claims(cx: Ctx, acc: AcceleratorV) -> list[ClaimV]:
+    subjects = [acc.id] + ([acc.architecture] if acc.architecture in cx.img.cc else [])
+    return [c for s in subjects for c in cx.img.by_subject.get(s, ())]
 
 
-def eval_kernel(cx: Ctx, k: Kernel, envs: dict[str, dict[str, Any]], glob: list[Claim]) -> tuple[
+def eval_kernel(cx: Ctx, k: KernelV, envs: dict[str, dict[str, Any]], glob: list[ClaimV]) -> tuple[
         dict[str, KernelStatus], Outcome]:
-    claims = [c for s in _lineage(cx.kb, k) for c in cx.by_subject.get(s, [])] + glob
+    claims = [c for s in _lineage(cx.img, k) for c in cx.img.by_subject.get(s, ())] + glob
     out = Outcome()
     statuses: dict[str, KernelStatus] = {}
     phases = [p for p in envs if p in k.phases]
@@ -188,11 +181,11 @@ def eval_kernel(cx: Ctx, k: Kernel, envs: dict[str, dict[str, Any]], glob: list[
     return statuses, out
 
 
-def _gates(cx: Ctx, k: Kernel) -> int:
-    return sum(c.effect != "supports" for s in _lineage(cx.kb, k) for c in cx.by_subject.get(s, []))
+def _gates(cx: Ctx, k: KernelV) -> int:
+    return sum(c.effect != "supports" for s in _lineage(cx.img, k) for c in cx.img.by_subject.get(s, ()))
 
 
-def _kernel_answer(k: Kernel, statuses: dict[str, KernelStatus], o: Outcome, via: list[str],
+def _kernel_answer(k: KernelV, statuses: dict[str, KernelStatus], o: Outcome, via: list[str],
                    gates: int) -> KernelAnswer:
     reasons, caveats = _merge(o.reasons), _merge(o.caveats)
     ws = [r.workaround for r in reasons + caveats if r.workaround]
@@ -204,7 +197,9 @@ def _kernel_answer(k: Kernel, statuses: dict[str, KernelStatus], o: Outcome, via
 def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]], kstat: dict[str, tuple[dict[str, KernelStatus], Outcome]],
                  ) -> tuple[list[BackendAnswer], dict[str, list[str]], dict[str, dict[str, Outcome]]]:
     """Evaluate each backend's own gates; return backend answers, kernel -> backends, backend -> phase outcomes."""
-    answers, via, per_phase = [], defaultdict(list), {}
+    answers: list[BackendAnswer] = []
+    via: dict[str, list[str]] = {}
+    per_phase: dict[str, dict[str, Outcome]] = {}
     for b in cx.backends:
         phases: dict[str, Outcome] = {}
         for p, env in envs.items():
@@ -218,7 +213,7 @@ def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]], kstat: dict[str, tupl
                 o = Outcome(status="rejected", reasons=[structural(
                     "ATTENTION", f"{b.id} serves {', '.join(b.attention)}; the model uses {lay}", "engine",
                     observed=lay, allowed=list(b.attention), subject=b.id)])
-            o.add(apply_claims(cx.by_subject.get(b.id, []), env, cx.q.libs, "engine"))
+            o.add(apply_claims(cx.img.by_subject.get(b.id, ()), env, cx.q.libs, "engine"))
             phases[p] = o
         per_phase[b.id] = phases
         kernel_status = {k: kstat[k][1].status for k in b.kernels if k in kstat}
@@ -239,21 +234,19 @@ def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]], kstat: dict[str, tupl
             reasons.append(structural("NO_KERNEL", f"{b.id} runs none of the candidate kernels", "engine",
                                       subject=b.id))
         for k in b.kernels:
-            via[k].append(b.id)
+            via.setdefault(k, []).append(b.id)
         answers.append(BackendAnswer(
             id=b.id, backend_name=b.backend_name, status=status,
             phase_status={p: o.status for p, o in phases.items()}, kernels=kernel_status,
             reasons=_merge(reasons), caveats=_merge(own.caveats), refuted=_merge(own.refuted)))
-    return answers, dict(via), per_phase
+    return answers, via, per_phase
 
 
-def solve_one(cx: Ctx, acc: Accelerator) -> Answer:
+def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     q = cx.q
-    arch = cx.kb.get(acc.architecture)
-    arch = arch if isinstance(arch, Architecture) else None
-    env, assumed = base_env(cx, acc, arch)
+    env, assumed = base_env(cx, acc)
     envs = {p: phase_env(cx, env, p) for p in q.phases}
-    glob = _global_claims(cx, acc, arch)
+    glob = _global_claims(cx, acc)
     glob_out = Outcome()
     for p in q.phases:
         glob_out.add(apply_claims(glob, envs[p], q.libs))
@@ -296,7 +289,7 @@ def solve_one(cx: Ctx, acc: Accelerator) -> Answer:
             kernels.append(_kernel_answer(k, statuses, combined, bs, _gates(cx, k)))
     else:
         kernels = [_kernel_answer(k, s, o, [], _gates(cx, k)) for k in cx.kernels for s, o in [kstat[k.id]]]
-    ranking = measured_ranking(cx.kb, acc.id, q.phases, envs, kernels)
+    ranking = measured_ranking(cx.img, acc.id, q.phases, envs, kernels)
     kernels.sort(key=lambda a: (SEVERITY[a.status], a.gates == 0, a.rank or 10**6, a.id))
     used |= glob_out.used
     glob_caveats = _merge(glob_out.caveats)
@@ -309,22 +302,22 @@ def solve_one(cx: Ctx, acc: Accelerator) -> Answer:
     qd["gpu"] = acc.id
     if ranking:
         summary += f"; measured on {acc.id}: {ranking_summary(ranking)}"
-    _mark_evidence_scope(cx.kb, [*kernels, *backends])
+    _mark_evidence_scope(cx.img, [*kernels, *backends])
     return Answer(query=qd, verdict=verdict, summary=summary, kernels=kernels, memory=memory,
                   claims_used=sorted(used), depends_on=depends, backends=backends, caveats=glob_caveats,
                   assumed=assumed, notes=mem_notes, ranking=ranking)
 
 
-def _mark_evidence_scope(kb: KB, answers: list[KernelAnswer] | list[Any]) -> None:
+def _mark_evidence_scope(img: Image, answers: list[KernelAnswer] | list[Any]) -> None:
     """Each verified or refuted reason says which architectures its evidence ran on (evidence is conservative)."""
     for a in answers:
         for r in [*a.reasons, *a.caveats, *a.refuted]:
             if r.evidence and r.verification in ("verified", "refuted", "disputed"):
-                archs = {getattr(getattr(kb.get(e), "environment", None), "architecture", None) for e in r.evidence}
+                archs = {img.evidence_arch.get(e) for e in r.evidence}
                 r.verified_on = sorted(a for a in archs if a)
 
 
-def _verdict(cx: Ctx, acc: Accelerator, kernels: list[KernelAnswer], memory: Any) -> tuple[str, str]:
+def _verdict(cx: Ctx, acc: AcceleratorV, kernels: list[KernelAnswer], memory: Any) -> tuple[str, str]:
     q = cx.q
     per_phase = {p: best(k.phase_status[p] for k in kernels if p in k.phase_status) if any(
         p in k.phase_status for k in kernels) else None for p in q.phases}
@@ -365,18 +358,16 @@ def _names(ids: list[str]) -> str:
     return ", ".join(ids[:3]) + (f" (+{len(ids) - 3} more)" if len(ids) > 3 else "")
 
 
-def solve(kb: KB, q: Query) -> Answer | MultiAnswer:
+def solve(kb: Image | KB, q: Query) -> Answer | MultiAnswer:
     """One Answer for --gpu; without it, one row per accelerator in the KB."""
     if not q.gpu and not q.model and not q.kernels and q.head_dim is None and q.ctx is None:
         raise UsageError("nothing to answer", fix="give --gpu and/or --model, e.g. kb query --gpu h100 --ctx 128k")
-    cx = prepare(kb, q)
+    img = kb if isinstance(kb, Image) else Image.of(kb)
+    cx = prepare(img, q)
     if q.gpu:
-        acc = resolve(kb, q.gpu, "accelerator")
-        assert isinstance(acc, Accelerator)
-        q.gpu = acc.id
-        return solve_one(cx, acc)
-    accs = sorted((a for a in kb.by_id.values() if isinstance(a, Accelerator)), key=lambda a: a.id)
-    rows = [solve_one(cx, a) for a in accs]
+        q.gpu = resolve(img, q.gpu, "accelerator")
+        return solve_one(cx, img.accelerator(q.gpu))
+    rows = [solve_one(cx, a) for a in img.accelerators()]
     counts = {v: sum(r.verdict == v for r in rows) for v in ("yes", "conditional", "no", "unknown")}
     summary = f"{len(rows)} accelerators: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n)
     return MultiAnswer(query=q.as_dict(), rows=rows, summary=summary)

@@ -23,6 +23,7 @@ from kbtool.store import cachefile
 
 if TYPE_CHECKING:
     from kbtool.kb import KB
+    from kbtool.solve.image import Image
     from kbtool.solve.load import LoadReport
 
 LAST_ROOT: list[str] = []  # the records trees loaded in this process (the answer memo checks it)
@@ -32,7 +33,7 @@ def cache_file(root: Path) -> Path | None:
     base = cachefile.cache_dir()
     if base is None:
         return None
-    return Path(base) / f"kb-{cachefile.digest(str(root.resolve()))[:20]}.cache"
+    return Path(base) / f"kb-{cachefile.name_key(str(root.resolve()))}.cache"
 
 
 def schema_folder() -> str | None:
@@ -57,7 +58,7 @@ def load_kb_report(root: Path, use_cache: bool = True) -> LoadReport:
     schema, tree = schema_folder(), str(root)
     skey, code = cachefile.stat_key(tree, schema), cachefile.code_key()
     entry = cachefile.read(str(target))
-    if entry is not None and entry[0].get("code") == code:
+    if entry is not None and entry[0].get("code") == code and entry[0].get("root") == str(root.resolve()):
         header, payload = entry
         if header.get("stat") == skey:
             report = _unpack(payload)
@@ -71,14 +72,14 @@ def load_kb_report(root: Path, use_cache: bool = True) -> LoadReport:
     return _rebuild(root, target, tree, schema, skey, code)
 
 
-def _rebuild(root: Path, target: Path, tree: str, schema: str | None, skey: str, code: str) -> LoadReport:
+def _rebuild(root: Path, target: Path, tree: str, schema: str | None, skey: bytes, code: bytes) -> LoadReport:
 
     from kbtool.solve import load as build
 
     ckey = cachefile.content_key(tree, schema)
     report = build.load_kb_report(root)
     if cachefile.stat_key(tree, schema) == skey:  # nothing changed while it was read
-        header = {"stat": skey, "content": ckey, "code": code, "root": str(root.resolve())}
+        header: dict[str, object] = {"stat": skey, "content": ckey, "code": code, "root": str(root.resolve())}
         cachefile.write(str(target), cachefile.encode(header, _pack(report)))
     return report
 
@@ -159,3 +160,27 @@ for _name in ("__getitem__", "__contains__", "__iter__", "__len__", "__repr__", 
 def load_kb(root: Path, use_cache: bool = True) -> KB:
     """The validated records under `root`, indexed (bad records are left out), through the cache."""
     return load_kb_report(root, use_cache).kb
+
+
+def load_image(root: Path, use_cache: bool = True) -> Image:
+    """The query image of the records under `root`: from its cache file when fresh, else built from the
+    loaded records (through the KB cache) and written back."""
+    from kbtool.solve import image
+    from kbtool.store import imagecache
+
+    tree = str(root)
+    if not enabled(use_cache) or not root.is_dir():
+        report = load_kb_report(root, use_cache)
+        return image.Image(image.build(report.kb, report.skipped))
+    payload = imagecache.peek(tree)
+    if payload is not None:
+        img = image.Image.load(payload)
+        if img is not None:
+            LAST_ROOT.append(os.path.abspath(root))
+            return img
+    skey, code = imagecache.keys(tree)
+    report = load_kb_report(root, use_cache)
+    data = image.build(report.kb, report.skipped)
+    if imagecache.keys(tree)[0] == skey:  # nothing changed while it was read
+        imagecache.store(tree, skey, code, image.dump(data))
+    return image.Image(data)

@@ -4,22 +4,25 @@
 string paths and `marshal`: no pathlib, typing, dataclasses or json (each costs a noticeable share of an
 interpreter start).
 
-A cache file is: MAGIC, a fixed header (format version, header length, payload length, SHA-256 of header
-and payload), a marshalled header dict of strings, the payload. Anything else is treated as absent.
+A cache file is: MAGIC, a fixed header (format version, header length, payload length, CRC-32 of header
+and payload), a marshalled header dict, the payload. Anything else is treated as absent. The CRC catches
+truncation and corruption; freshness is decided by exact keys (`stat_key`, `code_key` are the marshalled
+listings themselves, compared byte for byte), never by a hash that could collide. hashlib (whose OpenSSL
+binding costs milliseconds to load) is only imported for `content_key`, off the warm path.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import marshal
 import os
 import struct
 import sys
+import zlib
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MAGIC = b"KB-CACHE\n"
-_HEAD = struct.Struct("<IIQ32s")
+_HEAD = struct.Struct("<IIQI")
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -72,21 +75,32 @@ def scan(top: str, out: list[tuple[str, int, int]]) -> None:
 
 
 def digest(parts: object) -> str:
+    import hashlib
+
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
-def stat_key(root: str, schema: str | None) -> str:
-    """Every file under the records tree and the schema folder, with its size and mtime_ns."""
+def name_key(text: str) -> str:
+    """A short file-name tag for `text` (not collision-proof: readers also check the header's `root`)."""
+    b = text.encode("utf-8", "surrogateescape")
+    return f"{zlib.crc32(b):08x}{zlib.adler32(b):08x}"
+
+
+def stat_key(root: str, schema: str | None) -> bytes:
+    """Every file under the records tree and the schema folder, with its size and mtime_ns (the listing itself:
+    equal keys mean equal listings)."""
     out: list[tuple[str, int, int]] = []
     for top in (root, schema):
         if top is not None:
             out.append((f"<{os.path.abspath(top)}>", 0, 0))
             scan(top, out)
-    return hashlib.sha256(marshal.dumps(out)).hexdigest()
+    return marshal.dumps(out)
 
 
 def content_key(root: str, schema: str | None) -> str:
     """SHA-256 over every file's path (relative to its folder) and bytes."""
+    import hashlib
+
     h = hashlib.sha256()
     for top in (root, schema):
         if top is None:
@@ -105,7 +119,7 @@ def content_key(root: str, schema: str | None) -> str:
     return h.hexdigest()
 
 
-def code_key() -> str:
+def code_key() -> bytes:
     """kbtool's sources, the Python version, the installed packages' folders and the format version."""
     files: list[tuple[str, int, int]] = []
     walk(_PKG, files)
@@ -114,16 +128,16 @@ def code_key() -> str:
         if p.endswith("-packages"):
             with contextlib.suppress(OSError):
                 sites.append((p, os.stat(p).st_mtime_ns))  # changes when a package is installed or removed
-    return digest((FORMAT_VERSION, sys.version, sites, [f for f in files if f[0].endswith(".py")]))
+    return marshal.dumps((FORMAT_VERSION, sys.version, sites, [f for f in files if f[0].endswith(".py")]))
 
 
-def encode(header: dict[str, str], payload: bytes) -> bytes:
+def encode(header: dict[str, object], payload: bytes) -> bytes:
     head = marshal.dumps(header)
-    check = hashlib.sha256(head + payload).digest()
+    check = zlib.crc32(payload, zlib.crc32(head))
     return MAGIC + _HEAD.pack(FORMAT_VERSION, len(head), len(payload), check) + head + payload
 
 
-def decode(raw: bytes) -> tuple[dict[str, str], bytes] | None:
+def decode(raw: bytes) -> tuple[dict[str, object], bytes] | None:
     """(header, payload) of a whole, intact file of this format version; None for anything else."""
     start = len(MAGIC) + _HEAD.size
     if not raw.startswith(MAGIC) or len(raw) < start:
@@ -131,7 +145,7 @@ def decode(raw: bytes) -> tuple[dict[str, str], bytes] | None:
     version, hlen, plen, check = _HEAD.unpack_from(raw, len(MAGIC))
     if version != FORMAT_VERSION or len(raw) != start + hlen + plen:
         return None
-    if hashlib.sha256(raw[start:]).digest() != check:
+    if zlib.crc32(raw[start:]) != check:
         return None
     try:
         header = marshal.loads(raw[start:start + hlen])
@@ -142,7 +156,7 @@ def decode(raw: bytes) -> tuple[dict[str, str], bytes] | None:
     return header, raw[start + hlen:]
 
 
-def read(path: str) -> tuple[dict[str, str], bytes] | None:
+def read(path: str) -> tuple[dict[str, object], bytes] | None:
     """A cache file this user wrote, decoded; None when missing, foreign, truncated or corrupted."""
     try:
         with open(path, "rb") as f:

@@ -73,7 +73,7 @@ def why(kb: KB, kernel: str, q: Query) -> dict[str, Any]:
 
     if not q.gpu:
         raise UsageError("kb graph why needs --gpu", fix="e.g. kb graph why flash-attention-4 --gpu h100")
-    krec = resolve(kb, kernel, "kernel")
+    krec = kb.by_id[resolve(kb, kernel, "kernel")]
     assert isinstance(krec, Kernel)
     q.kernels = [krec.id]
     ans = solve(kb, q)

@@ -31,9 +31,11 @@ def flipped(kb: KB, claim: Claim) -> tuple[KB, str]:
 def solve_cells(kb: KB, cells: list[Cell], engine: str) -> tuple[Snapshot, dict[Cell, set[str]]]:
     """Solve the given cells: one multi-GPU solve per (kv, head dim) that covers every accelerator, else one
     solve per GPU. Returns the snapshot and the claims each cell used."""
+    from kbtool.solve.image import Image
     from kbtool.solve.query import Query
     from kbtool.solve.solver import solve
 
+    img = Image.of(kb)  # built once for every solve below
     accs = {a.id for a in kb.of_kind("accelerator", Accelerator)}
     groups: dict[tuple[str, int], set[str]] = {}
     for gpu, kv, hd in cells:
@@ -42,10 +44,10 @@ def solve_cells(kb: KB, cells: list[Cell], engine: str) -> tuple[Snapshot, dict[
     used: dict[Cell, set[str]] = {}
     for (kv, hd), gpus in sorted(groups.items()):
         if gpus >= accs:
-            ans = solve(kb, Query(kv=kv, head_dim=hd, engine=engine))
+            ans = solve(img, Query(kv=kv, head_dim=hd, engine=engine))
             rows: list[Answer | MultiAnswer] = list(ans.rows) if isinstance(ans, MultiAnswer) else [ans]
         else:
-            rows = [solve(kb, Query(gpu=g, kv=kv, head_dim=hd, engine=engine)) for g in sorted(gpus)]
+            rows = [solve(img, Query(gpu=g, kv=kv, head_dim=hd, engine=engine)) for g in sorted(gpus)]
         for a in rows:
             assert isinstance(a, Answer)
             cell = (str(a.query["gpu"]), kv, hd)

@@ -166,7 +166,7 @@ def test_write_is_atomic_and_leaves_no_temporary(tmp_path: Path) -> None:
     assert cachefile.write(str(blocker / "x.cache"), b"z") is False  # never raises
 
 
-# ---- the `kb` entry point and its answer memo (subprocesses: it is about whole-process behaviour) ----
+# ---- the `kb` entry point and its fast query path (subprocesses: it is about whole-process behaviour) ----
 
 
 def _kb(args: list[str], cache_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -180,30 +180,56 @@ QUERIES = [
     ["query", "--kb", str(FIX), "--gpu", "gpu-hopper", "--ctx", "128k", "--kv", "fp8"],
     ["query", "--kb", str(FIX), "--gpu", "gpu-hopper", "--json"],
     ["query", "--kb", str(FIX), "--ctx", "1m", "--fail-on-no"],
+    ["query", "--kb", str(FIX), "--ctx=1m", "--explain", "--model", "fx-llama-70b"],
+    ["query", "--kb", str(FIX), "--gpu", "hop", "--kernel", "k-gqa", "--kernel", "k-mla", "--lib", "cuda=12.8",
+     "--head-dim", "128", "--batch", "4", "--util", ".8", "--phase", "decode", "--gpus", "2"],
     ["query", "--kb", str(FIX), "--gpu", "no-such-gpu"],
+    ["query", "--kb", str(FIX), "--gpu", "gpu-hopper", "--ctx", "-5"],
+    ["query", "--kb", str(FIX), "--gpu", "gpu-hopper", "--gpus", "+2"],
+    ["query", "--kb", str(FIX), "--help"],
 ]
 
 
-@pytest.mark.parametrize("args", QUERIES, ids=["text", "json", "multi", "error"])
-def test_memo_replays_identical_output(tmp_path: Path, args: list[str]) -> None:
-    fresh = _kb([*args[:1], "--no-cache", *args[1:]], tmp_path / "c")
-    first = _kb(args, tmp_path / "c")
-    again = _kb(args, tmp_path / "c")
-    for r in (first, again):
-        assert (r.returncode, r.stdout, r.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
-    memos = list((tmp_path / "c" / "answers").glob("*.memo")) if (tmp_path / "c" / "answers").is_dir() else []
-    assert len(memos) == (1 if fresh.returncode in (0, 1) else 0)
+@pytest.mark.parametrize("args", QUERIES, ids=["text", "json", "multi", "explain", "many-options", "unknown-gpu",
+                                                "bad-ctx", "odd-int", "help"])
+def test_fast_path_says_what_the_full_cli_says(tmp_path: Path, args: list[str]) -> None:
+    _kb(QUERIES[0], tmp_path / "c")  # writes the query image
+    assert list((tmp_path / "c").glob("*.image"))
+    full = _kb(args, tmp_path / "c", KB_DEBUG_NO_FAST="1")  # the full CLI
+    for _ in range(2):
+        fast = _kb(args, tmp_path / "c", KB_DEBUG="1")  # KB_DEBUG: a fast-path bug raises instead of falling back
+        assert (fast.returncode, fast.stdout, fast.stderr) == (full.returncode, full.stdout, full.stderr)
 
 
-def test_memo_follows_the_records(tmp_path: Path) -> None:
+def test_fast_path_answers_without_the_full_cli(tmp_path: Path) -> None:
+    """It is really taken: with the image fresh, a query runs without typer, pydantic, rich or yaml."""
+    args = ["query", "--kb", str(FIX), "--gpu", "gpu-blackwell", "--ctx", "128k", "--kv", "fp8"]
+    _kb(args, tmp_path / "c")
+    code = ("import runpy, sys; sys.argv = ['kb', *sys.argv[1:]]\n"
+            "try:\n    runpy.run_module('kbtool', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'pydantic', 'rich', 'yaml')),"
+            " file=sys.stderr)")
+    e = {**os.environ, "KB_CACHE_DIR": str(tmp_path / "c")}
+    e.pop("KB_NO_CACHE", None)
+    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=e, cwd=ROOT,
+                       timeout=120)
+    assert r.stdout.startswith("verdict:") and r.stderr.strip() == "[]"
+
+
+def test_fast_path_follows_the_records(tmp_path: Path) -> None:
     root = tmp_path / "records"
     shutil.copytree(FIX, root)
     args = ["query", "--kb", str(root), "--gpu", "gpu-hopper", "--json"]
     before = _kb(args, tmp_path / "c")
     assert before.returncode == 0 and _kb(args, tmp_path / "c").stdout == before.stdout
+    claim = root / "claims" / "k-gqa-head-dim.yaml"
+    claim.write_text(claim.read_text().replace("reject", "caveat", 1))  # edited in place: the answer changes
+    edited = _kb(args, tmp_path / "c")
+    assert edited.returncode == 0 and edited.stdout != before.stdout
+    assert edited.stdout == _kb(["query", "--no-cache", *args[1:]], tmp_path / "c").stdout
     (root / "accelerators" / "gpu-hopper.yaml").unlink()  # the accelerator is gone: the answer must change
     after = _kb(args, tmp_path / "c")
-    assert after.returncode != 0 or after.stdout != before.stdout
+    assert after.returncode == 2 and "unknown accelerator" in after.stderr
 
 
 def test_where_is_the_same_after_a_cache_hit(tree: Path) -> None:

@@ -1,0 +1,259 @@
+"""The query image: what the solver reads from the KB, as plain data that loads in milliseconds.
+
+`kb query` must not import pydantic (issue #8), so the solver does not read record models. `build(kb)` takes
+the validated records once and keeps only what answering needs: kernels, claims with compiled conditions,
+engine backends, accelerators and their architectures, models, the architecture each evidence record ran
+on, and bench measurements per accelerator. `dump`/`load` turn it into `marshal` bytes for the KB cache
+(kbtool/store/queryimage.py); `Image.of(kb)` builds one in memory for callers that hold a loaded KB.
+
+Views (`KernelV`, `ClaimV`, ...) carry the attribute names of the record models they stand for, flattened
+where the solver only needs a leaf (a claim's `status` is its `verification.status`).
+"""
+
+from __future__ import annotations
+
+import marshal
+
+from kbtool.errors import NotFoundError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from kbtool.kb import KB
+
+IMAGE_VERSION = 1
+
+
+class KernelV:
+    __slots__ = ("attention", "id", "library", "phases", "variant_of")
+    kind = "kernel"
+
+    def __init__(self, t: tuple[Any, ...]) -> None:
+        self.id, self.library, self.phases, self.attention, self.variant_of = t
+
+
+class ClaimV:
+    """A claim: gate fields, with the verification and reason blocks flattened."""
+
+    __slots__ = (
+        "code",
+        "effect",
+        "evidence",
+        "id",
+        "message",
+        "requires",
+        "scope",
+        "sources",
+        "status",
+        "subject",
+        "when",
+        "workaround",
+    )
+    kind = "claim"
+
+    def __init__(self, t: tuple[Any, ...]) -> None:
+        (self.id, self.subject, self.effect, self.when, self.requires, self.scope, self.status, self.evidence,
+         self.code, self.message, self.workaround, self.sources) = t
+
+
+class BackendV:
+    __slots__ = ("attention", "backend_name", "engine", "id", "kernels")
+    kind = "engine-backend"
+
+    def __init__(self, t: tuple[Any, ...]) -> None:
+        self.id, self.engine, self.backend_name, self.kernels, self.attention = t
+
+
+class AcceleratorV:
+    __slots__ = ("architecture", "capacity", "driver_memory", "id", "vendor")
+    kind = "accelerator"
+
+    def __init__(self, t: tuple[Any, ...]) -> None:
+        self.id, self.vendor, self.architecture, self.capacity, self.driver_memory = t
+
+    def capacity_bytes(self) -> int | None:
+        return self.capacity  # type: ignore[no-any-return]
+
+
+class LayerV:
+    __slots__ = (
+        "count",
+        "head_dim",
+        "head_dim_v",
+        "kv_heads",
+        "kv_lora_rank",
+        "rope_dim",
+        "state_bytes",
+        "type",
+        "window",
+    )
+
+    def __init__(self, t: tuple[Any, ...]) -> None:
+        (self.type, self.count, self.kv_heads, self.head_dim, self.head_dim_v, self.window, self.kv_lora_rank,
+         self.rope_dim, self.state_bytes) = t
+
+
+class ModelV:
+    __slots__ = (
+        "head_dim",
+        "id",
+        "layers",
+        "max_context",
+        "num_heads",
+        "parameters",
+        "weight_bytes",
+        "weight_dtype",
+    )
+    kind = "model"
+
+    def __init__(self, t: tuple[Any, ...]) -> None:
+        (self.id, self.parameters, self.weight_dtype, self.weight_bytes, self.num_heads, self.head_dim,
+         self.max_context, layers) = t
+        self.layers = [LayerV(g) for g in layers]
+
+
+class BenchRow:
+    """A bench measurement record, as kbtool.bench.rank reads it."""
+
+    __slots__ = ("accelerator", "conditions", "id", "kernel", "metrics", "outcome", "phase", "samples")
+
+    def __init__(self, t: tuple[Any, ...]) -> None:
+        (self.id, self.phase, self.kernel, self.conditions, self.outcome, self.samples, correct,
+         self.accelerator) = t
+        self.metrics = {} if correct is None else {"correct": correct}
+
+
+# ---- building from records ----------------------------------------------------------------------
+
+
+def _claim_row(c: Any) -> tuple[Any, ...]:
+    from kbtool.solve.conditions import compile_condition
+
+    scope = [(r.library, r.introduced, r.fixed, r.last_affected) for r in c.scope]
+    return (c.id, c.subject, c.effect, compile_condition(c.when), compile_condition(c.requires), scope,
+            c.verification.status, list(c.verification.evidence), c.reason.code, c.reason.message,
+            c.reason.workaround, [s.locator() for s in c.sources])
+
+
+def _model_row(m: Any) -> tuple[Any, ...]:
+    layers = [(g.type, g.count, g.kv_heads, g.head_dim, g.head_dim_v, g.window, g.kv_lora_rank, g.rope_dim,
+               g.state_bytes) for g in m.layers]
+    return (m.id, m.parameters, m.weight_dtype, m.weight_bytes, m.num_heads, m.head_dim, m.max_context, layers)
+
+
+def _bench_row(m: Any) -> tuple[Any, ...]:
+    return (m.id, m.phase, m.kernel, dict(m.conditions), m.outcome, list(m.samples), m.metrics.get("correct"),
+            m.accelerator)
+
+
+def build(kb: KB, skipped: list[str] | None = None) -> dict[str, Any]:
+    """The image of a loaded KB, as plain data (marshal-able)."""
+    from kbtool.bench.records import bench_records
+
+    by_kind: dict[str, list[Any]] = {}
+    for r in kb:
+        by_kind.setdefault(r.kind, []).append(r)
+    kernels = sorted(by_kind.get("kernel", []), key=lambda r: r.id)
+    claims = by_kind.get("claim", [])
+    libs = {k.library for k in kernels} | {s.library for c in claims for s in c.scope}
+    bench: dict[str, list[tuple[Any, ...]]] = {}
+    for m in bench_records(kb):
+        if m.accelerator:
+            bench.setdefault(m.accelerator, []).append(_bench_row(m))
+    return {
+        "version": IMAGE_VERSION,
+        "aliases": dict(kb.aliases),
+        "kinds": {r.id: r.kind for r in kb},
+        "kernels": [(k.id, k.library, list(k.phases), list(k.attention), k.variant_of) for k in kernels],
+        "claims": [_claim_row(c) for c in claims],
+        "libraries": sorted(libs),
+        "accelerators": {a.id: (a.id, a.vendor, a.architecture, a.capacity_bytes(), a.memory_bytes is not None)
+                         for a in by_kind.get("accelerator", [])},
+        "cc": {a.id: a.compute_capability for a in by_kind.get("architecture", [])},
+        "models": {m.id: _model_row(m) for m in by_kind.get("model", [])},
+        "backends": sorted(((b.id, b.engine, b.backend_name, list(b.kernels), list(b.attention))
+                            for b in by_kind.get("engine-backend", [])), key=lambda t: t[0]),
+        "evidence_arch": {e.id: e.environment.architecture for e in by_kind.get("evidence", [])
+                          if getattr(e, "environment", None) is not None and e.environment.architecture},
+        "bench": bench,
+        "skipped": list(skipped or []),
+    }
+
+
+def dump(data: dict[str, Any]) -> bytes:
+    return marshal.dumps(data)
+
+
+# ---- the loaded image ---------------------------------------------------------------------------
+
+
+class Image:
+    """The solver's view of the KB."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.aliases: dict[str, str] = data["aliases"]
+        self.kinds: dict[str, str] = data["kinds"]
+        self.kernels = [KernelV(t) for t in data["kernels"]]
+        self.kernel_by_id = {k.id: k for k in self.kernels}
+        self.by_subject: dict[str, list[ClaimV]] = {}
+        for t in data["claims"]:
+            c = ClaimV(t)
+            self.by_subject.setdefault(c.subject, []).append(c)
+        self.libraries: list[str] = data["libraries"]
+        self._accs: dict[str, tuple[Any, ...]] = data["accelerators"]
+        self.cc: dict[str, str | None] = data["cc"]
+        self._models: dict[str, tuple[Any, ...]] = data["models"]
+        self._backends: list[tuple[Any, ...]] = data["backends"]
+        self.evidence_arch: dict[str, str] = data["evidence_arch"]
+        self._bench: dict[str, list[tuple[Any, ...]]] = data["bench"]
+        self.skipped: list[str] = data["skipped"]
+
+    @classmethod
+    def of(cls, kb: KB) -> Image:
+        return cls(build(kb))
+
+    @classmethod
+    def load(cls, blob: bytes) -> Image | None:
+        """The image in `blob`; None for bytes of another version (or not an image at all)."""
+        try:
+            data = marshal.loads(blob)
+        except (ValueError, EOFError, TypeError):
+            return None
+        if not isinstance(data, dict) or data.get("version") != IMAGE_VERSION:
+            return None
+        return cls(data)
+
+    def accelerator(self, rid: str) -> AcceleratorV:
+        return AcceleratorV(self._accs[rid])
+
+    def accelerators(self) -> list[AcceleratorV]:
+        return [AcceleratorV(self._accs[k]) for k in sorted(self._accs)]
+
+    def model(self, rid: str) -> ModelV:
+        return ModelV(self._models[rid])
+
+    def backends(self, engine: str) -> list[BackendV]:
+        return [BackendV(t) for t in self._backends if t[1] == engine]
+
+    def bench_rows(self, accelerator: str) -> list[BenchRow]:
+        return [BenchRow(t) for t in self._bench.get(accelerator, [])]
+
+    def resolve(self, name: str, kind: str, flag: str) -> str:
+        """The id an id or alias names (case-insensitive); a miss names the three nearest record ids."""
+        return resolve_name(self.aliases, self.kinds.get, name, kind, flag)
+
+
+def resolve_name(aliases: dict[str, str], kind_of: Any, name: str, kind: str, flag: str) -> str:
+    """The id of `kind` that `name` (an id or alias, any case) names in `aliases`; a miss raises with the three
+    nearest ids. `kind_of(id)` gives a record's kind."""
+    rid = aliases.get(name.strip().lower())
+    if rid is not None and kind_of(rid) == kind:
+        return rid
+    import difflib
+
+    pool = {a: i for a, i in aliases.items() if kind_of(i) == kind}
+    ranked = difflib.get_close_matches(name.strip().lower(), list(pool), n=len(pool), cutoff=0.3)
+    ids = list(dict.fromkeys(pool[a] for a in ranked))[:3]
+    hint = f"did you mean {', '.join(ids)}?" if ids else f"run `kb list --kind {kind}`"
+    raise NotFoundError(f"{flag}: unknown {kind} '{name}'", fix=hint)
