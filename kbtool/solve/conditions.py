@@ -1,8 +1,9 @@
 """Three-valued evaluation of claim conditions (design.md §2 "Conditions").
 
 The solver works on compiled conditions, plain tuples that load fast from the KB cache (no pydantic on the
-query path): a leaf is `(var, op, operand)`, a group is `("all", [..])` or `("any", [..])`, a negation is
-`("not", c)`. `compile_condition` turns the validated record form (kbtool.model.common) into this one.
+query path): a leaf is `(var, op, operand)` (a list operand becomes a tuple), a group is `("all", (..))` or
+`("any", (..))`, a negation is `("not", c)`. `compile_condition` turns the validated record form
+(kbtool.model.common) into this one.
 
 A variable missing from the environment is *unknown*. `evaluate` returns True, False or None (unknown) with
 Kleene logic; `residual` partially evaluates a tree, leaving only the parts that depend on unknown inputs,
@@ -34,11 +35,11 @@ def compile_condition(cond: Any) -> Cond | None:
     if isinstance(cond, Leaf):
         op = cond.op
         x = cond.operand
-        return (cond.var, op, list(x) if isinstance(x, list) else x)
+        return (cond.var, op, tuple(x) if isinstance(x, list) else x)
     if isinstance(cond, All):
-        return ("all", [compile_condition(c) for c in cond.all])
+        return ("all", tuple(compile_condition(c) for c in cond.all))
     if isinstance(cond, AnyOf):
-        return ("any", [compile_condition(c) for c in cond.any])
+        return ("any", tuple(compile_condition(c) for c in cond.any))
     return ("not", compile_condition(cond.not_))
 
 

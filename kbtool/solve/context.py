@@ -4,6 +4,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from kbtool.solve.gates import Judge
     from kbtool.solve.image import BackendV, Image, KernelV, ModelV
     from kbtool.solve.query import Query
 
@@ -11,8 +12,9 @@ if TYPE_CHECKING:
 class Ctx:
     """Everything resolved once per query."""
 
-    __slots__ = ("backends", "img", "kernels", "model", "q")
+    __slots__ = ("backends", "img", "judges", "kernels", "model", "q")
 
     def __init__(self, img: Image, q: Query, model: ModelV | None, kernels: list[KernelV]) -> None:
         self.img, self.q, self.model, self.kernels = img, q, model, kernels
         self.backends: list[BackendV] = []
+        self.judges: dict[str, Judge] = {}  # per phase, for the accelerator being solved

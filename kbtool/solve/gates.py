@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from kbtool.solve.answer import KernelStatus
-    from kbtool.solve.conditions import Env
+    from kbtool.solve.conditions import Env, Tri
     from kbtool.solve.image import ClaimV
 
 SEVERITY: dict[str, int] = {"ok": 0, "caveat": 1, "unknown": 2, "rejected": 3}
@@ -60,9 +60,10 @@ def in_scope(claim: ClaimV, libs: dict[str, str]) -> bool:
     return all(any(oks) for oks in by_lib.values())
 
 
-def scope_text(claim: ClaimV) -> str | None:
+def scope_text(scope: Iterable[tuple[str, str | None, str | None, str | None]]) -> str | None:
+    """`flashinfer >= 0.2, < 0.6.18`: a claim's version scope as text (the image keeps it per claim)."""
     parts = []
-    for library, introduced, fixed, last_affected in claim.scope:
+    for library, introduced, fixed, last_affected in scope:
         rng = []
         if introduced:
             rng.append(f">= {introduced}")
@@ -108,78 +109,135 @@ class Outcome:
         self.used |= other.used
 
 
-def _observed(claim: ClaimV, env: Env) -> Any:
-    leaves = false_leaves(claim.requires, env)
+_MISS = object()
+
+
+class Judge:
+    """One environment (a query on one accelerator, in one phase) with its evaluations remembered.
+
+    Conditions in the query image are shared objects (kbtool/solve/image.py interns equal ones), so a
+    condition is evaluated once per environment however many claims hold it: results are keyed by the
+    object's id, which is stable while the image (and so the condition) is alive.
+    """
+
+    __slots__ = ("env", "libs", "memo")
+
+    def __init__(self, env: Env, libs: dict[str, str]) -> None:
+        self.env, self.libs = env, libs
+        self.memo: dict[Any, Any] = {}
+
+    def ev(self, cond: Any) -> Tri:
+        if cond is None:
+            return True
+        key = id(cond)
+        v = self.memo.get(key, _MISS)
+        if v is _MISS:
+            v = self.memo[key] = evaluate(cond, self.env)
+        return v  # type: ignore[no-any-return]
+
+    def fill(self, template: str) -> str:
+        key = ("fill", template)
+        v: str | None = self.memo.get(key)
+        if v is None:
+            v = self.memo[key] = fill(template, self.env)
+        return v
+
+    def once(self, key: tuple[Any, ...], make: Any) -> Any:
+        v = self.memo.get(key, _MISS)
+        if v is _MISS:
+            v = self.memo[key] = make()
+        return v
+
+
+def _observed(requires: Any, env: Env) -> Any:
+    leaves = false_leaves(requires, env)
     names = list(dict.fromkeys(leaf[0] for leaf in leaves))
     if len(names) == 1:
         return env.get(names[0])
     return {n: env.get(n) for n in names} or None
 
 
-def _reason(claim: ClaimV, env: Env, layer: str, *, allowed: Any = None, depends: list[str] | None = None,
-            message: str | None = None) -> Reason:
+def _reason(claim: ClaimV, j: Judge, layer: str, *, observed: Any = None, allowed: Any = None,
+            depends: list[str] | None = None, message: str | None = None) -> Reason:
     status = claim.status
     return Reason(
-        claim=claim.id, code=claim.code, message=message or fill(claim.message, env),
-        observed=None if depends else _observed(claim, env), allowed=allowed,
-        verification=status, enforced=status != "refuted", layer=layer,
-        depends_on=depends or [], evidence=list(claim.evidence),
-        sources=list(claim.sources), subject=claim.subject, scope=scope_text(claim),
-        workaround=claim.workaround, phase=env.get("phase"),
+        claim=claim.id, code=claim.code, message=message or j.fill(claim.message),
+        observed=observed, allowed=allowed, verification=status, enforced=status != "refuted", layer=layer,
+        depends_on=list(depends) if depends else [], evidence=list(claim.evidence), sources=list(claim.sources),
+        subject=claim.subject, scope=claim.scope_text, workaround=claim.workaround, phase=j.env.get("phase"),
     )
 
 
-def apply_claim(claim: ClaimV, env: Env, layer: str) -> tuple[KernelStatus, Reason | None]:
-    """(status this claim imposes, its reason). `ok` with None when it does not bite."""
-    w = evaluate(claim.when, env)
+def apply_claim(claim: ClaimV, j: Judge, layer: str, w: Tri | None = None) -> tuple[KernelStatus, Reason | None]:
+    """(status this claim imposes, its reason). `ok` with None when it does not bite. `w`: its `when`, if known."""
+    env = j.env
+    if w is None:
+        w = j.ev(claim.when)
     if w is False:
         return "ok", None
+    when, req = claim.when, claim.requires
     if claim.effect == "reject":
-        r = evaluate(claim.requires, env)
+        r = j.ev(req)
         if r is True:
             return "ok", None
         if r is False and w is True:
-            return "rejected", _reason(claim, env, layer, allowed=allowed_values(residual_requires(claim, env)))
-        cond = passes_or_not_applies(claim.when, claim.requires)
-        deps = unknown_vars(cond, env)
-        passes = describe(residual(cond, env))
-        msg = f"{fill(claim.message, env)} [depends on {', '.join(deps)}: passes when {passes}]"
-        return "unknown", _reason(claim, env, layer, allowed=passes, depends=deps, message=msg)
+            observed, allowed = j.once(("rejected", id(req)), lambda: (
+                _observed(req, env), allowed_values(residual_requires(req, env))))
+            return "rejected", _reason(claim, j, layer, observed=observed, allowed=allowed)
+
+        def undecided() -> tuple[list[str], str]:
+            cond = passes_or_not_applies(when, req)
+            return unknown_vars(cond, env), describe(residual(cond, env))
+
+        deps, passes = j.once(("unknown", id(when), id(req)), undecided)
+        msg = f"{j.fill(claim.message)} [depends on {', '.join(deps)}: passes when {passes}]"
+        return "unknown", _reason(claim, j, layer, allowed=passes, depends=deps, message=msg)
     if claim.effect == "caveat":
-        r = evaluate(claim.requires, env) if claim.requires is not None else False
+        r = j.ev(req) if req is not None else False
         if r is True:
             return "ok", None
         if w is True and r is False:
-            return "caveat", _reason(claim, env, layer)
-        deps = sorted(set(unknown_vars(claim.when, env)) | set(unknown_vars(claim.requires, env)))
-        when_txt = describe(residual(claim.when, env))
-        msg = f"{fill(claim.message, env)} [may apply, depends on {', '.join(deps)}: applies when {when_txt}]"
-        return "caveat", _reason(claim, env, layer, depends=deps, message=msg)
+            return "caveat", _reason(claim, j, layer, observed=j.once(("observed", id(req)),
+                                                                     lambda: _observed(req, env)))
+
+        def maybe() -> tuple[list[str], str]:
+            deps = sorted(set(unknown_vars(when, env)) | set(unknown_vars(req, env)))
+            return deps, describe(residual(when, env))
+
+        deps, when_txt = j.once(("caveat", id(when), id(req)), maybe)
+        msg = f"{j.fill(claim.message)} [may apply, depends on {', '.join(deps)}: applies when {when_txt}]"
+        return "caveat", _reason(claim, j, layer, depends=deps, message=msg)
     return "ok", None  # `supports` claims do not gate
 
 
-def residual_requires(claim: ClaimV, env: Env) -> Any:
+def residual_requires(requires: Any, env: Env) -> Any:
     """What the requirement asks for, narrowed to the leaves that failed where that is simpler."""
-    leaves = false_leaves(claim.requires, env)
+    leaves = false_leaves(requires, env)
     if len(leaves) == 1:
         return leaves[0]
-    return claim.requires if claim.requires is not None else True
+    return requires if requires is not None else True
 
 
-def apply_claims(claims: Iterable[ClaimV], env: Env, libs: dict[str, str], layer: str = "kernel") -> Outcome:
+def apply_claims(claims: Iterable[ClaimV], j: Judge, layer: str = "kernel") -> Outcome:
     out = Outcome()
+    libs = j.libs
     for c in claims:
-        if not in_scope(c, libs):
+        if libs and not in_scope(c, libs):
             continue
-        if evaluate(c.when, env) is not False and c.effect != "supports":
-            out.used.add(c.id)
-        status, reason = apply_claim(c, env, layer)
+        w = j.ev(c.when)
+        if w is False:
+            continue
+        if c.effect == "supports":
+            continue
+        out.used.add(c.id)
+        status, reason = apply_claim(c, j, layer, w)
         if reason is None:
             continue
         if c.status == "refuted":
             out.refuted.append(reason)
             continue
-        out.status = worst([out.status, status])
+        if SEVERITY[status] > SEVERITY[out.status]:
+            out.status = status
         (out.caveats if status == "caveat" else out.reasons).append(reason)
     return out
 

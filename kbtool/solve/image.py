@@ -44,6 +44,7 @@ class ClaimV:
         "message",
         "requires",
         "scope",
+        "scope_text",
         "sources",
         "status",
         "subject",
@@ -53,8 +54,8 @@ class ClaimV:
     kind = "claim"
 
     def __init__(self, t: tuple[Any, ...]) -> None:
-        (self.id, self.subject, self.effect, self.when, self.requires, self.scope, self.status, self.evidence,
-         self.code, self.message, self.workaround, self.sources) = t
+        (self.id, self.subject, self.effect, self.when, self.requires, self.scope, self.scope_text, self.status,
+         self.evidence, self.code, self.message, self.workaround, self.sources) = t
 
 
 class BackendV:
@@ -127,13 +128,28 @@ class BenchRow:
 # ---- building from records ----------------------------------------------------------------------
 
 
-def _claim_row(c: Any) -> tuple[Any, ...]:
+def _claim_row(c: Any, share: dict[bytes, Any]) -> tuple[Any, ...]:
     from kbtool.solve.conditions import compile_condition
+    from kbtool.solve.gates import scope_text
 
-    scope = [(r.library, r.introduced, r.fixed, r.last_affected) for r in c.scope]
-    return (c.id, c.subject, c.effect, compile_condition(c.when), compile_condition(c.requires), scope,
-            c.verification.status, list(c.verification.evidence), c.reason.code, c.reason.message,
-            c.reason.workaround, [s.locator() for s in c.sources])
+    scope = tuple((r.library, r.introduced, r.fixed, r.last_affected) for r in c.scope)
+    row = (c.id, c.subject, c.effect, compile_condition(c.when), compile_condition(c.requires), scope,
+           scope_text(scope), c.verification.status, tuple(c.verification.evidence), c.reason.code,
+           c.reason.message, c.reason.workaround, tuple(s.locator() for s in c.sources))
+    return tuple(_shared(x, share) for x in row)
+
+
+def _shared(x: Any, share: dict[bytes, Any]) -> Any:
+    """`x` with equal strings and tuples (conditions, scopes, sources) made one object (hash-consing).
+
+    marshal then writes each once and loads them as shared objects, and the solver's per-environment memo
+    (kbtool/solve/gates.py: Judge), keyed by object id, evaluates each distinct condition once. Keys are the
+    marshalled bytes, which keep types apart (True, 1 and 1.0 are different keys)."""
+    if isinstance(x, tuple):
+        x = tuple(_shared(i, share) for i in x)
+    elif not isinstance(x, str):
+        return x
+    return share.setdefault(marshal.dumps(x), x)
 
 
 def _model_row(m: Any) -> tuple[Any, ...]:
@@ -156,6 +172,7 @@ def build(kb: KB, skipped: list[str] | None = None) -> dict[str, Any]:
         by_kind.setdefault(r.kind, []).append(r)
     kernels = sorted(by_kind.get("kernel", []), key=lambda r: r.id)
     claims = by_kind.get("claim", [])
+    share: dict[bytes, Any] = {}
     libs = {k.library for k in kernels} | {s.library for c in claims for s in c.scope}
     bench: dict[str, list[tuple[Any, ...]]] = {}
     for m in bench_records(kb):
@@ -166,7 +183,7 @@ def build(kb: KB, skipped: list[str] | None = None) -> dict[str, Any]:
         "aliases": dict(kb.aliases),
         "kinds": {r.id: r.kind for r in kb},
         "kernels": [(k.id, k.library, list(k.phases), list(k.attention), k.variant_of) for k in kernels],
-        "claims": [_claim_row(c) for c in claims],
+        "claims": [_claim_row(c, share) for c in claims],
         "libraries": sorted(libs),
         "accelerators": {a.id: (a.id, a.vendor, a.architecture, a.capacity_bytes(), a.memory_bytes is not None)
                          for a in by_kind.get("accelerator", [])},

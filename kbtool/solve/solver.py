@@ -10,7 +10,7 @@ from __future__ import annotations
 from kbtool.errors import UsageError
 from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer, Reason
 from kbtool.solve.context import Ctx
-from kbtool.solve.gates import SEVERITY, Outcome, apply_claims, best, structural, worst
+from kbtool.solve.gates import SEVERITY, Judge, Outcome, apply_claims, best, structural, worst
 from kbtool.solve.image import Image, resolve_name
 from kbtool.solve.memory import memory_for
 from kbtool.solve.query import Query, check_libs
@@ -174,7 +174,7 @@ def eval_kernel(cx: Ctx, k: KernelV, envs: dict[str, dict[str, Any]], glob: list
                 observed=lay, allowed=list(k.attention), subject=k.id)])
         else:
             o = Outcome()
-        o.add(apply_claims(claims, env, cx.q.libs))
+        o.add(apply_claims(claims, cx.judges[p]))
         statuses[p] = o.status
         out.add(o)
     out.status = worst(statuses.values())
@@ -213,7 +213,7 @@ def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]], kstat: dict[str, tupl
                 o = Outcome(status="rejected", reasons=[structural(
                     "ATTENTION", f"{b.id} serves {', '.join(b.attention)}; the model uses {lay}", "engine",
                     observed=lay, allowed=list(b.attention), subject=b.id)])
-            o.add(apply_claims(cx.img.by_subject.get(b.id, ()), env, cx.q.libs, "engine"))
+            o.add(apply_claims(cx.img.by_subject.get(b.id, ()), cx.judges[p], "engine"))
             phases[p] = o
         per_phase[b.id] = phases
         kernel_status = {k: kstat[k][1].status for k in b.kernels if k in kstat}
@@ -246,10 +246,11 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     q = cx.q
     env, assumed = base_env(cx, acc)
     envs = {p: phase_env(cx, env, p) for p in q.phases}
+    cx.judges = {p: Judge(e, q.libs) for p, e in envs.items()}
     glob = _global_claims(cx, acc)
     glob_out = Outcome()
     for p in q.phases:
-        glob_out.add(apply_claims(glob, envs[p], q.libs))
+        glob_out.add(apply_claims(glob, cx.judges[p]))
     glob_rejects = [c for c in glob if c.effect == "reject"]  # hardware gates bind every kernel
     kstat = {k.id: eval_kernel(cx, k, envs, glob_rejects) for k in cx.kernels}
     used: set[str] = set()
