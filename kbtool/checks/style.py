@@ -15,14 +15,30 @@ EXCLUDED_KINDS = frozenset({"evidence"})  # written only by `kb probe run`; `kb 
 def first_difference(path: Path, text: str, display: str, kind: str | None = None) -> int:
     """0 when `text` is canonical (or cannot be formatted: other checks report that), else the first line that
     differs. A missing or stale schema line is found without formatting."""
-    from kbtool.fmt.core import canonical, schema_line
+    line = _quick_difference(path, text, kind)
+    if line is not None:
+        return line
+    from kbtool.fmt.core import canonical
 
-    if kind is not None and text.partition("\n")[0] != schema_line(path, kind):
-        return 1
     try:
         want = canonical(text, path, display)
     except KbError:
         return 0
+    return _differs(text, want)
+
+
+def _quick_difference(path: Path, text: str, kind: str | None) -> int | None:
+    """first_difference without ruamel's round trip (kbtool/fmt/fast.py), or None when that cannot decide."""
+    from kbtool.fmt.core import schema_line
+    from kbtool.fmt.fast import fast_canonical
+
+    if kind is not None and text.partition("\n")[0] != schema_line(path, kind):
+        return 1
+    want = fast_canonical(text, path)
+    return None if want is None else _differs(text, want)
+
+
+def _differs(text: str, want: str) -> int:
     if want == text:
         return 0
     for i, (x, y) in enumerate(zip(text.splitlines(), want.splitlines(), strict=False), start=1):
@@ -85,8 +101,13 @@ def _one(job: tuple[Path, str, str, str]) -> int:
 
 
 def _first_differences(todo: list[tuple[Path, str, str, str]]) -> list[int]:
-    """first_difference for each job; many jobs are spread over forked workers, one per CPU (KB_JOBS=N
-    caps that; 1 turns it off). Formatting is pure Python, so only processes run it in parallel."""
+    """first_difference for each job; many jobs are spread over forked workers, one per CPU (KB_JOBS=N caps
+    that; 1 turns it off). Formatting is pure Python, so only processes run it in parallel. Most files are
+    decided without ruamel (kbtool/fmt/fast.py), but even that is worth two processes for a large KB."""
+    return _round_trips(todo)
+
+
+def _round_trips(todo: list[tuple[Path, str, str, str]]) -> list[int]:
     import os
 
     jobs = min(int(os.environ.get("KB_JOBS") or (os.cpu_count() or 1)), 8, len(todo) // PARALLEL_MIN)

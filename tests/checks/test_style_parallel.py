@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kbtool.checks import style
+from kbtool.fmt import fast
 from kbtool.kb import KB
 from kbtool.store.records import load_tree
 from tests.util import RECORDS
@@ -17,6 +18,7 @@ def test_parallel_matches_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     kb = KB.from_load(load_tree(RECORDS))
     monkeypatch.setenv("KB_CACHE_DIR", "")  # no verdict cache: every file is checked
     monkeypatch.setattr(style, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(fast, "ENABLED", False)  # every file takes the ruamel round trip
     monkeypatch.setenv("KB_JOBS", "1")
     serial = style.find_non_canonical_files(kb)
     monkeypatch.setenv("KB_JOBS", "2")
