@@ -1,10 +1,9 @@
 """A warm `kb query` stays lean: not even typer, pydantic, rich, the YAML reader, typing or dataclasses, let
 alone round-trip YAML, jsonschema, networkx or torch (design.md §6, issue #8). Checked on sys.modules of a
-real `kb` process."""
+real `kb` process (python -X importtime)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,25 +16,21 @@ NEVER = ("ruamel", "jsonschema", "networkx", "torch")
 NOT_WARM = ("typer", "pydantic", "rich", "yaml", "kbtool.cli", "kbtool.model", "typing", "dataclasses", "hashlib",
             "pathlib", "json", "difflib")
 
-PROBE = """
-import json, sys
-sys.argv = ["kb", *json.loads(sys.argv[1])]
-from kbtool.launch import main
-try:
-    main()
-except SystemExit:
-    pass
-with open({out!r}, "w") as f:
-    json.dump(sorted(sys.modules), f)
-"""
+def imported(args: list[str], cache: Path) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run `kb ARGS` in a fresh interpreter with -X importtime; (the process, every module it imported).
+
+    importtime reports each import as it happens, so this holds even though a fast answer ends the process
+    with os._exit."""
+    env = {**os.environ, "KB_CACHE_DIR": str(cache)}
+    env.pop("KB_NO_CACHE", None)
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "kbtool", *args], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=120, check=False)
+    mods = {line.rsplit("|", 1)[1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
+    return r, mods - {"package"}
 
 
 def _modules(args: list[str], cache: Path, out: Path) -> set[str]:
-    env = {**os.environ, "KB_CACHE_DIR": str(cache)}
-    env.pop("KB_NO_CACHE", None)
-    subprocess.run([sys.executable, "-c", PROBE.format(out=str(out)), json.dumps(args)], cwd=ROOT, env=env,
-                   capture_output=True, text=True, timeout=120, check=False)
-    return set(json.loads(out.read_text()))
+    return imported(args, cache)[1]
 
 
 def _loaded(mods: set[str], names: tuple[str, ...]) -> list[str]:

@@ -7,13 +7,15 @@ The answer objects are read by attribute only.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from kbtool.render.sink import PlainSink, Sink, as_sink, pick_sink
 
-from kbtool.render.sink import PlainSink, Seg, Sink, as_sink, pick_sink
-
+TYPE_CHECKING = False  # the warm query path imports this module: no typing at run time
 if TYPE_CHECKING:
+    from typing import Any
+
     from rich.console import Console
 
+    from kbtool.render.sink import Seg
     from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer, Reason
 
 __all__ = ["LABEL", "STYLE", "PlainSink", "Sink", "pick_sink", "render_answer", "render_multi"]

@@ -7,7 +7,11 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.text import Text
 
-from kbtool.render.sink import Seg, Sink
+from kbtool.render.sink import Sink
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kbtool.render.sink import Seg
 
 
 class RichSink(Sink):

@@ -15,13 +15,15 @@ from __future__ import annotations
 import builtins
 import os
 import sys
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, TextIO
 
+TYPE_CHECKING = False  # the warm query path imports this module: no typing at run time
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import TextIO
+
     from rich.console import Console
 
-Seg = tuple[str, str]
+    Seg = tuple[str, str]
 
 # rich.control.STRIP_CONTROL_CODES: bell, backspace, vertical tab, form feed, carriage return
 _STRIP = {7: None, 8: None, 11: None, 12: None, 13: None}

@@ -13,6 +13,7 @@ where the solver only needs a leaf (a claim's `status` is its `verification.stat
 from __future__ import annotations
 
 import marshal
+from operator import itemgetter
 
 from kbtool.errors import NotFoundError
 
@@ -25,37 +26,48 @@ if TYPE_CHECKING:
 IMAGE_VERSION = 1
 
 
-class KernelV:
-    __slots__ = ("attention", "id", "library", "phases", "variant_of")
+def _at(i: int) -> Any:
+    return property(itemgetter(i))
+
+
+class KernelV(tuple):  # type: ignore[type-arg]
+    """A kernel: (id, library, phases, attention, variant_of). A tuple, so the image loads without building
+    thousands of objects field by field."""
+
+    __slots__ = ()
     kind = "kernel"
+    if TYPE_CHECKING:
+        id: str
+        library: str
+        phases: list[str]
+        attention: list[str]
+        variant_of: str | None
+    else:
+        id, library, phases, attention, variant_of = (_at(i) for i in range(5))
 
-    def __init__(self, t: tuple[Any, ...]) -> None:
-        self.id, self.library, self.phases, self.attention, self.variant_of = t
 
+class ClaimV(tuple):  # type: ignore[type-arg]
+    """A claim: gate fields, with the verification and reason blocks flattened (a tuple, as KernelV)."""
 
-class ClaimV:
-    """A claim: gate fields, with the verification and reason blocks flattened."""
-
-    __slots__ = (
-        "code",
-        "effect",
-        "evidence",
-        "id",
-        "message",
-        "requires",
-        "scope",
-        "scope_text",
-        "sources",
-        "status",
-        "subject",
-        "when",
-        "workaround",
-    )
+    __slots__ = ()
     kind = "claim"
-
-    def __init__(self, t: tuple[Any, ...]) -> None:
-        (self.id, self.subject, self.effect, self.when, self.requires, self.scope, self.scope_text, self.status,
-         self.evidence, self.code, self.message, self.workaround, self.sources) = t
+    if TYPE_CHECKING:
+        id: str
+        subject: str
+        effect: str
+        when: tuple[Any, ...] | None
+        requires: tuple[Any, ...] | None
+        scope: tuple[tuple[str, str | None, str | None, str | None], ...]
+        scope_text: str | None
+        status: str
+        evidence: tuple[str, ...]
+        code: str
+        message: str
+        workaround: str | None
+        sources: tuple[str, ...]
+    else:
+        (id, subject, effect, when, requires, scope, scope_text, status, evidence, code, message, workaround,
+         sources) = (_at(i) for i in range(13))
 
 
 class BackendV:
