@@ -78,14 +78,28 @@ def run(argv: list[str]) -> tuple[str, str, int] | None:
     if opts is None or os.environ.get("KB_NO_CACHE"):
         return None
     from kbtool.paths import records_root
+    from kbtool.render.sink import wants_rich
     from kbtool.store import imagecache
 
+    if wants_rich(sys.stderr) or (not opts.get("json") and wants_rich(sys.stdout)):
+        return None  # a terminal: the full CLI styles the answer (and any warning) with rich
     root = records_root(opts.pop("kb", None))
     if not os.path.isdir(root):
         return None
-    payload = imagecache.peek(root)
-    if payload is None:
+    stat = imagecache.stat_later(root)  # checks the tree in parallel, from now on
+    got = imagecache.peek_speculative(root, stat)
+    if got is None:
+        stat()  # reap the checker
         return None
+    payload, fresh = got
+    try:
+        answer = _answer(payload, opts)
+    finally:
+        ok = fresh()  # always reap the checker
+    return answer if ok else None  # a changed tree: the full CLI rebuilds the image and answers
+
+
+def _answer(payload: bytes, opts: dict[str, Any]) -> tuple[str, str, int] | None:
     from kbtool.errors import KbError
     from kbtool.solve.image import Image
     from kbtool.solve.query import build_query
@@ -108,10 +122,8 @@ def run(argv: list[str]) -> tuple[str, str, int] | None:
         import io
 
         from kbtool.render.query import render_answer, render_multi
-        from kbtool.render.sink import PlainSink, wants_rich
+        from kbtool.render.sink import PlainSink
 
-        if wants_rich(sys.stdout) or (img.skipped and wants_rich(sys.stderr)):
-            return None  # a terminal: the full CLI styles it with rich
         if img.skipped:
             err = f"warning: {len(img.skipped)} record(s) left out (run `kb validate`)\n"
         buf = io.StringIO()

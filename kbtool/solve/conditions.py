@@ -94,9 +94,41 @@ def compare_versions(a: str | int | float, b: str | int | float) -> int:
 # ---- leaves -----------------------------------------------------------------------------------
 
 
+_VERSION_VARS = frozenset(k for k, (t, _) in VARS.items() if t == "version")
+
+
 def _is_version_var(var: str) -> bool:
-    spec = VARS.get(var)
-    return spec is not None and spec[0] == "version"
+    return var in _VERSION_VARS
+
+
+# An `in` list as a set, by kind, so membership is one lookup. Keyed by the operand tuple's value (never by
+# id), so it is right for any image; it holds one entry per distinct list in the KB.
+_SETS: dict[tuple[Any, ...], tuple[str, frozenset[Any]]] = {}
+
+
+def _operand_set(x: tuple[Any, ...]) -> tuple[str, frozenset[Any]]:
+    got = _SETS.get(x)
+    if got is None:
+        if all(type(o) is str for o in x):
+            got = ("str", frozenset(o.lower() for o in x))
+        elif all(type(o) is int or type(o) is float for o in x):
+            got = ("num", frozenset(float(o) for o in x))
+        else:
+            got = ("mixed", frozenset())
+        _SETS[x] = got
+    return got
+
+
+def _member(v: Any, x: Any, var: str) -> bool:
+    """any(_same(v, o, var) for o in x), with one set lookup where every operand is text or every one a number."""
+    if type(x) is tuple and var not in _VERSION_VARS:
+        kind, members = _operand_set(x)
+        tv = type(v)
+        if kind == "str" and tv is str:
+            return v.lower() in members
+        if kind == "num" and (tv is int or tv is float):
+            return float(v) in members
+    return any(_same(v, o, var) for o in x)
 
 
 def _same(value: Any, operand: Any, var: str) -> bool:
@@ -124,14 +156,16 @@ def eval_leaf(leaf: Cond, env: Env) -> Tri:
     v = env.get(var)
     if v is None:
         return None
+    if op == "eq" and type(v) is str and type(x) is str and var not in _VERSION_VARS:
+        return v.lower() == x.lower()
     if op == "eq":
         return _same(v, x, var)
     if op == "ne":
         return not _same(v, x, var)
     if op == "in":
-        return any(_same(v, o, var) for o in x)
+        return _member(v, x, var)
     if op == "not_in":
-        return not any(_same(v, o, var) for o in x)
+        return not _member(v, x, var)
     if op == "multiple_of":
         return isinstance(v, int) and not isinstance(v, bool) and v % int(x) == 0
     c = _order(v, x, var)

@@ -136,3 +136,22 @@ def test_three_valued_is_sound(tree: dict[str, Any], known: set[str]) -> None:
         r = residual(c, env)
         assert (r if isinstance(r, bool) else evaluate(r, env_full)) is total
         assert set(unknown_vars(c, env)) <= set(VARS) - known
+
+
+SCALARS = st.one_of(st.booleans(), st.integers(-3, 300), st.sampled_from([64.0, 128.0, 0.5]),
+                    st.sampled_from(["sm90", "SM90", "fp8_e4m3", "FP8_E4M3", "12.8", "12.8.0", "a"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(SCALARS, st.lists(SCALARS, max_size=6), st.sampled_from(["sm", "head_dim", "cuda", "kv_dtype", "causal"]))
+def test_membership_fast_path_agrees_with_pairwise_comparison(value: Any, operands: list[Any], var: str) -> None:
+    """`in` / `not_in` use a set lookup for all-text or all-number lists; it must say what comparing each
+    operand would (case-insensitive text, 128 == 128.0, True is not 1, versions compared as versions)."""
+    from kbtool.solve.conditions import _same
+
+    x = tuple(operands)
+    want = any(_same(value, o, var) for o in x)
+    assert evaluate((var, "in", x), {var: value}) is want
+    assert evaluate((var, "not_in", x), {var: value}) is (not want)
+    if operands:
+        assert evaluate((var, "eq", x[0]), {var: value}) is _same(value, x[0], var)

@@ -245,3 +245,17 @@ def test_where_is_the_same_after_a_cache_hit(tree: Path) -> None:
         assert warm.location(rid, "id") == cold.location(rid, "id")
     assert sorted(pickle.loads(pickle.dumps(warm.where))) == sorted(cold.where)
     assert sorted(copy.copy(warm.where)) == sorted(dict(warm.where)) == sorted({**warm.where})
+
+
+@pytest.mark.parametrize("parallel", [True, False], ids=["forked", "in-process"])
+def test_stat_later_gives_the_stat_key(tmp_path: Path, parallel: bool) -> None:
+    from kbtool.store import imagecache
+
+    root = tmp_path / "records"
+    shutil.copytree(FIX, root)
+    want = cachefile.stat_key(str(root), imagecache.schema_folder())
+    assert imagecache.stat_later(str(root), parallel=parallel)() == want
+    later = imagecache.stat_later(str(root), parallel=parallel)  # started before the edit: may see either
+    (root / "claims" / "k-gqa-head-dim.yaml").write_text("x: 1\n")
+    assert later() is not None
+    assert imagecache.stat_later(str(root), parallel=parallel)() != want
