@@ -12,8 +12,6 @@ and `describe` renders a tree as text, so an answer can say "passes when head_di
 
 from __future__ import annotations
 
-import re
-
 from kbtool.vocab import VARS
 
 TYPE_CHECKING = False
@@ -64,6 +62,27 @@ def condition_vars(cond: Cond | None) -> set[str]:
 _PRE = {"dev": -4, "a": -3, "alpha": -3, "b": -2, "beta": -2, "rc": -1, "c": -1, "pre": -1}
 
 
+_DIGITS = frozenset("0123456789")
+_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyz")
+
+
+def _tokens(s: str) -> list[str]:
+    """The runs of ASCII digits and of ASCII lowercase letters in `s`, in order (everything else separates)."""
+    out: list[str] = []
+    run, kind = "", None
+    for ch in s:
+        k = "d" if ch in _DIGITS else "a" if ch in _LETTERS else None
+        if k != kind and run:
+            out.append(run)
+            run = ""
+        kind = k
+        if k is not None:
+            run += ch
+    if run:
+        out.append(run)
+    return out
+
+
 def parse_version(text: str | int | float) -> tuple[tuple[int, int | str], ...]:
     """A comparable key for '12.8', '0.6.18', '2026.09.30', '2.8.0+cu128', '0.11.0rc1', '1.0.0.dev3'.
 
@@ -72,7 +91,7 @@ def parse_version(text: str | int | float) -> tuple[tuple[int, int | str], ...]:
     """
     s = str(text).strip().lower().lstrip("v").split("+", 1)[0]
     parts: list[tuple[int, int | str]] = []
-    for tok in re.findall(r"[0-9]+|[a-z]+", s):
+    for tok in _tokens(s):
         if tok.isdigit():
             parts.append((0, int(tok)))
         else:

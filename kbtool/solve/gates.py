@@ -6,8 +6,6 @@ versions the query gave (`--lib`). Refuted claims are evaluated and shown but ne
 
 from __future__ import annotations
 
-import re
-
 from kbtool.solve.answer import Reason
 from kbtool.solve.conditions import (
     allowed_values,
@@ -75,17 +73,41 @@ def scope_text(scope: Iterable[tuple[str, str | None, str | None, str | None]]) 
     return "; ".join(parts) or None
 
 
-_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_-]*)\}")
+_FIRST = frozenset("abcdefghijklmnopqrstuvwxyz_")
+_REST = _FIRST | frozenset("0123456789-")
+
+
+def _spans(template: str) -> list[tuple[int, int, str]]:
+    """(start, end, name) of each `{name}` placeholder, leftmost first; a name is [a-z_][a-z0-9_-]*.
+    (A scanner rather than a regex: `kb query` starts faster without importing re.)"""
+    out = []
+    i = template.find("{")
+    while i >= 0:
+        j = template.find("}", i + 1)
+        if j < 0:
+            break
+        name = template[i + 1:j]
+        if name and name[0] in _FIRST and all(ch in _REST for ch in name):
+            out.append((i, j + 1, name))
+            i = template.find("{", j + 1)
+        else:
+            i = template.find("{", i + 1)
+    return out
+
+
+def placeholders(template: str) -> set[str]:
+    """The variables a message template fills in."""
+    return {name for _, _, name in _spans(template)}
 
 
 def fill(template: str, env: Env) -> str:
     """Fill {var} placeholders from the environment; a missing input shows as '?'."""
-
-    def sub(m: re.Match[str]) -> str:
-        v = env.get(m.group(1))
-        return "?" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
-
-    return _PLACEHOLDER.sub(sub, template)
+    parts, at = [], 0
+    for start, end, name in _spans(template):
+        v = env.get(name)
+        parts += [template[at:start], "?" if v is None else str(v).lower() if isinstance(v, bool) else str(v)]
+        at = end
+    return "".join(parts) + template[at:] if parts else template
 
 
 class Outcome:
@@ -218,27 +240,65 @@ def residual_requires(requires: Any, env: Env) -> Any:
     return requires if requires is not None else True
 
 
+def apply_claims_phases(claims: Iterable[ClaimV], judges: list[Judge], differ: set[str],
+                        layer: str = "kernel") -> list[Outcome]:
+    """`apply_claims` in each phase's environment (`judges`, in phase order), evaluating once a claim that reads
+    none of the variables in `differ` (those whose values differ between the phases): its status counts in
+    every phase and its reason, with no phase, is listed in the first phase only. That is exactly what
+    evaluating it per phase gives once the solver merges a kernel's reasons (solver._merge keeps the first of
+    the identical per-phase reasons, without its phase)."""
+    outs = [Outcome() for _ in judges]
+    first, j0 = outs[0], judges[0]
+    libs = j0.libs
+    for c in claims:
+        if libs and not in_scope(c, libs):
+            continue
+        if any(v in differ for v in c.reads):
+            for j, o in zip(judges, outs, strict=True):
+                _apply_one(c, j, o, layer)
+            continue
+        w = j0.ev(c.when)
+        if w is False or c.effect == "supports":
+            continue
+        for o in outs:
+            o.used.add(c.id)
+        status, reason = apply_claim(c, j0, layer, w)
+        if reason is None:
+            continue
+        reason.phase = None
+        if c.status == "refuted":
+            first.refuted.append(reason)
+            continue
+        for o in outs:
+            if SEVERITY[status] > SEVERITY[o.status]:
+                o.status = status
+        (first.caveats if status == "caveat" else first.reasons).append(reason)
+    return outs
+
+
+def _apply_one(c: ClaimV, j: Judge, out: Outcome, layer: str) -> None:
+    w = j.ev(c.when)
+    if w is False or c.effect == "supports":
+        return
+    out.used.add(c.id)
+    status, reason = apply_claim(c, j, layer, w)
+    if reason is None:
+        return
+    if c.status == "refuted":
+        out.refuted.append(reason)
+        return
+    if SEVERITY[status] > SEVERITY[out.status]:
+        out.status = status
+    (out.caveats if status == "caveat" else out.reasons).append(reason)
+
+
 def apply_claims(claims: Iterable[ClaimV], j: Judge, layer: str = "kernel") -> Outcome:
     out = Outcome()
     libs = j.libs
     for c in claims:
         if libs and not in_scope(c, libs):
             continue
-        w = j.ev(c.when)
-        if w is False:
-            continue
-        if c.effect == "supports":
-            continue
-        out.used.add(c.id)
-        status, reason = apply_claim(c, j, layer, w)
-        if reason is None:
-            continue
-        if c.status == "refuted":
-            out.refuted.append(reason)
-            continue
-        if SEVERITY[status] > SEVERITY[out.status]:
-            out.status = status
-        (out.caveats if status == "caveat" else out.reasons).append(reason)
+        _apply_one(c, j, out, layer)
     return out
 
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 1
+IMAGE_VERSION = 2
 
 
 def _at(i: int) -> Any:
@@ -65,9 +65,10 @@ class ClaimV(tuple):  # type: ignore[type-arg]
         message: str
         workaround: str | None
         sources: tuple[str, ...]
+        reads: tuple[str, ...]  # the query variables its conditions and message read
     else:
         (id, subject, effect, when, requires, scope, scope_text, status, evidence, code, message, workaround,
-         sources) = (_at(i) for i in range(13))
+         sources, reads) = (_at(i) for i in range(14))
 
 
 class BackendV:
@@ -145,9 +146,14 @@ def _claim_row(c: Any, share: dict[bytes, Any]) -> tuple[Any, ...]:
     from kbtool.solve.gates import scope_text
 
     scope = tuple((r.library, r.introduced, r.fixed, r.last_affected) for r in c.scope)
-    row = (c.id, c.subject, c.effect, compile_condition(c.when), compile_condition(c.requires), scope,
-           scope_text(scope), c.verification.status, tuple(c.verification.evidence), c.reason.code,
-           c.reason.message, c.reason.workaround, tuple(s.locator() for s in c.sources))
+    from kbtool.solve.conditions import condition_vars
+    from kbtool.solve.gates import placeholders
+
+    when, requires = compile_condition(c.when), compile_condition(c.requires)
+    reads = condition_vars(when) | condition_vars(requires) | placeholders(c.reason.message)
+    row = (c.id, c.subject, c.effect, when, requires, scope, scope_text(scope), c.verification.status,
+           tuple(c.verification.evidence), c.reason.code, c.reason.message, c.reason.workaround,
+           tuple(s.locator() for s in c.sources), tuple(sorted(reads)))
     return tuple(_shared(x, share) for x in row)
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from kbtool.errors import UsageError
 from kbtool.vocab import DTYPE_ALIASES, ENGINES, KV_DTYPES, LIBRARIES, PHASES
 
@@ -11,7 +9,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-_CTX = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmM]?)\s*$")
 _CTX_FIX = "give a positive token count such as 131072, 128k or 1m (k = 1024, m = 1024 x 1024)"
 
 LIB_ALIASES = {
@@ -22,12 +19,29 @@ LIB_ALIASES = {
 }
 
 
+def _digits(s: str) -> bool:
+    return s.isascii() and s.isdigit()
+
+
+def _ctx_parts(text: str) -> tuple[str, str] | None:
+    """(number, unit) of `  128.5 K `: ASCII digits with at most one fraction, an optional k/m (any case),
+    spaces anywhere around them; None for anything else. (No regex: `kb query` starts faster without re.)"""
+    t = text.strip()
+    unit = ""
+    if t and t[-1] in "kKmM":
+        unit, t = t[-1].lower(), t[:-1].rstrip()
+    whole, dot, frac = t.partition(".")
+    if not _digits(whole) or (dot and not _digits(frac)):
+        return None
+    return t, unit
+
+
 def parse_ctx(text: str | int) -> int:
     """'131072', '128k', '1m', '1M' -> tokens (k = 1024). Zero, negative, fractional tokens and garbage fail."""
-    m = _CTX.match(str(text))
-    if not m:
+    parts = _ctx_parts(str(text))
+    if parts is None:
         raise UsageError(f"--ctx: '{text}' is not a context length", fix=_CTX_FIX)
-    num, unit = m.group(1), m.group(2).lower()
+    num, unit = parts
     mult = {"": 1, "k": 1024, "m": 1024 * 1024}[unit]
     value = float(num) * mult
     if value != int(value):
@@ -79,6 +93,8 @@ def parse_libs(items: list[str] | None) -> dict[str, str]:
         name = name.strip().lower()
         name = LIB_ALIASES.get(name, name)
         version = version.strip()
+        import re
+
         if not sep or not name or not re.match(r"^v?[0-9]+(\.[0-9A-Za-z]+)*([.+-][0-9A-Za-z.+-]+)?$", version):
             raise UsageError(f"--lib: '{item}' is not NAME=VERSION", fix="e.g. --lib flashinfer=0.6.18 --lib cuda=12.8")
         out[name] = version.lstrip("v")

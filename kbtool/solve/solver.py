@@ -10,7 +10,7 @@ from __future__ import annotations
 from kbtool.errors import UsageError
 from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer, Reason
 from kbtool.solve.context import Ctx
-from kbtool.solve.gates import SEVERITY, Judge, Outcome, apply_claims, best, structural, worst
+from kbtool.solve.gates import SEVERITY, Judge, Outcome, apply_claims, apply_claims_phases, best, structural, worst
 from kbtool.solve.image import Image, resolve_name
 from kbtool.solve.memory import memory_for
 from kbtool.solve.query import Query, check_libs
@@ -161,7 +161,9 @@ def eval_kernel(cx: Ctx, k: KernelV, envs: dict[str, dict[str, Any]], glob: list
                                       f"{', '.join(envs)}", observed=list(envs), allowed=list(k.phases),
                                       subject=k.id))
         return statuses, out
-    for p in phases:
+    per_phase = apply_claims_phases(claims, [cx.judges[p] for p in phases], cx.differ) if len(phases) > 1 \
+        else [apply_claims(claims, cx.judges[phases[0]])]
+    for p, claimed in zip(phases, per_phase, strict=True):
         env = envs[p]
         lay = env.get("attention")
         if lay is None and not set(k.attention) - set(MLA_LAYOUTS):
@@ -174,7 +176,7 @@ def eval_kernel(cx: Ctx, k: KernelV, envs: dict[str, dict[str, Any]], glob: list
                 observed=lay, allowed=list(k.attention), subject=k.id)])
         else:
             o = Outcome()
-        o.add(apply_claims(claims, cx.judges[p]))
+        o.add(claimed)
         statuses[p] = o.status
         out.add(o)
     out.status = worst(statuses.values())
@@ -247,6 +249,8 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     env, assumed = base_env(cx, acc)
     envs = {p: phase_env(cx, env, p) for p in q.phases}
     cx.judges = {p: Judge(e, q.libs) for p, e in envs.items()}
+    keys = {k for e in envs.values() for k in e}
+    cx.differ = {k for k in keys if len({repr(e.get(k)) for e in envs.values()}) > 1}
     glob = _global_claims(cx, acc)
     glob_out = Outcome()
     for p in q.phases:

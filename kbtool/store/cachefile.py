@@ -1,8 +1,8 @@
 """The cache file format and the tree fingerprints, on the standard library's cheapest modules only.
 
 `kb query` consults these before it decides whether to import anything else, so this module uses plain
-string paths and `marshal`: no pathlib, typing, dataclasses or json (each costs a noticeable share of an
-interpreter start).
+string paths and `marshal`: no pathlib, typing, dataclasses, json, re or contextlib (each costs a noticeable
+share of an interpreter start).
 
 A cache file is: MAGIC, a fixed header (format version, header length, payload length, CRC-32 of header
 and payload), a marshalled header dict, the payload. Anything else is treated as absent. The CRC catches
@@ -13,7 +13,6 @@ binding costs milliseconds to load) is only imported for `content_key`, off the 
 
 from __future__ import annotations
 
-import contextlib
 import marshal
 import os
 import struct
@@ -126,8 +125,10 @@ def code_key() -> bytes:
     sites = []
     for p in sys.path:
         if p.endswith("-packages"):
-            with contextlib.suppress(OSError):
+            try:  # noqa: SIM105  (contextlib costs the warm query path an import)
                 sites.append((p, os.stat(p).st_mtime_ns))  # changes when a package is installed or removed
+            except OSError:
+                pass
     return marshal.dumps((FORMAT_VERSION, sys.version, sites, [f for f in files if f[0].endswith(".py")]))
 
 
@@ -179,8 +180,10 @@ def write(path: str, data: bytes) -> bool:
                 f.write(data)
             os.replace(tmp, path)
         except BaseException:
-            with contextlib.suppress(OSError):
+            try:  # noqa: SIM105  (contextlib costs the warm query path an import)
                 os.unlink(tmp)
+            except OSError:
+                pass
             raise
     except OSError:
         return False

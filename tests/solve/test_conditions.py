@@ -155,3 +155,31 @@ def test_membership_fast_path_agrees_with_pairwise_comparison(value: Any, operan
     assert evaluate((var, "not_in", x), {var: value}) is (not want)
     if operands:
         assert evaluate((var, "eq", x[0]), {var: value}) is _same(value, x[0], var)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="0123456789abcxyzRC.+-_ é", max_size=16))
+def test_version_tokens_agree_with_the_regex_they_replaced(text: str) -> None:
+    import re
+
+    from kbtool.solve.conditions import _tokens
+
+    assert _tokens(text) == re.findall(r"[0-9]+|[a-z]+", text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="{}ab_-9 Z?", max_size=16), st.booleans())
+def test_placeholder_fill_agrees_with_the_regex_it_replaced(template: str, flag: bool) -> None:
+    import re
+
+    from kbtool.solve.gates import fill, placeholders
+
+    pat = re.compile(r"\{([a-z_][a-z0-9_-]*)\}")
+    env = {"a": 7, "b_": flag, "a-9": "x"}
+
+    def sub(m: re.Match[str]) -> str:
+        v = env.get(m.group(1))
+        return "?" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+
+    assert fill(template, env) == pat.sub(sub, template)
+    assert placeholders(template) == set(pat.findall(template))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kbtool.errors import UsageError
@@ -67,3 +69,18 @@ def test_phase_util_and_build() -> None:
     for kw in ({"gpus": 0}, {"batch": -1}, {"head_dim": 0}, {"engine": "sglangx"}):
         with pytest.raises(UsageError):
             build_query(**kw)  # type: ignore[arg-type]
+
+
+CTX_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmM]?)\s*$")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.text(alphabet=" \t\u00a0.0123456789kKmMx-e+", max_size=12), st.text(max_size=8)))
+def test_ctx_scanner_agrees_with_the_regex_it_replaced(text: str) -> None:
+    from kbtool.solve.query import _ctx_parts
+
+    m = CTX_RE.match(text)
+    got = _ctx_parts(text)
+    assert (got is None) == (m is None)
+    if m is not None and got is not None:
+        assert (float(got[0]), got[1]) == (float(m.group(1)), m.group(2).lower())
