@@ -1,4 +1,5 @@
-"""A line-for-line port of the parts of ruamel.yaml's Emitter (0.19) that kb's canonical form uses.
+"""kb's own re-implementation of how ruamel.yaml's Emitter (0.19) lays out the parts of YAML that kb's canonical
+form uses: same output, written differently (token scans instead of ruamel's character loop).
 
 `emit(root)` writes a document the way ruamel's emitter writes the events of the same tree, with kb's layout
 (width 120, mapping and sequence indent 2, dash offset 0, unicode allowed, no comments, anchors or tags). It
