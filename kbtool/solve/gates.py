@@ -124,7 +124,8 @@ class Outcome:
         self.used: set[str] = set()
 
     def add(self, other: Outcome) -> None:
-        self.status = worst([self.status, other.status])
+        if SEVERITY[other.status] > SEVERITY[self.status]:
+            self.status = other.status
         self.reasons += other.reasons
         self.caveats += other.caveats
         self.refuted += other.refuted

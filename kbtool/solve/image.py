@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 2
+IMAGE_VERSION = 3
 
 
 def _at(i: int) -> Any:
@@ -196,22 +196,25 @@ def build(kb: KB, skipped: list[str] | None = None) -> dict[str, Any]:
     for m in bench_records(kb):
         if m.accelerator:
             bench.setdefault(m.accelerator, []).append(_bench_row(m))
+    names: dict[str, dict[str, str]] = {}
+    for alias, rid in kb.aliases.items():  # per kind; the first record to claim an alias keeps it, as in KB
+        names.setdefault(kb.by_id[rid].kind, {})[alias] = rid
+    lazy = marshal.dumps  # sections most queries never open are nested bytes, decoded on first use
     return {
         "version": IMAGE_VERSION,
-        "aliases": dict(kb.aliases),
-        "kinds": {r.id: r.kind for r in kb},
+        "names": {kind: lazy(table) for kind, table in names.items()},
         "kernels": [(k.id, k.library, list(k.phases), list(k.attention), k.variant_of) for k in kernels],
         "claims": [_claim_row(c, share) for c in claims],
         "libraries": sorted(libs),
-        "accelerators": {a.id: (a.id, a.vendor, a.architecture, a.capacity_bytes(), a.memory_bytes is not None)
-                         for a in by_kind.get("accelerator", [])},
+        "accelerators": lazy({a.id: (a.id, a.vendor, a.architecture, a.capacity_bytes(),
+                                     a.memory_bytes is not None) for a in by_kind.get("accelerator", [])}),
         "cc": {a.id: a.compute_capability for a in by_kind.get("architecture", [])},
-        "models": {m.id: _model_row(m) for m in by_kind.get("model", [])},
-        "backends": sorted(((b.id, b.engine, b.backend_name, list(b.kernels), list(b.attention))
-                            for b in by_kind.get("engine-backend", [])), key=lambda t: t[0]),
+        "models": lazy({m.id: _model_row(m) for m in by_kind.get("model", [])}),
+        "backends": lazy(sorted(((b.id, b.engine, b.backend_name, list(b.kernels), list(b.attention))
+                                 for b in by_kind.get("engine-backend", [])), key=lambda t: t[0])),
         "evidence_arch": {e.id: e.environment.architecture for e in by_kind.get("evidence", [])
                           if getattr(e, "environment", None) is not None and e.environment.architecture},
-        "bench": bench,
+        "bench": {acc: lazy(rows) for acc, rows in bench.items()},
         "skipped": list(skipped or []),
     }
 
@@ -227,8 +230,7 @@ class Image:
     """The solver's view of the KB."""
 
     def __init__(self, data: dict[str, Any]) -> None:
-        self.aliases: dict[str, str] = data["aliases"]
-        self.kinds: dict[str, str] = data["kinds"]
+        self._names: dict[str, Any] = dict(data["names"])  # kind -> bytes, or the decoded {alias: id}
         self.kernels = [KernelV(t) for t in data["kernels"]]
         self.kernel_by_id = {k.id: k for k in self.kernels}
         self.by_subject: dict[str, list[ClaimV]] = {}
@@ -236,13 +238,25 @@ class Image:
             c = ClaimV(t)
             self.by_subject.setdefault(c.subject, []).append(c)
         self.libraries: list[str] = data["libraries"]
-        self._accs: dict[str, tuple[Any, ...]] = data["accelerators"]
+        self._raw = {k: data[k] for k in ("accelerators", "models", "backends")}
+        self._open: dict[str, Any] = {}
         self.cc: dict[str, str | None] = data["cc"]
-        self._models: dict[str, tuple[Any, ...]] = data["models"]
-        self._backends: list[tuple[Any, ...]] = data["backends"]
         self.evidence_arch: dict[str, str] = data["evidence_arch"]
-        self._bench: dict[str, list[tuple[Any, ...]]] = data["bench"]
+        self._bench: dict[str, bytes] = data["bench"]
         self.skipped: list[str] = data["skipped"]
+
+    def _section(self, name: str) -> Any:
+        got = self._open.get(name)
+        if got is None:
+            got = self._open[name] = marshal.loads(self._raw[name])
+        return got
+
+    def names(self, kind: str) -> dict[str, str]:
+        """{lowercase id or alias: id} of the records of `kind`."""
+        table = self._names.get(kind)
+        if isinstance(table, bytes):
+            table = self._names[kind] = marshal.loads(table)
+        return table or {}
 
     @classmethod
     def of(cls, kb: KB) -> Image:
@@ -260,34 +274,35 @@ class Image:
         return cls(data)
 
     def accelerator(self, rid: str) -> AcceleratorV:
-        return AcceleratorV(self._accs[rid])
+        return AcceleratorV(self._section("accelerators")[rid])
 
     def accelerators(self) -> list[AcceleratorV]:
-        return [AcceleratorV(self._accs[k]) for k in sorted(self._accs)]
+        accs = self._section("accelerators")
+        return [AcceleratorV(accs[k]) for k in sorted(accs)]
 
     def model(self, rid: str) -> ModelV:
-        return ModelV(self._models[rid])
+        return ModelV(self._section("models")[rid])
 
     def backends(self, engine: str) -> list[BackendV]:
-        return [BackendV(t) for t in self._backends if t[1] == engine]
+        return [BackendV(t) for t in self._section("backends") if t[1] == engine]
 
     def bench_rows(self, accelerator: str) -> list[BenchRow]:
-        return [BenchRow(t) for t in self._bench.get(accelerator, [])]
+        blob = self._bench.get(accelerator)
+        return [BenchRow(t) for t in marshal.loads(blob)] if blob else []
 
     def resolve(self, name: str, kind: str, flag: str) -> str:
         """The id an id or alias names (case-insensitive); a miss names the three nearest record ids."""
-        return resolve_name(self.aliases, self.kinds.get, name, kind, flag)
+        return resolve_name(self.names(kind), name, kind, flag)
 
 
-def resolve_name(aliases: dict[str, str], kind_of: Any, name: str, kind: str, flag: str) -> str:
-    """The id of `kind` that `name` (an id or alias, any case) names in `aliases`; a miss raises with the three
-    nearest ids. `kind_of(id)` gives a record's kind."""
-    rid = aliases.get(name.strip().lower())
-    if rid is not None and kind_of(rid) == kind:
+def resolve_name(pool: dict[str, str], name: str, kind: str, flag: str) -> str:
+    """The id `name` (an id or alias, any case) names in `pool`, the {alias: id} of the records of `kind`;
+    a miss raises with the three nearest ids."""
+    rid = pool.get(name.strip().lower())
+    if rid is not None:
         return rid
     import difflib
 
-    pool = {a: i for a, i in aliases.items() if kind_of(i) == kind}
     ranked = difflib.get_close_matches(name.strip().lower(), list(pool), n=len(pool), cutoff=0.3)
     ids = list(dict.fromkeys(pool[a] for a in ranked))[:3]
     hint = f"did you mean {', '.join(ids)}?" if ids else f"run `kb list --kind {kind}`"

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from kbtool.solve.image import AcceleratorV, ClaimV, KernelV, ModelV
 
 MLA_LAYOUTS = ("mla", "sparse-mla")
+MLA_ONLY = frozenset(MLA_LAYOUTS)
+STATUS_OF: dict[int, KernelStatus] = {0: "ok", 1: "caveat", 2: "unknown", 3: "rejected"}  # SEVERITY inverted
 FLAGS = {"accelerator": "--gpu", "model": "--model", "kernel": "--kernel"}
 
 
@@ -48,7 +50,8 @@ def resolve(img: Image | KB, name: str, kind: str) -> str:
     if isinstance(img, Image):
         return img.resolve(name, kind, flag)
     by_id = img.by_id
-    return resolve_name(img.aliases, lambda i: by_id[i].kind if i in by_id else None, name, kind, flag)
+    pool = {a: i for a, i in img.aliases.items() if i in by_id and by_id[i].kind == kind}
+    return resolve_name(pool, name, kind, flag)
 
 
 def prepare(img: Image, q: Query) -> Ctx:
@@ -163,23 +166,27 @@ def eval_kernel(cx: Ctx, k: KernelV, envs: dict[str, dict[str, Any]], glob: list
         return statuses, out
     per_phase = apply_claims_phases(claims, [cx.judges[p] for p in phases], cx.differ) if len(phases) > 1 \
         else [apply_claims(claims, cx.judges[phases[0]])]
+    lay = envs[phases[0]].get("attention")  # the same in every phase
+    layout: Outcome | None = None
+    if lay is None and MLA_ONLY.issuperset(k.attention):
+        layout = Outcome(status="unknown", reasons=[structural(
+            "ATTENTION", f"{k.id} implements {', '.join(k.attention)} attention only [depends on attention: "
+            f"give --model]", allowed=list(k.attention), depends=["attention"], subject=k.id)])
+    elif lay is not None and lay not in k.attention:
+        layout = Outcome(status="rejected", reasons=[structural(
+            "ATTENTION", f"{k.id} implements {', '.join(k.attention)} attention; the model uses {lay}",
+            observed=lay, allowed=list(k.attention), subject=k.id)])
+    worst_seen = 0
     for p, claimed in zip(phases, per_phase, strict=True):
-        env = envs[p]
-        lay = env.get("attention")
-        if lay is None and not set(k.attention) - set(MLA_LAYOUTS):
-            o = Outcome(status="unknown", reasons=[structural(
-                "ATTENTION", f"{k.id} implements {', '.join(k.attention)} attention only [depends on attention: "
-                f"give --model]", allowed=list(k.attention), depends=["attention"], subject=k.id)])
-        elif lay is not None and lay not in k.attention:
-            o = Outcome(status="rejected", reasons=[structural(
-                "ATTENTION", f"{k.id} implements {', '.join(k.attention)} attention; the model uses {lay}",
-                observed=lay, allowed=list(k.attention), subject=k.id)])
+        if layout is not None:  # the same reason in every phase: the merge keeps one
+            o = Outcome(layout.status, list(layout.reasons))
+            o.add(claimed)
         else:
-            o = Outcome()
-        o.add(claimed)
+            o = claimed
         statuses[p] = o.status
+        worst_seen = max(worst_seen, SEVERITY[o.status])
         out.add(o)
-    out.status = worst(statuses.values())
+    out.status = STATUS_OF[worst_seen]
     return statuses, out
 
 
