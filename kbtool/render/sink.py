@@ -53,7 +53,7 @@ class PlainSink(Sink):
         return self._stream if self._stream is not None else sys.stdout
 
     def line(self, segs: Sequence[Seg]) -> None:
-        self.stream.write(plain_text("".join(t for t, _ in segs)) + "\n")
+        self.stream.write(plain_text("".join([t for t, _ in segs])) + "\n")
 
     def rule(self, title: str) -> None:
         self.stream.write(plain_rule(title, rule_width(self._environ), _ascii_only(self.stream)))
@@ -61,6 +61,8 @@ class PlainSink(Sink):
 
 def plain_text(text: str) -> str:
     """`text` as rich writes it without styles: five control characters dropped, tabs expanded per line."""
+    if text.isprintable():  # the common case, decided in C: no control characters, no tabs
+        return text
     text = text.translate(_STRIP)
     if "\t" not in text:
         return text
