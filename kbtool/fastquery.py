@@ -99,7 +99,7 @@ def run(argv: list[str]) -> tuple[str, str, int] | None:
     return answer if ok else None  # a changed tree: the full CLI rebuilds the image and answers
 
 
-def _answer(payload: bytes, opts: dict[str, Any]) -> tuple[str, str, int] | None:
+def _answer(payload: memoryview, opts: dict[str, Any]) -> tuple[str, str, int] | None:
     from kbtool.errors import KbError
     from kbtool.solve.image import Image
     from kbtool.solve.query import build_query

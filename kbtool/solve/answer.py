@@ -66,6 +66,18 @@ class Reason(_Plain):
         self.sources = sources if sources is not None else []
         self.phase, self.subject, self.scope, self.workaround = phase, subject, scope, workaround
 
+    @classmethod
+    def of_claim(cls, claim: str, code: str, message: str, observed: Any, allowed: Any, verification: str,
+                 layer: str, depends_on: list[str], evidence: list[str], sources: list[str], phase: str | None,
+                 subject: str | None, scope: str | None, workaround: str | None) -> Reason:
+        """A claim's reason, built positionally (the solver makes thousands; keyword parsing shows)."""
+        r = object.__new__(cls)
+        r.claim, r.code, r.message, r.observed, r.allowed = claim, code, message, observed, allowed
+        r.verification, r.enforced, r.layer = verification, verification != "refuted", layer
+        r.depends_on, r.evidence, r.verified_on, r.sources = depends_on, evidence, [], sources
+        r.phase, r.subject, r.scope, r.workaround = phase, subject, scope, workaround
+        return r
+
     def without_phase(self) -> Reason:
         r = Reason.__new__(Reason)
         for f in self.FIELDS:

@@ -216,21 +216,14 @@ def evaluate(cond: Any, env: Env) -> Tri:
         inner = evaluate(x, env)
         return None if inner is None else not inner
     unknown = False
-    if tag == "all":
-        for c in x:
-            v = evaluate(c, env)
-            if v is False:
-                return False
-            if v is None:
-                unknown = True
-        return None if unknown else True
+    stop = tag != "all"  # the value that decides the group: False inside all, True inside any
     for c in x:
-        v = evaluate(c, env)
-        if v is True:
-            return True
+        v = eval_leaf(c, env) if len(c) == 3 else evaluate(c, env)
+        if v is stop:
+            return stop
         if v is None:
             unknown = True
-    return None if unknown else False
+    return None if unknown else not stop
 
 
 def residual(cond: Cond | None, env: Env) -> Cond | bool:

@@ -12,10 +12,11 @@ if TYPE_CHECKING:
 class Ctx:
     """Everything resolved once per query."""
 
-    __slots__ = ("backends", "differ", "img", "judges", "kernels", "model", "q")
+    __slots__ = ("backends", "differ", "gate_counts", "img", "judges", "kernels", "model", "q")
 
     def __init__(self, img: Image, q: Query, model: ModelV | None, kernels: list[KernelV]) -> None:
         self.img, self.q, self.model, self.kernels = img, q, model, kernels
         self.backends: list[BackendV] = []
         self.judges: dict[str, Judge] = {}  # per phase, for the accelerator being solved
         self.differ: set[str] = set()  # variables whose values differ between those phases
+        self.gate_counts: dict[str, int] = {}  # kernel id -> reject/caveat claims on it and its families

@@ -182,13 +182,9 @@ def _observed(requires: Any, env: Env) -> Any:
 
 def _reason(claim: ClaimV, j: Judge, layer: str, *, observed: Any = None, allowed: Any = None,
             depends: list[str] | None = None, message: str | None = None) -> Reason:
-    status = claim.status
-    return Reason(
-        claim=claim.id, code=claim.code, message=message or j.fill(claim.message),
-        observed=observed, allowed=allowed, verification=status, enforced=status != "refuted", layer=layer,
-        depends_on=list(depends) if depends else [], evidence=list(claim.evidence), sources=list(claim.sources),
-        subject=claim.subject, scope=claim.scope_text, workaround=claim.workaround, phase=j.env.get("phase"),
-    )
+    return Reason.of_claim(claim.id, claim.code, message or j.fill(claim.message), observed, allowed, claim.status,
+                           layer, list(depends) if depends else [], list(claim.evidence), list(claim.sources),
+                           j.env.get("phase"), claim.subject, claim.scope_text, claim.workaround)
 
 
 def apply_claim(claim: ClaimV, j: Judge, layer: str, w: Tri | None = None) -> tuple[KernelStatus, Reason | None]:
@@ -251,14 +247,15 @@ def apply_claims_phases(claims: Iterable[ClaimV], judges: list[Judge], differ: s
     outs = [Outcome() for _ in judges]
     first, j0 = outs[0], judges[0]
     libs = j0.libs
+    ev = j0.ev
     for c in claims:
         if libs and not in_scope(c, libs):
             continue
-        if any(v in differ for v in c.reads):
+        if not differ.isdisjoint(c.reads):
             for j, o in zip(judges, outs, strict=True):
                 _apply_one(c, j, o, layer)
             continue
-        w = j0.ev(c.when)
+        w = ev(c.when)
         if w is False or c.effect == "supports":
             continue
         for o in outs:

@@ -263,7 +263,7 @@ class Image:
         return cls(build(kb))
 
     @classmethod
-    def load(cls, blob: bytes) -> Image | None:
+    def load(cls, blob: bytes | memoryview) -> Image | None:
         """The image in `blob`; None for bytes of another version (or not an image at all)."""
         try:
             data = marshal.loads(blob)

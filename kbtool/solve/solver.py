@@ -136,6 +136,8 @@ def phase_env(cx: Ctx, env: dict[str, Any], phase: str) -> dict[str, Any]:
 
 def _merge(reasons: list[Reason]) -> list[Reason]:
     """One reason per (claim, code, message); drop the phase when it appeared in more than one."""
+    if len(reasons) < 2:
+        return list(reasons)
     seen: dict[tuple[str, str, str, str], Reason] = {}
     for r in reasons:
         key = (r.claim, r.code, r.message.replace(f"{r.phase}", "") if r.phase else r.message, r.layer)
@@ -154,7 +156,11 @@ def _global_claims(cx: Ctx, acc: AcceleratorV) -> list[ClaimV]:
 
 def eval_kernel(cx: Ctx, k: KernelV, envs: dict[str, dict[str, Any]], glob: list[ClaimV]) -> tuple[
         dict[str, KernelStatus], Outcome]:
-    claims = [c for s in _lineage(cx.img, k) for c in cx.img.by_subject.get(s, ())] + glob
+    by_subject = cx.img.by_subject
+    own = by_subject.get(k.id, []) if not k.variant_of else [c for s in _lineage(cx.img, k)
+                                                               for c in by_subject.get(s, ())]
+    cx.gate_counts[k.id] = sum(c.effect != "supports" for c in own)
+    claims = [*own, *glob] if glob else own
     out = Outcome()
     statuses: dict[str, KernelStatus] = {}
     phases = [p for p in envs if p in k.phases]
@@ -191,6 +197,9 @@ def eval_kernel(cx: Ctx, k: KernelV, envs: dict[str, dict[str, Any]], glob: list
 
 
 def _gates(cx: Ctx, k: KernelV) -> int:
+    n = cx.gate_counts.get(k.id)
+    if n is not None:
+        return n
     return sum(c.effect != "supports" for s in _lineage(cx.img, k) for c in cx.img.by_subject.get(s, ()))
 
 

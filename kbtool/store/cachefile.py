@@ -140,33 +140,50 @@ def encode(header: dict[str, object], payload: bytes) -> bytes:
 
 def decode(raw: bytes) -> tuple[dict[str, object], bytes] | None:
     """(header, payload) of a whole, intact file of this format version; None for anything else."""
+    got = decode_view(raw)
+    return None if got is None else (got[0], bytes(got[1]))
+
+
+def decode_view(raw: bytes) -> tuple[dict[str, object], memoryview] | None:
+    """`decode`, with the payload as a view into `raw` (no copy: the query image is megabytes)."""
     start = len(MAGIC) + _HEAD.size
     if not raw.startswith(MAGIC) or len(raw) < start:
         return None
     version, hlen, plen, check = _HEAD.unpack_from(raw, len(MAGIC))
     if version != FORMAT_VERSION or len(raw) != start + hlen + plen:
         return None
-    if zlib.crc32(raw[start:]) != check:
+    view = memoryview(raw)
+    if zlib.crc32(view[start:]) != check:
         return None
     try:
-        header = marshal.loads(raw[start:start + hlen])
+        header = marshal.loads(view[start:start + hlen])
     except (ValueError, EOFError, TypeError):
         return None
     if not isinstance(header, dict):
         return None
-    return header, raw[start + hlen:]
+    return header, view[start + hlen:]
 
 
 def read(path: str) -> tuple[dict[str, object], bytes] | None:
     """A cache file this user wrote, decoded; None when missing, foreign, truncated or corrupted."""
+    raw = _raw(path)
+    return None if raw is None else decode(raw)
+
+
+def read_view(path: str) -> tuple[dict[str, object], memoryview] | None:
+    """`read`, with the payload as a view (see decode_view)."""
+    raw = _raw(path)
+    return None if raw is None else decode_view(raw)
+
+
+def _raw(path: str) -> bytes | None:
     try:
         with open(path, "rb") as f:
             if hasattr(os, "getuid") and os.fstat(f.fileno()).st_uid != os.getuid():
                 return None
-            raw = f.read()
+            return f.read()
     except OSError:
         return None
-    return decode(raw)
 
 
 def write(path: str, data: bytes) -> bool:

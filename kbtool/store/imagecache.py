@@ -37,7 +37,7 @@ def keys(root: str) -> tuple[bytes, bytes]:
     return cachefile.stat_key(root, schema_folder()), cachefile.code_key()
 
 
-def peek(root: str) -> bytes | None:
+def peek(root: str) -> bytes | memoryview | None:
     """The cached image payload of `root` when it is intact and fresh; None otherwise."""
     got = peek_speculative(root, stat_later(root, parallel=False))
     if got is None:
@@ -46,7 +46,8 @@ def peek(root: str) -> bytes | None:
     return payload if fresh() else None
 
 
-def peek_speculative(root: str, stat: Callable[[], bytes | None]) -> tuple[bytes, Callable[[], bool]] | None:
+def peek_speculative(root: str, stat: Callable[[], bytes | None]) \
+        -> tuple[memoryview, Callable[[], bool]] | None:
     """The cached image payload of `root` when it is intact and built by this code, with `fresh()`, which says
     whether the tree is unchanged since; None when there is no usable image at all.
 
@@ -56,7 +57,7 @@ def peek_speculative(root: str, stat: Callable[[], bytes | None]) -> tuple[bytes
     path = image_path(root)
     if path is None:
         return None
-    entry = cachefile.read(path)
+    entry = cachefile.read_view(path)
     if entry is None:
         return None
     header, payload = entry
