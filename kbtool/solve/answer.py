@@ -106,6 +106,17 @@ class KernelAnswer(_Plain):
         self.rank, self.measured = rank, measured
 
 
+def kernel_answer(id: str, status: KernelStatus, phase_status: dict[str, KernelStatus], library: str | None,
+                  gates: int, via: list[str], reasons: list[Reason], caveats: list[Reason], workarounds: list[str],
+                  refuted: list[Reason]) -> KernelAnswer:
+    """A KernelAnswer built positionally, unranked (the solver makes one per kernel)."""
+    k = object.__new__(KernelAnswer)
+    k.id, k.status, k.phase_status, k.library, k.gates, k.via = id, status, phase_status, library, gates, via
+    k.reasons, k.caveats, k.workarounds, k.refuted = reasons, caveats, workarounds, refuted
+    k.rank = k.measured = None
+    return k
+
+
 class BackendAnswer(_Plain):
     """An engine backend (with --engine): its own gates and the kernels it reaches."""
 

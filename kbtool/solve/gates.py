@@ -195,22 +195,25 @@ def apply_claim(claim: ClaimV, j: Judge, layer: str, w: Tri | None = None) -> tu
     if w is False:
         return "ok", None
     when, req = claim.when, claim.requires
+    memo = j.memo
     if claim.effect == "reject":
         r = j.ev(req)
         if r is True:
             return "ok", None
         if r is False and w is True:
-            observed, allowed = j.once(("rejected", id(req)), lambda: (
-                _observed(req, env), allowed_values(residual_requires(req, env))))
-            return "rejected", _reason(claim, j, layer, observed=observed, allowed=allowed)
-
-        def undecided() -> tuple[list[str], str]:
+            key: tuple[Any, ...] = ("rejected", id(req))
+            got = memo.get(key)
+            if got is None:
+                got = memo[key] = (_observed(req, env), allowed_values(residual_requires(req, env)))
+            return "rejected", _reason(claim, j, layer, observed=got[0], allowed=got[1])
+        key = ("unknown", id(when), id(req), claim.message)
+        got = memo.get(key)
+        if got is None:  # what it depends on, and its message, are the same for every claim with these parts
             cond = passes_or_not_applies(when, req)
-            return unknown_vars(cond, env), describe(residual(cond, env))
-
-        deps, passes = j.once(("unknown", id(when), id(req)), undecided)
-        msg = f"{j.fill(claim.message)} [depends on {', '.join(deps)}: passes when {passes}]"
-        return "unknown", _reason(claim, j, layer, allowed=passes, depends=deps, message=msg)
+            deps, passes = unknown_vars(cond, env), describe(residual(cond, env))
+            msg = f"{j.fill(claim.message)} [depends on {', '.join(deps)}: passes when {passes}]"
+            got = memo[key] = (deps, passes, msg)
+        return "unknown", _reason(claim, j, layer, allowed=got[1], depends=got[0], message=got[2])
     if claim.effect == "caveat":
         r = j.ev(req) if req is not None else False
         if r is True:
@@ -248,6 +251,7 @@ def apply_claims_phases(claims: Iterable[ClaimV], judges: list[Judge], differ: s
     first, j0 = outs[0], judges[0]
     libs = j0.libs
     ev = j0.ev
+    used: list[str] = []
     for c in claims:
         if libs and not in_scope(c, libs):
             continue
@@ -256,10 +260,15 @@ def apply_claims_phases(claims: Iterable[ClaimV], judges: list[Judge], differ: s
                 _apply_one(c, j, o, layer)
             continue
         w = ev(c.when)
-        if w is False or c.effect == "supports":
+        if w is False:
             continue
-        for o in outs:
-            o.used.add(c.id)
+        effect = c.effect
+        if effect == "supports":
+            continue
+        used.append(c.id)
+        req = c.requires
+        if req is not None and ev(req) is True:  # it passes: the common case, decided without apply_claim
+            continue
         status, reason = apply_claim(c, j0, layer, w)
         if reason is None:
             continue
@@ -271,6 +280,8 @@ def apply_claims_phases(claims: Iterable[ClaimV], judges: list[Judge], differ: s
             if SEVERITY[status] > SEVERITY[o.status]:
                 o.status = status
         (first.caveats if status == "caveat" else first.reasons).append(reason)
+    for o in outs:
+        o.used.update(used)
     return outs
 
 

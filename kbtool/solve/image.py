@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 3
+IMAGE_VERSION = 4
 
 
 def _at(i: int) -> Any:
@@ -191,6 +191,9 @@ def build(kb: KB, skipped: list[str] | None = None) -> dict[str, Any]:
     kernels = sorted(by_kind.get("kernel", []), key=lambda r: r.id)
     claims = by_kind.get("claim", [])
     share: dict[bytes, Any] = {}
+    by_subject: dict[str, list[tuple[Any, ...]]] = {}
+    for c in claims:
+        by_subject.setdefault(c.subject, []).append(_claim_row(c, share))
     libs = {k.library for k in kernels} | {s.library for c in claims for s in c.scope}
     bench: dict[str, list[tuple[Any, ...]]] = {}
     for m in bench_records(kb):
@@ -204,7 +207,7 @@ def build(kb: KB, skipped: list[str] | None = None) -> dict[str, Any]:
         "version": IMAGE_VERSION,
         "names": {kind: lazy(table) for kind, table in names.items()},
         "kernels": [(k.id, k.library, list(k.phases), list(k.attention), k.variant_of) for k in kernels],
-        "claims": [_claim_row(c, share) for c in claims],
+        "claims": by_subject,
         "libraries": sorted(libs),
         "accelerators": lazy({a.id: (a.id, a.vendor, a.architecture, a.capacity_bytes(),
                                      a.memory_bytes is not None) for a in by_kind.get("accelerator", [])}),
@@ -233,10 +236,8 @@ class Image:
         self._names: dict[str, Any] = dict(data["names"])  # kind -> bytes, or the decoded {alias: id}
         self.kernels = [KernelV(t) for t in data["kernels"]]
         self.kernel_by_id = {k.id: k for k in self.kernels}
-        self.by_subject: dict[str, list[ClaimV]] = {}
-        for t in data["claims"]:
-            c = ClaimV(t)
-            self.by_subject.setdefault(c.subject, []).append(c)
+        self._claim_rows: dict[str, list[tuple[Any, ...]]] = data["claims"]  # subject -> rows
+        self._claims: dict[str, list[ClaimV]] = {}
         self.libraries: list[str] = data["libraries"]
         self._raw = {k: data[k] for k in ("accelerators", "models", "backends")}
         self._open: dict[str, Any] = {}
@@ -272,6 +273,16 @@ class Image:
         if not isinstance(data, dict) or data.get("version") != IMAGE_VERSION:
             return None
         return cls(data)
+
+    def claims(self, subject: str) -> list[ClaimV]:
+        """The claims about `subject` (wrapped on first use: a query reads the claims of its kernels only)."""
+        got = self._claims.get(subject)
+        if got is None:
+            got = self._claims[subject] = [ClaimV(t) for t in self._claim_rows.get(subject, ())]
+        return got
+
+    def all_claims(self) -> list[ClaimV]:
+        return [c for s in self._claim_rows for c in self.claims(s)]
 
     def accelerator(self, rid: str) -> AcceleratorV:
         return AcceleratorV(self._section("accelerators")[rid])

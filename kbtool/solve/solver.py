@@ -8,11 +8,10 @@ reads the query image (kbtool/solve/image.py), never record models, so `kb query
 from __future__ import annotations
 
 from kbtool.errors import UsageError
-from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer, Reason
+from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer, Reason, kernel_answer
 from kbtool.solve.context import Ctx
 from kbtool.solve.gates import SEVERITY, Judge, Outcome, apply_claims, apply_claims_phases, best, structural, worst
 from kbtool.solve.image import Image, resolve_name
-from kbtool.solve.memory import memory_for
 from kbtool.solve.query import Query, check_libs
 from kbtool.solve.ranking import measured_ranking
 from kbtool.solve.ranking import summary as ranking_summary
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from kbtool.kb import KB
-    from kbtool.solve.answer import KernelStatus
+    from kbtool.solve.answer import KernelStatus, Memory
     from kbtool.solve.image import AcceleratorV, ClaimV, KernelV, ModelV
 
 MLA_LAYOUTS = ("mla", "sparse-mla")
@@ -151,14 +150,13 @@ def _merge(reasons: list[Reason]) -> list[Reason]:
 
 def _global_claims(cx: Ctx, acc: AcceleratorV) -> list[ClaimV]:
     subjects = [acc.id] + ([acc.architecture] if acc.architecture in cx.img.cc else [])
-    return [c for s in subjects for c in cx.img.by_subject.get(s, ())]
+    return [c for s in subjects for c in cx.img.claims(s)]
 
 
 def eval_kernel(cx: Ctx, k: KernelV, envs: dict[str, dict[str, Any]], glob: list[ClaimV]) -> tuple[
         dict[str, KernelStatus], Outcome]:
-    by_subject = cx.img.by_subject
-    own = by_subject.get(k.id, []) if not k.variant_of else [c for s in _lineage(cx.img, k)
-                                                               for c in by_subject.get(s, ())]
+    claims_of = cx.img.claims
+    own = claims_of(k.id) if not k.variant_of else [c for s in _lineage(cx.img, k) for c in claims_of(s)]
     cx.gate_counts[k.id] = sum(c.effect != "supports" for c in own)
     claims = [*own, *glob] if glob else own
     out = Outcome()
@@ -200,16 +198,15 @@ def _gates(cx: Ctx, k: KernelV) -> int:
     n = cx.gate_counts.get(k.id)
     if n is not None:
         return n
-    return sum(c.effect != "supports" for s in _lineage(cx.img, k) for c in cx.img.by_subject.get(s, ()))
+    return sum(c.effect != "supports" for s in _lineage(cx.img, k) for c in cx.img.claims(s))
 
 
 def _kernel_answer(k: KernelV, statuses: dict[str, KernelStatus], o: Outcome, via: list[str],
                    gates: int) -> KernelAnswer:
     reasons, caveats = _merge(o.reasons), _merge(o.caveats)
-    ws = [r.workaround for r in reasons + caveats if r.workaround]
-    return KernelAnswer(id=k.id, status=o.status, phase_status=statuses, library=k.library, via=via, gates=gates,
-                        reasons=reasons, caveats=caveats, refuted=_merge(o.refuted),
-                        workarounds=list(dict.fromkeys(ws)))
+    ws = [r.workaround for r in reasons + caveats if r.workaround] if reasons or caveats else []
+    return kernel_answer(k.id, o.status, statuses, k.library, gates, via, reasons, caveats,
+                         list(dict.fromkeys(ws)) if ws else [], _merge(o.refuted))
 
 
 def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]], kstat: dict[str, tuple[dict[str, KernelStatus], Outcome]],
@@ -231,7 +228,7 @@ def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]], kstat: dict[str, tupl
                 o = Outcome(status="rejected", reasons=[structural(
                     "ATTENTION", f"{b.id} serves {', '.join(b.attention)}; the model uses {lay}", "engine",
                     observed=lay, allowed=list(b.attention), subject=b.id)])
-            o.add(apply_claims(cx.img.by_subject.get(b.id, ()), cx.judges[p], "engine"))
+            o.add(apply_claims(cx.img.claims(b.id), cx.judges[p], "engine"))
             phases[p] = o
         per_phase[b.id] = phases
         kernel_status = {k: kstat[k][1].status for k in b.kernels if k in kstat}
@@ -314,7 +311,12 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     kernels.sort(key=lambda a: (SEVERITY[a.status], a.gates == 0, a.rank or 10**6, a.id))
     used |= glob_out.used
     glob_caveats = _merge(glob_out.caveats)
-    memory, mem_notes = memory_for(cx, acc, env, kernels, assumed)
+    memory: Memory | None = None
+    mem_notes: list[str] = []
+    if cx.model is not None:  # the memory model is only imported when there is a model to size
+        from kbtool.solve.memory import memory_for
+
+        memory, mem_notes = memory_for(cx, acc, env, kernels, assumed)
     verdict, summary = _verdict(cx, acc, kernels, memory)
     if verdict == "yes" and glob_caveats:
         verdict, summary = "conditional", summary.replace(": yes with", ": yes, with hardware caveats, with", 1)

@@ -36,7 +36,7 @@ def test_image_keeps_what_the_solver_reads() -> None:
     data = image.build(kb, ["x.yaml: bad"])
     img = image.Image(data)
     assert [k.id for k in img.kernels] == sorted(r.id for r in kb if r.kind == "kernel")
-    claims = [c for cs in img.by_subject.values() for c in cs]
+    claims = img.all_claims()
     assert sorted(c.id for c in claims) == sorted(r.id for r in kb if r.kind == "claim")
     assert img.skipped == ["x.yaml: bad"]
     assert img.resolve("HOP", "accelerator", "--gpu") == "gpu-hopper"
