@@ -3,8 +3,8 @@
 `fast_canonical(text, path)` returns exactly what `kbtool.fmt.core.canonical(text, path)` returns, or None
 when it cannot be sure (then callers fall back to `canonical`). It reads the file with kb's safe reader (the
 data `canonical` formats) and with libyaml's event stream (flow or block style of every collection, anchors,
-tags), orders keys and picks scalar styles as `normalize` does, and writes the result with a port of ruamel's
-emitter (kbtool/fmt/fastemit.py), so line folding and quoting are ruamel's.
+tags), orders keys and picks scalar styles as `normalize` does, and writes the result with kb's own emitter
+(kbtool/fmt/fastemit.py), which lays text out as ruamel's does (line folding, quoting).
 
 It declines whatever the round-trip loader would carry through and this path cannot see: comments (other
 than the schema line), blank lines, anchors, tags, explicit keys, document markers and directives, dates,

@@ -53,7 +53,8 @@ class PlainSink(Sink):
         return self._stream if self._stream is not None else sys.stdout
 
     def line(self, segs: Sequence[Seg]) -> None:
-        self.stream.write(plain_text("".join([t for t, _ in segs])) + "\n")
+        text = "".join([t for t, _ in segs])
+        self.stream.write((text if text.isprintable() else plain_text(text)) + "\n")
 
     def rule(self, title: str) -> None:
         self.stream.write(plain_rule(title, rule_width(self._environ), _ascii_only(self.stream)))

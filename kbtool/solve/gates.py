@@ -250,7 +250,7 @@ def apply_claims_phases(claims: Iterable[ClaimV], judges: list[Judge], differ: s
     outs = [Outcome() for _ in judges]
     first, j0 = outs[0], judges[0]
     libs = j0.libs
-    ev = j0.ev
+    memo, env = j0.memo, j0.env  # Judge.ev, inlined: this loop runs once per claim of every kernel
     used: list[str] = []
     for c in claims:
         if libs and not in_scope(c, libs):
@@ -259,16 +259,26 @@ def apply_claims_phases(claims: Iterable[ClaimV], judges: list[Judge], differ: s
             for j, o in zip(judges, outs, strict=True):
                 _apply_one(c, j, o, layer)
             continue
-        w = ev(c.when)
-        if w is False:
-            continue
+        when = c.when
+        if when is None:
+            w: Tri = True
+        else:
+            w = memo.get(id(when), _MISS)
+            if w is _MISS:
+                w = memo[id(when)] = evaluate(when, env)
+            if w is False:
+                continue
         effect = c.effect
         if effect == "supports":
             continue
         used.append(c.id)
         req = c.requires
-        if req is not None and ev(req) is True:  # it passes: the common case, decided without apply_claim
-            continue
+        if req is not None:
+            r = memo.get(id(req), _MISS)
+            if r is _MISS:
+                r = memo[id(req)] = evaluate(req, env)
+            if r is True:  # it passes: the common case, decided without apply_claim
+                continue
         status, reason = apply_claim(c, j0, layer, w)
         if reason is None:
             continue

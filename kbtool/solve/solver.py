@@ -159,9 +159,9 @@ def eval_kernel(cx: Ctx, k: KernelV, envs: dict[str, dict[str, Any]], glob: list
     own = claims_of(k.id) if not k.variant_of else [c for s in _lineage(cx.img, k) for c in claims_of(s)]
     cx.gate_counts[k.id] = sum(c.effect != "supports" for c in own)
     claims = [*own, *glob] if glob else own
-    out = Outcome()
     statuses: dict[str, KernelStatus] = {}
     phases = [p for p in envs if p in k.phases]
+    out = Outcome()
     if not phases:
         out.status = "rejected"
         out.reasons.append(structural("PHASE", f"{k.id} serves {', '.join(k.phases)} only; asked for "
@@ -181,7 +181,7 @@ def eval_kernel(cx: Ctx, k: KernelV, envs: dict[str, dict[str, Any]], glob: list
             "ATTENTION", f"{k.id} implements {', '.join(k.attention)} attention; the model uses {lay}",
             observed=lay, allowed=list(k.attention), subject=k.id)])
     worst_seen = 0
-    for p, claimed in zip(phases, per_phase, strict=True):
+    for i, (p, claimed) in enumerate(zip(phases, per_phase, strict=True)):
         if layout is not None:  # the same reason in every phase: the merge keeps one
             o = Outcome(layout.status, list(layout.reasons))
             o.add(claimed)
@@ -189,7 +189,10 @@ def eval_kernel(cx: Ctx, k: KernelV, envs: dict[str, dict[str, Any]], glob: list
             o = claimed
         statuses[p] = o.status
         worst_seen = max(worst_seen, SEVERITY[o.status])
-        out.add(o)
+        if i == 0:
+            out = o  # the first phase's outcome becomes the kernel's; later phases are appended to it
+        else:
+            out.add(o)
     out.status = STATUS_OF[worst_seen]
     return statuses, out
 
