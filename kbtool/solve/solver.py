@@ -206,8 +206,10 @@ def _gates(cx: Ctx, k: KernelV) -> int:
 
 def _kernel_answer(k: KernelV, statuses: dict[str, KernelStatus], o: Outcome, via: list[str],
                    gates: int) -> KernelAnswer:
+    if not (o.reasons or o.caveats or o.refuted):  # passes every gate
+        return kernel_answer(k.id, o.status, statuses, k.library, gates, via, [], [], [], [])
     reasons, caveats = _merge(o.reasons), _merge(o.caveats)
-    ws = [r.workaround for r in reasons + caveats if r.workaround] if reasons or caveats else []
+    ws = [r.workaround for r in reasons + caveats if r.workaround]
     return kernel_answer(k.id, o.status, statuses, k.library, gates, via, reasons, caveats,
                          list(dict.fromkeys(ws)) if ws else [], _merge(o.refuted))
 
@@ -309,7 +311,8 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
                 combined.status = worst(statuses.values()) if statuses else o.status
             kernels.append(_kernel_answer(k, statuses, combined, bs, _gates(cx, k)))
     else:
-        kernels = [_kernel_answer(k, s, o, [], _gates(cx, k)) for k in cx.kernels for s, o in [kstat[k.id]]]
+        counts = cx.gate_counts
+        kernels = [_kernel_answer(k, s, o, [], counts[k.id]) for k in cx.kernels for s, o in [kstat[k.id]]]
     ranking = measured_ranking(cx.img, acc.id, q.phases, envs, kernels)
     kernels.sort(key=lambda a: (SEVERITY[a.status], a.gates == 0, a.rank or 10**6, a.id))
     used |= glob_out.used
