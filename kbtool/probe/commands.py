@@ -334,10 +334,50 @@ def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update
             files.append(p)
     if not files and not untestable:
         raise UsageError("no evidence files given", fix="pass the folder or files written by `kb probe run --out`")
-    evidence = [ev_io.load(p) for p in files]
     claims = load_claims(records)
     if not claims:
         raise ProbeError(f"no claims under {records / 'claims'}")
+    evidence, imported = import_evidence(records / "evidence", [ev_io.load(p) for p in files], write=write)
     today = max([e.started[:10] for e in evidence] + dates)
     updates, skips, written = _apply(evidence, untestable, claims, today, write=write)
-    return updates, skips, written + (measured.write(records, evidence) if write else [])
+    return updates, skips, imported + written + (measured.write(records, evidence) if write else [])
+
+
+def import_evidence(folder: Path, evidence: list[Evidence], *, write: bool) -> tuple[list[Evidence], list[Path]]:
+    """The evidence as the records tree will hold it, and the files written for it.
+
+    A record already in `folder` with the same content is used as it is (applying twice imports nothing).
+    Otherwise it is written there by the same rule as `kb probe run`: its id gains -2, -3, ... when the name is
+    taken by another run's record, and the claims then cite that id. Without `write` nothing is written, but
+    the ids are the ones a write would give."""
+    out: list[Evidence] = []
+    written: list[Path] = []
+    for ev in evidence:
+        same = _already_there(folder, ev)
+        if same is not None:
+            out.append(same)
+        elif write:
+            folder.mkdir(parents=True, exist_ok=True)
+            path, ev = ev_io.write(folder, ev)
+            written.append(path)
+            out.append(ev)
+        else:
+            out.append(ev_io.free_path(folder, ev)[1])
+    return out, written
+
+
+def _already_there(folder: Path, ev: Evidence) -> Evidence | None:
+    """The record in `folder` (under ev's id or a -N variant of it) whose content is ev's, if any."""
+    n = 1
+    while True:
+        eid = ev.id if n == 1 else f"{ev.id}-{n}"
+        path = folder / f"{eid}.yaml"
+        if not path.exists():
+            return None
+        try:
+            there = ev_io.load(path)
+        except ProbeError:
+            there = None
+        if there is not None and there.model_copy(update={"id": ev.id}) == ev:
+            return there
+        n += 1

@@ -186,8 +186,14 @@ def _refuse_shared_anchors(span: str, rest: str) -> None:
             )
 
 
+VERIFICATION_ORDER = ("status", "evidence", "reason", "sides", "checked")  # kbtool.model.common.Verification
+
+
 def splice_verification(text: str, block: dict[str, Any]) -> str:
-    """`text` with its top-level `verification` entry replaced by `block` (appended if absent)."""
+    """`text` with its top-level `verification` entry replaced by `block` (appended if absent), its keys in the
+    model's order (what `kb fmt` writes: status, evidence, reason, sides, checked)."""
+    order = {k: i for i, k in enumerate(VERIFICATION_ORDER)}
+    block = dict(sorted(block.items(), key=lambda kv: order.get(kv[0], len(order))))
     rendered = dump({"verification": block})
     span = _top_level_span(text, "verification")
     lines = text.splitlines(keepends=True)

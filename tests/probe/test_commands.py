@@ -82,15 +82,38 @@ def test_run_write_then_apply_elsewhere(records: Path, tmp_path: Path) -> None:
     untestable = yaml.safe_load((records / "claims" / "fa2-head-dim-max-256.yaml").read_text())["verification"]
     assert untestable["status"] == "untestable" and "no-such-kernel-lib not installed" in untestable["reason"]
 
-    # the same evidence folder applied to another copy of the claims gives the same files
+    # the same evidence folder applied to another copy of the claims gives the same files, and imports the
+    # evidence record the claims cite
     updates, _, written = commands.apply(elsewhere, [out], write=True)
-    assert {u.claim: u.new_status for u in updates} == got and len(written) == 2
+    assert {u.claim: u.new_status for u in updates} == got and len(written) == 3
+    assert (elsewhere / "evidence" / ev_files[0].name).read_text() == ev_files[0].read_text()
     for c in CLAIMS:
         assert (elsewhere / "claims" / f"{c}.yaml").read_text() == (records / "claims" / f"{c}.yaml").read_text()
 
     # a second apply changes nothing
     _again, _, written = commands.apply(elsewhere, [out], write=True)
     assert written == []
+
+
+def test_apply_never_cites_another_runs_record_under_the_same_id(records: Path, tmp_path: Path) -> None:
+    """Evidence from a host whose id is already taken here by a different run is imported under id-2, and the
+    claims cite that; applying the same folder again imports nothing more."""
+    out, earlier = tmp_path / "out", tmp_path / "earlier"
+    first = commands.run(records=records, out=earlier, env=GPU_ENV).runs[0].evidence
+    second = commands.run(records=records, out=out, env={**GPU_ENV, "driver": "999.0"}).runs[0].evidence
+    assert first is not None and second is not None and first.id == second.id and first != second
+    (records / "evidence").mkdir()
+    shutil.copy(earlier / f"{first.id}.yaml", records / "evidence")  # another run's record holds the id
+    _, _, written = commands.apply(records, [out], write=True)
+    imported = records / "evidence" / f"{first.id}-2.yaml"
+    assert imported in written and (records / "evidence" / f"{first.id}.yaml").read_text() == \
+        (earlier / f"{first.id}.yaml").read_text()  # the earlier record is untouched
+    cited = yaml.safe_load((records / "claims" / "torch-sdpa-flash-head-dim.yaml").read_text())["verification"]
+    assert f"{first.id}-2" in cited["evidence"]
+    assert yaml.safe_load(imported.read_text())["environment"]["driver"] == "999.0"
+    _, _, again = commands.apply(records, [out], write=True)
+    assert again == [] and sorted(p.name for p in (records / "evidence").iterdir()) == \
+        [f"{first.id}-2.yaml", f"{first.id}.yaml"]
 
 
 def test_a_second_run_the_same_day_gets_a_new_evidence_id(records: Path, tmp_path: Path) -> None:

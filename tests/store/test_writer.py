@@ -134,3 +134,16 @@ def test_anchor_shared_with_the_rest_is_refused() -> None:
         splice_verification(text, BLOCK)
     local = "id: a\nverification:\n  x: &v1 [1]\n  y: *v1\nsources: []\n"
     assert yaml.safe_load(splice_verification(local, BLOCK))["verification"] == BLOCK
+
+
+def test_verification_keys_follow_the_model_order() -> None:
+    from kbtool.model.common import Verification
+    from kbtool.store.writer import VERIFICATION_ORDER, splice_verification
+
+    assert tuple(Verification.model_fields) == VERIFICATION_ORDER
+    text = "id: c\nkind: claim\nverification: {status: unverified}\nrelated: []\n"
+    out = splice_verification(text, {"checked": "2026-11-30", "sides": [], "reason": "r", "status": "verified",
+                                     "evidence": ["e"]})
+    import yaml
+
+    assert list(yaml.safe_load(out)["verification"]) == ["status", "evidence", "reason", "sides", "checked"]
