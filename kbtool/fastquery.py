@@ -86,7 +86,8 @@ def run(argv: list[str]) -> tuple[str, str, int] | None:
     root = records_root(opts.pop("kb", None))
     if not os.path.isdir(root):
         return None
-    stat = imagecache.stat_later(root)  # checks the tree in parallel, from now on
+    # a large tree is checked by a forked child, in parallel from now on; a small one here, later
+    stat = imagecache.stat_later(root, parallel=imagecache.files_hint(root) >= imagecache.PARALLEL_FILES)
     got = imagecache.peek_speculative(root, stat)
     if got is None:
         stat()  # reap the checker

@@ -176,6 +176,18 @@ def read_view(path: str) -> tuple[dict[str, object], memoryview] | None:
     return None if raw is None else decode_view(raw)
 
 
+def header_length(path: str) -> int:
+    """The length of a cache file's marshalled header, read from its fixed part alone (0 if unreadable)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(MAGIC) + _HEAD.size)
+    except OSError:
+        return 0
+    if len(head) < len(MAGIC) + _HEAD.size or not head.startswith(MAGIC):
+        return 0
+    return int(_HEAD.unpack_from(head, len(MAGIC))[1])
+
+
 def _raw(path: str) -> bytes | None:
     try:
         with open(path, "rb") as f:
