@@ -1,7 +1,8 @@
-"""Loading the KB for queries: the one entry point (`load_kb`) where a compiled cache can slot in later.
+"""Loading the records for queries (cold): read with the fast safe YAML reader, validated with pydantic only.
 
-The query path reads records with the fast safe YAML reader and validates them with pydantic only: it never
-imports jsonschema, networkx or ruamel. Records that fail to load are skipped and reported (run `kb validate`).
+It never imports jsonschema, networkx or ruamel. Records that fail to load are skipped and reported (run
+`kb validate`). kbtool/store/cache.py caches the result, and the query image built from it
+(kbtool/solve/image.py), which is what warm queries read.
 """
 
 from __future__ import annotations
