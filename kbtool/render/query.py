@@ -7,7 +7,8 @@ The answer objects are read by attribute only.
 
 from __future__ import annotations
 
-from kbtool.render.sink import PlainSink, Sink, as_sink, pick_sink
+from kbtool.render.choose import as_sink, pick_sink
+from kbtool.render.sink import PlainSink, Sink
 
 TYPE_CHECKING = False  # the warm query path imports this module: no typing at run time
 if TYPE_CHECKING:

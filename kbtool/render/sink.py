@@ -3,11 +3,11 @@
 A line is a list of (text, style) segments; the style is a rich style name ("bold", "dim", "green", ...) or ""
 for none. The plain sink writes the segments' text exactly as rich writes it when it emits no styles: rich
 drops five control characters (bell, backspace, vertical tab, form feed, carriage return) and expands tabs to
-8-column stops, so the plain sink does too. `pick_sink` chooses the plain sink exactly when rich would write no
-escape codes to the stream (rich's Console.is_terminal, 15.x): TTY_COMPATIBLE=0 -> plain, =1 -> rich; else a
-set FORCE_COLOR -> rich unless empty; else the stream's isatty(). TTY_INTERACTIVE only changes rich's live
-displays, not what it prints, so it does not count. NO_COLOR on a terminal still goes to rich (it keeps bold
-and dim and drops colour itself). Importing this module does not import rich.
+8-column stops, so the plain sink does too. `wants_rich` says whether rich would write escape codes to a
+stream (rich's Console.is_terminal, 15.x): TTY_COMPATIBLE=0 -> plain, =1 -> rich; else a set FORCE_COLOR ->
+rich unless empty; else the stream's isatty(). TTY_INTERACTIVE only changes rich's live displays, not what it
+prints, so it does not count. NO_COLOR on a terminal still goes to rich (it keeps bold and dim and drops
+colour itself). `pick_sink` (kbtool/render/choose.py) uses it. Importing this module does not import rich.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import TextIO
 
-    from rich.console import Console
 
     Seg = tuple[str, str]
 
@@ -153,28 +152,3 @@ def wants_rich(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool
         return False if isatty is None else bool(isatty())
     except ValueError:  # closed stream
         return False
-
-
-def pick_sink(stream: TextIO | None = None) -> Sink:
-    """The plain sink when rich would emit no styles to `stream` (default sys.stdout), else the rich sink."""
-    target = sys.stdout if stream is None else stream
-    if not wants_rich(target):
-        return PlainSink(stream)
-    from kbtool.render.richsink import RichSink
-
-    if stream is None or stream is sys.stdout:
-        from kbtool.render.console import out
-
-        return RichSink(out)
-    from rich.console import Console
-
-    return RichSink(Console(file=stream, highlight=False, soft_wrap=True))
-
-
-def as_sink(target: Sink | Console) -> Sink:
-    """A sink as is; a rich Console wrapped in the rich sink."""
-    if isinstance(target, Sink):
-        return target
-    from kbtool.render.richsink import RichSink
-
-    return RichSink(target)

@@ -17,6 +17,7 @@ from kbtool.solve.conditions import (
     residual,
     unknown_vars,
 )
+from kbtool.solve.templates import fill
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -56,58 +57,6 @@ def in_scope(claim: ClaimV, libs: dict[str, str]) -> bool:
             ok = False
         by_lib.setdefault(library, []).append(ok)
     return all(any(oks) for oks in by_lib.values())
-
-
-def scope_text(scope: Iterable[tuple[str, str | None, str | None, str | None]]) -> str | None:
-    """`flashinfer >= 0.2, < 0.6.18`: a claim's version scope as text (the image keeps it per claim)."""
-    parts = []
-    for library, introduced, fixed, last_affected in scope:
-        rng = []
-        if introduced:
-            rng.append(f">= {introduced}")
-        if fixed:
-            rng.append(f"< {fixed}")
-        if last_affected:
-            rng.append(f"<= {last_affected}")
-        parts.append(f"{library} {', '.join(rng)}".strip())
-    return "; ".join(parts) or None
-
-
-_FIRST = frozenset("abcdefghijklmnopqrstuvwxyz_")
-_REST = _FIRST | frozenset("0123456789-")
-
-
-def _spans(template: str) -> list[tuple[int, int, str]]:
-    """(start, end, name) of each `{name}` placeholder, leftmost first; a name is [a-z_][a-z0-9_-]*.
-    (A scanner rather than a regex: `kb query` starts faster without importing re.)"""
-    out = []
-    i = template.find("{")
-    while i >= 0:
-        j = template.find("}", i + 1)
-        if j < 0:
-            break
-        name = template[i + 1:j]
-        if name and name[0] in _FIRST and all(ch in _REST for ch in name):
-            out.append((i, j + 1, name))
-            i = template.find("{", j + 1)
-        else:
-            i = template.find("{", i + 1)
-    return out
-
-
-def placeholders(template: str) -> set[str]:
-    """The variables a message template fills in."""
-    return {name for _, _, name in _spans(template)}
-
-
-def fill(template: str, env: Env) -> str:
-    """Fill {var} placeholders from the environment; a missing input shows as '?'."""
-    parts, at = [], 0
-    for start, end, name in _spans(template):
-        v = env.get(name)
-        parts += [template[at:start], "?" if v is None else str(v).lower() if isinstance(v, bool) else str(v)]
-        at = end
-    return "".join(parts) + template[at:] if parts else template
 
 
 class Outcome:

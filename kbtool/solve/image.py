@@ -143,11 +143,11 @@ class BenchRow:
 
 def _claim_row(c: Any, share: dict[bytes, Any]) -> tuple[Any, ...]:
     from kbtool.solve.conditions import compile_condition
-    from kbtool.solve.gates import scope_text
+    from kbtool.solve.templates import scope_text
 
     scope = tuple((r.library, r.introduced, r.fixed, r.last_affected) for r in c.scope)
     from kbtool.solve.conditions import condition_vars
-    from kbtool.solve.gates import placeholders
+    from kbtool.solve.templates import placeholders
 
     when, requires = compile_condition(c.when), compile_condition(c.requires)
     reads = condition_vars(when) | condition_vars(requires) | placeholders(c.reason.message)

@@ -16,9 +16,10 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
+from kbtool.render.choose import pick_sink
 from kbtool.render.query import render_answer, render_multi
 from kbtool.render.richsink import RichSink
-from kbtool.render.sink import PlainSink, pick_sink, plain_rule, plain_text, wants_rich
+from kbtool.render.sink import PlainSink, plain_rule, plain_text, wants_rich
 from tests.util import DATA
 
 FIX = str(DATA / "kb_fixture")

@@ -172,7 +172,7 @@ def test_version_tokens_agree_with_the_regex_they_replaced(text: str) -> None:
 def test_placeholder_fill_agrees_with_the_regex_it_replaced(template: str, flag: bool) -> None:
     import re
 
-    from kbtool.solve.gates import fill, placeholders
+    from kbtool.solve.templates import fill, placeholders
 
     pat = re.compile(r"\{([a-z_][a-z0-9_-]*)\}")
     env = {"a": 7, "b_": flag, "a-9": "x"}
