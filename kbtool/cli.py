@@ -551,7 +551,8 @@ def query(
     if json_:
         print(to_json(answer))
     else:
-        from kbtool.render.query import pick_sink, render_answer, render_multi
+        from kbtool.render.choose import pick_sink
+        from kbtool.render.query import render_answer, render_multi
         from kbtool.solve.answer import MultiAnswer
 
         if report.skipped:  # plain text, as rich wrote it (no markup, no styles)

@@ -7,7 +7,6 @@ The answer objects are read by attribute only.
 
 from __future__ import annotations
 
-from kbtool.render.choose import as_sink, pick_sink
 from kbtool.render.sink import PlainSink, Sink
 
 TYPE_CHECKING = False  # the warm query path imports this module: no typing at run time
@@ -19,7 +18,15 @@ if TYPE_CHECKING:
     from kbtool.render.sink import Seg
     from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer, Reason
 
-__all__ = ["LABEL", "STYLE", "PlainSink", "Sink", "pick_sink", "render_answer", "render_multi"]
+__all__ = ["LABEL", "STYLE", "PlainSink", "Sink", "render_answer", "render_multi"]
+
+
+def _sink(target: Sink | Console) -> Sink:
+    if isinstance(target, Sink):
+        return target
+    from kbtool.render.choose import as_sink  # a rich Console: wrapped in the rich sink
+
+    return as_sink(target)
 
 STYLE = {"ok": "green", "caveat": "yellow", "unknown": "cyan", "rejected": "red",
          "yes": "bold green", "no": "bold red", "conditional": "bold yellow"}
@@ -90,7 +97,7 @@ def _explain(sink: Sink, r: Reason) -> None:
 
 def render_answer(target: Sink | Console, a: Answer, *, explain: bool = False) -> None:
     """Write one answer to a sink (or a rich Console)."""
-    sink = as_sink(target)
+    sink = _sink(target)
     sink.line([("verdict:", "bold"), (" ", ""), _st(a.verdict), (f" — {a.summary}", "")])
     sink.line([(f"query: {_query_line(a)}", "dim")])
     if a.assumed:
@@ -204,7 +211,7 @@ def _caveats(sink: Sink, a: Answer) -> None:
 
 def render_multi(target: Sink | Console, m: MultiAnswer, *, explain: bool = False) -> None:
     """Write the one-row-per-accelerator answer (and with `explain`, each row's full answer under a rule)."""
-    sink = as_sink(target)
+    sink = _sink(target)
     sink.line([(m.summary, "bold")])
     sink.line([(f"query: {_query_line(m)}", "dim")])
     sink.line([("one row per accelerator:", "bold")])
