@@ -124,13 +124,12 @@ def _answer(payload: memoryview, opts: dict[str, Any]) -> tuple[str, str, int] |
 
         from kbtool.render.query import render_answer, render_multi
         from kbtool.render.sink import PlainSink
+        from kbtool.solve.answer import MultiAnswer
 
         if img.skipped:
             err = f"warning: {len(img.skipped)} record(s) left out (run `kb validate`)\n"
         buf = io.StringIO()
         sink = PlainSink(buf)
-        from kbtool.solve.answer import MultiAnswer
-
         if isinstance(answer, MultiAnswer):
             render_multi(sink, answer, explain=explain)
         else:
