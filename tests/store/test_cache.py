@@ -285,3 +285,23 @@ def test_header_length_and_files_hint(tmp_path: Path) -> None:
         assert n_files // 3 <= hint <= n_files * 3  # a rough count (the code key adds a few kB), from the header
     finally:
         del _os.environ["KB_CACHE_DIR"]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "garbage"])
+def test_a_damaged_query_image_is_never_used(tmp_path: Path, damage: str) -> None:
+    args = ["query", "--kb", str(FIX), "--gpu", "gpu-hopper", "--ctx", "64k", "--json"]
+    want = _kb(["query", "--no-cache", *args[1:]], tmp_path / "c")
+    assert want.returncode == 0 and _kb(args, tmp_path / "c").stdout == want.stdout
+    [image] = list((tmp_path / "c").glob("*.image"))
+    raw = image.read_bytes()
+    if damage == "truncate":
+        image.write_bytes(raw[: len(raw) // 2])
+    elif damage == "flip":
+        i = len(raw) - 100  # inside the payload: only the checksum can tell
+        image.write_bytes(raw[:i] + bytes([raw[i] ^ 0x20]) + raw[i + 1:])
+    else:
+        image.write_bytes(b"KB-CACHE\n" + b"\0" * 64)
+    got = _kb(args, tmp_path / "c", KB_DEBUG="1")
+    assert (got.returncode, got.stdout, got.stderr) == (0, want.stdout, "")
+    assert cachefile.read_view(str(image)) is not None  # rebuilt, whole again
+    assert _kb(args, tmp_path / "c", KB_DEBUG="1").stdout == want.stdout
