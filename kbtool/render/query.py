@@ -60,11 +60,17 @@ def _short(r: Reason, width: int = 150) -> list[Seg]:
     return [(f"{text} ", ""), (f"[{tag}, {_label(r)}]", "dim")]
 
 
+def _undecided(r: Reason) -> bool:
+    return bool(r.depends_on)
+
+
 def _kernel_lines(sink: Sink, k: KernelAnswer, via: bool) -> None:
-    phases = ", ".join(f"{p}" if s == k.status else f"{p}:{s}" for p, s in k.phase_status.items())
+    phases = ", ".join([p if s == k.status else f"{p}:{s}" for p, s in k.phase_status.items()])
     extra = f"  via {', '.join(k.via)}" if via and k.via else ""
     head: list[Seg] = [("  ", ""), (f"{k.status:<9}", STYLE[k.status]), (f"{k.id:<32}", ""), (phases + extra, "dim")]
-    enforced = sorted((r for r in k.reasons if r.enforced), key=lambda r: bool(r.depends_on))
+    enforced = [r for r in k.reasons if r.enforced]
+    if len(enforced) > 1:
+        enforced.sort(key=_undecided)  # decided gates first (a stable sort keeps their order)
     if not enforced and not k.caveats:
         tail = ("  passes every gate", "") if k.gates else ("  no gates recorded in the KB", "dim")
         sink.line([*head, tail])

@@ -275,9 +275,7 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
         glob_out.add(apply_claims(glob, cx.judges[p]))
     glob_rejects = [c for c in glob if c.effect == "reject"]  # hardware gates bind every kernel
     kstat = {k.id: eval_kernel(cx, k, envs, glob_rejects) for k in cx.kernels}
-    used: set[str] = set()
-    for _, o in kstat.values():
-        used |= o.used
+    used: set[str] = set().union(*(o.used for _, o in kstat.values()))
     backends: list[BackendAnswer] = []
     kernels: list[KernelAnswer] = []
     if cx.backends:
@@ -326,7 +324,7 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     verdict, summary = _verdict(cx, acc, kernels, memory)
     if verdict == "yes" and glob_caveats:
         verdict, summary = "conditional", summary.replace(": yes with", ": yes, with hardware caveats, with", 1)
-    depends = sorted({d for k in kernels for r in k.reasons + k.caveats for d in r.depends_on})
+    depends = sorted({d for k in kernels for rs in (k.reasons, k.caveats) for r in rs for d in r.depends_on})
     qd = q.as_dict()
     qd["gpu"] = acc.id
     if ranking:
@@ -340,10 +338,11 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
 def _mark_evidence_scope(img: Image, answers: list[KernelAnswer] | list[Any]) -> None:
     """Each verified or refuted reason says which architectures its evidence ran on (evidence is conservative)."""
     for a in answers:
-        for r in [*a.reasons, *a.caveats, *a.refuted]:
-            if r.evidence and r.verification in ("verified", "refuted", "disputed"):
-                archs = {img.evidence_arch.get(e) for e in r.evidence}
-                r.verified_on = sorted(a for a in archs if a)
+        for rs in (a.reasons, a.caveats, a.refuted):
+            for r in rs:
+                if r.evidence and r.verification in ("verified", "refuted", "disputed"):
+                    archs = {img.evidence_arch.get(e) for e in r.evidence}
+                    r.verified_on = sorted(arch for arch in archs if arch)
 
 
 def _verdict(cx: Ctx, acc: AcceleratorV, kernels: list[KernelAnswer], memory: Any) -> tuple[str, str]:
