@@ -1,7 +1,7 @@
 """Where the records and schemas live: --kb PATH, $KB_RECORDS, the checkout, or the installed package data.
 
-The lookups work on plain strings (os.path) so that the entry point's answer memo can use them without
-importing pathlib; `records_dir` and `schema_dir` wrap them in Paths for everything else.
+The lookups work on plain strings (os.path) so that the warm `kb query` path (kbtool/fastquery.py) can use
+them without importing pathlib; `records_dir` and `schema_dir` wrap them in Paths for everything else.
 """
 
 from __future__ import annotations

@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from kbtool.solve.image import Image
     from kbtool.solve.load import LoadReport
 
-LAST_ROOT: list[str] = []  # the records trees loaded in this process (the answer memo checks it)
-
 
 def cache_file(root: Path) -> Path | None:
     base = cachefile.cache_dir()
@@ -51,7 +49,6 @@ def load_kb_report(root: Path, use_cache: bool = True) -> LoadReport:
     """The query's view of the KB (records that validate, plus what was left out), from the cache if fresh."""
     from kbtool.solve import load as build
 
-    LAST_ROOT.append(os.path.abspath(root))
     target = cache_file(root) if enabled(use_cache) and root.is_dir() else None
     if target is None:
         return build.load_kb_report(root)
@@ -172,13 +169,12 @@ def load_image(root: Path, use_cache: bool = True) -> Image:
     if not enabled(use_cache) or not root.is_dir():
         report = load_kb_report(root, use_cache)
         return image.Image(image.build(report.kb, report.skipped))
-    payload = imagecache.peek(tree)
-    if payload is not None:
-        img = image.Image.load(payload)
-        if img is not None:
-            LAST_ROOT.append(os.path.abspath(root))
-            return img
     skey, code = imagecache.keys(tree)
+    got = imagecache.peek_speculative(tree, lambda: skey)
+    if got is not None and got[1]():
+        img = image.Image.load(got[0])
+        if img is not None:
+            return img
     report = load_kb_report(root, use_cache)
     data = image.build(report.kb, report.skipped)
     if imagecache.keys(tree)[0] == skey:  # nothing changed while it was read

@@ -34,49 +34,26 @@ def cache_dir() -> str | None:
     return os.path.join(xdg, "kb") if xdg else os.path.join(os.path.expanduser("~"), ".cache", "kb")
 
 
-def walk(top: str, out: list[tuple[str, int, int]]) -> None:
-    """Every file under `top` as (path, size, mtime_ns), sorted by name; __pycache__ folders skipped."""
+def walk(top: str, out: list[tuple[str, int, int]], ordered: bool = True) -> None:
+    """Every file under `top` as (path, size, mtime_ns), sorted by name; __pycache__ folders skipped.
+
+    `ordered=False` keeps directory order instead (no sorting: the stat key is taken on every query; the order
+    only changes when a folder does, and a changed order merely reads as a changed listing)."""
     try:
         with os.scandir(top) as it:
-            entries = sorted(it, key=lambda e: e.name)
+            entries = sorted(it, key=lambda e: e.name) if ordered else list(it)
     except OSError:
         return
     for e in entries:
         if e.is_dir(follow_symlinks=False):
             if e.name != "__pycache__":
-                walk(e.path, out)
+                walk(e.path, out, ordered)
             continue
         try:
             st = e.stat()  # follows a symlink: its target is what the reader sees
         except OSError:
             continue
         out.append((e.path, st.st_size, st.st_mtime_ns))
-
-
-def scan(top: str, out: list[tuple[str, int, int]]) -> None:
-    """Like `walk`, in directory order (no sorting: this runs on every query). The order only changes when
-    the folder changes, and a changed order merely reads as a changed listing."""
-    try:
-        it = os.scandir(top)
-    except OSError:
-        return
-    with it:
-        for e in it:
-            if e.is_dir(follow_symlinks=False):
-                if e.name != "__pycache__":
-                    scan(e.path, out)
-                continue
-            try:
-                st = e.stat()
-            except OSError:
-                continue
-            out.append((e.path, st.st_size, st.st_mtime_ns))
-
-
-def digest(parts: object) -> str:
-    import hashlib
-
-    return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
 def name_key(text: str) -> str:
@@ -92,7 +69,7 @@ def stat_key(root: str, schema: str | None) -> bytes:
     for top in (root, schema):
         if top is not None:
             out.append((f"<{os.path.abspath(top)}>", 0, 0))
-            scan(top, out)
+            walk(top, out, ordered=False)
     return marshal.dumps(out)
 
 

@@ -2,10 +2,10 @@
 
 One file per records tree, beside the KB cache: `kb-<hash of the tree's real path>.image`. Its header holds
 the tree's `stat` key (every file under records/ and the schema folder with size and mtime_ns, see
-kbtool/store/cachefile.py) and the `code` key; the payload is the marshalled image. `peek` returns the
-payload only when both keys still match, so a stale image is never used: `kb query` then takes the full path,
-which rebuilds it (kbtool/store/cache.py: load_image). `peek_speculative` lets `kb query` work on the image
-while a forked child checks the tree. Plain string paths, no pathlib (start-up time).
+kbtool/store/cachefile.py) and the `code` key; the payload is the marshalled image. `peek_speculative` hands
+out the payload with a `fresh()` check: an image is used only when both keys still match, otherwise `kb query`
+takes the full path, which rebuilds it (kbtool/store/cache.py: load_image). The stat key can be taken by a
+forked child while the caller works (`stat_later`). Plain string paths, no pathlib (start-up time).
 """
 
 from __future__ import annotations
@@ -35,15 +35,6 @@ def schema_folder() -> str | None:
 def keys(root: str) -> tuple[bytes, bytes]:
     """(stat key, code key) of the records tree `root` as it is now."""
     return cachefile.stat_key(root, schema_folder()), cachefile.code_key()
-
-
-def peek(root: str) -> bytes | memoryview | None:
-    """The cached image payload of `root` when it is intact and fresh; None otherwise."""
-    got = peek_speculative(root, stat_later(root, parallel=False))
-    if got is None:
-        return None
-    payload, fresh = got
-    return payload if fresh() else None
 
 
 def peek_speculative(root: str, stat: Callable[[], bytes | None]) \
