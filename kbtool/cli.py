@@ -9,7 +9,7 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -174,6 +174,17 @@ def _print_json(data: object) -> None:
     print(json.dumps(data, indent=2, default=str))
 
 
+def _emit(data: Any, json_: bool, view: str) -> None:
+    """A view's data as JSON, or as text through kbtool.render.views.<view>."""
+    if json_:
+        _print_json(data)
+        return
+    from kbtool.render import views as render
+    from kbtool.render.console import out
+
+    getattr(render, view)(out, data)
+
+
 @app.command()
 def show(
     record_id: Annotated[str, typer.Argument(metavar="ID", help="Record id or alias.")],
@@ -290,13 +301,7 @@ def graph_neighbors(
     from kbtool.views.graphview import neighbors
 
     data = neighbors(_view_kb(kb), record_id, depth)
-    if json_:
-        _print_json(data)
-    else:
-        from kbtool.render import views as render
-        from kbtool.render.console import out
-
-        render.neighbors(out, data)
+    _emit(data, json_, "neighbors")
 
 
 @graph_app.command("why")
@@ -325,13 +330,7 @@ def graph_why(
     q = build_query(gpu=gpu, ctx=ctx, kv=kv, dtype=dtype, model=model, head_dim=head_dim, phase=phase,
                     engine=engine, lib=lib, block_size=block_size)
     data = why(_view_kb(kb), kernel, q)
-    if json_:
-        _print_json(data)
-    else:
-        from kbtool.render import views as render
-        from kbtool.render.console import out
-
-        render.why(out, data)
+    _emit(data, json_, "why")
 
 
 @graph_app.command("impact")
@@ -357,13 +356,7 @@ def graph_impact(
     if any(h <= 0 for h in hds):
         fail("--head-dim must be positive", 2, "e.g. --head-dim 128")
     data = impact(_view_kb(kb), claim, kvs=kvs, head_dims=hds, engine=False if no_engine else None)
-    if json_:
-        _print_json(data)
-    else:
-        from kbtool.render import views as render
-        from kbtool.render.console import out
-
-        render.impact(out, data)
+    _emit(data, json_, "impact")
 
 
 @graph_app.command("export")
@@ -396,13 +389,7 @@ def stats(
     from kbtool.views.stats import stats as compute
 
     data = compute(_view_kb(kb))
-    if json_:
-        _print_json(data)
-    else:
-        from kbtool.render import views as render
-        from kbtool.render.console import out
-
-        render.stats(out, data)
+    _emit(data, json_, "stats")
 
 
 class MatrixFormat(StrEnum):
