@@ -261,7 +261,7 @@ def test_stat_later_gives_the_stat_key(tmp_path: Path, parallel: bool) -> None:
     assert imagecache.stat_later(str(root), parallel=parallel)() != want
 
 
-def test_header_length_and_files_hint(tmp_path: Path) -> None:
+def test_header_length_and_files_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import marshal
 
     from kbtool.store import imagecache
@@ -275,16 +275,11 @@ def test_header_length_and_files_hint(tmp_path: Path) -> None:
     shutil.copytree(FIX, root)
     env_cache = tmp_path / "c"
     assert _kb(["query", "--kb", str(root), "--gpu", "gpu-hopper"], env_cache).returncode == 0
-    import os as _os
-
-    _os.environ["KB_CACHE_DIR"] = str(env_cache)
-    try:
-        n_files = sum(1 for _ in root.rglob("*") if _.is_file())
-        hint = imagecache.files_hint(str(root))
-        n_files += sum(1 for _ in (ROOT / "schema").rglob("*.json"))  # the stat key covers the schema folder
-        assert n_files // 3 <= hint <= n_files * 3  # a rough count (the code key adds a few kB), from the header
-    finally:
-        del _os.environ["KB_CACHE_DIR"]
+    monkeypatch.setenv("KB_CACHE_DIR", str(env_cache))
+    n_files = sum(1 for _ in root.rglob("*") if _.is_file())
+    hint = imagecache.files_hint(str(root))
+    n_files += sum(1 for _ in (ROOT / "schema").rglob("*.json"))  # the stat key covers the schema folder
+    assert n_files // 3 <= hint <= n_files * 3  # a rough count (the code key adds a few kB), from the header
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "garbage"])
