@@ -37,7 +37,22 @@ VARS: dict[str, tuple[VarType, tuple[str, ...] | None]] = {
     "head_dim": ("int", None),
     "head_dim_v": ("int", None),
     "attention": ("enum", ATTENTION),
-    "sliding_window": ("bool", None),
+    # q dtype vs KV dtype: true when the KV cache is stored in another dtype than q (bf16 q + fp8 KV)
+    "kv_dtype_differs": ("bool", None),
+    "num_heads": ("int", None),  # query heads per GPU
+    "kv_heads": ("int", None),  # KV heads per GPU
+    # attention features, filled from the model record (absent from the query = unknown)
+    "sliding_window": ("int", None),  # window size in tokens; 0 = no sliding window
+    "sinks": ("bool", None),  # learned attention sinks (gpt-oss)
+    "softcap": ("number", None),  # logit softcap value; 0 = none (Gemma-2)
+    "alibi": ("bool", None),
+    "sparse": ("bool", None),  # sparse attention with an indexer (DeepSeek-V3.2 DSA)
+    "kv_lora_rank": ("int", None),  # MLA latent dim (512 for DeepSeek-V3)
+    "qk_nope_head_dim": ("int", None),
+    "qk_rope_head_dim": ("int", None),
+    "v_head_dim": ("int", None),
+    # environment switches
+    "trtllm_kernels": ("bool", None),  # FlashInfer's TRT-LLM kernels installed (flashinfer-cubin) or fetchable
     "block_size": ("int", None),
     "causal": ("bool", None),
     "engine": ("enum", ENGINES),

@@ -107,12 +107,30 @@ class Side(Strict):
     sources: list[Source] = Field(min_length=1, description="Who says it")
 
 
+class VerdictScope(Strict):
+    """The environment one verdict covers: an architecture, library releases, a phase (design.md §2)."""
+
+    sm: str | None = Field(default=None, description="Architecture id the evidence ran on, e.g. sm90")
+    libraries: dict[str, str] = Field(default_factory=dict, description="Library -> version the evidence ran")
+    phase: Literal["prefill", "decode"] | None = Field(default=None, description="Phase, where limited")
+
+
+class ScopedVerdict(Strict):
+    """One verdict on a claim inside one scope, backed by evidence (browser-compat-data style)."""
+
+    scope: VerdictScope = Field(description="Where this verdict holds; nowhere else")
+    status: Literal["verified", "refuted", "untestable"] = Field(description="What the evidence showed there")
+    evidence: list[Ref] = Field(default_factory=list, description="Evidence records behind it")
+    reason: str | None = Field(default=None, description="What the evidence showed, or why untestable")
+
+
 class Verification(Strict):
     status: Status = Field(default=Status.unverified, description="Verification status of the claim")
     evidence: list[Ref] = Field(default_factory=list, description="Evidence records behind the status")
     reason: str | None = Field(default=None, description="Why untestable, or what the evidence showed")
     sides: list[Side] = Field(default_factory=list, description="For disputed claims: the disagreeing sides")
     checked: str | None = Field(default=None, description="Date of the last status change (YYYY-MM-DD)")
+    verdicts: list[ScopedVerdict] = Field(default_factory=list, description="Verdicts per scope (#14 step 5)")
 
 
 class VersionRange(Strict):

@@ -80,7 +80,8 @@ def model_layout(model: ModelV) -> dict[str, Any]:
     else:
         kvh = min(g.kv_heads for g in model.layers if g.kv_heads) if any(g.kv_heads for g in model.layers) else None
         attention = "gqa" if kvh is None else "mqa" if kvh == 1 else "mha" if kvh == model.num_heads else "gqa"
-    return {"attention": attention, "sliding_window": "sliding" in types}
+    windows = [g.window for g in model.layers if g.type == "sliding" and g.window]
+    return {"attention": attention, "sliding_window": max(windows) if windows else (1 if "sliding" in types else 0)}
 
 
 def phase_dims(model: ModelV, phase: str) -> tuple[int, int]:
