@@ -186,7 +186,7 @@ def _refuse_shared_anchors(span: str, rest: str) -> None:
             )
 
 
-VERIFICATION_ORDER = ("status", "evidence", "reason", "sides", "checked")  # kbtool.model.common.Verification
+VERIFICATION_ORDER = ("status", "evidence", "reason", "sides", "checked", "verdicts")  # kbtool.model.common.Verification
 
 
 def splice_verification(text: str, block: dict[str, Any]) -> str:
