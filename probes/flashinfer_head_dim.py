@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbtool.probe.judging import accepted, gate_verdict, values
+from kbtool.probe.judging import claim_gates, default_reason, judge_gates
 from kbtool.probe.spec import ProbeSpec
 
 SPEC = ProbeSpec(
@@ -28,6 +28,11 @@ SPEC = ProbeSpec(
         "flashinfer-prefill-fa3-head-dims",
         "flashinfer-head-dim-256-512-unsupported",
         "flashinfer-fp8-kv-head-dim-512-needs-sm100",
+        "flashinfer-fa3-fp8-kv-needs-fp8-query",
+        "flashinfer-fa3-requires-sm90a",
+        "flashinfer-fa2-requires-nvidia",
+        "flashinfer-fa3-requires-nvidia",
+        "flashinfer-arch-range",
     ],
     requires={"archs": None, "packages": ["torch", "flashinfer"]},
     timeout_s=420,
@@ -136,88 +141,62 @@ def _label(p: dict[str, Any]) -> str:
     return f"{p.get('path')} hd{p.get('head_dim')} kv {p.get('kv_dtype')}"
 
 
-ARCH_REFUSAL = "No supported CUDA architectures found"  # FlashInfer's JIT arch gate (compilation_context.py)
-FP8_LARGE_HEAD_MAJORS = (10, 11, 12)  # _fa2_head_dim_nvcc_flags: one-byte KV, head dim > 256
+SUBJECT = {"prefill-fa3": "flashinfer-fa3", "prefill-fa2": "flashinfer-fa2", "decode-paged": "flashinfer-fa2",
+           "decode-single": "flashinfer-fa2"}
 
 
-def _cc_major(env: dict[str, Any]) -> int | None:
-    try:
-        return int(str(env.get("compute_capability")).split(".")[0])
-    except ValueError:
-        return None
+def reason_of(obs: dict[str, Any]) -> str | None:
+    """The gate a refusal names: FlashInfer's JIT arch gate, the FA3 helpers the probe asks, else keywords."""
+    text = str(obs.get("message") or "")
+    if "No supported CUDA architectures" in text:
+        return "ARCH"
+    if "is_fa3_backend_supported" in text:
+        return "KV_DTYPE"
+    if "is_fa3_prefill_head_dim_supported" in text or "Unsupported head_dim" in text:
+        return "HEAD_DIM"
+    if "is_sm90a_supported" in text:
+        return "ARCH"
+    return default_reason(obs)
 
 
-def _fp8_large_head_verdict(observations: list[dict[str, Any]], env: dict[str, Any],
-                            paths: list[str], scope: dict[str, Any]) -> dict[str, Any]:
-    """flashinfer-fp8-kv-head-dim-512-needs-sm100 on the FA2 library paths with fp8 KV.
-
-    hd > 256: the claim says it runs only on majors 10-12. A refusal counts for the claim only when it carries the
-    arch-gate message (an earlier runner recorded that refusal as ERROR; the message decides, not the label); a
-    refusal for another reason says nothing about this gate. hd <= 256 is the control: fp8 KV itself must run there,
-    or the refusal at 512 is not about the head dim."""
-    major = _cc_major(env)
-
-    def fp8(p: dict[str, Any]) -> bool:
-        return p.get("path") in paths and str(p.get("kv_dtype", "")).startswith("fp8")
-
-    def expect(p: dict[str, Any]) -> bool | None:
-        if not fp8(p) or major is None:
-            return None
-        return True if p["head_dim"] <= 256 else major in FP8_LARGE_HEAD_MAJORS
-
-    def relabel(o: dict[str, Any]) -> dict[str, Any]:
-        p = o.get("params") or {}
-        if not fp8(p) or p.get("head_dim", 0) <= 256 or o.get("outcome") not in ("UNSUPPORTED", "ERROR"):
-            return o
-        gated = ARCH_REFUSAL.lower() in str(o.get("message") or "").lower()
-        return {**o, "outcome": "UNSUPPORTED" if gated else "ERROR"}
-
-    scope = {**scope, "cc": env.get("compute_capability"), "head_dims": values(observations, "head_dim", fp8),
-             "kv_dtypes": values(observations, "kv_dtype", fp8)}
-    relabelled = [relabel(o) for o in observations]
-    verdict = gate_verdict("flashinfer-fp8-kv-head-dim-512-needs-sm100", relabelled, expect, scope, _label)
-    clear = {(o.get("params") or {}).get("head_dim", 0) > 256 for o in relabelled
-             if fp8(o.get("params") or {}) and accepted(o) is not None}
-    if verdict["verdict"] == "confirmed" and clear != {True, False}:
-        # Agreement on one side only (controls ran, or large heads were refused with fp8 KV refused everywhere
-        # unseen) does not show the head-dim gate.
-        verdict = {**verdict, "verdict": "inconclusive",
-                   "detail": verdict["detail"] + "; needs a clear answer both above and at or below head dim 256"}
-    return verdict
+def variables(env: dict[str, Any]) -> Any:
+    def bind(p: dict[str, Any]) -> dict[str, Any]:
+        path = str(p.get("path", ""))
+        out = {"vendor": "nvidia", "sm": env.get("architecture"), "cuda": env.get("cuda"), "dtype": "bf16",
+               "kv_dtype": p.get("kv_dtype"), "kv_dtype_differs": p.get("kv_dtype") != "bf16",
+               "head_dim": p.get("head_dim"), "head_dim_v": p.get("head_dim"),
+               "phase": "decode" if path.startswith("decode") else "prefill"}
+        try:
+            out["cc"] = float(env.get("compute_capability") or "")
+        except ValueError:
+            pass
+        return out
+    return bind
 
 
 def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
-    sm = env.get("architecture")
+    """Every claim's prediction per case comes from its own `when`/`requires` (env['claims']); the head-dim claims
+    judge only the bf16 query paths they name. A refusal is read by its message (reason_of)."""
+    claims = env.get("claims") or {}
+    gates = claim_gates(claims, SPEC.claims, lambda p: [SUBJECT.get(str(p.get("path")), "")], variables(env))
     version = (env.get("libraries") or {}).get("flashinfer")
 
-    def scope(phase: str, paths: list[str], **extra: Any) -> dict[str, Any]:
-        picked = lambda p: p.get("path") in paths  # noqa: E731
-        return {"sm": sm, "flashinfer": version, "phase": phase, "paths": paths,
-                "head_dims": values(observations, "head_dim", picked),
-                "kv_dtypes": values(observations, "kv_dtype", picked), **extra}
+    def scope_of(gate: Any) -> dict[str, Any]:
+        subject = (claims.get(gate.claim) or {}).get("subject")
+        when = variables(env)
+        picked = [o for o in observations if SUBJECT.get(str((o.get("params") or {}).get("path"))) == subject
+                  and gate.expect(o.get("params") or {}) is not None]
+        params = [o.get("params") or {} for o in picked]
+        phases = sorted({when(p)["phase"] for p in params})
+        out: dict[str, Any] = {"sm": env.get("architecture"), "flashinfer": version,
+                               "paths": sorted({str(p.get("path")) for p in params}),
+                               "head_dims": sorted({int(p.get("head_dim", 0)) for p in params}),
+                               "kv_dtypes": sorted({str(p.get("kv_dtype")) for p in params})}
+        if len(phases) == 1:
+            out["phase"] = phases[0]
+        return out
 
-    decode = ["decode-single", "decode-paged"]
-    fa2 = ["prefill-fa2"]
-    library = [*decode, *fa2]
-    fa3_ok = {64, 128, 256}
-    return [
-        gate_verdict("flashinfer-decode-head-dims", observations,
-                     lambda p: p["head_dim"] in (64, 128, 256, 512) if p.get("path") in decode else None,
-                     scope("decode", decode), _label),
-        gate_verdict("flashinfer-prefill-fa2-head-dims", observations,
-                     lambda p: p["head_dim"] in (64, 128, 256, 512) if p.get("path") in fa2 else None,
-                     scope("prefill", fa2), _label),
-        gate_verdict("flashinfer-prefill-fa3-head-dims", observations,
-                     lambda p: p["head_dim"] in fa3_ok
-                     if p.get("path") == "prefill-fa3" and p.get("kv_dtype") == "bf16" else None,
-                     scope("prefill", ["prefill-fa3"], kv_dtypes=["bf16"]), _label),
-        gate_verdict("flashinfer-head-dim-256-512-unsupported", observations,
-                     # The seed asserts refusals only; 64 and 128 running says nothing about it.
-                     lambda p: False if p.get("path") in library and p["head_dim"] in (256, 512) else None,
-                     {k: v for k, v in scope("", library).items() if k != "phase"}, _label),
-        _fp8_large_head_verdict(observations, env, library,
-                                {k: v for k, v in scope("", library).items() if k != "phase"}),
-    ]
+    return judge_gates(gates, observations, scope_of, _label, reason_of=reason_of)
 
 
 def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:

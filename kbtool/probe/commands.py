@@ -126,6 +126,19 @@ def _judge(probe: Probe, results: list[CaseResult], env: dict[str, Any]) -> tupl
         return [], f"judge failed: {type(exc).__name__}: {exc}"
 
 
+def claim_context(claims: dict[str, tuple[Claim, Path]] | dict[str, Claim], ids: list[str]) -> dict[str, Any]:
+    """What a judge reads of each claim it tests: subject, effect, `when`, `requires` and the reason code."""
+    out: dict[str, Any] = {}
+    for cid in ids:
+        entry = claims.get(cid)
+        claim = entry[0] if isinstance(entry, tuple) else entry
+        if claim is None:
+            continue
+        out[cid] = {"subject": claim.subject, "effect": str(claim.effect), "when": claim.when,
+                    "requires": claim.requires, "reason": claim.reason.code if claim.reason else None}
+    return out
+
+
 def kb_context(records: Path, env: dict[str, Any]) -> dict[str, Any]:
     """The KB's accelerator and architecture records for this GPU, for judges that compare with them."""
     import yaml
@@ -149,8 +162,10 @@ def run_probe(
     progress: Callable[[CaseResult], None] | None = None,
     kb: dict[str, Any] | None = None,
     deadline: float | None = None,
+    claims: dict[str, Any] | None = None,
 ) -> ProbeRun:
-    """Run one probe's cases and judge them (no writing). `kb` reaches the judge as env['kb'], not the record."""
+    """Run one probe's cases and judge them (no writing). `kb` reaches the judge as env['kb'] and `claims`
+    (claim_context) as env['claims']; neither is part of the record."""
     start = time.monotonic()
     started = now()
     try:
@@ -158,7 +173,7 @@ def run_probe(
     except Exception as exc:
         return ProbeRun(probe, "failed", f"cases() failed: {type(exc).__name__}: {exc}")
     results = run_cases(probe, cases, root=REPO_ROOT, progress=progress, deadline=deadline)
-    judge_env = {**env, "kb": kb or {}}
+    judge_env = {**env, "kb": kb or {}, "claims": claims or {}}
     verdicts, judge_error = _judge(probe, results, judge_env)
     data: dict[str, Any] = {}
     if probe.summarize:
@@ -227,7 +242,7 @@ def run(
     probes = select(discover(), probe_id, claim_id, exclude)
     if not report.gpu:
         return report
-    claims = load_claims(records) if write else {}
+    claims = load_claims(records)
     folder = out or records / "evidence"
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     for probe in probes:
@@ -240,7 +255,8 @@ def run(
             continue
         n_cases = len(probe.cases())
         progress = on_probe(probe, n_cases) if on_probe else None
-        pr = run_probe(probe, env, progress=progress, kb=kb_context(records, env), deadline=deadline)
+        pr = run_probe(probe, env, progress=progress, kb=kb_context(records, env), deadline=deadline,
+                       claims=claim_context(claims, probe.spec.claims))
         if pr.evidence is not None:
             pr.evidence_path, pr.evidence = ev_io.write(folder, pr.evidence)
             report.written.append(pr.evidence_path)

@@ -71,6 +71,7 @@ PACKAGES: dict[str, PackageInfo] = {
     "flashmla": PackageInfo("flash-mla", "flash_mla"),
     "vllm": PackageInfo("vllm", "vllm"),
     "triton": PackageInfo("triton", "triton"),
+    "cudnn-frontend": PackageInfo("nvidia-cudnn-frontend", "cudnn"),
 }
 
 

@@ -1,0 +1,271 @@
+"""Probe: FlashInfer's other attention paths on this GPU: XQA and trtllm-gen paged decode, cuDNN decode and
+prefill, and MLA (DeepSeek latent attention) decode and incremental prefill through the fa2 and fa3 backends.
+
+Each case calls the public API once with a bf16 query and bf16 or fp8 (e4m3) KV, checks the output against an
+fp32 reference computed from the very pages the kernel read, and records the library's refusal otherwise.
+trtllm-gen kernels are downloaded at first use; the probe host has no network, so a failure to fetch them is
+recorded as its own gate ("needs network or the cubin package"), not as an architecture verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from kbtool.probe.judging import claim_gates, default_reason, judge_gates, values
+from kbtool.probe.spec import ProbeSpec
+
+SPEC = ProbeSpec(
+    id="flashinfer-paths",
+    version=2,
+    order=45,
+    title="FlashInfer XQA, trtllm-gen, cuDNN and MLA paths",
+    claims=[
+        "flashinfer-xqa-requires-sm90",
+        "flashinfer-xqa-requires-nvidia",
+        "flashinfer-trtllm-gen-requires-sm100",
+        "flashinfer-trtllm-gen-requires-nvidia",
+        "flashinfer-cudnn-requires-nvidia",
+        "flashinfer-fa2-requires-nvidia",
+        "flashinfer-fa3-requires-nvidia",
+        "flashinfer-fa3-requires-sm90a",
+        "flashinfer-arch-range",
+    ],
+    requires={"archs": None, "packages": ["torch", "flashinfer"]},
+    timeout_s=300,
+    workers=2,
+)
+
+PAGE, KV_LEN, BATCH, QO_HEADS, KV_HEADS = 32, 1024, 4, 8, 2
+MLA_HEADS, CKV, KPE, MLA_PAGE, MLA_QO = 16, 512, 64, 64, 32
+TOLERANCE = 3e-2
+NETWORK_GATE = "needs network or the cubin package"
+
+SUBJECT = {"xqa": "flashinfer-xqa", "trtllm-gen": "flashinfer-trtllm-gen", "cudnn": "flashinfer-cudnn",
+           "mla-fa2": "flashinfer-fa2", "mla-fa3": "flashinfer-fa3"}
+
+
+def cases() -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for path in ("mla-fa3", "mla-fa2"):  # slowest compiles first
+        for phase in ("decode", "prefill"):
+            for kv in ("bf16", "fp8_e4m3"):
+                out.append({"path": path, "phase": phase, "head_dim": CKV + KPE, "kv_dtype": kv})
+    for d in (64, 128, 256):
+        for kv in ("bf16", "fp8_e4m3"):
+            out.append({"path": "xqa", "phase": "decode", "head_dim": d, "kv_dtype": kv})
+    for kv in ("bf16", "fp8_e4m3"):
+        out.append({"path": "trtllm-gen", "phase": "decode", "head_dim": 128, "kv_dtype": kv, "timeout_s": 150})
+    for phase in ("decode", "prefill"):
+        out.append({"path": "cudnn", "phase": phase, "head_dim": 128, "kv_dtype": "bf16"})
+    return out
+
+
+def _attend(q: Any, k: Any, v: Any, scale: float, causal_offset: int | None) -> Any:
+    """fp32 attention; q [n_q, Hq, Dk], k [n_k, Hkv, Dk], v [n_k, Hkv, Dv]. causal_offset: the first query sits
+    at kv position `causal_offset` (bottom-right alignment), None for no mask."""
+    import torch
+
+    group = q.shape[1] // k.shape[1]
+    kf = k.float().repeat_interleave(group, dim=1)
+    vf = v.float().repeat_interleave(group, dim=1)
+    s = torch.einsum("qhd,khd->hqk", q.float(), kf) * scale
+    if causal_offset is not None:
+        n_q, n_k = q.shape[0], k.shape[0]
+        rows = torch.arange(n_q, device=q.device)[:, None] + causal_offset
+        s = s.masked_fill(torch.arange(n_k, device=q.device)[None, :] > rows, float("-inf"))
+    return torch.einsum("hqk,khd->qhd", torch.softmax(s, dim=-1), vf)
+
+
+def _check(out: Any, ref: Any, metrics: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    torch.cuda.synchronize()
+    err = (out.float() - ref).abs().max().item()
+    rel = err / max(ref.abs().max().item(), 1e-12)
+    finite = bool(torch.isfinite(out.float()).all().item())
+    metrics.update(rel_err=rel, correct=bool(finite and rel <= TOLERANCE))
+    return {"outcome": "OK", "max_abs_err": err, "metrics": metrics}
+
+
+def _paged(kv_dtype: Any, d: int) -> tuple[Any, Any, Any, Any]:
+    """HND pages k, v [P, Hkv, PAGE, D], block table [B, pages] and seq lens [B]."""
+    import torch
+
+    per_seq = KV_LEN // PAGE
+    n_pages = BATCH * per_seq
+    k = torch.randn(n_pages, KV_HEADS, PAGE, d, device="cuda", dtype=torch.bfloat16).to(kv_dtype)
+    v = torch.randn(n_pages, KV_HEADS, PAGE, d, device="cuda", dtype=torch.bfloat16).to(kv_dtype)
+    table = torch.arange(n_pages, device="cuda", dtype=torch.int32).reshape(BATCH, per_seq)
+    lens = torch.full((BATCH,), KV_LEN, device="cuda", dtype=torch.int32)
+    return k, v, table, lens
+
+
+def _seq(pages: Any, table_row: Any) -> Any:
+    """[pages, Hkv, PAGE, D] of one sequence -> [KV_LEN, Hkv, D]."""
+    sel = pages[table_row.long()]
+    return sel.permute(0, 2, 1, 3).reshape(-1, sel.shape[1], sel.shape[3])
+
+
+def _decode(case: dict[str, Any], kv_dtype: Any) -> dict[str, Any]:
+    import flashinfer
+    import torch
+
+    d, path = case["head_dim"], case["path"]
+    k, v, table, lens = _paged(kv_dtype, d)
+    q = torch.randn(BATCH, QO_HEADS, d, device="cuda", dtype=torch.bfloat16)
+    scale = 1.0 / math.sqrt(d)
+    workspace = torch.zeros(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+    metrics: dict[str, Any] = {}
+    if path == "cudnn":
+        out = flashinfer.cudnn.cudnn_batch_decode_with_kv_cache(
+            q, k, v, scale, workspace, max_sequence_kv=KV_LEN, actual_seq_lens_kv=lens, block_tables=table)
+    else:
+        try:
+            out = flashinfer.decode.trtllm_batch_decode_with_kv_cache(
+                q, (k, v), workspace, table, lens, KV_LEN, bmm1_scale=scale, bmm2_scale=1.0,
+                kv_layout="HND", backend=path)
+        except Exception as exc:
+            if path == "trtllm-gen" and _network_failure(exc):
+                return {"outcome": "UNSUPPORTED", "metrics": {"gate": "NETWORK"},
+                        "message": f"{NETWORK_GATE}: {type(exc).__name__}: {exc}"}
+            raise
+    ref = torch.stack([_attend(q[b][None], _seq(k, table[b]), _seq(v, table[b]), scale, None)[0]
+                       for b in range(BATCH)])
+    return _check(out, ref, metrics)
+
+
+def _network_failure(exc: BaseException) -> bool:
+    import traceback
+
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).lower()
+    if "no supported cuda architectures" in str(exc).lower():
+        return False  # the architecture gate, not the download
+    return any(w in text for w in ("requests", "urllib", "connection", "download", "max retries",
+                                   "name resolution", "artifactory", "https://"))
+
+
+def _cudnn_prefill(case: dict[str, Any]) -> dict[str, Any]:
+    import flashinfer
+    import torch
+
+    d = case["head_dim"]
+    k, v, table, lens = _paged(torch.bfloat16, d)
+    q = torch.randn(BATCH * KV_LEN, QO_HEADS, d, device="cuda", dtype=torch.bfloat16)
+    scale = 1.0 / math.sqrt(d)
+    workspace = torch.zeros(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+    lens4 = lens.reshape(BATCH, 1, 1, 1)
+    offsets = torch.arange(0, BATCH + 1, device="cuda", dtype=torch.int32) * (KV_LEN * QO_HEADS * d)
+    out, _ = flashinfer.cudnn.cudnn_batch_prefill_with_kv_cache(
+        q, k, v, scale, workspace, max_token_per_sequence=KV_LEN, max_sequence_kv=KV_LEN,
+        actual_seq_lens_q=lens4, actual_seq_lens_kv=lens4, block_tables=table, causal=True, return_lse=True,
+        batch_offsets_q=offsets, batch_offsets_o=offsets)
+    ref = torch.cat([_attend(q[b * KV_LEN:(b + 1) * KV_LEN], _seq(k, table[b]), _seq(v, table[b]), scale, 0)
+                     for b in range(BATCH)])
+    return _check(out, ref, {})
+
+
+def _mla(case: dict[str, Any], kv_dtype: Any) -> dict[str, Any]:
+    import flashinfer
+    import torch
+
+    backend = case["path"].split("-")[1]
+    qo = 1 if case["phase"] == "decode" else MLA_QO
+    per_seq = KV_LEN // MLA_PAGE
+    n_pages = BATCH * per_seq
+    ckv = torch.randn(n_pages, MLA_PAGE, CKV, device="cuda", dtype=torch.bfloat16).to(kv_dtype)
+    kpe = torch.randn(n_pages, MLA_PAGE, KPE, device="cuda", dtype=torch.bfloat16).to(kv_dtype)
+    q_nope = torch.randn(BATCH * qo, MLA_HEADS, CKV, device="cuda", dtype=torch.bfloat16)
+    q_pe = torch.randn(BATCH * qo, MLA_HEADS, KPE, device="cuda", dtype=torch.bfloat16)
+    qo_indptr = torch.arange(0, BATCH * qo + 1, qo, device="cuda", dtype=torch.int32)
+    kv_indptr = torch.arange(0, n_pages + 1, per_seq, device="cuda", dtype=torch.int32)
+    kv_indices = torch.arange(n_pages, device="cuda", dtype=torch.int32)
+    kv_lens = torch.full((BATCH,), KV_LEN, device="cuda", dtype=torch.int32)
+    scale = 1.0 / math.sqrt(128 + KPE)
+    workspace = torch.zeros(128 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+    wrapper = flashinfer.mla.BatchMLAPagedAttentionWrapper(workspace, backend=backend)
+    causal = qo > 1
+    wrapper.plan(qo_indptr, kv_indptr, kv_indices, kv_lens, MLA_HEADS, CKV, KPE, MLA_PAGE, causal, scale,
+                 torch.bfloat16, kv_dtype)
+    scales = {"ckv_scale": 1.0, "kpe_scale": 1.0} if kv_dtype != torch.bfloat16 else {}
+    out = wrapper.run(q_nope, q_pe, ckv, kpe, **scales)
+    refs = []
+    for b in range(BATCH):
+        c = ckv[b * per_seq:(b + 1) * per_seq].reshape(KV_LEN, 1, CKV)
+        p = kpe[b * per_seq:(b + 1) * per_seq].reshape(KV_LEN, 1, KPE)
+        qb = torch.cat([q_nope[b * qo:(b + 1) * qo], q_pe[b * qo:(b + 1) * qo]], dim=-1)
+        refs.append(_attend(qb, torch.cat([c, p], dim=-1), c, scale, KV_LEN - qo if causal else None))
+    return _check(out, torch.cat(refs), {"backend": backend})
+
+
+def run(case: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    torch.manual_seed(0)
+    kv_dtype = {"bf16": torch.bfloat16, "fp8_e4m3": torch.float8_e4m3fn}[case["kv_dtype"]]
+    if case["path"].startswith("mla-"):
+        return _mla(case, kv_dtype)
+    if case["path"] == "cudnn" and case["phase"] == "prefill":
+        return _cudnn_prefill(case)
+    return _decode(case, kv_dtype)
+
+
+# ---- judge (pure) --------------------------------------------------------------------------------
+
+
+def _label(p: dict[str, Any]) -> str:
+    return f"{p.get('path')} {p.get('phase')} hd{p.get('head_dim')} kv {p.get('kv_dtype')}"
+
+
+def reason_of(obs: dict[str, Any]) -> str | None:
+    """trtllm-gen's failed kernel download is the network gate; an API-usage error of this probe (fp8 MLA without
+    scales, cuDNN prefill without offsets, in version 1) is no gate at all."""
+    text = str(obs.get("message") or "")
+    if "checksums.txt" in text or NETWORK_GATE in text:
+        return "NETWORK"
+    if "ckv_scale or ckv_scale_arr is required" in text or "batch_offsets_q and batch_offsets_o are required" in text:
+        return "PROBE"
+    return default_reason(obs)
+
+
+def variables(env: dict[str, Any]) -> Any:
+    def bind(p: dict[str, Any]) -> dict[str, Any]:
+        out = {"vendor": "nvidia", "sm": env.get("architecture"), "cuda": env.get("cuda"), "dtype": "bf16",
+               "kv_dtype": p.get("kv_dtype"), "phase": p.get("phase"), "block_size": PAGE}
+        try:
+            out["cc"] = float(env.get("compute_capability") or "")
+        except ValueError:
+            pass
+        if not str(p.get("path", "")).startswith("mla-"):
+            out["head_dim"] = out["head_dim_v"] = p.get("head_dim")
+        return out
+    return bind
+
+
+def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
+    claims = env.get("claims") or {}
+    gates = claim_gates(claims, SPEC.claims, lambda p: [SUBJECT.get(str(p.get("path")), "")], variables(env))
+    version = (env.get("libraries") or {}).get("flashinfer")
+
+    def scope_of(gate: Any) -> dict[str, Any]:
+        subject = (claims.get(gate.claim) or {}).get("subject")
+        picked = lambda p: SUBJECT.get(str(p.get("path"))) == subject  # noqa: E731
+        phases = values(observations, "phase", picked)
+        out = {"sm": env.get("architecture"), "flashinfer": version, "paths": values(observations, "path", picked),
+               "kv_dtypes": values(observations, "kv_dtype", picked)}
+        if len(phases) == 1:
+            out["phase"] = phases[0]
+        return out
+
+    return judge_gates(gates, observations, scope_of, _label, reason_of=reason_of)
+
+
+def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:
+    rows = []
+    for o in observations:
+        p = o.get("params") or {}
+        outcome = str(o.get("outcome"))
+        if outcome == "OK" and (o.get("metrics") or {}).get("correct") is False:
+            outcome = "OK-but-wrong"
+        rows.append(f"{_label(p)}: {outcome}")
+    return {"outcomes": rows}

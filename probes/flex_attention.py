@@ -1,0 +1,83 @@
+"""Probe: torch FlexAttention (torch.nn.attention.flex_attention, compiled to Triton) by dtype and head dim.
+
+Cases: q = k = v in fp16, bf16 and fp32 at head dims 64 and 128, and a bf16 query with fp8 (e4m3) K/V. Each case
+compiles flex_attention once (torch.compile) and compares with an fp32 reference.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbtool.probe.judging import claim_gates, judge_gates, values
+from kbtool.probe.spec import ProbeSpec
+
+SPEC = ProbeSpec(
+    id="flex-attention",
+    version=1,
+    order=25,
+    title="FlexAttention dtypes and head dims",
+    claims=["flex-attention-dtypes", "flex-attention-runs-via-triton"],
+    requires={"archs": None, "packages": ["torch", "triton"]},
+    timeout_s=240,
+    workers=2,
+)
+
+BATCH, HEADS, SEQ = 2, 8, 512
+TOLERANCE = {"fp16": 1e-2, "bf16": 3e-2, "fp32": 5e-3}
+
+
+def cases() -> list[dict[str, Any]]:
+    out = [{"dtype": t, "kv_dtype": t, "head_dim": d} for t in ("bf16", "fp16", "fp32") for d in (64, 128)]
+    out.append({"dtype": "bf16", "kv_dtype": "fp8_e4m3", "head_dim": 128})
+    return out
+
+
+def run(case: dict[str, Any]) -> dict[str, Any]:
+    import torch
+    from torch.nn.attention.flex_attention import flex_attention
+
+    names = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32, "fp8_e4m3": torch.float8_e4m3fn}
+    torch.manual_seed(0)
+    shape = (BATCH, HEADS, SEQ, case["head_dim"])
+    q = torch.randn(shape, device="cuda", dtype=torch.float32).to(names[case["dtype"]])
+    k = torch.randn(shape, device="cuda", dtype=torch.float32).to(names[case["kv_dtype"]])
+    v = torch.randn(shape, device="cuda", dtype=torch.float32).to(names[case["kv_dtype"]])
+    compiled = torch.compile(flex_attention)
+    try:
+        out = compiled(q, k, v)
+    except Exception as exc:  # torch.compile wraps the eager check in its own error types
+        text = f"{type(exc).__name__}: {exc}"
+        if any(w in text.lower() for w in ("dtype", "same", "expected", "must")):
+            return {"outcome": "UNSUPPORTED", "message": text[:1500]}
+        raise
+    torch.cuda.synchronize()
+    ref = torch.softmax((q.float() @ k.float().transpose(-1, -2)) / case["head_dim"] ** 0.5, dim=-1) @ v.float()
+    err = (out.float() - ref).abs().max().item()
+    rel = err / max(ref.abs().max().item(), 1e-12)
+    return {"outcome": "OK", "max_abs_err": err,
+            "metrics": {"rel_err": rel, "correct": bool(rel <= TOLERANCE.get(case["dtype"], 3e-2))}}
+
+
+def _label(p: dict[str, Any]) -> str:
+    return f"q {p.get('dtype')} kv {p.get('kv_dtype')} hd{p.get('head_dim')}"
+
+
+def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
+    claims = env.get("claims") or {}
+
+    def bind(p: dict[str, Any]) -> dict[str, Any]:
+        out = {"vendor": "nvidia", "sm": env.get("architecture"), "dtype": p.get("dtype"),
+               "kv_dtype": p.get("kv_dtype"), "kv_dtype_differs": p.get("kv_dtype") != p.get("dtype"),
+               "head_dim": p.get("head_dim"), "head_dim_v": p.get("head_dim")}
+        try:
+            out["cc"] = float(env.get("compute_capability") or "")
+        except ValueError:
+            pass
+        return out
+
+    gates = claim_gates(claims, SPEC.claims, lambda p: ["flex-attention"], bind)
+    scope = {"sm": env.get("architecture"), "torch": env.get("torch"),
+             "triton": (env.get("libraries") or {}).get("triton"),
+             "dtypes": values(observations, "dtype", lambda p: True),
+             "kv_dtypes": values(observations, "kv_dtype", lambda p: True)}
+    return judge_gates(gates, observations, lambda g: scope, _label)

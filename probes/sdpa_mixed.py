@@ -1,0 +1,256 @@
+"""Probe: PyTorch SDPA with a KV dtype other than the query's, GQA, unequal q/v head dims, the default
+dispatch order, and the math backend's peak memory against context length.
+
+- mixed: a bf16 query with fp8 (e4m3, e5m2) or packed fp4 (e2m1 x2) K and V, and q = k = v in fp8, each backend
+  forced alone (torch.nn.attention.sdpa_kernel);
+- gqa: 8 query heads over 2 KV heads with enable_gqa=True, each backend;
+- head_dim_v: q/k head dim 192 with v head dim 128, each backend;
+- default: no backend forced; the profiled kernel names say which backend PyTorch picked;
+- memory: the math backend at batch 1, 8 heads, q = kv = L; torch.cuda.max_memory_allocated over the inputs
+  against the rule batch x heads x q x kv x 4 bytes (one fp32 score matrix).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbtool.probe.judging import claim_gates, judge_gates, values
+from kbtool.probe.spec import ProbeSpec
+
+SPEC = ProbeSpec(
+    id="sdpa-mixed",
+    version=1,
+    order=21,
+    title="PyTorch SDPA: KV dtype other than q, GQA, dispatch order, math memory",
+    claims=[
+        "torch-sdpa-flash-dtypes",
+        "torch-sdpa-efficient-dtypes",
+        "torch-sdpa-cudnn-dtypes",
+        "torch-sdpa-flash-head-dim",
+        "torch-sdpa-efficient-head-dim",
+        "torch-sdpa-cudnn-head-dim",
+        "torch-sdpa-flash-sm-range",
+        "torch-sdpa-efficient-sm-range",
+        "torch-sdpa-cudnn-sm-range",
+        "torch-sdpa-cudnn-requires-nvidia",
+        "torch-sdpa-math-any-device",
+        "torch-sdpa-math-any-shape",
+        "torch-sdpa-flash-fp8-fa3-opt-in",
+        "torch-sdpa-cudnn-preferred-on-sm9x-sm10x",
+    ],
+    requires={"archs": None, "packages": ["torch"]},
+    timeout_s=120,
+)
+
+BACKENDS = ["flash", "efficient", "cudnn", "math"]
+MIXED_KV = ["fp8_e4m3", "fp8_e5m2", "fp4_e2m1"]
+MEMORY_LENGTHS = [1024, 2048, 4096, 8192, 16384]
+BATCH, HEADS, SEQ, D = 2, 8, 256, 128
+TOLERANCE = 5e-2
+
+
+def cases() -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for b in BACKENDS:
+        for kv in MIXED_KV:
+            out.append({"kind": "mixed", "backend": b, "dtype": "bf16", "kv_dtype": kv, "head_dim": D})
+        out.append({"kind": "mixed", "backend": b, "dtype": "fp8_e4m3", "kv_dtype": "fp8_e4m3", "head_dim": D})
+        out.append({"kind": "gqa", "backend": b, "dtype": "bf16", "kv_dtype": "bf16", "head_dim": D,
+                    "num_heads": 8, "kv_heads": 2})
+        out.append({"kind": "head_dim_v", "backend": b, "dtype": "bf16", "kv_dtype": "bf16", "head_dim": 192,
+                    "head_dim_v": 128})
+    out.append({"kind": "default", "backend": "default", "dtype": "bf16", "kv_dtype": "bf16", "head_dim": D})
+    for n in MEMORY_LENGTHS:
+        out.append({"kind": "memory", "backend": "math", "dtype": "bf16", "kv_dtype": "bf16", "head_dim": D,
+                    "seq": n})
+    return out
+
+
+def _tensor(shape: tuple[int, ...], name: str) -> Any:
+    import torch
+
+    if name == "fp4_e2m1":
+        packed = torch.randint(0, 256, (*shape[:-1], shape[-1] // 2), device="cuda", dtype=torch.uint8)
+        return packed.view(torch.float4_e2m1fn_x2)
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8_e4m3": torch.float8_e4m3fn,
+             "fp8_e5m2": torch.float8_e5m2}[name]
+    return torch.randn(shape, device="cuda", dtype=torch.bfloat16).to(dtype)
+
+
+def _kind_of(kernels: list[str]) -> str | None:
+    text = " ".join(kernels).lower()
+    if "cudnn" in text or "fort_native_sdpa" in text:
+        return "cudnn"
+    if "flash_fwd" in text or "pytorch_flash" in text:
+        return "flash"
+    if "fmha_cutlass" in text or "memeffattention" in text or "mem_eff" in text:
+        return "efficient"
+    if any(k in text for k in ("gemm", "nvjet", "softmax", "cutlass")):
+        return "math"
+    return None
+
+
+def _memory(case: dict[str, Any]) -> dict[str, Any]:
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    n = case["seq"]
+    q, k, v = (torch.randn(1, HEADS, n, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    with sdpa_kernel([SDPBackend.MATH]):
+        out = F.scaled_dot_product_attention(q, k, v)
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - base
+    rule = 1 * HEADS * n * n * 4
+    return {"outcome": "OK", "metrics": {"peak_bytes": int(peak), "rule_bytes": rule, "peak_over_rule": peak / rule,
+                                         "out_bytes": out.numel() * out.element_size()}}
+
+
+def run(case: dict[str, Any]) -> dict[str, Any]:
+    import contextlib
+    import warnings
+
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.manual_seed(0)
+    if case["kind"] == "memory":
+        return _memory(case)
+    hq = case.get("num_heads", HEADS)
+    hkv = case.get("kv_heads", HEADS)
+    dv = case.get("head_dim_v", case["head_dim"])
+    q = _tensor((BATCH, hq, SEQ, case["head_dim"]), case["dtype"])
+    k = _tensor((BATCH, hkv, SEQ, case["head_dim"]), case["kv_dtype"])
+    v = _tensor((BATCH, hkv, SEQ, dv), case["kv_dtype"])
+    kwargs = {"enable_gqa": True} if hkv != hq else {}
+    backends = None if case["backend"] == "default" else [
+        {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+         "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}[case["backend"]]]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ctx = sdpa_kernel(backends) if backends else contextlib.nullcontext()
+        with ctx:
+            try:
+                out = F.scaled_dot_product_attention(q, k, v, **kwargs)
+            except (RuntimeError, TypeError, ValueError, NotImplementedError) as exc:
+                noise = ("kernel not used because", "has been runtime disabled")
+                reasons = [str(w.message) for w in caught if not any(x in str(w.message) for x in noise)]
+                return {"outcome": "UNSUPPORTED", "message": " | ".join([*reasons, f"{type(exc).__name__}: {exc}"]),
+                        "metrics": {"exception": type(exc).__name__}}
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                out = F.scaled_dot_product_attention(q, k, v, **kwargs)
+                torch.cuda.synchronize()
+    kernels = sorted({e.name for e in prof.events() if "cuda" in str(getattr(e, "device_type", "")).lower()})
+    kind = _kind_of(kernels)
+    metrics: dict[str, Any] = {"dispatched": kind, "out_dtype": str(out.dtype)}
+    if case["backend"] != "default":
+        metrics["dispatch_ok"] = None if kind is None else kind == case["backend"]
+    if not str(case["kv_dtype"]).startswith("fp4"):
+        group = hq // hkv
+        kf = k.float().repeat_interleave(group, dim=1)
+        vf = v.float().repeat_interleave(group, dim=1)
+        ref = torch.softmax((q.float() @ kf.transpose(-1, -2)) / case["head_dim"] ** 0.5, dim=-1) @ vf
+        err = (out.float() - ref).abs().max().item()
+        rel = err / max(ref.abs().max().item(), 1e-12)
+        metrics.update(rel_err=rel, correct=bool(rel <= TOLERANCE))
+    return {"outcome": "OK", "kernels": [x[:160] for x in kernels[:12]], "metrics": metrics}
+
+
+# ---- judge (pure) --------------------------------------------------------------------------------
+
+SUBJECT = {"flash": "torch-sdpa-flash", "efficient": "torch-sdpa-efficient", "cudnn": "torch-sdpa-cudnn",
+           "math": "torch-sdpa-math"}
+
+
+def _label(p: dict[str, Any]) -> str:
+    extra = f" hq{p['num_heads']}/hkv{p['kv_heads']}" if "kv_heads" in p else ""
+    hv = f"/{p['head_dim_v']}" if "head_dim_v" in p else ""
+    return f"{p.get('backend')} q {p.get('dtype')} kv {p.get('kv_dtype')} hd{p.get('head_dim')}{hv}{extra}"
+
+
+def variables(env: dict[str, Any]) -> Any:
+    def bind(p: dict[str, Any]) -> dict[str, Any]:
+        out = {"vendor": "nvidia", "sm": env.get("architecture"), "dtype": p.get("dtype"),
+               "kv_dtype": p.get("kv_dtype"), "kv_dtype_differs": p.get("kv_dtype") != p.get("dtype"),
+               "head_dim": p.get("head_dim"), "head_dim_v": p.get("head_dim_v", p.get("head_dim")),
+               "num_heads": p.get("num_heads", HEADS), "kv_heads": p.get("kv_heads", HEADS)}
+        try:
+            out["cc"] = float(env.get("compute_capability") or "")
+        except ValueError:
+            pass
+        return out
+    return bind
+
+
+def _cudnn_version(env: dict[str, Any]) -> int | None:
+    raw = (env.get("libraries") or {}).get("cudnn")
+    try:
+        return int(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+def _gate_cases(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Cases that speak about a backend's gate: forced backend, not the memory sweep, kernels of that backend."""
+    out = []
+    for o in observations:
+        p = o.get("params") or {}
+        if p.get("kind") in ("memory", "default"):
+            continue
+        if (o.get("metrics") or {}).get("dispatch_ok") is False:
+            continue
+        out.append(o)
+    return out
+
+
+def _preferred_verdict(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:
+    """torch-sdpa-cudnn-preferred-on-sm9x-sm10x: with cuDNN newer than 9.15 on 9.x/10.x the default pick is cudnn."""
+    claim = "torch-sdpa-cudnn-preferred-on-sm9x-sm10x"
+    scope = {"sm": env.get("architecture"), "torch": env.get("torch"), "cudnn": _cudnn_version(env)}
+    picked = [(o.get("metrics") or {}).get("dispatched") for o in observations
+              if (o.get("params") or {}).get("kind") == "default" and o.get("outcome") == "OK"]
+    cudnn = _cudnn_version(env)
+    if not picked or picked[0] is None or cudnn is None or cudnn <= 91500:
+        return {"claim": claim, "verdict": "inconclusive", "scope": scope,
+                "detail": f"default dispatch picked {picked[0] if picked else 'nothing'}; cuDNN {cudnn}"}
+    verdict = "confirmed" if picked[0] == "cudnn" else "contradicted"
+    return {"claim": claim, "verdict": verdict, "scope": scope,
+            "detail": f"with no backend forced, bf16 hd{D} ran the {picked[0]} kernels (cuDNN {cudnn})"}
+
+
+def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
+    claims = env.get("claims") or {}
+    obs = _gate_cases(observations)
+    ids = [c for c in SPEC.claims if c != "torch-sdpa-cudnn-preferred-on-sm9x-sm10x"]
+    gates = claim_gates(claims, ids, lambda p: [SUBJECT.get(str(p.get("backend")), "")], variables(env))
+
+    def scope_of(gate: Any) -> dict[str, Any]:
+        subject = (claims.get(gate.claim) or {}).get("subject")
+        picked = lambda p: SUBJECT.get(str(p.get("backend"))) == subject  # noqa: E731
+        return {"sm": env.get("architecture"), "torch": env.get("torch"), "kinds": values(obs, "kind", picked),
+                "dtypes": values(obs, "dtype", picked), "kv_dtypes": values(obs, "kv_dtype", picked)}
+
+    return [*judge_gates(gates, obs, scope_of, _label), _preferred_verdict(observations, env)]
+
+
+def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:
+    table: dict[str, dict[str, str]] = {}
+    memory = []
+    for o in observations:
+        p = o.get("params") or {}
+        m = o.get("metrics") or {}
+        if p.get("kind") == "memory":
+            memory.append({"seq": p.get("seq"), "peak_bytes": m.get("peak_bytes"), "rule_bytes": m.get("rule_bytes"),
+                           "peak_over_rule": m.get("peak_over_rule"), "outcome": o.get("outcome")})
+            continue
+        outcome = str(o.get("outcome"))
+        if outcome == "OK" and m.get("correct") is False:
+            outcome = "OK-but-wrong"
+        table.setdefault(str(p.get("backend")), {})[_label(p)] = outcome
+    return {"outcomes": table, "math_memory": memory}
