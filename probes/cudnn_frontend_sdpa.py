@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbtool.probe.judging import claim_gates, judge_gates, values
+from kbtool.probe.judging import claim_gates, env_vars, judge_gates, values
 from kbtool.probe.spec import ProbeSpec
 
 SPEC = ProbeSpec(
@@ -86,10 +86,7 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
         out = {"vendor": "nvidia", "sm": env.get("architecture"), "dtype": p.get("dtype"),
                "kv_dtype": p.get("kv_dtype"), "kv_dtype_differs": p.get("kv_dtype") != p.get("dtype"),
                "head_dim": p.get("head_dim"), "head_dim_v": p.get("head_dim_v")}
-        try:
-            out["cc"] = float(env.get("compute_capability") or "")
-        except ValueError:
-            pass
+        out.update(env_vars(env))
         return out
 
     gates = claim_gates(claims, SPEC.claims, lambda p: ["cudnn-frontend-sdpa"], bind)

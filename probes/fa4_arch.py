@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbtool.probe.judging import gate_verdict, values
+from kbtool.probe.judging import claim_gates, env_vars, judge_gates, values
 from kbtool.probe.spec import ProbeSpec
 
 SPEC = ProbeSpec(
@@ -19,7 +19,7 @@ SPEC = ProbeSpec(
     version=1,
     order=30,
     title="FlashAttention-4 architecture, head-dim and fp8 gates",
-    claims=["fa4-requires-blackwell", "fa4-head-dims", "fa4-fp8-sm100-only"],
+    claims=["fa4-requires-blackwell", "fa4-head-dims", "fa4-fp8-sm100-only", "fa4-arch-range", "fa4-requires-nvidia"],
     requires={"archs": None, "packages": ["torch", "flash-attn-4"]},
     timeout_s=300,
     workers=2,
@@ -83,27 +83,21 @@ def _label(p: dict[str, Any]) -> str:
 
 
 def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
-    sm = env.get("architecture")
-    cc = float(env.get("compute_capability") or 0)
+    """Predictions from the claims' own conditions (env['claims']); FA-4 states its gates as assertions whose
+    text names the gate (head dims, FP8, architecture)."""
+    claims = env.get("claims") or {}
     version = (env.get("libraries") or {}).get("flash-attn-4")
 
-    def scope(dtype: str) -> dict[str, Any]:
-        picked = lambda p: p.get("dtype") == dtype  # noqa: E731
-        return {"sm": sm, "flash-attn-4": version, "dtypes": [dtype], "phase": "prefill",
-                "head_dims": values(observations, "head_dim", picked)}
+    def bind(p: dict[str, Any]) -> dict[str, Any]:
+        out = {"dtype": p.get("dtype"), "kv_dtype": p.get("dtype"), "kv_dtype_differs": False,
+               "head_dim": p.get("head_dim"), "head_dim_v": p.get("head_dim"), "phase": "prefill"}
+        out.update(env_vars(env))
+        return out
 
-    def fits_head_dims(p: dict[str, Any]) -> bool:
-        return head_dims_allowed(sm, p["head_dim"]) is True
+    gates = claim_gates(claims, SPEC.claims, lambda p: ["flash-attention-4"], bind)
+    scope = {"sm": env.get("architecture"), "flash-attn-4": version, "phase": "prefill",
+             "dtypes": values(observations, "dtype", lambda p: True),
+             "head_dims": values(observations, "head_dim", lambda p: True)}
+    return judge_gates(gates, observations, lambda g: scope, _label)
 
-    return [
-        # The architecture gate, isolated from the head-dim gate: bf16 at head dims every arch allows.
-        gate_verdict("fa4-requires-blackwell", observations,
-                     lambda p: sm in BLACKWELL if p.get("dtype") == "bf16" and p["head_dim"] <= 128 else None,
-                     scope("bf16"), _label),
-        gate_verdict("fa4-head-dims", observations,
-                     lambda p: head_dims_allowed(sm, p["head_dim"]) if p.get("dtype") == "bf16" else None,
-                     scope("bf16"), _label),
-        gate_verdict("fa4-fp8-sm100-only", observations,
-                     lambda p: 10.0 <= cc < 11.0 if p.get("dtype") == "fp8_e4m3" and fits_head_dims(p) else None,
-                     scope("fp8_e4m3"), _label),
-    ]
+

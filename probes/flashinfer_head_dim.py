@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbtool.probe.judging import claim_gates, default_reason, judge_gates
+from kbtool.probe.judging import claim_gates, default_reason, env_vars, judge_gates
 from kbtool.probe.spec import ProbeSpec
 
 SPEC = ProbeSpec(
@@ -37,6 +37,7 @@ SPEC = ProbeSpec(
     requires={"archs": None, "packages": ["torch", "flashinfer"]},
     timeout_s=420,
     workers=4,
+    rejudges=(1,),  # version 1 had the same cases; it forced FA3 compiles and recorded the JIT arch gate as ERROR
 )
 
 PATHS = ["prefill-fa3", "prefill-fa2", "decode-paged", "decode-single"]  # slowest compiles first
@@ -166,10 +167,7 @@ def variables(env: dict[str, Any]) -> Any:
                "kv_dtype": p.get("kv_dtype"), "kv_dtype_differs": p.get("kv_dtype") != "bf16",
                "head_dim": p.get("head_dim"), "head_dim_v": p.get("head_dim"),
                "phase": "decode" if path.startswith("decode") else "prefill"}
-        try:
-            out["cc"] = float(env.get("compute_capability") or "")
-        except ValueError:
-            pass
+        out.update(env_vars(env))
         return out
     return bind
 

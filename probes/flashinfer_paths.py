@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kbtool.probe.judging import claim_gates, default_reason, judge_gates, values
+from kbtool.probe.judging import claim_gates, default_reason, env_vars, judge_gates, values
 from kbtool.probe.spec import ProbeSpec
 
 SPEC = ProbeSpec(
@@ -232,17 +232,27 @@ def variables(env: dict[str, Any]) -> Any:
     def bind(p: dict[str, Any]) -> dict[str, Any]:
         out = {"vendor": "nvidia", "sm": env.get("architecture"), "cuda": env.get("cuda"), "dtype": "bf16",
                "kv_dtype": p.get("kv_dtype"), "phase": p.get("phase"), "block_size": PAGE}
-        try:
-            out["cc"] = float(env.get("compute_capability") or "")
-        except ValueError:
-            pass
+        out.update(env_vars(env))
         if not str(p.get("path", "")).startswith("mla-"):
             out["head_dim"] = out["head_dim_v"] = p.get("head_dim")
         return out
     return bind
 
 
+FP8_TOLERANCE = 6e-2
+"""XQA with an fp8 KV cache computes in fp8 (its docstring: "xqa will run fp8 calculation"), so its error budget is
+an fp8 product's, not the 3e-2 of bf16; the judge re-reads the recorded rel_err with it."""
+
+
+def _with_fp8_budget(o: dict[str, Any]) -> dict[str, Any]:
+    p, m = o.get("params") or {}, o.get("metrics") or {}
+    if str(p.get("kv_dtype", "")).startswith("fp8") and isinstance(m.get("rel_err"), (int, float)):
+        return {**o, "metrics": {**m, "correct": bool(m["rel_err"] <= FP8_TOLERANCE)}}
+    return o
+
+
 def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
+    observations = [_with_fp8_budget(o) for o in observations]
     claims = env.get("claims") or {}
     gates = claim_gates(claims, SPEC.claims, lambda p: [SUBJECT.get(str(p.get("path")), "")], variables(env))
     version = (env.get("libraries") or {}).get("flashinfer")

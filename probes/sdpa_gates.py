@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbtool.probe.judging import gate_verdict, values
+from kbtool.probe.judging import claim_gates, default_reason, env_vars, judge_gates, reason_from_text, values
 from kbtool.probe.spec import ProbeSpec
 
 SPEC = ProbeSpec(
@@ -25,6 +25,12 @@ SPEC = ProbeSpec(
         "torch-sdpa-efficient-head-dim",
         "torch-sdpa-cudnn-sm-range",
         "torch-sdpa-cudnn-head-dim",
+        "torch-sdpa-cudnn-dtypes",
+        "torch-sdpa-efficient-dtypes",
+        "torch-sdpa-efficient-sm-range",
+        "torch-sdpa-cudnn-requires-nvidia",
+        "torch-sdpa-math-any-device",
+        "torch-sdpa-math-any-shape",
     ],
     requires={"archs": None, "packages": ["torch"]},
     timeout_s=120,
@@ -126,44 +132,54 @@ def _cudnn_version(env: dict[str, Any]) -> int | None:
         return None
 
 
+SUBJECT = {"flash": "torch-sdpa-flash", "efficient": "torch-sdpa-efficient", "cudnn": "torch-sdpa-cudnn",
+           "math": "torch-sdpa-math"}
+
+
+def reason_of(obs: dict[str, Any]) -> str | None:
+    """PyTorch states each failed check as a warning before "No available kernel"; read the first that names a
+    gate (the message lists them in the order PyTorch checked)."""
+    text = str(obs.get("message") or "")
+    for part in text.split(" | "):
+        code = reason_from_text(part)
+        if code is not None:
+            return code
+    return default_reason(obs)
+
+
 def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
-    cc = float(env.get("compute_capability") or 0)
+    """Predictions come from the claims' own conditions (env['claims']); the cuDNN head-dim limit of 256 needs a
+    runtime cuDNN newer than 9.22, which the claim's condition tree does not carry, so the probe supplies it."""
+    claims = env.get("claims") or {}
     sm = env.get("architecture")
-    half = ("fp16", "bf16")
-    in_range = 8.0 <= cc <= 12.1
     cudnn = _cudnn_version(env)
-    # The cuDNN limit of 256 needs sm90/sm10x and runtime cuDNN > 9.22 (statement of the claim); else 128.
     cudnn_limit = 256 if sm in ("sm90", "sm100", "sm103") and (cudnn is None or cudnn > 92200) else 128
-    # Observations whose kernels belong to another backend say nothing about the requested backend's gate.
     obs = [o for o in observations if (o.get("metrics") or {}).get("dispatch_ok", True) is not False]
 
-    def scope(backend: str) -> dict[str, Any]:
-        picked = lambda p: p.get("backend") == backend  # noqa: E731
-        out = {"sm": sm, "torch": env.get("torch"), "backend": backend,
-               "head_dims": values(observations, "head_dim", picked), "dtypes": values(observations, "dtype", picked)}
-        if backend == "cudnn" and cudnn is not None:
-            out["cudnn"] = cudnn
+    def bind(p: dict[str, Any]) -> dict[str, Any]:
+        out = {"dtype": p.get("dtype"), "kv_dtype": p.get("dtype"), "kv_dtype_differs": False,
+               "head_dim": p.get("head_dim"), "head_dim_v": p.get("head_dim")}
+        out.update(env_vars(env))
         return out
 
-    def is_(backend: str, p: dict[str, Any]) -> bool:
-        return p.get("backend") == backend
+    def cudnn_head_dim(p: dict[str, Any]) -> bool | None:
+        if p.get("backend") != "cudnn" or p.get("dtype") not in ("fp16", "bf16"):
+            return None
+        return p["head_dim"] % 8 == 0 and p["head_dim"] <= cudnn_limit
 
-    rules: list[tuple[str, str, Any]] = [
-        ("torch-sdpa-flash-sm-range", "flash",
-         lambda p: in_range if is_("flash", p) and p["head_dim"] <= 256 and p["dtype"] in half else None),
-        ("torch-sdpa-flash-head-dim", "flash",
-         lambda p: p["head_dim"] <= 256 if is_("flash", p) and p["dtype"] in half and in_range else None),
-        ("torch-sdpa-flash-dtypes", "flash",
-         lambda p: p["dtype"] in half if is_("flash", p) and p["head_dim"] <= 256 and in_range else None),
-        ("torch-sdpa-efficient-head-dim", "efficient",
-         lambda p: p["head_dim"] % 8 == 0 if is_("efficient", p) and p["dtype"] in half else None),
-        ("torch-sdpa-cudnn-sm-range", "cudnn",
-         lambda p: in_range if is_("cudnn", p) and p["head_dim"] <= 128 and p["dtype"] in half else None),
-        ("torch-sdpa-cudnn-head-dim", "cudnn",
-         lambda p: (p["head_dim"] % 8 == 0 and p["head_dim"] <= cudnn_limit)
-         if is_("cudnn", p) and p["dtype"] in half and in_range else None),
-    ]
-    return [gate_verdict(claim, obs, expect, scope(backend), _label) for claim, backend, expect in rules]
+    gates = claim_gates(claims, SPEC.claims, lambda p: [SUBJECT.get(str(p.get("backend")), "")], bind,
+                        overrides={"torch-sdpa-cudnn-head-dim": cudnn_head_dim})
+
+    def scope_of(gate: Any) -> dict[str, Any]:
+        subject = (claims.get(gate.claim) or {}).get("subject")
+        picked = lambda p: SUBJECT.get(str(p.get("backend"))) == subject  # noqa: E731
+        out = {"sm": sm, "torch": env.get("torch"), "head_dims": values(obs, "head_dim", picked),
+               "dtypes": values(obs, "dtype", picked)}
+        if subject == "torch-sdpa-cudnn" and cudnn is not None:
+            out["cudnn"] = str(cudnn)
+        return out
+
+    return judge_gates(gates, obs, scope_of, _label, reason_of=reason_of)
 
 
 def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:

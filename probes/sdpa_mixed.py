@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbtool.probe.judging import claim_gates, judge_gates, values
+from kbtool.probe.judging import claim_gates, env_vars, judge_gates, values
 from kbtool.probe.spec import ProbeSpec
 
 SPEC = ProbeSpec(
@@ -35,7 +35,6 @@ SPEC = ProbeSpec(
         "torch-sdpa-cudnn-requires-nvidia",
         "torch-sdpa-math-any-device",
         "torch-sdpa-math-any-shape",
-        "torch-sdpa-flash-fp8-fa3-opt-in",
         "torch-sdpa-cudnn-preferred-on-sm9x-sm10x",
     ],
     requires={"archs": None, "packages": ["torch"]},
@@ -180,10 +179,7 @@ def variables(env: dict[str, Any]) -> Any:
                "kv_dtype": p.get("kv_dtype"), "kv_dtype_differs": p.get("kv_dtype") != p.get("dtype"),
                "head_dim": p.get("head_dim"), "head_dim_v": p.get("head_dim_v", p.get("head_dim")),
                "num_heads": p.get("num_heads", HEADS), "kv_heads": p.get("kv_heads", HEADS)}
-        try:
-            out["cc"] = float(env.get("compute_capability") or "")
-        except ValueError:
-            pass
+        out.update(env_vars(env))
         return out
     return bind
 
@@ -228,7 +224,15 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
     claims = env.get("claims") or {}
     obs = _gate_cases(observations)
     ids = [c for c in SPEC.claims if c != "torch-sdpa-cudnn-preferred-on-sm9x-sm10x"]
-    gates = claim_gates(claims, ids, lambda p: [SUBJECT.get(str(p.get("backend")), "")], variables(env))
+    def flash_head_dim(p: dict[str, Any]) -> bool | None:
+        """The statement's "q, k and v share the same last dimension", which the condition tree leaves out."""
+        if p.get("backend") != "flash" or p.get("dtype") not in ("fp16", "bf16") or p.get("kv_dtype") != p.get("dtype"):
+            return None
+        d, dv = p.get("head_dim", 0), p.get("head_dim_v", p.get("head_dim", 0))
+        return d == dv and d <= 256
+
+    gates = claim_gates(claims, ids, lambda p: [SUBJECT.get(str(p.get("backend")), "")], variables(env),
+                        overrides={"torch-sdpa-flash-head-dim": flash_head_dim})
 
     def scope_of(gate: Any) -> dict[str, Any]:
         subject = (claims.get(gate.claim) or {}).get("subject")

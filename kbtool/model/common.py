@@ -140,6 +140,8 @@ class VersionRange(Strict):
     introduced: Version | None = Field(default=None, description="First version the claim holds for")
     fixed: Version | None = Field(default=None, description="First version it no longer holds for")
     last_affected: Version | None = Field(default=None, description="Last version known to hold")
+    evidence: list[Ref] = Field(default_factory=list,
+                                description="Evidence records that set or moved a bound (scope events, kb probe apply)")
 
     @model_validator(mode="after")
     def _one_end(self) -> VersionRange:

@@ -13,6 +13,7 @@ from kbtool.errors import ProbeError, UsageError
 from kbtool.model import Claim, Evidence
 from kbtool.probe import evidence as ev_io
 from kbtool.probe import measured
+from kbtool.probe.rejudge import claim_context, probes_by_id, rejudge
 from kbtool.probe.runner import CaseResult, run_cases
 from kbtool.probe.spec import Probe, discover
 from kbtool.probe.verdicts import Skip, Update, plan, untestable_block
@@ -124,19 +125,6 @@ def _judge(probe: Probe, results: list[CaseResult], env: dict[str, Any]) -> tupl
         return ev_io.clean_verdicts(raw, probe.spec.claims), None
     except Exception as exc:  # a judge bug must not lose the run's observations
         return [], f"judge failed: {type(exc).__name__}: {exc}"
-
-
-def claim_context(claims: dict[str, tuple[Claim, Path]] | dict[str, Claim], ids: list[str]) -> dict[str, Any]:
-    """What a judge reads of each claim it tests: subject, effect, `when`, `requires` and the reason code."""
-    out: dict[str, Any] = {}
-    for cid in ids:
-        entry = claims.get(cid)
-        claim = entry[0] if isinstance(entry, tuple) else entry
-        if claim is None:
-            continue
-        out[cid] = {"subject": claim.subject, "effect": str(claim.effect), "when": claim.when,
-                    "requires": claim.requires, "reason": claim.reason.code if claim.reason else None}
-    return out
 
 
 def kb_context(records: Path, env: dict[str, Any]) -> dict[str, Any]:
@@ -284,7 +272,10 @@ def _apply(
     write: bool = True,
 ) -> tuple[list[Update], list[Skip], list[Path]]:
     updates, skips = plan(evidence, {k: c for k, (c, _) in claims.items()}, today)
+    judged = {u.claim for u in updates}
     for cid, reason in untestable:
+        if cid in judged:
+            continue  # evidence (a recorded run, judged again) speaks for it: not untestable
         if cid not in claims:
             skips.append(Skip(cid, "no such claim"))
             continue
@@ -354,6 +345,9 @@ def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update
     if not claims:
         raise ProbeError(f"no claims under {records / 'claims'}")
     evidence, imported = import_evidence(records / "evidence", [ev_io.load(p) for p in files], write=write)
+    probes = probes_by_id()
+    evidence = [rejudge(e, claims, probes, kb_context(records, e.environment.model_dump(mode="json")))
+                for e in evidence]
     today = max([e.started[:10] for e in evidence] + dates)
     updates, skips, written = _apply(evidence, untestable, claims, today, write=write)
     return updates, skips, imported + written + (measured.write(records, evidence) if write else [])

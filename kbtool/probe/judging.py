@@ -25,14 +25,14 @@ Expect = Callable[[dict[str, Any]], bool | None]
 ReasonOf = Callable[[dict[str, Any]], str | None]
 """For an observation that did not run: the reason code its message names (ARCH, HEAD_DIM, ...), or None."""
 
-_KEYWORDS: tuple[tuple[str, str], ...] = (
-    (r"needs network|cubin package|connection|urlopen|max retries|download", "NETWORK"),
-    (r"no supported cuda architectures|compute capability|sm_?\d{2,3}a?\b|architecture|sm90a|"
-     r"not supported on this (gpu|device)|major versions", "ARCH"),
-    (r"head[_ ]?dim|head[_ ]?size|last dimension|headdim|d_qk|d_v\b", "HEAD_DIM"),
+_KEYWORDS: tuple[tuple[str, str], ...] = (  # the most specific family first: head-dim messages often name the arch
+    (r"needs network|cubin package|checksums\.txt|connection|urlopen|max retries|download", "NETWORK"),
+    (r"head[_ ]?dim|head[_ ]?size|last dimension|headdim|hidden_dim|d_qk|d_v\b", "HEAD_DIM"),
     (r"kv[_ ]?(cache )?(data ?type|dtype)|fp8 kv|kv_data_type|fp8 query", "KV_DTYPE"),
-    (r"dtype|data type|float8|fp8|fp32|float32|bfloat16|half", "DTYPE"),
+    (r"dtype|data ?type|float8|fp8|fp32|float32|bfloat16|half", "DTYPE"),
     (r"page[_ ]?size|block[_ ]?size|tokens per page|numtokensperpage", "BLOCK_SIZE"),
+    (r"no supported cuda architectures|compute capability|sm_?\d{2,3}a?\b|architecture|"
+     r"not supported on this (gpu|device)|major versions", "ARCH"),
 )
 
 
@@ -114,7 +114,7 @@ def judge_gate(
     ran_against: list[dict[str, Any]] = []
     refused_against: list[dict[str, Any]] = []
     attributed: dict[str, list[dict[str, Any]]] = {}
-    unexplained: list[dict[str, Any]] = []
+    unexplained: dict[str, list[dict[str, Any]]] = {}
     unclear: list[dict[str, Any]] = []
     for obs in observations:
         params = obs.get("params") or {}
@@ -140,7 +140,7 @@ def judge_gate(
         elif want is False:
             attributed.setdefault(f"another reason ({code})", []).append(params)
         else:
-            unexplained.append(params)
+            unexplained.setdefault(str(code), []).append(params)
     counted = len(agree) + len(ran_against) + len(refused_against)
     if ran_against or refused_against:
         verdict = "contradicted"
@@ -156,8 +156,8 @@ def judge_gate(
                      f"{_labels(refused_against, label)}")
     for who, items in attributed.items():
         parts.append(f"refusals attributed to {who}: {_labels(items, label)}")
-    if unexplained:
-        parts.append(f"refused for a reason no claim names: {_labels(unexplained, label)}")
+    for code, items in unexplained.items():
+        parts.append(f"refused for a reason no claim names ({code}): {_labels(items, label)}")
     if unclear:
         parts.append(f"no clear answer (error, timeout, OOM or wrong result): {_labels(unclear, label)}")
     return {"claim": gate.claim, "verdict": verdict, "scope": scope, "detail": "; ".join(parts)}
@@ -233,6 +233,18 @@ def claim_gates(
             continue
         expect = (overrides or {}).get(cid) or claim_expect(data, subjects, variables)
         out.append(Gate(cid, expect, data.get("reason")))
+    return out
+
+
+def env_vars(env: Mapping[str, Any]) -> dict[str, Any]:
+    """The query variables a run's environment fixes for every case: vendor, sm, cc, cuda."""
+    import contextlib
+
+    gpu = str(env.get("gpu") or "").lower()
+    out: dict[str, Any] = {"vendor": "amd" if gpu.startswith(("amd", "instinct")) else "nvidia",
+                           "sm": env.get("architecture"), "cuda": env.get("cuda")}
+    with contextlib.suppress(TypeError, ValueError):
+        out["cc"] = float(env.get("compute_capability") or "")
     return out
 
 

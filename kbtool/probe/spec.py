@@ -41,6 +41,8 @@ class ProbeSpec:
     """Run order under --all: quick probes first, so a time budget cuts the slow ones, not everything."""
     untestable: str | None = None
     """Why the claims cannot be tested where the required packages are missing (no wheels, ...)."""
+    rejudges: tuple[int, ...] = ()
+    """Older versions of this probe whose recorded cases the current judge reads (same case parameters)."""
 
     @property
     def archs(self) -> list[str] | None:

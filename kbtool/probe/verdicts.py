@@ -13,13 +13,16 @@ Everything here is pure: the caller reads the claims and writes the updates.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kbtool.model import Claim, Evidence
 from kbtool.model.common import condition_vars
+from kbtool.probe.scoping import ScopeEvent, apply_event, conflicts, event_for, scope_dump
 from kbtool.solve.conditions import compare_versions, evaluate
+from kbtool.store.writer import SCOPE_KEY
 
 ARCH_VARS = {"sm", "cc", "gpu"}
 
@@ -88,17 +91,17 @@ def out_of_scope(claim: Claim, rvars: Mapping[str, Any], verdict_scope: Mapping[
 
 
 _STATUS_OF = {"confirmed": "verified", "contradicted": "refuted"}
+_MISSING = re.compile(r"\(NETWORK\)|not installed")
+"""An inconclusive verdict whose detail names what the probe host lacks makes that scope untestable."""
+NETWORK_REASON = "trtllm-gen downloads its kernels at first use: needs network or the cubin package on the probe host"
 
 
-def _combine(verdicts: list[str]) -> str | None:
-    kinds = set(verdicts) - {"inconclusive"}
-    if not kinds:
-        return None
-    if kinds == {"confirmed"}:
-        return "verified"
-    if kinds == {"contradicted"}:
-        return "refuted"
-    return "disputed"
+@dataclass
+class _Entry:
+    ev: Evidence
+    verdict: str
+    detail: str
+    scope: dict[str, Any]
 
 
 def _merge_status(old: str, new: str) -> str:
@@ -108,70 +111,198 @@ def _merge_status(old: str, new: str) -> str:
     return new
 
 
+def verdict_scope(claim: Claim, ev: Evidence, rvars: Mapping[str, Any], vscope: Mapping[str, Any]) -> dict[str, Any]:
+    """The ScopedVerdict scope of one evidence verdict: sm, the library versions the claim is scoped to (and
+    those the judge names), the phase where the judge limited it."""
+    names = {r.library for r in claim.scope} or {
+        k for k, v in vscope.items() if isinstance(v, str) and (k in ev.environment.libraries or k == "torch")}
+    libraries = {}
+    for lib in sorted(names):
+        version = vscope.get(lib) or rvars.get(lib)
+        if version is not None:
+            libraries[lib] = str(version)
+    out: dict[str, Any] = {"sm": rvars.get("sm")}
+    if libraries:
+        out["libraries"] = libraries
+    if vscope.get("phase") in ("prefill", "decode"):
+        out["phase"] = vscope["phase"]
+    return out
+
+
+def _scope_key(scope: Mapping[str, Any]) -> str:
+    import json
+
+    return json.dumps(scope, sort_keys=True)
+
+
+def _scope_text(scope: Mapping[str, Any]) -> str:
+    libs = ", ".join(f"{k} {v}" for k, v in (scope.get("libraries") or {}).items())
+    phase = f", {scope['phase']}" if scope.get("phase") else ""
+    return f"{scope.get('sm') or '?'}" + (f" with {libs}" if libs else "") + phase
+
+
+def _scoped(entries: list[_Entry]) -> dict[str, Any] | None:
+    """One ScopedVerdict from the evidence verdicts of one scope: a contradiction is decisive."""
+    refuted = [e for e in entries if e.verdict == "contradicted"]
+    confirmed = [e for e in entries if e.verdict == "confirmed"]
+    chosen, status = (refuted, "refuted") if refuted else (confirmed, "verified") if confirmed else ([], "")
+    if not chosen:
+        missing = [e for e in entries if e.verdict == "inconclusive" and _MISSING.search(e.detail)]
+        if not missing:
+            return None
+        chosen, status = missing, "untestable"
+    reason = " | ".join(f"{e.ev.probe.id} v{e.ev.probe.version}: {e.verdict}; {e.detail}" for e in chosen)
+    if status == "untestable" and "(NETWORK)" in reason:
+        reason = f"{NETWORK_REASON}. " + reason
+    ids: list[str] = []
+    for e in chosen:
+        if e.ev.id not in ids:
+            ids.append(e.ev.id)
+    return {"scope": chosen[0].scope, "status": status, "evidence": ids, "reason": reason[:1200]}
+
+
 def plan(
     evidence: Iterable[Evidence],
     claims: Mapping[str, Claim],
     today: str,
 ) -> tuple[list[Update], list[Skip]]:
-    """Updates to claims' verification blocks that these evidence records justify."""
-    per_claim: dict[str, list[tuple[Evidence, str, str]]] = {}
+    """Updates to claims' verification blocks (and version scopes) that these evidence records justify."""
+    per_claim: dict[str, list[_Entry]] = {}
+    events: dict[str, list[ScopeEvent]] = {}
     skips: list[Skip] = []
+    legacy_partial: set[str] = set()
+    evidence = list(evidence)
+    work = dict(claims)
+    for ev in evidence:  # first pass: scope events from runs outside a claim's version range
+        rvars = run_vars(ev)
+        for v in ev.verdicts:
+            claim = work.get(v.claim)
+            if claim is None or v.verdict not in ("confirmed", "contradicted"):
+                continue
+            for r in claim.scope:
+                version = v.scope.get(r.library) or rvars.get(r.library)
+                if version is None:
+                    continue
+                event = event_for(claim, r.library, str(version), v.verdict == "confirmed", ev.id)
+                if event is not None and not _other_reason(claim, rvars, v.scope, r.library):
+                    events.setdefault(claim.id, []).append(event)
+    for cid, evs in list(events.items()):
+        why = conflicts(claims[cid], evs)
+        if why:
+            skips.append(Skip(cid, f"no scope event: {why}"))
+            del events[cid]
+            continue
+        claim = claims[cid]
+        for e in _strongest(evs):
+            claim = apply_event(claim, e)
+        work[cid] = claim
     for ev in evidence:
         rvars = run_vars(ev)
         for v in ev.verdicts:
-            claim = claims.get(v.claim)
+            claim = work.get(v.claim)
             if claim is None:
                 skips.append(Skip(v.claim, f"no such claim (evidence {ev.id})"))
                 continue
             why = out_of_scope(claim, rvars, v.scope)
             if why:
-                skips.append(Skip(v.claim, f"{why} (evidence {ev.id})"))
+                if not any(e.evidence == ev.id for e in events.get(claim.id, [])):
+                    skips.append(Skip(v.claim, f"{why} (evidence {ev.id})"))
                 continue
-            per_claim.setdefault(v.claim, []).append((ev, v.verdict, v.detail or ""))
+            if v.verdict == "partial":
+                legacy_partial.add(claim.id)
+            per_claim.setdefault(v.claim, []).append(
+                _Entry(ev, v.verdict, v.detail or "", verdict_scope(claim, ev, rvars, v.scope)))
     updates: list[Update] = []
-    for cid, entries in sorted(per_claim.items()):
-        claim = claims[cid]
-        new = _combine([verdict for _, verdict, _ in entries])
-        if new is None:
+    for cid in sorted(set(per_claim) | set(events)):
+        claim = work[cid]
+        block = _block(claims[cid], claim, per_claim.get(cid, []), events.get(cid, []), cid in legacy_partial, today)
+        if block is None:
             skips.append(Skip(cid, "inconclusive: the run neither confirmed nor contradicted it"))
             continue
-        old = claim.verification.status
-        status = _merge_status(str(old), new)
-        block = verification_block(claim, status, entries, today)
-        why = "; ".join(f"{ev.probe.id}: {verdict}" + (f" ({d})" if d else "") for ev, verdict, d in entries)
-        updates.append(Update(cid, str(old), status, block, why))
+        why = "; ".join(f"{e.ev.probe.id}: {e.verdict}" + (f" ({e.detail})" if e.detail else "")
+                        for e in per_claim.get(cid, []))
+        why = "; ".join([*(f"scope event: {e.library} {e.field} {e.old} -> {e.new} ({e.why}; evidence {e.evidence})"
+                           for e in _strongest(events.get(cid, []))), why]).strip("; ")
+        updates.append(Update(cid, str(claims[cid].verification.status), str(block["status"]), block, why))
     return updates, skips
 
 
-def verification_block(
-    claim: Claim, status: str, entries: list[tuple[Evidence, str, str]], today: str
-) -> dict[str, Any]:
-    """The claim's new verification mapping: earlier keys kept, status, evidence, checked and reason set."""
-    old = claim.verification.model_dump(mode="json", exclude_defaults=True, by_alias=True)
-    evidence_ids = list(old.get("evidence") or [])
-    if status != "disputed" and str(claim.verification.status) != status:
-        evidence_ids = []  # a settled status lists only the evidence that agrees with it
-    for ev, _, _ in entries:
-        if ev.id not in evidence_ids:
-            evidence_ids.append(ev.id)
-    details = [f"{ev.probe.id} v{ev.probe.version} on {ev.environment.gpu}: {verdict}" + (f"; {d}" if d else "")
-               for ev, verdict, d in entries]
-    block: dict[str, Any] = {"status": status, "evidence": evidence_ids}
+def _other_reason(claim: Claim, rvars: Mapping[str, Any], vscope: Mapping[str, Any], library: str) -> bool:
+    """Whether the run is out of the claim's scope for a reason other than `library`'s version."""
+    why = out_of_scope(claim.model_copy(update={"scope": [r for r in claim.scope if r.library != library]}),
+                       rvars, vscope)
+    return why is not None
+
+
+def _strongest(events: list[ScopeEvent]) -> list[ScopeEvent]:
+    """Per library and field, the event that moves the bound furthest (highest last_affected, lowest fixed)."""
+    from kbtool.solve.conditions import compare_versions as cmp
+
+    best: dict[tuple[str, str], ScopeEvent] = {}
+    for e in events:
+        key = (e.library, e.field)
+        old = best.get(key)
+        further = old is not None and cmp(e.new, old.new) * (1 if e.field == "last_affected" else -1) > 0
+        if old is None or further:
+            best[key] = e
+    return list(best.values())
+
+
+def _block(
+    original: Claim, claim: Claim, entries: list[_Entry], events: list[ScopeEvent], partial: bool, today: str
+) -> dict[str, Any] | None:
+    """The claim's new verification mapping (and its new scope under SCOPE_KEY when a scope event moved it)."""
+    old = original.verification.model_dump(mode="json", exclude_defaults=True, by_alias=True)
+    by_scope: dict[str, list[_Entry]] = {}
+    for e in entries:
+        by_scope.setdefault(_scope_key(e.scope), []).append(e)
+    scoped = {k: sv for k, es in by_scope.items() if (sv := _scoped(es)) is not None}
+    kept = [v for v in old.get("verdicts", []) if _scope_key(v.get("scope") or {}) not in scoped]
+    verdicts = sorted([*kept, *scoped.values()], key=lambda v: _scope_key(v["scope"]))
+    statuses = {v["status"] for v in verdicts} - {"untestable"}
+    if partial or statuses == {"verified", "refuted"}:
+        status = "disputed"
+    elif statuses:
+        status = statuses.pop()
+    elif verdicts:
+        status = "untestable" if str(original.verification.status) in ("unverified", "untestable") else str(
+            original.verification.status)
+    elif events:
+        status = str(original.verification.status)
+    else:
+        return None
+    if not old.get("verdicts") and not any(e.ev.id in old.get("evidence", []) for e in entries):
+        status = _merge_status(str(original.verification.status), status)  # earlier evidence without scopes
+    agree = {"verified": {"verified"}, "refuted": {"refuted"}}.get(status, {"verified", "refuted", "untestable"})
+    ids: list[str] = []
+    for v in verdicts:
+        if v["status"] in agree:
+            ids += [i for i in v["evidence"] if i not in ids]
+    if status == "disputed":
+        ids = list(dict.fromkeys([*old.get("evidence", []), *ids]))
+    block: dict[str, Any] = {"status": status, "evidence": ids}
+    lines = [f"{_scope_text(v['scope'])}: {v['status']}" for v in verdicts]
+    block["reason"] = ("; ".join(lines) + (" | " + verdicts[-1]["reason"] if verdicts else ""))[:1500]
     if status == "disputed":
         sides = list(old.get("sides") or [])
         if len(sides) < 2:
             sides = [
-                {"position": f"As stated: {claim.statement}",
-                 "sources": [claim.sources[0].model_dump(mode="json", exclude_none=True)]},
-                {"position": "Probe: " + " | ".join(details),
-                 "sources": [{"type": "probe", "ref": f"evidence/{ev.id}"} for ev, _, _ in entries]},
+                {"position": f"As stated: {original.statement}",
+                 "sources": [original.sources[0].model_dump(mode="json", exclude_none=True)]},
+                {"position": "Probe: " + "; ".join(lines or [e.detail for e in entries])[:800],
+                 "sources": [{"type": "probe", "ref": f"evidence/{i}"} for i in ids or [e.ev.id for e in entries]]},
             ]
         block["sides"] = sides
     elif old.get("sides"):
         block["sides"] = old["sides"]  # the sources' disagreement stays on record after a probe settles it
-    block["reason"] = " | ".join(details)[:1500]
-    changed = str(claim.verification.status) != status
+    if not verdicts and old.get("reason"):
+        block["reason"] = old["reason"]
+    changed = str(original.verification.status) != status
     block["checked"] = today if changed or not old.get("checked") else old["checked"]
+    if verdicts:
+        block["verdicts"] = verdicts
+    if events:
+        block[SCOPE_KEY] = scope_dump(claim)
     return block
 
 

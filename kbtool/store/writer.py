@@ -208,7 +208,24 @@ def splice_verification(text: str, block: dict[str, Any]) -> str:
     return "".join(lines[:start]) + rendered + "".join(lines[end:])
 
 
-def _check_only_verification_changed(old: str, new: str, block: dict[str, Any], name: str) -> None:
+def splice_key(text: str, key: str, value: Any) -> str:
+    """`text` with its top-level `key` entry replaced by `value` (appended if absent)."""
+    rendered = dump({key: value})
+    span = _top_level_span(text, key)
+    lines = text.splitlines(keepends=True)
+    if span is None:
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+        return "".join(lines) + rendered
+    start, end = span
+    _refuse_shared_anchors("".join(lines[start:end]), "".join(lines[:start] + lines[end:]))
+    if end == len(lines) and lines and not lines[-1].endswith("\n"):
+        rendered = rendered.rstrip("\n")
+    return "".join(lines[:start]) + rendered + "".join(lines[end:])
+
+
+def _check_only_verification_changed(old: str, new: str, block: dict[str, Any], name: str,
+                                     scope: list[Any] | None = None) -> None:
     try:
         before, after = yaml.safe_load(old), yaml.safe_load(new)
     except yaml.YAMLError as exc:
@@ -216,11 +233,18 @@ def _check_only_verification_changed(old: str, new: str, block: dict[str, Any], 
     got = after.pop("verification", None) if isinstance(after, dict) else None
     if isinstance(before, dict):
         before.pop("verification", None)
+    if scope is not None and isinstance(after, dict) and isinstance(before, dict):
+        if after.pop("scope", None) != scope:
+            raise WriteError(f"{name}: the scope edit did not land as planned; nothing written")
+        before.pop("scope", None)
     if before != after or got != block:
         raise WriteError(f"{name}: the edit would change more than the verification block; nothing written")
 
 
 Block = dict[str, Any]
+SCOPE_KEY = "__scope__"
+"""A key of the block given to update_verification that is no verification field: the claim's new `scope` list
+(version-range scope events from `kb probe apply`), written together with the verification block."""
 
 
 def update_verification(path: Path, block: Block | Callable[[Any], Block | None]) -> bool:
@@ -243,10 +267,14 @@ def update_verification(path: Path, block: Block | Callable[[Any], Block | None]
             if rebased is None:
                 return False
             block = rebased
+        block = dict(block)
+        scope = block.pop(SCOPE_KEY, None)  # scope events ride along with the verification block
         new = splice_verification(old, block)
+        if scope is not None:
+            new = splice_key(new, "scope", scope)
         if new == old:
             return False
-        _check_only_verification_changed(old, new, block, str(path))
+        _check_only_verification_changed(old, new, block, str(path), scope)
         atomic_write(path, new)
         return True
 

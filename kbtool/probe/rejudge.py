@@ -1,0 +1,75 @@
+"""Judging recorded evidence again with the probe's current judge and the claims as they stand now.
+
+An evidence record keeps the cases of a real run and never changes; the verdicts it carries are what the judge of
+that day said. The same cases judged by today's judge (a better judge, or claims whose conditions were edited)
+may say more. A record is judged again only by a probe of the same id and version (same cases, same `run`), or one that
+declares the record's version in `rejudges`;
+otherwise, or if the judge fails, its own verdicts stand. Pure apart from importing probe modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kbtool.errors import ProbeError
+from kbtool.model import Claim, Evidence
+from kbtool.model.evidence import VerdictEntry
+from kbtool.probe.evidence import clean_verdicts
+from kbtool.probe.spec import Probe, discover
+
+
+def claim_context(claims: Mapping[str, Any], ids: list[str]) -> dict[str, Any]:
+    """What a judge reads of each claim it tests: subject, effect, `when`, `requires` and the reason code.
+    `claims` maps ids to Claim or to (Claim, path)."""
+    out: dict[str, Any] = {}
+    for cid in ids:
+        entry = claims.get(cid)
+        claim = entry[0] if isinstance(entry, tuple) else entry
+        if not isinstance(claim, Claim):
+            continue
+        out[cid] = {"subject": claim.subject, "effect": str(claim.effect), "when": claim.when,
+                    "requires": claim.requires, "reason": claim.reason.code if claim.reason else None}
+    return out
+
+
+def observations(ev: Evidence) -> list[dict[str, Any]]:
+    """The cases as a judge reads them (the runner's observation shape)."""
+    return [{"params": c.params, "outcome": c.outcome, "message": c.message, "kernels": list(c.kernels),
+             "max_abs_err": c.max_abs_err, "seconds": c.seconds, "metrics": dict(c.metrics)} for c in ev.cases]
+
+
+def judge_env(ev: Evidence, claims: Mapping[str, Any], probe: Probe,
+              kb: dict[str, Any] | None = None) -> dict[str, Any]:
+    env = ev.environment.model_dump(mode="json")
+    env["kb"] = kb or {}
+    env["claims"] = claim_context(claims, probe.spec.claims)
+    return env
+
+
+def rejudge(ev: Evidence, claims: Mapping[str, Any], probes: Mapping[str, Probe],
+            kb: dict[str, Any] | None = None) -> Evidence:
+    """`ev` with the verdicts today's judge gives its cases, or `ev` itself when it cannot be judged again."""
+    probe = probes.get(ev.probe.id)
+    if probe is None or ev.probe.version not in (probe.spec.version, *probe.spec.rejudges):
+        return ev
+    try:
+        raw = probe.judge(observations(ev), judge_env(ev, claims, probe, kb))
+        verdicts = clean_verdicts(raw, probe.spec.claims)
+    except Exception:  # a judge that cannot read an old record leaves the record's own verdicts
+        return ev
+    return ev.model_copy(update={"verdicts": [VerdictEntry.model_validate(v) for v in verdicts]})
+
+
+def probes_by_id() -> dict[str, Probe]:
+    try:
+        return {p.spec.id: p for p in discover()}
+    except ProbeError:
+        return {}
+
+
+def kb_for(records: Path, ev: Evidence) -> dict[str, Any]:
+    from kbtool.probe.commands import kb_context
+
+    return kb_context(records, ev.environment.model_dump(mode="json"))
