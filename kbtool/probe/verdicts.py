@@ -13,6 +13,7 @@ Everything here is pure: the caller reads the claims and writes the updates.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -130,8 +131,6 @@ def verdict_scope(claim: Claim, ev: Evidence, rvars: Mapping[str, Any], vscope: 
 
 
 def _scope_key(scope: Mapping[str, Any]) -> str:
-    import json
-
     return json.dumps(scope, sort_keys=True)
 
 
@@ -303,7 +302,7 @@ def _block(
         block["verdicts"] = verdicts
     if events:
         block[SCOPE_KEY] = scope_dump(claim)
-    return block
+    return json.loads(json.dumps(block))  # no shared objects: the YAML writer would emit anchors for them
 
 
 def untestable_block(claim: Claim, reason: str, today: str) -> dict[str, Any] | None:
