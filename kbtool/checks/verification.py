@@ -12,7 +12,7 @@ from kbtool.model import Claim, Evidence
 _AGREES = {"verified": {"confirmed"}, "refuted": {"contradicted"}, "disputed": {"partial", "contradicted",
                                                                                 "confirmed", "inconclusive"}}
 _SCOPED = {"verified": "confirmed", "refuted": "contradicted", "untestable": "inconclusive"}
-_JUDGED: dict[int, dict[str, dict[str, Any]]] = {}
+_JUDGED: list[tuple[KB, dict[str, dict[str, Any]]]] = []  # the last KB judged, held so its id is not reused
 
 
 def _claims(kb: KB) -> list[Claim]:
@@ -22,8 +22,7 @@ def _claims(kb: KB) -> list[Claim]:
 def judged(kb: KB) -> dict[str, dict[str, Any]]:
     """evidence id -> claim -> {"verdict", "scope"}: each record's cases judged by today's probe (kbtool.probe.rejudge;
     the record's own verdicts where its probe cannot judge it again). Computed once per KB."""
-    key = id(kb)
-    if key not in _JUDGED:
+    if not _JUDGED or _JUDGED[0][0] is not kb:
         from kbtool.probe.rejudge import probes_by_id, rejudge
 
         claims = {c.id: c for c in _claims(kb)}
@@ -32,9 +31,8 @@ def judged(kb: KB) -> dict[str, dict[str, Any]]:
         for ev in kb.of_kind("evidence", Evidence):
             again = rejudge(ev, claims, probes)
             out[ev.id] = {v.claim: {"verdict": v.verdict, "scope": v.scope} for v in again.verdicts}
-        _JUDGED.clear()
-        _JUDGED[key] = out
-    return _JUDGED[key]
+        _JUDGED[:] = [(kb, out)]
+    return _JUDGED[0][1]
 
 
 @check("KB302", "status-without-evidence", "a verified or refuted claim lists evidence records that exist")

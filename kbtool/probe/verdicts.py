@@ -277,8 +277,8 @@ def _block(
     for v in verdicts:
         if v["status"] in agree:
             ids += [i for i in v["evidence"] if i not in ids]
-    if status == "disputed":
-        ids = list(dict.fromkeys([*old.get("evidence", []), *ids]))
+    if status == "disputed" or status == str(original.verification.status):
+        ids = list(dict.fromkeys([*old.get("evidence", []), *ids]))  # earlier evidence for the same status stays
     block: dict[str, Any] = {"status": status, "evidence": ids}
     lines = [f"{_scope_text(v['scope'])}: {v['status']}" for v in verdicts]
     block["reason"] = ("; ".join(lines) + (" | " + verdicts[-1]["reason"] if verdicts else ""))[:1500]
@@ -302,7 +302,8 @@ def _block(
         block["verdicts"] = verdicts
     if events:
         block[SCOPE_KEY] = scope_dump(claim)
-    return json.loads(json.dumps(block))  # no shared objects: the YAML writer would emit anchors for them
+    copied: dict[str, Any] = json.loads(json.dumps(block))  # no shared objects: the YAML writer emits anchors for them
+    return copied
 
 
 def untestable_block(claim: Claim, reason: str, today: str) -> dict[str, Any] | None:

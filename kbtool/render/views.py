@@ -40,6 +40,12 @@ def show(c: Console, d: dict[str, Any]) -> None:
             c.print(f"  {escape(v['reason'])}")
         for i, side in enumerate(v["sides"], 1):
             c.print(f"  side {i}: {escape(side)}")
+        for sv in v.get("verdicts", []):
+            ids = ", ".join(sv["evidence"]) or "no evidence"
+            c.print(f"  {escape(sv['scope'])}: {_s(sv['status'])} ({escape(ids)})")
+        for ev in v.get("scope_events", []):
+            bounds = ", ".join(f"{k} {ev[k]}" for k in ("introduced", "fixed", "last_affected") if ev.get(k))
+            c.print(f"  scope: {escape(ev['library'])} {escape(bounds)} (from {escape(', '.join(ev['evidence']))})")
     if d.get("claims"):
         c.print("\n[bold]claims about it[/]")
         for cl in d["claims"]:

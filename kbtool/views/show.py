@@ -7,6 +7,7 @@ from typing import Any
 
 from kbtool.kb import KB
 from kbtool.model import Accelerator, Claim, Evidence, Kernel, Record
+from kbtool.model.common import ScopedVerdict
 
 
 def _ref(kb: KB, rel: str, target: str) -> dict[str, Any]:
@@ -30,6 +31,13 @@ def evidence_row(ev: Evidence, claim: str | None = None) -> dict[str, Any]:
     else:
         row["verdicts"] = {v.claim: v.verdict for v in ev.verdicts}
     return row
+
+
+def scoped_row(sv: ScopedVerdict) -> dict[str, Any]:
+    """One per-scope verdict: where (sm, library versions, phase), what, and the evidence ids behind it."""
+    libs = ", ".join(f"{k} {v}" for k, v in sv.scope.libraries.items())
+    where = " ".join(x for x in (sv.scope.sm or "any arch", libs, sv.scope.phase or "") if x)
+    return {"scope": where, "status": sv.status, "evidence": list(sv.evidence), "reason": sv.reason}
 
 
 def _evidence_for_claim(kb: KB, c: Claim) -> list[dict[str, Any]]:
@@ -67,7 +75,11 @@ def show_data(kb: KB, name: str) -> dict[str, Any]:
     if isinstance(rec, Claim):
         v = rec.verification
         data["verification"] = {"status": v.status, "checked": v.checked, "reason": v.reason,
-                                "sides": [s.position for s in v.sides], "evidence": list(v.evidence)}
+                                "sides": [s.position for s in v.sides], "evidence": list(v.evidence),
+                                "verdicts": [scoped_row(sv) for sv in v.verdicts],
+                                "scope_events": [{"library": r.library, "introduced": r.introduced, "fixed": r.fixed,
+                                                  "last_affected": r.last_affected, "evidence": list(r.evidence)}
+                                                 for r in rec.scope if r.evidence]}
         data["evidence"] = _evidence_for_claim(kb, rec)
     elif isinstance(rec, Evidence):
         data["evidence"] = [evidence_row(rec)]

@@ -1,4 +1,5 @@
-"""Each probe's judge on recorded observations (no GPU)."""
+"""Each probe's judge on recorded observations (no GPU). Judges read each claim's prediction off the claim record
+(env["claims"]), so these tests use the claims as they stand in records/claims."""
 
 from __future__ import annotations
 
@@ -8,61 +9,96 @@ from typing import Any
 import pytest
 import yaml
 
-from probes import fa2_fa3, fa4_arch, flashinfer_head_dim, flashmla, hardware, sdpa_gates
+from kbtool.probe.commands import load_claims
+from kbtool.probe.rejudge import claim_context
+from probes import fa2_fa3, fa4_arch, flashinfer_head_dim, flashinfer_paths, flashmla, hardware, sdpa_gates, sdpa_mixed
 
+ROOT = Path(__file__).resolve().parents[2]
+CLAIMS = load_claims(ROOT / "records")
 H200 = {"gpu": "NVIDIA H200", "compute_capability": "9.0", "architecture": "sm90", "torch": "2.11.0+cu130",
-        "libraries": {"flashinfer": "0.6.18", "flash-attn-4": "4.0.0b36", "cudnn": "92300"}}
+        "cuda": "13.0", "libraries": {"flashinfer": "0.6.18", "flash-attn-4": "4.0.0b36", "cudnn": "92300"}}
 B200 = {**H200, "gpu": "NVIDIA B200", "compute_capability": "10.0", "architecture": "sm100"}
 
 
-def obs(params: dict[str, Any], outcome: str, correct: bool = True, **metrics: Any) -> dict[str, Any]:
-    return {"params": params, "outcome": outcome, "message": None if outcome == "OK" else "refused",
+def env_for(probe: Any, env: dict[str, Any]) -> dict[str, Any]:
+    return {**env, "claims": claim_context(CLAIMS, probe.SPEC.claims)}
+
+
+def obs(params: dict[str, Any], outcome: str, correct: bool = True, message: str | None = None,
+        **metrics: Any) -> dict[str, Any]:
+    return {"params": params, "outcome": outcome, "message": message or (None if outcome == "OK" else "refused"),
             "kernels": [], "metrics": {"correct": correct, **metrics}}
 
 
-def verdicts(judge: Any, observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, str]:
-    return {v["claim"]: v["verdict"] for v in judge(observations, env)}
+def verdicts(probe: Any, observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, str]:
+    return {v["claim"]: v["verdict"] for v in probe.judge(observations, env_for(probe, env))}
 
 
 # ---- SDPA ------------------------------------------------------------------------------------------
 
 
-def sdpa_as_the_source_says(case: dict[str, Any], cudnn_limit: int = 256) -> str:
+def sdpa_as_the_source_says(case: dict[str, Any], cudnn_limit: int = 256) -> dict[str, Any]:
     b, d, t = case["backend"], case["head_dim"], case["dtype"]
-    if b == "flash":
-        return "OK" if d <= 256 and t != "fp32" else "UNSUPPORTED"
-    if b == "cudnn":
-        return "OK" if d <= cudnn_limit and t != "fp32" else "UNSUPPORTED"
-    return "OK"
+    if b in ("flash", "cudnn") and t == "fp32":
+        return obs(case, "UNSUPPORTED", message=f"{b} attention only supports fp16 and bf16 data type")
+    if b in ("flash", "cudnn") and d > (256 if b == "flash" else cudnn_limit):
+        return obs(case, "UNSUPPORTED", message=f"{b} attention requires head_dim <= {cudnn_limit}")
+    return obs(case, "OK")
 
 
-def test_sdpa_all_as_claimed_on_sm90() -> None:
-    o = [obs(c, sdpa_as_the_source_says(c)) for c in sdpa_gates.cases()]
-    got = verdicts(sdpa_gates.judge, o, H200)
-    assert got == {c: "confirmed" for c in sdpa_gates.SPEC.claims}
+def test_sdpa_as_the_sources_say_on_sm90() -> None:
+    got = verdicts(sdpa_gates, [sdpa_as_the_source_says(c) for c in sdpa_gates.cases()], H200)
+    assert set(got.values()) == {"confirmed"}, got
 
 
-def test_sdpa_flash_running_hd512_contradicts_part_of_the_head_dim_claim() -> None:
-    o = [obs(c, "OK" if c["backend"] == "flash" and c["dtype"] != "fp32" else sdpa_as_the_source_says(c))
+def test_sdpa_a_refusal_is_attributed_to_the_claim_that_names_its_reason() -> None:
+    """fp32 refused by flash is the dtype claim's; it counts neither for nor against the head-dim claim."""
+    got = sdpa_gates.judge([sdpa_as_the_source_says(c) for c in sdpa_gates.cases()], env_for(sdpa_gates, H200))
+    detail = {v["claim"]: v["detail"] for v in got}["torch-sdpa-flash-sm-range"]
+    assert "attributed to torch-sdpa-flash-dtypes" in detail and "attributed to torch-sdpa-flash-head-dim" in detail
+
+
+def test_sdpa_flash_running_hd512_contradicts_the_head_dim_claim_only() -> None:
+    o = [obs(c, "OK") if c["backend"] == "flash" and c["dtype"] != "fp32" else sdpa_as_the_source_says(c)
          for c in sdpa_gates.cases()]
-    got = verdicts(sdpa_gates.judge, o, H200)
-    assert got["torch-sdpa-flash-head-dim"] == "partial"
+    got = verdicts(sdpa_gates, o, H200)
+    assert got["torch-sdpa-flash-head-dim"] == "contradicted"
     assert got["torch-sdpa-flash-dtypes"] == "confirmed"
 
 
 def test_sdpa_old_cudnn_caps_at_128() -> None:
     env = {**H200, "libraries": {"cudnn": "91000"}}
-    o = [obs(c, sdpa_as_the_source_says(c, cudnn_limit=128)) for c in sdpa_gates.cases()]
-    assert verdicts(sdpa_gates.judge, o, env)["torch-sdpa-cudnn-head-dim"] == "confirmed"
-    o = [obs(c, sdpa_as_the_source_says(c, cudnn_limit=256)) for c in sdpa_gates.cases()]
-    assert verdicts(sdpa_gates.judge, o, env)["torch-sdpa-cudnn-head-dim"] == "partial"
+    o = [sdpa_as_the_source_says(c, cudnn_limit=128) for c in sdpa_gates.cases()]
+    assert verdicts(sdpa_gates, o, env)["torch-sdpa-cudnn-head-dim"] == "confirmed"
+    o = [sdpa_as_the_source_says(c, cudnn_limit=256) for c in sdpa_gates.cases()]
+    assert verdicts(sdpa_gates, o, env)["torch-sdpa-cudnn-head-dim"] == "contradicted"
 
 
 def test_sdpa_wrong_results_and_foreign_kernels_are_not_evidence() -> None:
     o = [obs(c, "OK", correct=False) for c in sdpa_gates.cases() if c["backend"] == "flash"]
-    assert verdicts(sdpa_gates.judge, o, H200)["torch-sdpa-flash-head-dim"] == "inconclusive"
+    assert verdicts(sdpa_gates, o, H200)["torch-sdpa-flash-head-dim"] == "inconclusive"
     o = [obs(c, "OK", dispatch_ok=False) for c in sdpa_gates.cases() if c["backend"] == "efficient"]
-    assert verdicts(sdpa_gates.judge, o, H200)["torch-sdpa-efficient-head-dim"] == "inconclusive"
+    assert verdicts(sdpa_gates, o, H200)["torch-sdpa-efficient-head-dim"] == "inconclusive"
+
+
+def test_sdpa_a_kv_dtype_other_than_q_refused_for_dtype_refutes_a_dtype_claim_silent_about_kv() -> None:
+    """The dtype claims' conditions read only `dtype`: they predict that bf16 q with fp8 K/V runs."""
+    o = [obs(c, "UNSUPPORTED", message="Expected query, key and value to have the same dtype")
+         if c["kv_dtype"] != c["dtype"] else obs(c, "OK") for c in sdpa_mixed.cases() if c["kind"] == "mixed"]
+    got = {v["claim"]: v for v in sdpa_mixed.judge(o, env_for(sdpa_mixed, H200))}
+    flash = got["torch-sdpa-flash-dtypes"]
+    assert flash["verdict"] == "contradicted" and "own reason (DTYPE)" in flash["detail"]
+    assert "kv fp8_e4m3" in flash["detail"]
+
+
+def test_sdpa_math_memory_cases_and_the_default_dispatch() -> None:
+    o = [obs(c, "OK", dispatched="cudnn") for c in sdpa_mixed.cases() if c["kind"] in ("default", "memory")]
+    env = {**H200, "libraries": {"cudnn": "91900"}}
+    got = verdicts(sdpa_mixed, o, env)
+    assert got["torch-sdpa-cudnn-preferred-on-sm9x-sm10x"] == "confirmed"
+    assert got["torch-sdpa-math-any-shape"] == "inconclusive"  # the memory sweep is no gate case
+    o = [obs(c, "OK", dispatched="flash") for c in sdpa_mixed.cases() if c["kind"] == "default"]
+    assert verdicts(sdpa_mixed, o, env)["torch-sdpa-cudnn-preferred-on-sm9x-sm10x"] == "contradicted"
 
 
 def test_sdpa_dispatch_names() -> None:
@@ -76,103 +112,124 @@ def test_sdpa_dispatch_names() -> None:
 
 # ---- FlashInfer ------------------------------------------------------------------------------------
 
-
-def flashinfer_library_behaviour(c: dict[str, Any]) -> str:
-    if c["path"] == "prefill-fa3":
-        return "OK" if c["head_dim"] in (64, 128, 256) and c["kv_dtype"] == "bf16" else "UNSUPPORTED"
-    return "OK"
-
-
-def test_flashinfer_runs_256_and_512_refuting_the_seed() -> None:
-    o = [obs(c, flashinfer_library_behaviour(c)) for c in flashinfer_head_dim.cases()]
-    got = verdicts(flashinfer_head_dim.judge, o, H200)
-    assert got == {"flashinfer-decode-head-dims": "confirmed", "flashinfer-prefill-fa2-head-dims": "confirmed",
-                   "flashinfer-prefill-fa3-head-dims": "confirmed",
-                   "flashinfer-head-dim-256-512-unsupported": "contradicted",
-                   # hd 512 with fp8 KV running on sm90 goes against the SM100+ gate; the hd <= 256 controls agree
-                   "flashinfer-fp8-kv-head-dim-512-needs-sm100": "partial"}
-
-
-def test_flashinfer_refusing_512_is_partial_for_the_seed_and_the_dispatch_claim() -> None:
-    o = [obs(c, "UNSUPPORTED" if c["head_dim"] == 512 else flashinfer_library_behaviour(c))
-         for c in flashinfer_head_dim.cases()]
-    got = verdicts(flashinfer_head_dim.judge, o, H200)
-    assert got["flashinfer-head-dim-256-512-unsupported"] == "partial"
-    assert got["flashinfer-decode-head-dims"] == "partial"
-
-
-def test_flashinfer_verdict_scope_names_the_phase() -> None:
-    o = [obs(c, flashinfer_library_behaviour(c)) for c in flashinfer_head_dim.cases()]
-    scopes = {v["claim"]: v["scope"] for v in flashinfer_head_dim.judge(o, H200)}
-    assert scopes["flashinfer-decode-head-dims"]["phase"] == "decode"
-    assert scopes["flashinfer-prefill-fa2-head-dims"]["phase"] == "prefill"
-    assert scopes["flashinfer-decode-head-dims"]["head_dims"] == [64, 128, 256, 512]
-    assert "phase" not in scopes["flashinfer-head-dim-256-512-unsupported"]
-
-
-def flashinfer_0_6_18(sm_major: int, c: dict[str, Any]) -> dict[str, Any]:
-    """What FlashInfer 0.6.18's source says: fp8 KV with hd > 256 is built for cc majors 10-12 only."""
-    if c["path"] != "prefill-fa3" and c["kv_dtype"] == "fp8_e4m3" and c["head_dim"] > 256 and sm_major < 10:
-        return {**obs(c, "UNSUPPORTED"), "message": "RuntimeError: No supported CUDA architectures found for major "
-                                                    "versions [10, 11, 12]."}
-    return obs(c, flashinfer_library_behaviour(c))
-
-
+ARCH_GATE = "RuntimeError: No supported CUDA architectures found for major versions [10, 11, 12]."
 FP8_GATE = "flashinfer-fp8-kv-head-dim-512-needs-sm100"
+SEED = "flashinfer-head-dim-256-512-unsupported"
 
 
-def test_flashinfer_fp8_large_head_gate_confirmed_below_and_above_sm100() -> None:
-    for env, major in ((H200, 9), (B200, 10)):
-        o = [flashinfer_0_6_18(major, c) for c in flashinfer_head_dim.cases()]
-        assert verdicts(flashinfer_head_dim.judge, o, env)[FP8_GATE] == "confirmed"
-    # The same refusals on a B200 go against the claim (it says majors 10-12 build these modules).
-    o = [flashinfer_0_6_18(9, c) for c in flashinfer_head_dim.cases()]
-    assert verdicts(flashinfer_head_dim.judge, o, B200)[FP8_GATE] == "partial"
+def flashinfer_release(c: dict[str, Any], *, fp8_large_gate: bool, sm_major: int = 9) -> dict[str, Any]:
+    """0.6.18 (fp8 KV above hd 256 built for majors 10-12 only) or 0.7.2.post1 (gate lifted); FA3 as in both."""
+    if c["path"] == "prefill-fa3":
+        if c["kv_dtype"] != "bf16":
+            return obs(c, "UNSUPPORTED", message="flashinfer.utils.is_fa3_backend_supported(q=bf16, kv=fp8_e4m3) "
+                                                 "is False")
+        if c["head_dim"] == 512:
+            return obs(c, "UNSUPPORTED", message="flashinfer.utils.is_fa3_prefill_head_dim_supported(512, 512) is "
+                                                 "False")
+        return obs(c, "OK")
+    if fp8_large_gate and c["kv_dtype"] == "fp8_e4m3" and c["head_dim"] > 256 and sm_major < 10:
+        return obs(c, "UNSUPPORTED", message=ARCH_GATE)
+    return obs(c, "OK")
 
 
-def test_flashinfer_fp8_gate_needs_the_arch_message_and_a_running_control() -> None:
-    other = [{**o, "message": "Unsupported head_dim: 512"} if o["outcome"] == "UNSUPPORTED" else o
-             for o in (flashinfer_0_6_18(9, c) for c in flashinfer_head_dim.cases())]
-    got = flashinfer_head_dim.judge(other, H200)[-1]
-    assert got["verdict"] == "inconclusive" and "no clear answer" in got["detail"]  # the controls alone show nothing
-    refused = [obs(c, "UNSUPPORTED") if c["kv_dtype"] == "fp8_e4m3" else obs(c, "OK")
-               for c in flashinfer_head_dim.cases() if c["path"] != "prefill-fa3"]
-    assert verdicts(flashinfer_head_dim.judge, refused, H200)[FP8_GATE] == "contradicted"
-    assert verdicts(flashinfer_head_dim.judge, refused, {**H200, "compute_capability": None})[FP8_GATE] == (
-        "inconclusive")
+def test_flashinfer_0_6_18_the_seed_is_refuted_and_its_failures_are_the_fp8_gate() -> None:
+    """Issue 20, second case: the three refusals belong to the fp8 gate, not to the seed's head-dim claim."""
+    o = [flashinfer_release(c, fp8_large_gate=True) for c in flashinfer_head_dim.cases()]
+    got = {v["claim"]: v for v in flashinfer_head_dim.judge(o, env_for(flashinfer_head_dim, H200))}
+    seed = got[SEED]
+    assert seed["verdict"] == "contradicted"
+    assert f"refusals attributed to {FP8_GATE}" in seed["detail"]
+    assert got[FP8_GATE]["verdict"] == "confirmed" and got[FP8_GATE]["detail"].startswith("3 of 3")
+    for claim in ("flashinfer-decode-head-dims", "flashinfer-prefill-fa2-head-dims",
+                  "flashinfer-prefill-fa3-head-dims", "flashinfer-fa3-fp8-kv-needs-fp8-query",
+                  "flashinfer-arch-range"):
+        assert got[claim]["verdict"] == "confirmed", (claim, got[claim]["detail"])
+
+
+def test_flashinfer_0_7_2_the_fp8_gate_is_contradicted_and_ungated_cases_count_for_nothing() -> None:
+    """Issue 20, first case: the three gated cases ran; the other 29 say nothing about this claim."""
+    env = {**H200, "libraries": {"flashinfer": "0.7.2.post1"}}
+    o = [flashinfer_release(c, fp8_large_gate=False) for c in flashinfer_head_dim.cases()]
+    got = {v["claim"]: v for v in flashinfer_head_dim.judge(o, env_for(flashinfer_head_dim, env))}
+    assert got[FP8_GATE]["verdict"] == "contradicted"
+    assert got[FP8_GATE]["detail"].startswith("0 of 3 gated cases")
+    assert got[FP8_GATE]["scope"]["flashinfer"] == "0.7.2.post1"
+
+
+def test_flashinfer_fp8_gate_on_blackwell() -> None:
+    o = [flashinfer_release(c, fp8_large_gate=True, sm_major=10) for c in flashinfer_head_dim.cases()]
+    assert verdicts(flashinfer_head_dim, o, B200)[FP8_GATE] == "confirmed"
+    o = [flashinfer_release(c, fp8_large_gate=True, sm_major=9) for c in flashinfer_head_dim.cases()]
+    assert verdicts(flashinfer_head_dim, o, B200)[FP8_GATE] == "contradicted"  # majors 10-12 do build them
+
+
+def test_flashinfer_a_refusal_for_another_reason_is_not_the_gate() -> None:
+    o = [{**x, "message": "Unsupported head_dim: 512"} if x["outcome"] == "UNSUPPORTED" and "architectures" in str(
+        x["message"]) else x for x in (flashinfer_release(c, fp8_large_gate=True) for c in flashinfer_head_dim.cases())]
+    got = {v["claim"]: v for v in flashinfer_head_dim.judge(o, env_for(flashinfer_head_dim, H200))}
+    assert got[FP8_GATE]["verdict"] == "inconclusive"
+    assert f"refusals attributed to {SEED}" in got[FP8_GATE]["detail"]  # the head-dim claim that predicts it
 
 
 def test_flashinfer_errors_are_inconclusive() -> None:
-    o = [obs(c, "ERROR") for c in flashinfer_head_dim.cases()]
-    assert set(verdicts(flashinfer_head_dim.judge, o, H200).values()) == {"inconclusive"}
+    o = [obs(c, "ERROR", message="worker crashed: SIGSEGV") for c in flashinfer_head_dim.cases()]
+    assert set(verdicts(flashinfer_head_dim, o, H200).values()) == {"inconclusive"}
+
+
+def test_flashinfer_scope_names_the_phase() -> None:
+    o = [flashinfer_release(c, fp8_large_gate=True) for c in flashinfer_head_dim.cases()]
+    scopes = {v["claim"]: v["scope"] for v in flashinfer_head_dim.judge(o, env_for(flashinfer_head_dim, H200))}
+    assert scopes["flashinfer-decode-head-dims"]["phase"] == "decode"
+    assert scopes["flashinfer-prefill-fa2-head-dims"]["phase"] == "prefill"
+    assert "phase" not in scopes[SEED]
+
+
+def test_flashinfer_paths_trtllm_gen_download_is_its_own_gate() -> None:
+    o = [obs(c, "UNSUPPORTED", message="AssertionError: Failed to get checksums.txt from x/fmha/trtllm-gen/")
+         if c["path"] == "trtllm-gen" else obs(c, "OK", rel_err=0.01) for c in flashinfer_paths.cases()]
+    got = {v["claim"]: v for v in flashinfer_paths.judge(o, env_for(flashinfer_paths, H200))}
+    sm100 = got["flashinfer-trtllm-gen-requires-sm100"]
+    assert sm100["verdict"] == "inconclusive" and "(NETWORK)" in sm100["detail"]
+    assert got["flashinfer-xqa-requires-sm90"]["verdict"] == "confirmed"
+    o = [obs(c, "UNSUPPORTED", message=ARCH_GATE) if c["path"] == "trtllm-gen" else obs(c, "OK", rel_err=0.01)
+         for c in flashinfer_paths.cases()]
+    assert verdicts(flashinfer_paths, o, H200)["flashinfer-trtllm-gen-requires-sm100"] == "confirmed"
+
+
+def test_flashinfer_paths_fp8_xqa_is_read_with_an_fp8_error_budget() -> None:
+    o = [obs(c, "OK", correct=False, rel_err=0.035) if c["kv_dtype"] == "fp8_e4m3" else obs(c, "OK", rel_err=0.005)
+         for c in flashinfer_paths.cases() if c["path"] == "xqa"]
+    assert verdicts(flashinfer_paths, o, H200)["flashinfer-xqa-requires-sm90"] == "confirmed"
+    o = [obs(c, "OK", correct=False, rel_err=0.2) for c in flashinfer_paths.cases() if c["path"] == "xqa"]
+    assert verdicts(flashinfer_paths, [*o], H200)["flashinfer-xqa-requires-sm90"] == "inconclusive"
 
 
 # ---- FA-4 ------------------------------------------------------------------------------------------
 
 
-def fa4_on(sm: str, c: dict[str, Any]) -> str:
+def fa4_on(sm: str, c: dict[str, Any]) -> dict[str, Any]:
     if c["dtype"] == "fp8_e4m3" and sm != "sm100":
-        return "UNSUPPORTED"
-    return "OK" if fa4_arch.head_dims_allowed(sm, c["head_dim"]) else "UNSUPPORTED"
+        return obs(c, "UNSUPPORTED", message="AssertionError: FP8 is only supported on SM100 (compute capability 10.x)")
+    if not fa4_arch.head_dims_allowed(sm, c["head_dim"]):
+        return obs(c, "UNSUPPORTED", message=f"AssertionError: (head_dim, head_dim_v)=({c['head_dim']}, "
+                                             f"{c['head_dim']}) is not supported on {sm.upper()}.")
+    return obs(c, "OK")
 
 
 def test_fa4_running_on_hopper_refutes_requires_blackwell() -> None:
-    o = [obs(c, fa4_on("sm90", c)) for c in fa4_arch.cases()]
-    got = verdicts(fa4_arch.judge, o, H200)
+    got = verdicts(fa4_arch, [fa4_on("sm90", c) for c in fa4_arch.cases()], H200)
     assert got == {"fa4-requires-blackwell": "contradicted", "fa4-head-dims": "confirmed",
-                   "fa4-fp8-sm100-only": "confirmed"}
+                   "fa4-fp8-sm100-only": "confirmed", "fa4-arch-range": "confirmed", "fa4-requires-nvidia": "confirmed"}
 
 
 def test_fa4_on_blackwell_confirms_requires_blackwell() -> None:
-    o = [obs(c, fa4_on("sm100", c)) for c in fa4_arch.cases()]
-    got = verdicts(fa4_arch.judge, o, B200)
-    assert got == {"fa4-requires-blackwell": "confirmed", "fa4-head-dims": "confirmed",
-                   "fa4-fp8-sm100-only": "confirmed"}
+    got = verdicts(fa4_arch, [fa4_on("sm100", c) for c in fa4_arch.cases()], B200)
+    assert got["fa4-requires-blackwell"] == "confirmed" and got["fa4-fp8-sm100-only"] == "confirmed"
 
 
 def test_fa4_fp8_running_on_hopper_contradicts_sm100_only() -> None:
-    o = [obs(c, "OK" if c["head_dim"] <= 256 else "UNSUPPORTED") for c in fa4_arch.cases()]
-    assert verdicts(fa4_arch.judge, o, H200)["fa4-fp8-sm100-only"] == "contradicted"
+    o = [obs(c, "OK") if c["head_dim"] <= 256 else fa4_on("sm90", c) for c in fa4_arch.cases()]
+    assert verdicts(fa4_arch, o, H200)["fa4-fp8-sm100-only"] == "contradicted"
 
 
 # ---- source-build probes -----------------------------------------------------------------------------
@@ -181,21 +238,21 @@ def test_fa4_fp8_running_on_hopper_contradicts_sm100_only() -> None:
 def test_fa2_fa3_judge_only_what_ran() -> None:
     fa2 = [obs({"lib": "fa2", "head_dim": d, "dtype": t}, "OK" if d <= 256 and t != "fp8_e4m3" else "UNSUPPORTED")
            for d in fa2_fa3.HEAD_DIMS["fa2"] for t in fa2_fa3.DTYPES["fa2"]]
-    got = verdicts(fa2_fa3.judge, fa2, H200)
+    got = verdicts(fa2_fa3, fa2, H200)
     assert got == {"fa2-requires-sm80": "confirmed", "fa2-head-dim-max-256": "confirmed"}
     fa3 = [obs({"lib": "fa3", "head_dim": d, "dtype": t},
                "OK" if d <= 256 and t != "fp8_e5m2" else "UNSUPPORTED")
            for d in fa2_fa3.HEAD_DIMS["fa3"] for t in fa2_fa3.DTYPES["fa3"]]
-    got = verdicts(fa2_fa3.judge, fa3, H200)
+    got = verdicts(fa2_fa3, fa3, H200)
     assert got == {"fa3-requires-sm90": "confirmed", "fa3-head-dims": "confirmed",
                    "fa3-fp8-e4m3-forward-only": "confirmed"}
-    assert verdicts(fa2_fa3.judge, [], H200) == {}
+    assert verdicts(fa2_fa3, [], H200) == {}
 
 
 def test_flashmla_dense_decode_on_hopper() -> None:
     o = [obs({"path": "dense-decode", "kv_dtype": "bf16"}, "OK"),
          obs({"path": "dense-decode", "kv_dtype": "fp8_e4m3"}, "UNSUPPORTED")]
-    got = verdicts(flashmla.judge, o, H200)
+    got = verdicts(flashmla, o, H200)
     assert got == {"flashmla-dense-decode-requires-sm90a": "confirmed", "flashmla-dense-decode-kv-dtype": "confirmed"}
 
 
@@ -223,20 +280,26 @@ def test_hardware_summary_compares_with_the_kb() -> None:
 
 # ---- recorded runs (committed evidence as fixture data; read, never written) ------------------------
 
-EVIDENCE = Path(__file__).resolve().parents[2] / "records" / "evidence"
-H200_RUNS = ["2026-11-30-nvidia-h200-sxm-flashinfer-head-dim", "2026-11-30-nvidia-h200-sxm-flashinfer-head-dim-2"]
+EVIDENCE = ROOT / "records" / "evidence"
 
 
-@pytest.mark.parametrize("run", H200_RUNS)
-def test_flashinfer_judge_on_the_recorded_h200_runs(run: str) -> None:
+@pytest.mark.parametrize("run", ["2026-11-30-nvidia-h200-sxm-flashinfer-head-dim",
+                                 "2026-11-30-nvidia-h200-sxm-flashinfer-head-dim-2",
+                                 "2026-11-30-nvidia-h200-sxm-flashinfer-head-dim-3"])
+def test_flashinfer_judge_on_the_recorded_0_6_18_runs(run: str) -> None:
+    """The first run labelled the arch-gate refusal ERROR, the later ones UNSUPPORTED; the message decides."""
     record = yaml.safe_load((EVIDENCE / f"{run}.yaml").read_text(encoding="utf-8"))
-    got = {v["claim"]: v for v in flashinfer_head_dim.judge(record["cases"], record["environment"])}
-    # The claims the v1 judge answered keep the verdicts it recorded.
-    for old in record["verdicts"]:
-        assert got[old["claim"]]["verdict"] == old["verdict"], old["claim"]
-    # The first run labelled the arch-gate refusal ERROR, the second UNSUPPORTED; the message decides either way.
-    new = got[FP8_GATE]
-    assert new["verdict"] == "confirmed", new["detail"]
-    assert new["detail"].startswith("12 of 12")
-    assert new["scope"]["sm"] == "sm90" and new["scope"]["flashinfer"] == "0.6.18"
-    assert new["scope"]["kv_dtypes"] == ["fp8_e4m3"] and new["scope"]["head_dims"] == [64, 128, 256, 512]
+    got = {v["claim"]: v for v in flashinfer_head_dim.judge(record["cases"], env_for(flashinfer_head_dim,
+                                                                                       record["environment"]))}
+    assert got[FP8_GATE]["verdict"] == "confirmed" and got[FP8_GATE]["detail"].startswith("3 of 3")
+    assert got[SEED]["verdict"] == "contradicted" and FP8_GATE in got[SEED]["detail"]
+    assert got[FP8_GATE]["scope"]["sm"] == "sm90" and got[FP8_GATE]["scope"]["flashinfer"] == "0.6.18"
+
+
+def test_flashinfer_judge_on_the_recorded_0_7_2_run() -> None:
+    record = yaml.safe_load((EVIDENCE / "2026-12-01-nvidia-h200-sxm-flashinfer-head-dim.yaml").read_text("utf-8"))
+    assert record["environment"]["libraries"]["flashinfer"] == "0.7.2.post1"
+    got = {v["claim"]: v for v in flashinfer_head_dim.judge(record["cases"], env_for(flashinfer_head_dim,
+                                                                                       record["environment"]))}
+    assert got[FP8_GATE]["verdict"] == "contradicted" and got[FP8_GATE]["detail"].startswith("0 of 3")
+    assert got[SEED]["verdict"] == "contradicted"

@@ -6,6 +6,7 @@ from typing import Any
 
 from kbtool.model import Claim, Evidence
 from kbtool.probe.verdicts import plan, untestable_block
+from kbtool.store.writer import SCOPE_KEY
 
 SRC = [{"type": "seed", "seed": "001_cecac612a9e92bba.txt"}]
 
@@ -55,12 +56,37 @@ def test_an_architecture_gate_speaks_about_every_architecture() -> None:
     assert [(u.claim, u.new_status) for u in ups] == [("g", "refuted")]
 
 
-def test_library_versions_outside_the_scope_are_skipped() -> None:
+def test_a_run_above_last_affected_that_still_holds_extends_it() -> None:
     old = claim("o", scope=[{"library": "flash-attn-4", "last_affected": "4.0.0b10"}])
     other_lib = claim("v", scope=[{"library": "vllm"}])
     ups, skips = run([old, other_lib], [evidence([("o", "confirmed"), ("v", "confirmed")])])
-    assert ups == []
-    assert "outside the claim's version scope" in skips[0].why and "did not use vllm" in skips[1].why
+    (u,) = ups
+    assert u.claim == "o" and u.new_status == "verified"
+    assert u.verification[SCOPE_KEY] == [{"library": "flash-attn-4", "last_affected": "4.0.0b36", "evidence": ["e1"]}]
+    assert u.verification["verdicts"][0]["scope"] == {"sm": "sm90", "libraries": {"flash-attn-4": "4.0.0b36"}}
+    assert "did not use vllm" in skips[0].why
+
+
+def test_a_run_above_last_affected_that_no_longer_holds_sets_fixed_at_most_there() -> None:
+    old = claim("o", scope=[{"library": "flash-attn-4", "last_affected": "4.0.0b10"}])
+    ups, _ = run([old], [evidence([("o", "contradicted")])])
+    (u,) = ups
+    assert u.verification[SCOPE_KEY] == [{"library": "flash-attn-4", "fixed": "4.0.0b36", "evidence": ["e1"]}]
+    assert u.new_status == "unverified" and "verdicts" not in u.verification  # outside the new range: no verdict
+
+
+def test_runs_that_agree_with_the_range_move_nothing() -> None:
+    fixed = claim("f", scope=[{"library": "flash-attn-4", "fixed": "4.0.0b20"}])
+    ups, skips = run([fixed], [evidence([("f", "contradicted")])])
+    assert ups == [] and "outside the claim's version scope" in skips[0].why
+
+
+def test_versions_that_disagree_make_no_scope_event() -> None:
+    old = claim("o", scope=[{"library": "flash-attn-4", "last_affected": "4.0.0b10"}])
+    evs = [evidence([("o", "contradicted")], id_="e1", libs={"flash-attn-4": "4.0.0b20"}),
+           evidence([("o", "confirmed")], id_="e2", libs={"flash-attn-4": "4.0.0b36"})]
+    ups, skips = run([old], evs)
+    assert ups == [] and any("versions disagree" in s.why for s in skips)
 
 
 def test_partial_is_disputed_with_two_sides() -> None:
@@ -70,9 +96,18 @@ def test_partial_is_disputed_with_two_sides() -> None:
     assert v["sides"][1]["sources"] == [{"type": "probe", "ref": "evidence/e1"}]
 
 
-def test_confirmed_and_contradicted_together_is_disputed_never_verified() -> None:
+def test_a_contradiction_in_a_scope_is_decisive_there() -> None:
     ups, _ = run([claim("m")], [evidence([("m", "confirmed")], id_="e1"), evidence([("m", "contradicted")], id_="e2")])
-    assert ups[0].new_status == "disputed" and ups[0].verification["evidence"] == ["e1", "e2"]
+    assert ups[0].new_status == "refuted" and ups[0].verification["evidence"] == ["e2"]
+
+
+def test_verified_in_one_scope_and_refuted_in_another_is_disputed_with_both_verdicts() -> None:
+    evs = [evidence([("m", "confirmed")], id_="e1", libs={"flash-attn-4": "4.0.0b30"}),
+           evidence([("m", "contradicted")], id_="e2", libs={"flash-attn-4": "4.0.0b36"})]
+    ups, _ = run([claim("m", scope=[{"library": "flash-attn-4"}])], evs)
+    assert ups[0].new_status == "disputed"
+    assert [(v["scope"]["libraries"]["flash-attn-4"], v["status"]) for v in ups[0].verification["verdicts"]] == [
+        ("4.0.0b30", "verified"), ("4.0.0b36", "refuted")]
 
 
 def test_new_evidence_against_earlier_evidence_is_a_dispute() -> None:

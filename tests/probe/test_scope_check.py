@@ -1,0 +1,67 @@
+"""kb validate's KB306: per-scope verdicts and version-scope events agree with the evidence (judged again)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kbtool.checks.verification import find_evidence_disagreement, find_scope_disagreement
+from kbtool.kb import KB
+from kbtool.model import Claim
+from kbtool.store.records import load_tree
+
+ROOT = Path(__file__).resolve().parents[2] / "records"
+FP8 = "flashinfer-fp8-kv-head-dim-512-needs-sm100"
+
+
+def tree() -> list:  # type: ignore[type-arg]
+    folders = [ROOT / "claims", ROOT / "evidence", ROOT / "kernels"]
+    return [x.record for x in load_tree(ROOT, folders).loaded]
+
+
+def with_claim(records: list, cid: str, **update: object) -> KB:  # type: ignore[type-arg]
+    out = []
+    for r in records:
+        if isinstance(r, Claim) and r.id == cid:
+            data = r.model_dump(mode="json", exclude_defaults=True, by_alias=True)
+            data.update(update)
+            r = Claim.model_validate(data)
+        out.append(r)
+    return KB.from_records(out)
+
+
+def test_the_recorded_tree_agrees() -> None:
+    kb = KB.from_records(tree())
+    assert find_scope_disagreement(kb) == []
+    assert find_evidence_disagreement(kb) == []
+
+
+def test_the_fixed_bound_came_from_the_0_7_2_run() -> None:
+    (claim,) = [r for r in tree() if isinstance(r, Claim) and r.id == FP8]
+    (r,) = claim.scope
+    assert r.fixed == "0.7.2.post1" and r.evidence == ["2026-12-01-nvidia-h200-sxm-flashinfer-head-dim"]
+
+
+def test_a_bound_the_evidence_does_not_support_is_found() -> None:
+    records = tree()
+    wrong = [{"library": "flashinfer", "fixed": "0.6.18",  # the 0.6.18 runs confirmed the gate: not fixed there
+              "evidence": ["2026-11-30-nvidia-h200-sxm-flashinfer-head-dim-3"]}]
+    found = find_scope_disagreement(with_claim(records, FP8, scope=wrong))
+    assert any("fixed 0.6.18 cites" in f.message for f in found)
+
+
+def test_a_verdict_outside_the_version_scope_is_found() -> None:
+    records = tree()
+    (claim,) = [r for r in records if isinstance(r, Claim) and r.id == FP8]
+    verification = claim.verification.model_dump(mode="json", exclude_defaults=True)
+    verification["verdicts"][0]["scope"]["libraries"]["flashinfer"] = "0.7.2.post1"
+    found = find_scope_disagreement(with_claim(records, FP8, verification=verification))
+    assert any("outside the claim's version scope" in f.message for f in found)
+
+
+def test_a_verdict_the_evidence_does_not_say_is_found() -> None:
+    records = tree()
+    (claim,) = [r for r in records if isinstance(r, Claim) and r.id == "flashinfer-head-dim-256-512-unsupported"]
+    verification = claim.verification.model_dump(mode="json", exclude_defaults=True)
+    verification["verdicts"][0]["status"] = "verified"
+    found = find_scope_disagreement(with_claim(records, claim.id, verification=verification))
+    assert any("verdict 'verified' but evidence" in f.message for f in found)
