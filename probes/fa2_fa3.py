@@ -18,12 +18,16 @@ SPEC = ProbeSpec(
     version=1,
     title="FlashAttention-2/3 gates",
     claims=["fa2-requires-sm80", "fa2-head-dim-max-256", "fa3-requires-sm90", "fa3-head-dims",
-            "fa3-fp8-e4m3-forward-only"],
+            "fa3-fp8-e4m3-forward-only",
+            # no case of this probe judges these yet; listed so that a host without FA-2/FA-3 marks them untestable
+            "fa2-dtypes-fp16-bf16", "fa2-paged-block-size-256", "fa3-fp8-head-dim-multiple-16", "fa3-fp8-output-bf16",
+            "fa3-requires-cuda-12-3", "fa3-requires-nvidia", "fp8-kv-head-dim-256-prefill-cost"],
     requires={"archs": None, "packages": ["torch", "flash-attn|flash-attn-3"]},
     timeout_s=300,
     untestable=("No wheel installs there: PyPI has flash-attn (FA-2) only as a source distribution and flash-attn-3 "
                 "only as a 0.0.0 placeholder (checked 2026-11-30), and FA-3 (hopper/) is built from source; a "
-                "source build of either is needed to probe these gates."),
+                "source build of either is needed to probe these gates, and it takes longer than a device lease "
+                "(10 minutes a command, 30 a session)."),
 )
 
 HEAD_DIMS = {"fa2": [64, 128, 256, 512], "fa3": [64, 128, 192, 256, 512]}

@@ -336,6 +336,7 @@ def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update
             if manifest.is_file():
                 data = json.loads(manifest.read_text(encoding="utf-8"))
                 untestable += [(u["claim"], u["reason"]) for u in data.get("untestable", [])]
+                untestable += untestable_today(data)
                 dates.append(str(data.get("date")))
         else:
             files.append(p)
@@ -351,6 +352,25 @@ def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update
     today = max([e.started[:10] for e in evidence] + dates)
     updates, skips, written = _apply(evidence, untestable, claims, today, write=write)
     return updates, skips, imported + written + (measured.write(records, evidence) if write else [])
+
+
+def untestable_today(manifest: dict[str, Any]) -> list[tuple[str, str]]:
+    """For each probe a run skipped for missing packages, today's claim list of that probe with its reason (a
+    probe may test more claims now than on the day of the run; the host lacked its packages either way)."""
+    env = manifest.get("environment") or {}
+    out: list[tuple[str, str]] = []
+    by_id = {p.spec.id: p for p in discover()}
+    for entry in manifest.get("probes", []):
+        probe = by_id.get(str(entry.get("id")))
+        why = str(entry.get("why") or "")
+        if probe is None or entry.get("status") != "skipped" or not why.startswith("not installed: "):
+            continue
+        if not probe.spec.untestable:
+            continue
+        missing = [m.strip().replace(" or ", "|") for m in why.removeprefix("not installed: ").split(",")]
+        reason = _untestable_reason(probe, env, missing)
+        out += [(c, reason) for c in probe.spec.claims]
+    return list(dict.fromkeys(out))
 
 
 def import_evidence(folder: Path, evidence: list[Evidence], *, write: bool) -> tuple[list[Evidence], list[Path]]:

@@ -74,6 +74,9 @@ PACKAGES: dict[str, PackageInfo] = {
     "vllm": PackageInfo("vllm", "vllm"),
     "triton": PackageInfo("triton", "triton"),
     "cudnn-frontend": PackageInfo("nvidia-cudnn-frontend", "cudnn"),
+    # Triton's tutorial 06 (python/tutorials/06-fused-attention.py) is no package: a host that has the file puts it
+    # on the path under this module name.
+    "triton-tutorial": PackageInfo("triton-tutorial", "fused_attention_tutorial"),
 }
 
 
