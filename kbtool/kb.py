@@ -5,11 +5,14 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from kbtool.errors import NotFoundError
 from kbtool.model import Record
-from kbtool.store.records import Loaded, LoadResult
+from kbtool.store.records import Loaded, LoadResult, load_tree
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 R = TypeVar("R", bound=Record)
 
@@ -79,3 +82,12 @@ class KB:
         if w is None:
             return None, None
         return w.file, w.line(*path)
+
+
+def load_kb(root: Path) -> tuple[KB, int]:
+    """The one loader: the records under `root` that validate, indexed, and how many files were left out
+    (unreadable, invalid or a duplicate id; `kb validate` says why)."""
+    result = load_tree(root)
+    kb = KB.from_load(result)
+    bad = {f.file for f in result.findings if f.severity == "error"} | {d.file for d in kb.duplicates}
+    return kb, len(bad)

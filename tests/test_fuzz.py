@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kbtool.checks import all_checks
-from kbtool.checks.schema import validate_document
 from kbtool.kb import KB
 from kbtool.store.reader import parse_bytes
 from kbtool.store.records import load_tree
+from kbtool.store.schema import validate_document
 from tests.util import RECORDS
 
 KINDS = ("claims", "accelerators", "models", "kernels", "engine-backends", "architectures", "topics")

@@ -76,7 +76,7 @@ def file_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[Path]:
         lock.unlink(missing_ok=True)
 
 
-def atomic_write(path: Path, text: str, *, exclusive: bool = False) -> None:
+def atomic_write(path: Path, text: str | bytes, *, exclusive: bool = False) -> None:
     """Write `text` to a temp file in the same folder, fsync, then rename over `path` (or link, if exclusive)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -85,8 +85,8 @@ def atomic_write(path: Path, text: str, *, exclusive: bool = False) -> None:
         raise WriteError(f"cannot write {path}: {exc.strerror or exc}",
                          fix="the records folder must be writable (check permissions or the mount)") from exc
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode("utf-8") if isinstance(text, str) else text)
             f.flush()
             os.fsync(f.fileno())
         if path.exists() and not exclusive:
@@ -186,7 +186,8 @@ def _refuse_shared_anchors(span: str, rest: str) -> None:
             )
 
 
-VERIFICATION_ORDER = ("status", "evidence", "reason", "sides", "checked", "verdicts")  # kbtool.model.common.Verification
+# the key order of kbtool.model.common.Verification
+VERIFICATION_ORDER = ("status", "evidence", "reason", "sides", "checked", "verdicts")
 
 
 def splice_verification(text: str, block: dict[str, Any]) -> str:

@@ -8,10 +8,9 @@ import pytest
 
 from kbtool import answer_schema as mirror
 from kbtool.solve import answer
-from kbtool.solve.load import load_kb
 from kbtool.solve.query import build_query
 from kbtool.solve.solver import solve
-from tests.util import DATA
+from tests.util import DATA, load_kb
 
 PAIRS = [(getattr(answer, n), getattr(mirror, n)) for n in
          ("Reason", "KernelAnswer", "BackendAnswer", "Memory", "Answer", "MultiAnswer")]
