@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
-from kbtool.errors import NotFoundError
 from kbtool.model import Record
+from kbtool.names import resolve_name
 from kbtool.store.records import Loaded, LoadResult, load_tree
 
 if TYPE_CHECKING:
@@ -66,16 +65,9 @@ class KB:
         return self.by_id.get(id_)
 
     def resolve(self, name: str, kind: str | None = None) -> Record:
-        """An id or alias, case-insensitive; a miss raises with the three nearest names."""
-        rid = self.aliases.get(name.strip().lower())
-        rec = self.by_id.get(rid) if rid else None
-        if rec is not None and (kind is None or rec.kind == kind):
-            return rec
-        pool = sorted({k for k, v in self.aliases.items() if kind is None or self.by_id[v].kind == kind})
-        near = difflib.get_close_matches(name.lower(), pool, n=3, cutoff=0.3)
-        what = kind or "record"
-        hint = f"did you mean {', '.join(near)}?" if near else f"run `kb list --kind {kind or 'KIND'}`"
-        raise NotFoundError(f"unknown {what} '{name}'", fix=hint)
+        """An id or alias, case-insensitive (of `kind`, when given); a miss names the three nearest ids."""
+        pool = self.aliases if kind is None else {a: i for a, i in self.aliases.items() if self.by_id[i].kind == kind}
+        return self.by_id[resolve_name(pool, name, kind)]
 
     def location(self, id_: str, *path: str | int) -> tuple[str | None, int | None]:
         w = self.where.get(id_)
