@@ -128,7 +128,7 @@ class ModelV:
 
 
 class BenchRow:
-    """A bench measurement record, as kbtool.bench.rank reads it."""
+    """A bench measurement record, as kbtool.measure.rank reads it."""
 
     __slots__ = ("accelerator", "conditions", "id", "kernel", "metrics", "outcome", "phase", "samples")
 
@@ -183,7 +183,7 @@ def _bench_row(m: Any) -> tuple[Any, ...]:
 
 def build(kb: KB, skipped: list[str] | None = None) -> dict[str, Any]:
     """The image of a loaded KB, as plain data (marshal-able)."""
-    from kbtool.bench.records import bench_records
+    from kbtool.measure.table import bench_records
 
     by_kind: dict[str, list[Any]] = {}
     for r in kb:
