@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kbtool.bench.records import bench_records, gpus
+from kbtool.bench.records import gpus
 from kbtool.errors import NotFoundError
 from kbtool.measure.stats import DEFAULT_SEED, THRESHOLD, Separation, transfer, winners
-from kbtool.measure.table import table
+from kbtool.measure.table import bench_records, table
 
 if TYPE_CHECKING:
     from kbtool.bench.runner import Progress
