@@ -24,12 +24,18 @@ class KB:
     where: dict[str, Loaded] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)  # lowercase alias or id -> id
     duplicates: list[Loaded] = field(default_factory=list)  # second and later files with a taken id
+    # ids of records that were read but failed their schema: they exist, so references to them are not
+    # dangling (their own finding says what is wrong; one problem, one finding)
+    invalid: set[str] = field(default_factory=set)
 
     @classmethod
     def from_load(cls, result: LoadResult) -> KB:
         kb = cls()
         for item in result.loaded:
             if item.record is None:
+                rid = item.data.get("id") if isinstance(item.data, dict) else None
+                if isinstance(rid, str):
+                    kb.invalid.add(rid)
                 continue
             if item.record.id in kb.by_id:
                 kb.duplicates.append(item)
@@ -60,6 +66,10 @@ class KB:
 
     def of_kind(self, kind: str, cls: type[R] | None = None) -> list[R]:
         return [r for r in self.by_id.values() if r.kind == kind]  # type: ignore[misc]
+
+    def exists(self, id_: str) -> bool:
+        """Whether a record has this id, valid or not (an invalid one has its own finding)."""
+        return id_ in self.by_id or id_ in self.invalid
 
     def get(self, id_: str) -> Record | None:
         return self.by_id.get(id_)
