@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 4
+IMAGE_VERSION = 5
 
 
 def _at(i: int) -> Any:
@@ -181,7 +181,7 @@ def _bench_row(m: Any) -> tuple[Any, ...]:
             m.accelerator)
 
 
-def build(kb: KB, skipped: list[str] | None = None) -> dict[str, Any]:
+def build(kb: KB) -> dict[str, Any]:
     """The image of a loaded KB, as plain data (marshal-able)."""
     from kbtool.measure.table import bench_records
 
@@ -218,7 +218,6 @@ def build(kb: KB, skipped: list[str] | None = None) -> dict[str, Any]:
         "evidence_arch": {e.id: e.environment.architecture for e in by_kind.get("evidence", [])
                           if getattr(e, "environment", None) is not None and e.environment.architecture},
         "bench": {acc: lazy(rows) for acc, rows in bench.items()},
-        "skipped": list(skipped or []),
     }
 
 
@@ -244,7 +243,6 @@ class Image:
         self.cc: dict[str, str | None] = data["cc"]
         self.evidence_arch: dict[str, str] = data["evidence_arch"]
         self._bench: dict[str, bytes] = data["bench"]
-        self.skipped: list[str] = data["skipped"]
 
     def _section(self, name: str) -> Any:
         got = self._open.get(name)
