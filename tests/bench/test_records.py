@@ -205,3 +205,22 @@ def test_shipped_measurements_are_one_record_per_run_and_table() -> None:
     for m in ms:
         for a in m.artifacts:
             assert (RECORDS.parent / a).is_file(), f"{m.id}: {a} is missing"
+
+
+def test_run_command_writes_one_record_and_its_plots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kb bench run` end to end with the GPU part replaced by a made-up run: one record, plots in docs/figures/."""
+    pytest.importorskip("matplotlib")
+    from kbtool.bench import commands, runner
+
+    root = h.tree(tmp_path, [])
+    monkeypatch.setattr(runner, "run_bench", lambda *a, **k: h.result("nvidia-h200-sxm", H200_ROWS))
+    summary = commands.run_command(quick=True, out=None, records_root=root)
+    rec_path = root / "measurements" / "2026-12-01-nvidia-h200-sxm-bench-test.yaml"
+    assert summary["record"] == str(rec_path) and summary["cases"] == 6
+    assert [p.name for p in (root / "measurements").iterdir()] == [rec_path.name]  # no PNG beside the record
+    (run,) = [r for r in load_tree(root).records if r.kind == "measurement"]
+    assert run.artifacts and all(a.startswith("docs/figures/2026-12-01-nvidia-h200-sxm-bench-test-")
+                                 for a in run.artifacts)
+    for a in run.artifacts:
+        assert (tmp_path / a).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert run_kb("validate", "--kb", str(root)).code == 0
