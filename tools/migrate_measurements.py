@@ -22,7 +22,8 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from kbtool.bench.records import cases, record_id, text
+from kbtool.bench.records import record_id, text
+from kbtool.measure.table import cases
 from kbtool.model import Measurement
 from kbtool.probe import measured
 from kbtool.probe.evidence import load

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kbtool.bench.records import bench_records, gpus
-from kbtool.bench.stats import DEFAULT_SEED, THRESHOLD, Separation, transfer, winners
-from kbtool.bench.table import table
+from kbtool.bench.records import gpus
 from kbtool.errors import NotFoundError
+from kbtool.measure.stats import DEFAULT_SEED, THRESHOLD, Separation, transfer, winners
+from kbtool.measure.table import bench_records, table
 
 if TYPE_CHECKING:
     from kbtool.bench.runner import Progress
@@ -89,9 +89,9 @@ def run_command(*, quick: bool, out: Path | None, records_root: Path, backends: 
                 progress: Progress | None = None) -> dict[str, Any]:
     """Run the grid here and write its measurement record, with its PNGs under docs/figures/ of the repository
     that holds the records tree. Raises NoGpuError without a GPU."""
-    from kbtool.bench import grid as grids
     from kbtool.bench import records
     from kbtool.bench.runner import run_bench
+    from kbtool.measure import grid as grids
 
     g = grids.quick() if quick else grids.full()
     result = run_bench(g, backends=backends, repeats=repeats, budget_s=budget_s, seed=seed, progress=progress)
@@ -104,9 +104,10 @@ def run_command(*, quick: bool, out: Path | None, records_root: Path, backends: 
     if plots:
         try:
             from kbtool.bench.plots import draw
+            from kbtool.measure.table import cases
 
             figures.mkdir(parents=True, exist_ok=True)
-            pngs = [str(p) for p in draw(records.cases(record), figures, record.id)]
+            pngs = [str(p) for p in draw(cases(record), figures, record.id)]
         except ImportError as exc:
             plot_error = f"plots skipped: {exc}"
     record.artifacts = [Path(p).resolve().relative_to(repo).as_posix() for p in pngs]

@@ -1,4 +1,4 @@
-"""Measurement records for `kb bench`: one per run, built from it, written only by the tool, read back as cases.
+"""Measurement records for `kb bench`: one per run, built from it and written only by the tool.
 
 A run is one record, records/measurements/<date>-<gpu>-bench-<grid>.yaml: the environment fingerprint once,
 the run's grid and copy bandwidth once (`metrics`), and one row per (configuration, backend) attempt. An
@@ -6,23 +6,21 @@ attempt that ran has quantity `latency` (value: median of the per-process median
 per-process medians); one that did not has quantity `outcome` and the outcome class as its value. A later
 run of the same grid on the same day and GPU replaces the file.
 
-Readers get `BenchCase`s (`bench_records`): one per row, with the record's shared values filled in and an
-id that cites the row, `<record id>#<configuration key>-<backend>`.
+Readers get `BenchCase`s (kbtool.measure.table.bench_records): one per row, with the record's shared values
+filled in and an id that cites the row, `<record id>#<configuration key>-<backend>`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from kbtool.bench.backends import BY_NAME
-from kbtool.bench.grid import Config
-from kbtool.bench.stats import median
 from kbtool.errors import ProbeError
+from kbtool.measure.stats import median
+from kbtool.measure.table import bench_records
 from kbtool.model import Measurement
 from kbtool.probe.environment import gpu_slug
 
@@ -141,46 +139,6 @@ def write(record: Measurement, folder: Path) -> Path:
 
 
 # ---- reading back -------------------------------------------------------------------------------------
-
-
-@dataclass
-class BenchCase:
-    """One bench attempt as readers see it (kbtool.bench.table, rank, plots): a row with the record's shared
-    values filled in, and `id` citing the row."""
-
-    id: str
-    record: str
-    accelerator: str | None
-    kernel: str | None
-    phase: str | None
-    conditions: dict[str, Any]
-    outcome: str | None
-    samples: list[float]
-    value: Any = None
-    unit: str | None = None
-    message: str | None = None
-    metrics: dict[str, Any] = field(default_factory=dict)
-
-
-def cases(m: Measurement) -> list[BenchCase]:
-    """The bench cases of a record (none for a record that is not a bench run)."""
-    out = []
-    for r in m.cells():
-        if r.outcome is None or r.phase is None or "backend" not in r.conditions:
-            continue
-        cfg = Config.from_conditions(r.phase, r.conditions)
-        key = f"{cfg.key()}-{r.conditions['backend']}" if cfg else str(r.conditions["backend"])
-        out.append(BenchCase(f"{m.id}#{key}", m.id, r.accelerator, r.kernel, r.phase, r.conditions, r.outcome,
-                             list(r.samples), r.value, r.unit, r.message, r.metrics))
-    return out
-
-
-def bench_records(records: Iterable[Any], accelerator: str | None = None) -> list[BenchCase]:
-    """Every bench case of the measurement records, optionally of one accelerator, in id order."""
-    out = [c for r in records if isinstance(r, Measurement) for c in cases(r)]
-    if accelerator:
-        out = [c for c in out if c.accelerator == accelerator]
-    return sorted(out, key=lambda c: c.id)
 
 
 def gpus(kb: KB) -> list[str]:

@@ -8,9 +8,10 @@ import pytest
 
 from kbtool.bench import records
 from kbtool.bench.commands import transfer_report, winners_report
-from kbtool.bench.rank import rank
 from kbtool.errors import NotFoundError, ProbeError
 from kbtool.kb import KB
+from kbtool.measure.rank import rank
+from kbtool.measure.table import cases
 from kbtool.store.records import load_tree
 from tests.bench import helpers as h
 from tests.util import run_kb
@@ -52,7 +53,7 @@ def test_one_record_per_run_with_the_environment_once(root: Path) -> None:
                for r in run.rows)
     text = (root / "measurements" / f"{run.id}.yaml").read_text()
     assert text.count("compute_capability:") == 1 and text.count("copy_bandwidth_gbs:") == 1
-    by = {c.id: c for c in records.cases(run)}
+    by = {c.id: c for c in cases(run)}
     rec = by[f"{run.id}#decode-b1-kv16384-h32-hkv8-d128-bf16-eager-sdpa-flash"]
     assert rec.value == 90.0 and rec.unit == "us" and rec.samples == [90.0, 90.5, 89.9]
     assert rec.kernel == "torch-sdpa-flash" and rec.accelerator == "nvidia-h200-sxm" and rec.record == run.id
@@ -111,7 +112,7 @@ def test_rank_for_the_solver(root: Path) -> None:
 
 
 def test_rank_module_is_pure_python() -> None:
-    code = "import sys, kbtool.bench.rank; print('torch' in sys.modules, 'numpy' in sys.modules)"
+    code = "import sys, kbtool.measure.rank; print('torch' in sys.modules, 'numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
 
@@ -192,7 +193,7 @@ def test_shipped_measurements_are_one_record_per_run_and_table() -> None:
 
     loaded = load_tree(RECORDS)
     ms = [r for r in loaded.records if isinstance(r, Measurement)]
-    runs = [m for m in ms if records.cases(m)]
+    runs = [m for m in ms if cases(m)]
     assert runs and all(m.environment is not None and len(m.rows) > 1 for m in runs)
     # one bench record per (date, GPU, grid): no two runs share all three
     assert len({(m.id[:10], m.accelerator, m.metrics.get("grid")) for m in runs}) == len(runs)
