@@ -1,6 +1,9 @@
 """One-off: regroup records/measurements/ (one figure per file) into one record per run or seed table.
 
-    python tools/migrate_measurements.py [records]
+    python tools/migrate_measurements.py [records]     # from the repository root; re-runnable
+
+Files already in the new shape (with `rows`) are left alone, so a tree that gained old-shape files later
+(a branch that ran an older `kb probe run --write` or `kb bench run`) can be migrated again.
 
 - bench records (`kb bench run`, one per attempt) -> one record per (date, GPU, grid), rows in id order;
 - the hardware probe's measured values -> one record per evidence record, built by kbtool.probe.measured;
@@ -146,7 +149,8 @@ def check_same(old: list[dict[str, Any]], new: Measurement, label: bool) -> None
 def main(root: Path) -> None:
     y = YAML(typ="safe")
     folder = root / "measurements"
-    old = {p: y.load(p.read_text()) for p in sorted(folder.glob("*.yaml"))}
+    loaded = {p: y.load(p.read_text()) for p in sorted(folder.glob("*.yaml"))}
+    old = {p: d for p, d in loaded.items() if "rows" not in d}  # records already in the new shape stay
     bench: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     hardware: dict[str, list[dict[str, Any]]] = defaultdict(list)
     seed: dict[str, list[dict[str, Any]]] = defaultdict(list)
