@@ -128,7 +128,8 @@ class ModelV:
 
 
 class BenchRow:
-    """A bench measurement record, as kbtool.measure.rank reads it."""
+    """One bench case (a row of a bench run's measurement record), as kbtool.measure.rank reads it; `id` cites
+    the row (`<record id>#<configuration key>-<backend>`)."""
 
     __slots__ = ("accelerator", "conditions", "id", "kernel", "metrics", "outcome", "phase", "samples")
 
@@ -176,9 +177,9 @@ def _model_row(m: Any) -> tuple[Any, ...]:
     return (m.id, m.parameters, m.weight_dtype, m.weight_bytes, m.num_heads, m.head_dim, m.max_context, layers)
 
 
-def _bench_row(m: Any) -> tuple[Any, ...]:
-    return (m.id, m.phase, m.kernel, dict(m.conditions), m.outcome, list(m.samples), m.metrics.get("correct"),
-            m.accelerator)
+def _bench_row(c: Any) -> tuple[Any, ...]:
+    return (c.id, c.phase, c.kernel, dict(c.conditions), c.outcome, list(c.samples), c.metrics.get("correct"),
+            c.accelerator)
 
 
 def build(kb: KB) -> dict[str, Any]:
@@ -196,9 +197,9 @@ def build(kb: KB) -> dict[str, Any]:
         by_subject.setdefault(c.subject, []).append(_claim_row(c, share))
     libs = {k.library for k in kernels} | {s.library for c in claims for s in c.scope}
     bench: dict[str, list[tuple[Any, ...]]] = {}
-    for m in bench_records(kb):
-        if m.accelerator:
-            bench.setdefault(m.accelerator, []).append(_bench_row(m))
+    for case in bench_records(kb):
+        if case.accelerator:
+            bench.setdefault(case.accelerator, []).append(_bench_row(case))
     names: dict[str, dict[str, str]] = {}
     for alias, rid in kb.aliases.items():  # per kind; the first record to claim an alias keeps it, as in KB
         names.setdefault(kb.by_id[rid].kind, {})[alias] = rid
