@@ -342,11 +342,13 @@ def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update
             files.append(p)
     if not files and not untestable:
         raise UsageError("no evidence files given", fix="pass the folder or files written by `kb probe run --out`")
+    untestable = list(dict(untestable).items())  # one reason a claim: the last (today's probe lists) wins
     claims = load_claims(records)
     if not claims:
         raise ProbeError(f"no claims under {records / 'claims'}")
     evidence, imported = import_evidence(records / "evidence", [ev_io.load(p) for p in files], write=write)
     probes = probes_by_id()
+    evidence = list({e.id: e for e in evidence}.values())  # a record given twice (folder and file) counts once
     evidence = [rejudge(e, claims, probes, kb_context(records, e.environment.model_dump(mode="json")))
                 for e in evidence]
     today = max([e.started[:10] for e in evidence] + dates)

@@ -1,0 +1,139 @@
+"""Probe: does splitting the KV sequence across SMs (split-KV, flash-decoding) matter for FlashInfer decode?
+
+Paged decode (BatchDecodeWithPagedKVCacheWrapper, bf16, 32 query / 8 KV heads, head dim 128, page 16) at batch 1
+and 32 over 8K, 32K and 128K tokens, each planned twice: FlashInfer's own split-KV choice and disable_split_kv=True.
+Both decode paths (CUDA cores and tensor cores). Each case times 20 runs with CUDA events after 5 warm-ups (median),
+profiles one run (a split plan launches a merge kernel; a pair counts only where it did and the unsplit plan did
+not, else the knob did not take effect there) and checks sequence 0 against an fp32 reference.
+
+Judged by the speedup of split over unsplit at the same shape: "essential" at batch 1 from 32K on is read as at
+least 2x at every such length (contradicted below 1.2x); "no further gain" at batch 32 as at most 1.1x at every
+length (contradicted from 1.3x).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbtool.probe.spec import ProbeSpec
+
+SPEC = ProbeSpec(
+    id="split-kv",
+    version=2,
+    order=46,
+    title="FlashInfer decode with and without split-KV",
+    claims=["split-kv-needed-small-batch-long-context-decode", "split-kv-unneeded-batch-32"],
+    requires={"archs": None, "packages": ["torch", "flashinfer"]},
+    timeout_s=240,
+)
+
+QO_HEADS, KV_HEADS, D, PAGE = 32, 8, 128, 16
+LENGTHS = [8192, 32768, 131072]
+NEEDED, NOT_NEEDED = (2.0, 1.2), (1.1, 1.3)
+
+
+def cases() -> list[dict[str, Any]]:
+    return [{"batch": b, "ctx": n, "split": s, "tensor_cores": tc}
+            for tc in (False, True) for b in (1, 32) for n in LENGTHS for s in (True, False)]
+
+
+def run(case: dict[str, Any]) -> dict[str, Any]:
+    import flashinfer
+    import torch
+
+    torch.manual_seed(0)
+    b, n = case["batch"], case["ctx"]
+    per_seq = n // PAGE
+    pages = b * per_seq
+    cache = torch.randn(pages, 2, KV_HEADS, PAGE, D, device="cuda", dtype=torch.bfloat16)
+    indptr = torch.arange(0, pages + 1, per_seq, device="cuda", dtype=torch.int32)
+    indices = torch.arange(pages, device="cuda", dtype=torch.int32)
+    last = torch.full((b,), PAGE, device="cuda", dtype=torch.int32)
+    workspace = torch.zeros(512 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+    wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "HND",
+                                                            use_tensor_cores=case.get("tensor_cores", False))
+    wrapper.plan(indptr, indices, last, QO_HEADS, KV_HEADS, D, PAGE, q_data_type=torch.bfloat16,
+                 kv_data_type=torch.bfloat16, disable_split_kv=not case["split"])
+    q = torch.randn(b, QO_HEADS, D, device="cuda", dtype=torch.bfloat16)
+    for _ in range(5):
+        out = wrapper.run(q, cache)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(20):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        out = wrapper.run(q, cache)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        wrapper.run(q, cache)
+        torch.cuda.synchronize()
+    kernels = sorted({e.name[:120] for e in prof.events() if "cuda" in str(getattr(e, "device_type", "")).lower()})
+    k = cache[:per_seq, 0].permute(0, 2, 1, 3).reshape(n, KV_HEADS, D).float().repeat_interleave(4, dim=1)
+    v = cache[:per_seq, 1].permute(0, 2, 1, 3).reshape(n, KV_HEADS, D).float().repeat_interleave(4, dim=1)
+    s = torch.einsum("hd,khd->hk", q[0].float(), k) / D ** 0.5
+    ref = torch.einsum("hk,khd->hd", torch.softmax(s, dim=-1), v)
+    rel = (out[0].float() - ref).abs().max().item() / max(ref.abs().max().item(), 1e-12)
+    times.sort()
+    merged = any("merge" in x.lower() for x in kernels)
+    return {"outcome": "OK", "kernels": kernels[:8],
+            "metrics": {"ms": times[len(times) // 2], "ms_min": times[0], "rel_err": rel, "correct": bool(rel <= 3e-2),
+                        "merge_kernel": merged}}
+
+
+def _speedups(observations: list[dict[str, Any]], batch: int) -> dict[int, float]:
+    """Unsplit over split time per length, for pairs that show the knob took effect: the split plan launched a
+    merge kernel (the partial results of the KV chunks are merged) and the unsplit plan did not. The best of
+    the two decode paths (CUDA cores, tensor cores) that qualifies is kept."""
+    ms: dict[tuple[int, bool, bool], tuple[float, bool]] = {}
+    for o in observations:
+        p, m = o.get("params") or {}, o.get("metrics") or {}
+        if p.get("batch") == batch and o.get("outcome") == "OK" and m.get("correct") and isinstance(m.get("ms"), float):
+            ms[(int(p["ctx"]), bool(p.get("tensor_cores")), bool(p["split"]))] = (float(m["ms"]),
+                                                                                bool(m.get("merge_kernel")))
+    out: dict[int, float] = {}
+    for (n, tc, split), (t_split, merged) in ms.items():
+        other = ms.get((n, tc, False))
+        if not split or other is None or not merged or other[1]:
+            continue
+        out[n] = max(out.get(n, 0.0), other[0] / t_split)
+    return out
+
+
+def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
+    scope = {"sm": env.get("architecture"), "flashinfer": (env.get("libraries") or {}).get("flashinfer"),
+             "phase": "decode"}
+    out = []
+    one = {n: x for n, x in _speedups(observations, 1).items() if n >= 32768}
+    text = ", ".join(f"{n // 1024}K {x:.2f}x" for n, x in sorted(one.items()))
+    if len(one) < 2:
+        verdict = "inconclusive"
+    elif min(one.values()) >= NEEDED[0]:
+        verdict = "confirmed"
+    elif min(one.values()) < NEEDED[1]:
+        verdict = "contradicted"
+    else:
+        verdict = "inconclusive"
+    out.append({"claim": SPEC.claims[0], "verdict": verdict, "scope": {**scope, "batch": 1},
+                "detail": f"split-KV over unsplit at batch 1: {text or 'no timed pair'}"})
+    many = _speedups(observations, 32)
+    text = ", ".join(f"{n // 1024}K {x:.2f}x" for n, x in sorted(many.items()))
+    if len(many) < 2:
+        verdict = "inconclusive"
+    elif max(many.values()) <= NOT_NEEDED[0]:
+        verdict = "confirmed"
+    elif max(many.values()) >= NOT_NEEDED[1]:
+        verdict = "contradicted"
+    else:
+        verdict = "inconclusive"
+    out.append({"claim": SPEC.claims[1], "verdict": verdict, "scope": {**scope, "batch": 32},
+                "detail": f"split-KV over unsplit at batch 32: {text or 'no timed pair'}"})
+    return out
+
+
+def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:
+    return {"speedup_split_over_unsplit": {str(b): {str(n): x for n, x in _speedups(observations, b).items()}
+                                           for b in (1, 32)}}
