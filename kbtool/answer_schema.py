@@ -74,11 +74,18 @@ class Memory(_M):
     kv_bytes: int = Field(description="KV-cache bytes for the batch at ctx, per GPU")
     kv_bytes_per_token: float = Field(default=0, description="KV bytes per token, per GPU")
     weights_bytes: int = Field(description="Weight bytes per GPU")
-    available_bytes: int = Field(description="capacity x utilization - weights, per GPU")
+    available_bytes: int = Field(description="The KV pool: capacity x utilization - weights - reserve, per GPU")
     capacity_bytes: int = Field(default=0, description="Device memory used for the calculation")
-    max_ctx: int = Field(description="Largest context that fits at this batch")
+    max_ctx: int = Field(description="Largest context that fits at this batch, capped at the model's limit")
     formula: str = Field(description="The formula with the numbers filled in")
     notes: list[str] = Field(default_factory=list, description="Assumptions")
+    weights_dtype: str | None = Field(default=None, description="Weight format the weights are sized at")
+    reserve_bytes: int = Field(default=0, description="Activation and CUDA-graph reserve per GPU")
+    utilization: float = Field(default=0.9, description="gpu-memory-utilization")
+    pool_tokens: int = Field(default=0, description="Tokens the KV pool holds (growing layers)")
+    max_sequences: int | None = Field(default=None, description="Sequences of the asked ctx that fit at once")
+    max_ctx_memory: int = Field(default=0, description="Largest context memory allows (before the model cap)")
+    ctx_limit: str = Field(default="memory", description="What binds max_ctx: memory or model")
 
 
 class Answer(_M):

@@ -495,6 +495,29 @@ def new(
     print(f"wrote {path}; replace each TODO, then run `kb validate {path}`")
 
 
+model_app = typer.Typer(help="Model records from Hugging Face configs.", no_args_is_help=True)
+app.add_typer(model_app, name="model")
+
+
+@model_app.command("import")
+def model_import(
+    config: Annotated[str, typer.Argument(metavar="PATH", help="A config.json (or the folder holding it).")],
+    record_id: Annotated[str | None, typer.Option("--id", help="Record id (default: the folder's name).")] = None,
+    stdout: Annotated[bool, typer.Option("--stdout", help="Print the record instead of writing it.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing record.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Write a model record from a Hugging Face config.json, citing the config (SOURCE.yaml beside it)."""
+    from kbtool import modelimport
+
+    root = _records(kb)
+    if stdout:
+        print(modelimport.record_text(config, record_id, root)[1], end="")
+        raise typer.Exit(0)
+    path = modelimport.import_model(config, record_id, root, overwrite=force)
+    print(f"wrote {path}; run `kb validate {path}`")
+
+
 # ---- query --------------------------------------------------------------------------------------
 
 
@@ -515,7 +538,14 @@ def query(
                                                                        "(repeatable).")] = None,
     lib: LibOpt = None,
     block_size: BlockSizeOpt = None,
-    util: Annotated[float | None, typer.Option("--util", help="Memory utilization (default 0.9).")] = None,
+    util: Annotated[float | None, typer.Option("--gpu-memory-utilization", "--util",
+                                               help="Share of GPU memory vLLM may use (default 0.9).")] = None,
+    weights: Annotated[str | None, typer.Option("--weights", help="Weight format as deployed: bf16, fp8, int8, "
+                                                                  "int4, nvfp4, mxfp4 (default: as released).")] = None,
+    reserve: Annotated[str | None, typer.Option("--reserve", help="Activation + CUDA-graph reserve per GPU, e.g. "
+                                                                  "4GiB (default: estimated).")] = None,
+    max_num_batched_tokens: Annotated[int | None, typer.Option("--max-num-batched-tokens",
+                                                               help="vLLM's token budget per step (8192).")] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print the answer as JSON (design.md §4).")] = False,
     explain: Annotated[bool, typer.Option("--explain", help="Add sources and evidence.")] = False,
     fail_on_no: Annotated[bool, typer.Option("--fail-on-no", help="Exit 1 when the verdict is no.")] = False,
@@ -532,7 +562,8 @@ def query(
     from kbtool.store.cache import load_image
 
     q = build_query(gpu=gpu, gpus=gpus, ctx=ctx, kv=kv, dtype=dtype, model=model, head_dim=head_dim, batch=batch,
-                    phase=phase, engine=engine, kernel=kernel, lib=lib, block_size=block_size, util=util)
+                    phase=phase, engine=engine, kernel=kernel, lib=lib, block_size=block_size, util=util,
+                    weights=weights, reserve=reserve, max_num_batched_tokens=max_num_batched_tokens)
     report = load_image(_records(kb), use_cache=not no_cache)
     answer = solve(report, q)
     if json_:

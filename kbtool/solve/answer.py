@@ -136,17 +136,25 @@ class BackendAnswer(_Plain):
 
 
 class Memory(_Plain):
+    """vLLM's budget on one GPU: capacity x utilization - weights - reserve = the KV pool (available_bytes)."""
+
     FIELDS = ("fits", "kv_bytes", "kv_bytes_per_token", "weights_bytes", "available_bytes", "capacity_bytes",
-              "max_ctx", "formula", "notes")
+              "max_ctx", "formula", "notes", "weights_dtype", "reserve_bytes", "utilization", "pool_tokens",
+              "max_sequences", "max_ctx_memory", "ctx_limit")
     __slots__ = FIELDS
 
     def __init__(self, *, fits: bool | None, kv_bytes: int, kv_bytes_per_token: float = 0, weights_bytes: int,
                  available_bytes: int, capacity_bytes: int = 0, max_ctx: int, formula: str,
-                 notes: list[str] | None = None) -> None:
+                 notes: list[str] | None = None, weights_dtype: str | None = None, reserve_bytes: int = 0,
+                 utilization: float = 0.9, pool_tokens: int = 0, max_sequences: int | None = None,
+                 max_ctx_memory: int = 0, ctx_limit: str = "memory") -> None:
         self.fits, self.kv_bytes, self.kv_bytes_per_token = fits, kv_bytes, kv_bytes_per_token
         self.weights_bytes, self.available_bytes, self.capacity_bytes = weights_bytes, available_bytes, capacity_bytes
         self.max_ctx, self.formula = max_ctx, formula
         self.notes = notes if notes is not None else []
+        self.weights_dtype, self.reserve_bytes, self.utilization = weights_dtype, reserve_bytes, utilization
+        self.pool_tokens, self.max_sequences = pool_tokens, max_sequences
+        self.max_ctx_memory, self.ctx_limit = max_ctx_memory, ctx_limit
 
 
 class Answer(_Plain):
