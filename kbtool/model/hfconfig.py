@@ -443,7 +443,7 @@ def to_record(data: dict[str, Any], rid: str, *, where: str, name: str | None = 
         "weight_dtype": wdtype, "unquantized_dtype": dtype,
     }
     if quantized is not None:
-        rec["quantized"] = quantized
+        rec["quantized"] = [g for g in quantized if params.get(g)]
     if group_size:
         rec["quant_group_size"] = group_size
     if moe:

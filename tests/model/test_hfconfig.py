@@ -103,7 +103,8 @@ def test_mamba2_hybrid_pattern() -> None:
 def test_llama4_chunked_local_attention_and_nested_text_config() -> None:
     g = groups(rec("llama-4-scout-17b-16e"))
     assert g["chunked"][0]["count"] == 36 and g["chunked"][0]["chunk"] == 8192 and g["full"][0]["count"] == 12
-    assert rec("qwen3-vl-30b-a3b")["num_heads"] > 0  # text_config only
+    r = rec("qwen3.5-27b")  # a multimodal config: the text model sits in text_config
+    assert (r["num_heads"], r["hidden_size"]) == (24, 5120) and "text_config" in r["notes"]
 
 
 def test_quantization_config_sets_the_weights() -> None:
