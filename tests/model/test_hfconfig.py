@@ -11,8 +11,8 @@ import pytest
 
 from kbtool.model.hfconfig import ConfigError, to_record
 from kbtool.model.model_card import Model
-from kbtool.store.hfconfig_file import read_config
 from kbtool.solve.kvcache import state_page
+from kbtool.store.hfconfig_file import read_config
 from tests.util import DATA, RECORDS, run_kb
 
 HF = DATA / "hf-configs"
