@@ -85,13 +85,27 @@ class Experts(Strict):
     moe_layers: int = Field(ge=1, description="Layers with an MoE block")
 
 
+class ParameterGroups(Strict):
+    """Parameters per group, derived from a config's shapes."""
+
+    embedding: int | None = Field(default=None, ge=0, description="Token embeddings")
+    lm_head: int | None = Field(default=None, ge=0, description="Output projection (0 when tied)")
+    attention: int | None = Field(default=None, ge=0, description="Attention and linear-attention mixers")
+    mlp: int | None = Field(default=None, ge=0, description="Dense MLP blocks")
+    experts: int | None = Field(default=None, ge=0, description="MoE routed + shared experts and routers")
+    other: int | None = Field(default=None, ge=0, description="Anything else")
+
+    def items(self) -> list[tuple[str, int]]:
+        return [(k, v) for k, v in self.model_dump(exclude_none=True).items() if v]
+
+
 class Model(_Record):
     kind: Literal["model"] = Field(description="Record kind")
     family: str = Field(description="Model family")
     parameters: int = Field(ge=1, description="Total parameter count (text model, without MTP/vision towers)")
     parameters_basis: Literal["recorded", "derived"] = Field(
         default="recorded", description="recorded from a source, or derived from the config's shapes")
-    parameter_groups: dict[ParamGroup, int] | None = Field(
+    parameter_groups: ParameterGroups | None = Field(
         default=None, description="Parameters per group (derived from the config's shapes)")
     weight_dtype: WeightDtype = Field(description="Dtype of the released weights (the quantized ones, if any)")
     unquantized_dtype: Literal["bf16", "fp16", "fp32"] = Field(

@@ -43,7 +43,9 @@ def bytes_per_param(dtype: str, group_size: int | None = None) -> float:
 
 def weight_bytes(model: Model | ModelV, deploy: str | None = None) -> tuple[int, str]:
     """Total weight bytes at `deploy` (None: as released) and how they were computed."""
-    groups = model.parameter_groups
+    pg = model.parameter_groups
+    groups: dict[str, int] = dict(pg.items()) if pg is not None else {}  # a record's model or the image's dict
+    groups = {k: v for k, v in groups.items() if v}
     gs = getattr(model, "quant_group_size", None)
     if deploy is None and model.weight_bytes is not None:
         return model.weight_bytes, f"{model.weight_bytes:,} B as released"
