@@ -144,6 +144,9 @@ def kv_model(model: Model | ModelV, kv_dtype: str, tp: int = 1, batched_tokens: 
                 cap = g.chunk + batched_tokens
                 out.terms.append(Term("chunked", per, f"chunked: {term} = {per:,.0f} B/token, holding "
                                       f"min(ctx, {g.chunk:,} + {batched_tokens:,}) tokens", cap=cap))
+                out.notes.append("chunked local attention sized as vLLM's hybrid KV cache manager does; releases "
+                                 "where VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 0 turn that "
+                                 "manager off and hold every token in these layers")
             if tp > g.kv_heads:
                 out.notes.append(f"tp {tp} > {g.kv_heads} KV heads: each GPU keeps one KV head (replicated)")
         elif g.type == "mla":
