@@ -312,7 +312,9 @@ def parameters(c: Cfg, kinds: list[str], groups: list[dict[str, Any]], heads: in
     hidden = _int(c, "hidden_size", "the model width")
     vocab = _int(c, "vocab_size", "the embedding size")
     n = len(kinds)
-    tie = bool(c.top.get("tie_word_embeddings", c.get("tie_word_embeddings", False)))
+    tie_default = str(c.get("model_type", "")).startswith("gemma")  # Gemma's config classes tie; Llama 4's don't
+    tie = c.top.get("tie_word_embeddings", c.text.get("tie_word_embeddings"))
+    tie = tie_default if tie is None else bool(tie)
     out = {"embedding": vocab * hidden, "lm_head": 0 if tie else vocab * hidden, "attention": 0, "mlp": 0,
            "experts": 0}
     by_kind: dict[str, dict[str, Any]] = {}

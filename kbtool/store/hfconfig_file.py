@@ -39,14 +39,38 @@ def default_id(path: Path) -> str:
     return rid or "model"
 
 
-def _source(folder: Path, path: Path) -> tuple[dict[str, Any] | None, str | None]:
+def _side(folder: Path) -> dict[str, Any] | None:
     side = folder / "SOURCE.yaml"
     if not side.is_file():
-        return None, None
+        return None
     from kbtool.store.reader import read_document
 
     doc, errs = read_document(side, str(side))
-    data = doc.data if doc is not None and not errs else None
+    return doc.data if doc is not None and not errs and isinstance(doc.data, dict) else {}
+
+
+def _defaults(data: dict[str, Any], side: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Fill the fields a published config leaves to its transformers config class, from the `defaults` block
+    of SOURCE.yaml (which cites that class); return the block's source, or None when there is none."""
+    d = (side or {}).get("defaults")
+    if not isinstance(d, dict) or not isinstance(d.get("text_config"), dict) or not d.get("repo"):
+        return None
+    target = data.get("text_config") if isinstance(data.get("text_config"), dict) else data
+    for k, v in d["text_config"].items():
+        if target.get(k) is None and v is not None:
+            target[k] = v
+    src: dict[str, Any] = {"type": "source-code", "repo": str(d["repo"]), "path": str(d.get("path", ""))}
+    if d.get("commit"):
+        src["commit"] = str(d["commit"])
+    src["section"] = str(d.get("section") or "config class defaults")
+    return src
+
+
+def _source(folder: Path, path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    data = _side(folder)
+    if data is None:
+        return None, None
+    side = folder / "SOURCE.yaml"
     if not isinstance(data, dict) or not data.get("repo") or not data.get("path"):
         raise UsageError(f"{side}: needs repo and path (and commit) of the config's source",
                          fix="write repo:, path:, commit: into SOURCE.yaml")
@@ -76,7 +100,11 @@ def read_config(name: str, rid: str | None = None) -> dict[str, Any]:
         except (OSError, json.JSONDecodeError):
             quant = None
     src, hf_name = _source(path.parent, path)
+    filled = _defaults(data, _side(path.parent))
     rec = to_record(data, rid or default_id(path), where=str(path), name=hf_name, source=src, quant=quant)
+    if filled is not None:
+        rec["sources"].append(filled)
+        rec["notes"] = rec["notes"][:-1] + "; fields the config leaves out taken from its config class's defaults."
     if hf_name:
         rec["aliases"] = [hf_name.lower()]
     from pydantic import ValidationError

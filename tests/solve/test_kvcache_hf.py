@@ -9,20 +9,31 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.util import DATA, run_kb
 
 CONFIGS = sorted((DATA / "hf-configs").glob("*/config.json"))
 
 
-def _text(cfg: dict[str, Any]) -> dict[str, Any]:
+def _text(cfg: dict[str, Any], defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The text model's fields, with the config-class defaults SOURCE.yaml lists for the ones left out."""
     t = cfg.get("text_config")
-    return {**cfg, **t} if isinstance(t, dict) else cfg
+    merged = {**cfg, **t} if isinstance(t, dict) else dict(cfg)
+    for k, v in (defaults or {}).items():
+        if merged.get(k) is None:
+            merged[k] = v
+    return merged
 
 
-def expected_fp8_bytes_per_token(cfg: dict[str, Any]) -> int:
+def _defaults(path: Path) -> dict[str, Any]:
+    side = yaml.safe_load((path.parent / "SOURCE.yaml").read_text())
+    return ((side or {}).get("defaults") or {}).get("text_config") or {}
+
+
+def expected_fp8_bytes_per_token(cfg: dict[str, Any], defaults: dict[str, Any] | None = None) -> int:
     """vLLM's KV page bytes per token at fp8, summed over the layers that keep a KV cache (tp 1)."""
-    c = _text(cfg)
+    c = _text(cfg, defaults)
     n = c.get("num_hidden_layers")
     if c.get("kv_lora_rank"):  # MLAAttentionSpec: one latent; fp8_ds_mla 656 B with a sparse indexer
         layers = c["num_hidden_layers"]
@@ -74,6 +85,6 @@ def test_query_answers_with_vllm_kv_bytes(path: Path) -> None:
     r = run_kb("query", "--gpu", "h100", "--model", str(path), "--ctx", "32k", "--kv", "fp8", "--json")
     assert r.code == 0, r.err
     mem = json.loads(r.out)["memory"]
-    assert mem["kv_bytes_per_token"] == expected_fp8_bytes_per_token(json.loads(path.read_text()))
+    assert mem["kv_bytes_per_token"] == expected_fp8_bytes_per_token(json.loads(path.read_text()), _defaults(path))
     assert mem["capacity_bytes"] > 0 and mem["max_sequences"] is not None
     assert mem["ctx_limit"] in ("memory", "model")
