@@ -55,7 +55,8 @@ def _defaults(data: dict[str, Any], side: dict[str, Any] | None) -> dict[str, An
     d = (side or {}).get("defaults")
     if not isinstance(d, dict) or not isinstance(d.get("text_config"), dict) or not d.get("repo"):
         return None
-    target = data.get("text_config") if isinstance(data.get("text_config"), dict) else data
+    nested = data.get("text_config")
+    target: dict[str, Any] = nested if isinstance(nested, dict) else data
     for k, v in d["text_config"].items():
         if target.get(k) is None and v is not None:
             target[k] = v
