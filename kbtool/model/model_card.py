@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from .common import Record as _Record
-from .common import Strict
+from .common import Strict, given, schema_rule
 
 LayerType = Literal["full", "sliding", "chunked", "linear", "mla"]
 WeightDtype = Literal["bf16", "fp16", "fp32", "fp8", "int8", "int4", "nvfp4", "mxfp4"]
@@ -27,8 +27,18 @@ class StateTensor(Strict):
     dtype: Literal["bf16", "fp16", "fp32"] = Field(description="Element dtype of the state")
 
 
+_NEED = (("full", ("kv_heads", "head_dim")), ("sliding", ("kv_heads", "head_dim", "window")),
+         ("chunked", ("kv_heads", "head_dim", "chunk")), ("mla", ("kv_lora_rank", "rope_dim")))
+
+
 class LayerGroup(Strict):
     """`count` layers of one attention type."""
+
+    model_config = schema_rule({"allOf": [
+        *({"if": {"properties": {"type": {"const": t}}}, "then": given(*need)} for t, need in _NEED),
+        {"if": {"properties": {"type": {"const": "linear"}}},
+         "then": {"anyOf": [given("state"), given("state_bytes")]}},
+        {"dependentRequired": {"index_head_dim": ["index_n_heads"], "index_n_heads": ["index_head_dim"]}}]})
 
     type: LayerType = Field(
         description="full, sliding (window), chunked (local chunks), linear (fixed state) or mla")
