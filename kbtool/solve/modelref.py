@@ -1,5 +1,7 @@
-"""`--model NAME`: a record id or alias, a config.json path, or a clear error for a Hugging Face id or a
-record that does not validate."""
+"""`--model NAME`: a record id or alias, a config.json path, or a clear error for a Hugging Face id.
+
+(A model record that does not validate never reaches here: kbtool/query_cli.py refuses to answer from a
+records tree with errors and names the record's file, line and field.)"""
 
 from __future__ import annotations
 
@@ -23,24 +25,7 @@ def resolve_model(img: Image, name: str) -> str | None:
         from kbtool.model.model_card import Model
 
         return img.add_model(_model_row(Model.model_validate(rec)))
-    bad = _skipped(img, key)
-    if bad is not None:
-        from kbtool.errors import UsageError
-
-        file, why = bad
-        raise UsageError(f"--model: record {key} does not validate: {why}",
-                         fix=f"fix {file} (run `kb validate {file}`)")
     if HF_ID.match(key):
         raise hf_id_error(key)
     return None
 
-
-def _skipped(img: Image, name: str) -> tuple[str, str] | None:
-    """(file, why) of a records/models file named `name` that was left out of the KB."""
-    want = f"{name.lower()}.yaml"
-    for entry in img.skipped:
-        file, _, why = entry.partition(": ")
-        parts = file.replace("\\", "/").split("/")
-        if parts[-1].lower() == want and (len(parts) < 2 or parts[-2] == "models"):
-            return file, why
-    return None

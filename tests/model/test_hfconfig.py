@@ -166,7 +166,8 @@ def test_an_invalid_model_record_says_it_does_not_validate(tmp_path: Path) -> No
     bad.write_text(bad.read_text().replace("num_heads: 32", "num_heads: -3"))
     r = run_kb("query", "--kb", str(root), "--gpu", "h100", "--model", "llama-3.1-8b", env={"KB_NO_CACHE": "1"})
     assert r.code == 2
-    assert "record llama-3.1-8b does not validate" in r.err and "unknown model" not in r.err
+    assert "do not validate" in r.err and "models/llama-3.1-8b.yaml:" in r.err and "$.num_heads" in r.err
+    assert "unknown model" not in r.err
 
 
 def test_model_import_writes_a_record_that_validates(tmp_path: Path) -> None:
