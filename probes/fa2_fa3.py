@@ -21,7 +21,9 @@ SPEC = ProbeSpec(
             "fa3-fp8-e4m3-forward-only",
             # no case of this probe judges these yet; listed so that a host without FA-2/FA-3 marks them untestable
             "fa2-dtypes-fp16-bf16", "fa2-paged-block-size-256", "fa3-fp8-head-dim-multiple-16", "fa3-fp8-output-bf16",
-            "fa3-requires-cuda-12-3", "fa3-requires-nvidia", "fp8-kv-head-dim-256-prefill-cost"],
+            "fa3-requires-cuda-12-3", "fa3-requires-nvidia", "fp8-kv-head-dim-256-prefill-cost",
+            # PyTorch's FA3 SDP path (activate_flash_attention_impl("FA3")) calls torch.ops.flash_attn_3, i.e. FA-3
+            "torch-sdpa-flash-fp8-fa3-opt-in"],
     requires={"archs": None, "packages": ["torch", "flash-attn|flash-attn-3"]},
     timeout_s=300,
     untestable=("No wheel installs there: PyPI has flash-attn (FA-2) only as a source distribution and flash-attn-3 "
