@@ -9,6 +9,7 @@ from kbtool.checks import FOCUS, all_checks
 from kbtool.findings import Finding
 from kbtool.kb import KB
 from kbtool.paths import display
+from kbtool.probe import consistency  # noqa: F401  (KB306 and re-judged verdicts for KB303)
 from kbtool.store.records import load_tree
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kbtool.checks import check
@@ -11,28 +12,26 @@ from kbtool.model import Claim, Evidence
 
 _AGREES = {"verified": {"confirmed"}, "refuted": {"contradicted"}, "disputed": {"partial", "contradicted",
                                                                                 "confirmed", "inconclusive"}}
-_SCOPED = {"verified": "confirmed", "refuted": "contradicted", "untestable": "inconclusive"}
-_JUDGED: list[tuple[KB, dict[str, dict[str, Any]]]] = []  # the last KB judged, held so its id is not reused
+VerdictSource = Callable[[KB], dict[str, dict[str, Any]]]
+"""evidence id -> claim -> {"verdict", "scope"}: how KB303 reads what each evidence record says."""
+
+
+def stored_verdicts(kb: KB) -> dict[str, dict[str, Any]]:
+    return {ev.id: {v.claim: {"verdict": v.verdict, "scope": v.scope} for v in ev.verdicts}
+            for ev in kb.of_kind("evidence", Evidence)}
+
+
+VERDICTS: list[VerdictSource] = [stored_verdicts]
+"""The last entry is used. kbtool.probe.consistency puts the re-judging source here when it is imported (by
+`kb validate`): the probe layer sits above the checks, so the checks do not import it."""
+
+
+def judged(kb: KB) -> dict[str, dict[str, Any]]:
+    return VERDICTS[-1](kb)
 
 
 def _claims(kb: KB) -> list[Claim]:
     return [r for r in kb if isinstance(r, Claim)]
-
-
-def judged(kb: KB) -> dict[str, dict[str, Any]]:
-    """evidence id -> claim -> {"verdict", "scope"}: each record's cases judged by today's probe (kbtool.probe.rejudge;
-    the record's own verdicts where its probe cannot judge it again). Computed once per KB."""
-    if not _JUDGED or _JUDGED[0][0] is not kb:
-        from kbtool.probe.rejudge import probes_by_id, rejudge
-
-        claims = {c.id: c for c in _claims(kb)}
-        probes = probes_by_id()
-        out: dict[str, dict[str, Any]] = {}
-        for ev in kb.of_kind("evidence", Evidence):
-            again = rejudge(ev, claims, probes)
-            out[ev.id] = {v.claim: {"verdict": v.verdict, "scope": v.scope} for v in again.verdicts}
-        _JUDGED[:] = [(kb, out)]
-    return _JUDGED[0][1]
 
 
 @check("KB302", "status-without-evidence", "a verified or refuted claim lists evidence records that exist")
@@ -103,72 +102,3 @@ def find_untestable_without_reason(kb: KB) -> list[Finding]:
                                check="untestable-without-reason"))
     return out
 
-
-def _finding(kb: KB, c: Claim, message: str, path: tuple[str | int, ...], fix: str) -> Finding:
-    file, line = kb.location(c.id, *path)
-    return Finding("KB306", message, file, line, "$." + ".".join(str(p) for p in path), fix=fix,
-                   check="scope-disagrees")
-
-
-def _range_findings(kb: KB, c: Claim) -> list[Finding]:
-    from kbtool.probe.scoping import in_range
-    from kbtool.probe.verdicts import run_vars
-    from kbtool.solve.conditions import compare_versions
-
-    out = []
-    fix = "re-run `kb probe apply records/evidence --write`, or correct the bound by hand and drop the evidence"
-    for i, r in enumerate(c.scope):
-        for j, eid in enumerate(r.evidence):
-            ev = kb.get(eid)
-            where = ("scope", i, "evidence", j)
-            if not isinstance(ev, Evidence):
-                out.append(_finding(kb, c, f"scope evidence '{eid}' is not an evidence record", where, fix))
-                continue
-            on = judged(kb).get(eid, {}).get(c.id)
-            version = (on or {}).get("scope", {}).get(r.library) or run_vars(ev).get(r.library)
-            if on is None or version is None:
-                out.append(_finding(kb, c, f"evidence '{eid}' has no verdict on this claim with {r.library}", where,
-                                    fix))
-                continue
-            version, verdict = str(version), on["verdict"]
-            if r.fixed and not (verdict == "contradicted" and compare_versions(version, r.fixed) >= 0):
-                out.append(_finding(kb, c, f"fixed {r.fixed} cites '{eid}', which says {verdict} on {r.library} "
-                                           f"{version}", where, fix))
-            elif not r.fixed and verdict == "contradicted" and not in_range(version, r):
-                continue  # fails outside the range: what the range says
-            elif not r.fixed and verdict != "confirmed":
-                out.append(_finding(kb, c, f"{r.library} bound cites '{eid}', which says {verdict} on {version}",
-                                    where, fix))
-            elif not r.fixed and not in_range(version, r):
-                out.append(_finding(kb, c, f"'{eid}' confirmed the claim on {r.library} {version}, outside the "
-                                           f"range it moved", where, fix))
-    return out
-
-
-@check("KB306", "scope-disagrees", "per-scope verdicts and version-scope events agree with the evidence")
-def find_scope_disagreement(kb: KB) -> list[Finding]:
-    from kbtool.probe.scoping import in_range
-
-    out = []
-    for c in _claims(kb):
-        out += _range_findings(kb, c)
-        for i, sv in enumerate(c.verification.verdicts):
-            want = _SCOPED[sv.status]
-            for lib, version in sv.scope.libraries.items():
-                ranges = [r for r in c.scope if r.library == lib]
-                if ranges and not any(in_range(version, r) for r in ranges):
-                    out.append(_finding(kb, c, f"verdict scope {lib} {version} lies outside the claim's version "
-                                               "scope", ("verification", "verdicts", i, "scope"),
-                                        "evidence outside the range moves the range (kb probe apply); it is no "
-                                        "verdict inside it"))
-            for j, eid in enumerate(sv.evidence):
-                on = judged(kb).get(eid, {}).get(c.id)
-                if on is None:
-                    out.append(_finding(kb, c, f"evidence '{eid}' has no verdict on this claim",
-                                        ("verification", "verdicts", i, "evidence", j), "cite the evidence that "
-                                        "judged it"))
-                elif on["verdict"] != want and not (sv.status == "refuted" and on["verdict"] == "contradicted"):
-                    out.append(_finding(kb, c, f"verdict '{sv.status}' but evidence '{eid}' says {on['verdict']}",
-                                        ("verification", "verdicts", i, "status"),
-                                        "re-run `kb probe apply records/evidence --write`"))
-    return out

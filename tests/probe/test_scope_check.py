@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kbtool.checks.verification import find_evidence_disagreement, find_scope_disagreement
+from kbtool.checks.verification import find_evidence_disagreement
 from kbtool.kb import KB
 from kbtool.model import Claim
+from kbtool.probe.consistency import find_scope_disagreement
 from kbtool.store.records import load_tree
 
 ROOT = Path(__file__).resolve().parents[2] / "records"
