@@ -55,3 +55,7 @@ class Model(_Record):
     head_dim: int = Field(ge=1, description="Query/key head dim the attention kernel sees")
     max_context: int | None = Field(default=None, ge=1, description="Native maximum context, tokens")
     layers: list[LayerGroup] = Field(min_length=1, description="Layer groups by attention type")
+    sinks: bool = Field(default=False, description="Learned attention sinks per head (gpt-oss)")
+    softcap: float | None = Field(default=None, gt=0, description="Attention logit softcap value, if any")
+    alibi: bool = Field(default=False, description="ALiBi position bias instead of RoPE")
+    sparse_attention: bool = Field(default=False, description="Sparse attention with an indexer (DeepSeek DSA)")
