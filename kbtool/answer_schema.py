@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Verdict = Literal["yes", "no", "conditional", "unknown"]
-KernelStatus = Literal["ok", "caveat", "rejected", "unknown"]
+KernelStatus = Literal["ok", "caveat", "disputed", "rejected", "unknown"]
 VerificationLabel = Literal["verified", "unverified", "refuted", "disputed", "untestable", "structural"]
 """`structural`: a reason derived from the records' structure (phases, layouts, engine wiring), not a claim."""
 
@@ -39,6 +39,11 @@ class Reason(_M):
     subject: str | None = Field(default=None, description="The record the claim is about")
     scope: str | None = Field(default=None, description="Versions the claim is scoped to")
     workaround: str | None = Field(default=None, description="What to do instead")
+    verdict: str | None = Field(default=None, description="Where the claim's verdicts hold, e.g. 'refuted on sm90 "
+                                "(flashinfer 0.6.18)'; the status above is the one for this query's environment")
+    sides: list[dict[str, Any]] = Field(default_factory=list,
+                                        description="Disputed here: each side's position and its sources")
+    handled: str | None = Field(default=None, description="How the engine handles this caveat by default")
 
 
 class KernelAnswer(_M):
@@ -94,6 +99,8 @@ class Answer(_M):
     assumed: dict[str, Any] = Field(default_factory=dict, description="Defaults used for inputs not given")
     notes: list[str] = Field(default_factory=list, description="Other remarks")
     ranking: dict[str, Any] | None = Field(default=None, description="Measurement-based ranking, if any")
+    recommended: dict[str, list[str]] = Field(default_factory=dict,
+                                              description="Per phase, the kernels to use in the order to try")
 
 
 class MultiAnswer(_M):

@@ -516,6 +516,9 @@ def query(
     lib: LibOpt = None,
     block_size: BlockSizeOpt = None,
     util: Annotated[float | None, typer.Option("--util", help="Memory utilization (default 0.9).")] = None,
+    assume: Annotated[str | None, typer.Option("--assume", help="typical (default): fill inputs not given from "
+                                                                "the documented profile; none: strict.")] = None,
+    cuda: Annotated[str | None, typer.Option("--cuda", help="CUDA version, e.g. 12.8.")] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print the answer as JSON (design.md §4).")] = False,
     explain: Annotated[bool, typer.Option("--explain", help="Add sources and evidence.")] = False,
     fail_on_no: Annotated[bool, typer.Option("--fail-on-no", help="Exit 1 when the verdict is no.")] = False,
@@ -532,7 +535,8 @@ def query(
     from kbtool.store.cache import load_image
 
     q = build_query(gpu=gpu, gpus=gpus, ctx=ctx, kv=kv, dtype=dtype, model=model, head_dim=head_dim, batch=batch,
-                    phase=phase, engine=engine, kernel=kernel, lib=lib, block_size=block_size, util=util)
+                    phase=phase, engine=engine, kernel=kernel, lib=lib, block_size=block_size, util=util,
+                    assume=assume, cuda=cuda)
     report = load_image(_records(kb), use_cache=not no_cache)
     answer = solve(report, q)
     if json_:

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
     Verdict = Literal["yes", "no", "conditional", "unknown"]
-    KernelStatus = Literal["ok", "caveat", "rejected", "unknown"]
+    KernelStatus = Literal["ok", "caveat", "disputed", "rejected", "unknown"]
 else:
     Verdict = KernelStatus = str
 
@@ -48,7 +48,8 @@ class Reason(_Plain):
     """Why a gate rejects a kernel, leaves it unknown, or adds a caveat."""
 
     FIELDS = ("claim", "code", "message", "observed", "allowed", "verification", "enforced", "layer",
-              "depends_on", "evidence", "verified_on", "sources", "phase", "subject", "scope", "workaround")
+              "depends_on", "evidence", "verified_on", "sources", "phase", "subject", "scope", "workaround",
+              "verdict", "sides", "handled")
     __slots__ = FIELDS
 
     def __init__(self, *, claim: str, code: str, message: str, observed: Any = None, allowed: Any = None,
@@ -56,7 +57,8 @@ class Reason(_Plain):
                  depends_on: list[str] | None = None, evidence: list[str] | None = None,
                  verified_on: list[str] | None = None, sources: list[str] | None = None,
                  phase: str | None = None, subject: str | None = None, scope: str | None = None,
-                 workaround: str | None = None) -> None:
+                 workaround: str | None = None, verdict: str | None = None,
+                 sides: list[dict[str, Any]] | None = None, handled: str | None = None) -> None:
         self.claim, self.code, self.message = claim, code, message
         self.observed, self.allowed, self.verification, self.enforced = observed, allowed, verification, enforced
         self.layer = layer
@@ -65,6 +67,7 @@ class Reason(_Plain):
         self.verified_on = verified_on if verified_on is not None else []
         self.sources = sources if sources is not None else []
         self.phase, self.subject, self.scope, self.workaround = phase, subject, scope, workaround
+        self.verdict, self.sides, self.handled = verdict, sides if sides is not None else [], handled
 
     @classmethod
     def of_claim(cls, claim: str, code: str, message: str, observed: Any, allowed: Any, verification: str,
@@ -76,6 +79,7 @@ class Reason(_Plain):
         r.verification, r.enforced, r.layer = verification, verification != "refuted", layer
         r.depends_on, r.evidence, r.verified_on, r.sources = depends_on, evidence, [], sources
         r.phase, r.subject, r.scope, r.workaround = phase, subject, scope, workaround
+        r.verdict, r.sides, r.handled = None, [], None
         return r
 
     def without_phase(self) -> Reason:
@@ -151,14 +155,14 @@ class Memory(_Plain):
 
 class Answer(_Plain):
     FIELDS = ("query", "verdict", "summary", "kernels", "memory", "claims_used", "depends_on", "backends",
-              "caveats", "assumed", "notes", "ranking")
+              "caveats", "assumed", "notes", "ranking", "recommended")
     __slots__ = FIELDS
 
     def __init__(self, *, query: dict[str, Any], verdict: str, summary: str, kernels: list[KernelAnswer],
                  memory: Memory | None, claims_used: list[str], depends_on: list[str] | None = None,
                  backends: list[BackendAnswer] | None = None, caveats: list[Reason] | None = None,
                  assumed: dict[str, Any] | None = None, notes: list[str] | None = None,
-                 ranking: dict[str, Any] | None = None) -> None:
+                 ranking: dict[str, Any] | None = None, recommended: dict[str, list[str]] | None = None) -> None:
         self.query, self.verdict, self.summary, self.kernels = query, verdict, summary, kernels
         self.memory, self.claims_used = memory, claims_used
         self.depends_on = depends_on if depends_on is not None else []
@@ -167,6 +171,7 @@ class Answer(_Plain):
         self.assumed = assumed if assumed is not None else {}
         self.notes = notes if notes is not None else []
         self.ranking = ranking
+        self.recommended = recommended if recommended is not None else {}
 
 
 class MultiAnswer(_Plain):

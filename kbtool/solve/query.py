@@ -101,6 +101,26 @@ def parse_libs(items: list[str] | None) -> dict[str, str]:
     return out
 
 
+ASSUME = ("typical", "none")
+
+
+def parse_assume(text: str | None) -> str:
+    t = (text or "typical").strip().lower()
+    if t not in ASSUME:
+        raise UsageError(f"--assume: unknown profile '{text}'", fix="use typical (the default) or none")
+    return t
+
+
+def parse_cuda(text: str | None) -> str | None:
+    if text is None:
+        return None
+    t = text.strip().lower().lstrip("v")
+    parts = t.split(".")
+    if not (1 <= len(parts) <= 3 and all(_digits(p) for p in parts)):
+        raise UsageError(f"--cuda: '{text}' is not a CUDA version", fix="e.g. --cuda 12.8")
+    return t
+
+
 def check_libs(libs: dict[str, str], known: set[str]) -> None:
     """Library names must be query variables or libraries the KB scopes claims to."""
     allowed = set(LIBRARIES) | known
@@ -129,6 +149,7 @@ class Query:
     """Normalized inputs. `None` means not given (unknown to the gates)."""
 
     __slots__ = (
+        "assume",
         "attention",
         "batch",
         "block_size",
@@ -151,7 +172,8 @@ class Query:
                  dtype: str | None = None, model: str | None = None, head_dim: int | None = None,
                  head_dim_v: int | None = None, batch: int | None = None, phases: list[str] | None = None,
                  engine: str = "none", kernels: list[str] | None = None, libs: dict[str, str] | None = None,
-                 block_size: int | None = None, attention: str | None = None, utilization: float = 0.9) -> None:
+                 block_size: int | None = None, attention: str | None = None, utilization: float = 0.9,
+                 assume: str = "typical") -> None:
         self.gpu, self.gpus, self.ctx, self.kv, self.dtype, self.model = gpu, gpus, ctx, kv, dtype, model
         self.head_dim, self.head_dim_v, self.batch = head_dim, head_dim_v, batch
         self.phases = phases if phases is not None else list(PHASES)
@@ -159,6 +181,7 @@ class Query:
         self.kernels = kernels if kernels is not None else []
         self.libs = libs if libs is not None else {}
         self.block_size, self.attention, self.utilization = block_size, attention, utilization
+        self.assume = assume  # "typical": fill what was not given from the documented profile; "none": strict
 
     def __repr__(self) -> str:
         return f"Query({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
@@ -170,6 +193,7 @@ class Query:
             "phase": self.phases[0] if len(self.phases) == 1 else "both", "engine": self.engine,
             "kernels": list(self.kernels), "libs": dict(sorted(self.libs.items())),
             "block_size": self.block_size, "attention": self.attention, "utilization": self.utilization,
+            "assume": self.assume,
         }
         return d
 
@@ -178,9 +202,14 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
                 kv: str | None = None, dtype: str | None = None, model: str | None = None,
                 head_dim: int | None = None, batch: int | None = None, phase: str | None = None,
                 engine: str | None = None, kernel: list[str] | None = None, lib: list[str] | None = None,
-                block_size: int | None = None, util: float | None = None) -> Query:
+                block_size: int | None = None, util: float | None = None, assume: str | None = None,
+                cuda: str | None = None) -> Query:
     """Parse raw CLI values into a Query (names are resolved against the KB later, by the solver)."""
     kernels = [k.strip() for item in (kernel or []) for k in item.split(",") if k.strip()]
+    libs = parse_libs(lib)
+    cu = parse_cuda(cuda)
+    if cu is not None:
+        libs["cuda"] = cu
     return Query(
         gpu=gpu.strip() if gpu else None,
         gpus=positive_int(gpus, "--gpus", "8") or 1,
@@ -193,7 +222,8 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
         phases=parse_phase(phase),
         engine=parse_engine(engine),
         kernels=kernels,
-        libs=parse_libs(lib),
+        libs=libs,
         block_size=positive_int(block_size, "--block-size", "16"),
         utilization=parse_util(util),
+        assume=parse_assume(assume),
     )
