@@ -60,8 +60,8 @@ def recommended(kernels: list[KernelAnswer], phases: list[str], engine_rank: dic
     out: dict[str, list[str]] = {}
     for p in phases:
         good = [k for k in kernels if k.phase_status.get(p) in PASSING]
-        good.sort(key=lambda k: (engine_rank.get(k.id, 10**6), k.rank or 10**6, k.phase_status.get(p) != "ok",
-                                 -k.gates, k.id))
+        # the rest: the kernels the KB knows most about first (a caveat is a thing to know, not a demotion)
+        good.sort(key=lambda k: (engine_rank.get(k.id, 10**6), k.rank or 10**6, -k.gates, k.id))
         out[p] = [k.id for k in good]
     return out
 

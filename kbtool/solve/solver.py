@@ -150,7 +150,7 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
             if lib not in env:
                 env[lib] = ver
                 assumed[lib] = f"{ver} (newest recorded)"
-        if "cuda" not in env:
+        if "cuda" not in env and acc.vendor == "nvidia":
             env["cuda"] = assumed["cuda"] = profile.CUDA
         if "batch" not in env:
             env["batch"] = assumed["batch"] = profile.BATCH
@@ -159,10 +159,9 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
         if cx.model is None:
             for k, v in profile.NO_FEATURES.items():
                 env.setdefault(k, v)
-            assumed["features"] = "none (no model: no sinks, sliding window, softcap or ALiBi)"
             if "attention" not in env:
                 env["attention"] = "gqa"
-                assumed["attention"] = "gqa (no model)"
+            assumed["model"] = "none: dense gqa, no sinks, sliding window, softcap or ALiBi"
             if q.head_dim is None:
                 assumed["head_dim"] = profile.HEAD_DIM
     return env, assumed
@@ -430,7 +429,8 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     verdict, summary = _verdict(cx, acc, kernels, memory, rec)
     if verdict == "yes" and glob_caveats:
         verdict, summary = "conditional", summary.replace(": yes with", ": yes, with hardware caveats, with", 1)
-    depends = sorted({d for k in kernels for rs in (k.reasons, k.caveats) for r in rs for d in r.depends_on})
+    depends = sorted({d for k in kernels if k.status != "rejected" for rs in (k.reasons, k.caveats) for r in rs
+                      for d in r.depends_on})
     qd = q.as_dict()
     qd["gpu"] = acc.id
     if ranking:
@@ -476,6 +476,8 @@ def _derived_depends(kernels: list[KernelAnswer]) -> None:
     for k in kernels:
         for r in k.reasons + k.caveats:
             if any(d in DERIVED_FROM for d in r.depends_on):
+                if "score_matrix_fits" in r.depends_on:
+                    r.allowed = "batch x num_heads x q_len x kv_len x 4 B fits in the memory left (give --model)"
                 r.depends_on = sorted({x for d in r.depends_on for x in DERIVED_FROM.get(d, [d])})
 
 
@@ -495,7 +497,7 @@ def _verdict(cx: Ctx, acc: AcceleratorV, kernels: list[KernelAnswer], memory: An
     per_phase = {p: best(k.phase_status[p] for k in kernels if p in k.phase_status) if any(
         p in k.phase_status for k in kernels) else None for p in q.phases}
     fits = memory.fits if memory is not None else None
-    use = "; ".join(f"{p}: {', '.join(ids[:2])}" for p, ids in rec.items() if ids)
+    use = "; ".join(f"{p}: {ids[0]}" for p, ids in rec.items() if ids)
     where = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "")
     if not kernels or any(v is None for v in per_phase.values()):
         missing = ", ".join(p for p, v in per_phase.items() if v is None)
