@@ -44,7 +44,7 @@ REGISTRY["KB101"] = Check("KB101", "schema", "record matches its kind's JSON Sch
 def all_checks() -> list[Check]:
     from kbtool.checks import references, values, verification  # noqa: F401  (registration)
 
-    for optional in ("topics", "style"):  # added by later issues
+    for optional in ("topics", "style", "axes"):  # added by later issues
         with contextlib.suppress(ImportError):
             importlib.import_module(f"kbtool.checks.{optional}")
     return [REGISTRY[c] for c in sorted(REGISTRY)]

@@ -45,9 +45,7 @@ def _st(s: str) -> Seg:
 
 def _label(r: Reason) -> str:
     """The verification label for this query's environment, with where the claim's verdicts hold."""
-    if r.verdict:
-        return r.verdict if r.verdict.startswith(("verified", "refuted", "untestable")) else r.verdict
-    return LABEL[r.verification]
+    return r.verdict or LABEL[r.verification]
 
 
 def _width() -> int:
@@ -160,7 +158,7 @@ def render_answer(target: Sink | Console, a: Answer, *, explain: bool = False) -
     for ids in a.recommended.values():
         shown += [i for i in ids[:3] if i not in shown]
     if a.assumed:
-        libs = {by_id[i].library for i in shown if by_id[i].library} | {"cuda"}
+        libs = {lib for i in shown for lib in [by_id[i].library] if lib} | {"cuda"}
         used += _lines(sink, _assumed_text(a.assumed, libs), width, style="dim")
     for phase, ids in a.recommended.items():
         if not ids:
@@ -202,11 +200,13 @@ def render_answer(target: Sink | Console, a: Answer, *, explain: bool = False) -
             block += one
             if r.workaround and not r.handled:
                 extra[len(block)] = _wrap(f"workaround: {r.workaround}", width, "    ", "      ")
-        room = budget - len(block)
-        for at in sorted(extra, reverse=True):  # workarounds under their caveat, while they fit
-            if len(extra[at]) <= room:
-                room -= len(extra[at])
-                block[at:at] = extra[at]
+        spare, keep = budget - len(block), []
+        for at in sorted(extra):  # workarounds under their caveat, the first caveats' first, while they fit
+            if len(extra[at]) <= spare:
+                spare -= len(extra[at])
+                keep.append(at)
+        for at in reversed(keep):
+            block[at:at] = extra[at]
         if block:
             sink.line([("caveats:", "bold")])
             for ln in block:
