@@ -317,22 +317,21 @@ def render_multi(target: Sink | Console, m: MultiAnswer, *, explain: bool = Fals
     sink.line([(m.summary, "bold")])
     sink.line([(f"query: {_query_line(m)}", "dim")])
     sink.line([("one row per accelerator:", "bold")])
+    width = _width()
     for a in m.rows:
-        gated = [k for k in a.kernels if k.gates]
-        good = [k.id for k in gated if k.status == "ok"] + [f"{k.id}*" for k in gated if k.status == "caveat"]
-        ungated = [k.id for k in a.kernels if not k.gates and k.status in ("ok", "caveat")]
+        by_id = {k.id: k for k in a.kernels}
+        use: list[str] = []
+        for ids in a.recommended.values():
+            use += [i for i in ids if i not in use]
+        good = [f"{i}{'*' if by_id[i].status == 'caveat' else ''}" for i in use]
         mem = ""
         if a.memory is not None:
-            mem = {True: " fits", False: " no fit", None: ""}[a.memory.fits] + f" max ctx {a.memory.max_ctx:,};"
-        kern = ", ".join(good) or "no gated kernel passes"
-        segs: list[Seg] = [(f"  {a.query.get('gpu') or '':<22}", ""),
-                           (f"{a.verdict:<12}", STYLE.get(a.verdict, "white")), (f"{mem} {kern}", "")]
-        if ungated:
-            segs += [(" ", ""), (f"(+{len(ungated)} with no gates recorded)", "dim")]
-        unk = sum(k.status == "unknown" for k in a.kernels)
-        if unk:
-            segs += [(" ", ""), (f"{unk} unknown", "dim")]
-        sink.line(segs)
+            mem = {True: "fits", False: "no fit", None: ""}[a.memory.fits] + f" max ctx {a.memory.max_ctx:,}; "
+        kern = ", ".join(good) or "no kernel passes"
+        unk = sum(k.status in ("unknown", "disputed") for k in a.kernels)
+        tail = f" ({unk} unknown or disputed)" if unk else ""
+        gpu = str(a.query.get("gpu") or "")
+        _lines(sink, f"{gpu:<22}{a.verdict:<12}{mem}{kern}{tail}", width, "  ", " " * 36)
     sink.line([("* = with caveats; query one --gpu for reasons", "dim")])
     if explain:
         for a in m.rows:
