@@ -86,6 +86,23 @@ def _lines(sink: Sink, text: str, width: int, first: str = "", rest: str = "    
     return len(got)
 
 
+def _styled(line: str, styles: dict[str, str]) -> list[Seg]:
+    """`line` as segments, each kernel id in `styles` in its status colour."""
+    segs: list[Seg] = []
+    rest = line
+    while rest:
+        hits = [(rest.find(k), k) for k in styles if rest.find(k) >= 0]
+        if not hits:
+            segs.append((rest, ""))
+            break
+        at, k = min(hits, key=lambda h: (h[0], -len(h[1])))
+        if at:
+            segs.append((rest[:at], ""))
+        segs.append((k, styles[k]))
+        rest = rest[at + len(k):]
+    return segs
+
+
 def _undecided(r: Reason) -> bool:
     return bool(r.depends_on)
 
@@ -167,7 +184,10 @@ def render_answer(target: Sink | Console, a: Answer, *, explain: bool = False) -
         top = ids[:3]
         marks = ", ".join(f"{i}{'' if by_id[i].phase_status.get(phase) == 'ok' else ' (caveat)'}" for i in top)
         more = f" (+{len(ids) - 3} passing)" if len(ids) > 3 else ""
-        used += _lines(sink, f"use for {phase}: {marks}{more}", width)
+        styles = {i: STYLE[by_id[i].phase_status.get(phase, "ok")] for i in top}
+        for ln in _wrap(f"use for {phase}: {marks}{more}", width):
+            sink.line(_styled(ln, styles))
+            used += 1
     if a.memory is not None:
         m = a.memory
         fits = {True: "fits", False: "does not fit", None: "no ctx given"}[m.fits]

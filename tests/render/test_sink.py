@@ -133,7 +133,7 @@ def test_rich_sink_styles_the_verdict() -> None:
     render_answer(RichSink(_console(buf, terminal=True)), _solve(**YES))
     first = buf.getvalue().splitlines()[0]
     assert first.startswith("\x1b[1mverdict:\x1b[0m \x1b[1;32myes\x1b[0m — "), first
-    assert "\x1b[32mok       \x1b[0m" in buf.getvalue()  # the kernel status
+    assert "\x1b[32mk-gqa\x1b[0m" in buf.getvalue()  # the kernel to use, in its status colour
     assert "\x1b[2m" in buf.getvalue()  # dim query line
 
 
