@@ -270,11 +270,14 @@ def _knowledge(cx: Ctx, k: KernelV, own: list[ClaimV], envs: dict[str, dict[str,
     """`ok` needs knowledge: an axis the query fixes that no claim about the kernel reads leaves it unknown."""
     from kbtool.solve.axes import fixed_axes, known_axes
 
-    known = known_axes((v for c in own for v in c.reads), k.attention)
+    gates = known_axes((v for c in own if c.effect != "supports" for v in c.reads), k.attention)
     missing: list[str] = []
     for p in phases:
         if SEVERITY[statuses[p]] >= SEVERITY["unknown"]:
             continue
+        j = cx.judges[p]  # a `supports` statement is knowledge where its condition is not false
+        known = gates | known_axes(v for c in own if c.effect == "supports" and j.ev(c.when) is not False
+                                   and j.ev(c.requires) is not False for v in c.reads)
         gap = [a for a in fixed_axes(envs[p]) if a not in known]
         if gap:
             statuses[p] = "unknown"
@@ -504,17 +507,17 @@ def _verdict(cx: Ctx, acc: AcceleratorV, kernels: list[KernelAnswer], memory: An
         return "unknown", f"{where}: no kernel in the KB covers {missing}"
     mem = ""
     if memory is not None and fits is not None:
-        gb = 1e9
+        gb = 2**30
         if fits:
-            mem = f"; KV {memory.kv_bytes / gb:,.1f} GB fits in {memory.available_bytes / gb:,.1f} GB"
+            mem = f"; KV {memory.kv_bytes / gb:,.1f} GiB fits in {memory.available_bytes / gb:,.1f} GiB"
         elif memory.available_bytes <= 0:
             usable = memory.available_bytes + memory.weights_bytes
-            mem = (f"; does not fit: weights {memory.weights_bytes / gb:,.1f} GB per GPU exceed the "
-                   f"{usable / gb:,.1f} GB usable ({q.utilization:g} x {memory.capacity_bytes / gb:,.1f} GB), "
-                   f"before {memory.kv_bytes / gb:,.1f} GB of KV")
+            mem = (f"; does not fit: weights {memory.weights_bytes / gb:,.1f} GiB per GPU exceed the "
+                   f"{usable / gb:,.1f} GiB usable ({q.utilization:g} x {memory.capacity_bytes / gb:,.1f} GiB), "
+                   f"before {memory.kv_bytes / gb:,.1f} GiB of KV")
         else:
-            mem = (f"; does not fit: KV needs {memory.kv_bytes / gb:,.1f} GB, {memory.available_bytes / gb:,.1f}"
-                   f" GB available after weights (max ctx {memory.max_ctx:,})")
+            mem = (f"; does not fit: KV needs {memory.kv_bytes / gb:,.1f} GiB, {memory.available_bytes / gb:,.1f}"
+                   f" GiB available after weights (max ctx {memory.max_ctx:,})")
     if fits is False:
         return "no", f"{where}: {mem[2:]}"
     if any(v == "rejected" for v in per_phase.values()):
