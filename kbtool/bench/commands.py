@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kbtool.bench.records import bench_records, gpus
-from kbtool.bench.stats import DEFAULT_SEED, THRESHOLD, Separation, transfer, winners
-from kbtool.bench.table import table
+from kbtool.bench.records import gpus
 from kbtool.errors import NotFoundError
+from kbtool.measure.stats import DEFAULT_SEED, THRESHOLD, Separation, transfer, winners
+from kbtool.measure.table import bench_records, table
 
 if TYPE_CHECKING:
     from kbtool.bench.runner import Progress
@@ -88,9 +88,9 @@ def run_command(*, quick: bool, out: Path | None, records_root: Path, backends: 
                 repeats: int = 3, budget_s: float = 540.0, seed: int = DEFAULT_SEED, plots: bool = True,
                 progress: Progress | None = None) -> dict[str, Any]:
     """Run the grid here, write the measurement records (and PNGs beside them). Raises NoGpuError without a GPU."""
-    from kbtool.bench import grid as grids
     from kbtool.bench import records
     from kbtool.bench.runner import run_bench
+    from kbtool.measure import grid as grids
 
     g = grids.quick() if quick else grids.full()
     result = run_bench(g, backends=backends, repeats=repeats, budget_s=budget_s, seed=seed, progress=progress)

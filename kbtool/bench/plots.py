@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kbtool.bench.grid import Config
-from kbtool.bench.stats import separate
-from kbtool.bench.table import table
+from kbtool.measure.grid import Config
+from kbtool.measure.stats import separate
+from kbtool.measure.table import table
 from kbtool.model import Measurement
 
 PREFER: dict[str, Any] = {"head_dim": 128, "dtype": "bf16", "kv_heads": 8, "graphs": False}

@@ -9,16 +9,16 @@ A later run on the same day and GPU replaces the same files.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from kbtool.bench.backends import BY_NAME
-from kbtool.bench.grid import Config
-from kbtool.bench.stats import median
 from kbtool.errors import ProbeError
+from kbtool.measure.grid import Config
+from kbtool.measure.stats import median
+from kbtool.measure.table import bench_records
 from kbtool.model import Measurement
 from kbtool.probe.environment import gpu_slug
 
@@ -128,17 +128,6 @@ def write(result: BenchResult, folder: Path) -> list[Path]:
 
 
 # ---- reading back -------------------------------------------------------------------------------------
-
-
-def is_bench(m: Measurement) -> bool:
-    return m.outcome is not None and "backend" in m.conditions and m.phase is not None
-
-
-def bench_records(records: Iterable[Any], accelerator: str | None = None) -> list[Measurement]:
-    out = [r for r in records if isinstance(r, Measurement) and is_bench(r)]
-    if accelerator:
-        out = [r for r in out if r.accelerator == accelerator]
-    return sorted(out, key=lambda r: r.id)
 
 
 def gpus(kb: KB) -> list[str]:

@@ -41,7 +41,7 @@ def find_dangling_refs(kb: KB) -> list[Finding]:
     out = []
     for r in kb:
         for rel, target in r.refs():
-            if target in kb.by_id or rel == "xref":
+            if kb.exists(target) or rel == "xref":
                 continue
             file, line, path = _ref_path(kb, r.id, rel, target)
             near = kb.aliases.get(target.lower())

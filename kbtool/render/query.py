@@ -1,7 +1,7 @@
 """Text rendering of a query answer: verdict, kernel table, engine backends, memory, caveats.
 
 Every line is built as (text, style) segments from the answer (no markup, so nothing to escape) and written to
-a sink (kbtool/render/sink.py): plain text when stdout is not a terminal (no rich import), rich Text otherwise.
+a sink (kbtool/render/sink.py): plain text, or ANSI styles on a terminal (never rich).
 The answer objects are read by attribute only.
 """
 
@@ -13,20 +13,14 @@ TYPE_CHECKING = False  # the warm query path imports this module: no typing at r
 if TYPE_CHECKING:
     from typing import Any
 
-    from rich.console import Console
-
     from kbtool.render.sink import Seg
     from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer, Reason
 
 __all__ = ["LABEL", "STYLE", "PlainSink", "Sink", "render_answer", "render_multi"]
 
 
-def _sink(target: Sink | Console) -> Sink:
-    if isinstance(target, Sink):
-        return target
-    from kbtool.render.choose import as_sink  # a rich Console: wrapped in the rich sink
-
-    return as_sink(target)
+def _sink(target: Sink) -> Sink:
+    return target
 
 STYLE = {"ok": "green", "caveat": "yellow", "disputed": "magenta", "unknown": "cyan", "rejected": "red",
          "yes": "bold green", "no": "bold red", "conditional": "bold yellow"}
@@ -161,7 +155,7 @@ def _assumed_text(assumed: dict[str, Any], libraries: set[str]) -> str:
     return "assumed: " + "; ".join(parts)
 
 
-def render_answer(target: Sink | Console, a: Answer, *, explain: bool = False) -> None:
+def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
     """Write one answer: the headline (at most 25 lines at 80 columns), and with `explain` everything."""
     sink = _sink(target)
     width = _width()
@@ -179,7 +173,7 @@ def render_answer(target: Sink | Console, a: Answer, *, explain: bool = False) -
         used += _lines(sink, _assumed_text(a.assumed, libs), width, style="dim")
     for phase, ids in a.recommended.items():
         if not ids:
-            used += _lines(sink, f"{phase}: no kernel passes", width)
+            used += _lines(sink, f"use for {phase}: no kernel is known to pass", width)
             continue
         top = ids[:3]
         marks = ", ".join(f"{i}{'' if by_id[i].phase_status.get(phase) == 'ok' else ' (caveat)'}" for i in top)
@@ -191,12 +185,12 @@ def render_answer(target: Sink | Console, a: Answer, *, explain: bool = False) -
     if a.memory is not None:
         m = a.memory
         fits = {True: "fits", False: "does not fit", None: "no ctx given"}[m.fits]
-        gib = 2**30
+        gb = 1e9  # as the memory formula writes them
         if m.available_bytes < 0:
-            room = f"weights {m.weights_bytes / gib:,.1f} GiB exceed the usable memory"
+            room = f"weights {m.weights_bytes / gb:,.1f} GB exceed the usable memory"
         else:
-            room = f"{m.available_bytes / gib:,.1f} GiB free after weights; max ctx {m.max_ctx:,}"
-        used += _lines(sink, f"memory: {fits}; KV {m.kv_bytes / gib:,.1f} GiB ({m.kv_bytes_per_token:,.0f} B/token);"
+            room = f"{m.available_bytes / gb:,.1f} GB free after weights; max ctx {m.max_ctx:,}"
+        used += _lines(sink, f"memory: {fits}; KV {m.kv_bytes / gb:,.1f} GB ({m.kv_bytes_per_token:,.0f} B/token);"
                        f" {room}", width)
     cav: dict[str, tuple[str, Reason]] = {}
     for r in a.caveats:
@@ -331,7 +325,7 @@ def _caveats(sink: Sink, a: Answer) -> None:
             sink.line([(f"  - {w}", "")])
 
 
-def render_multi(target: Sink | Console, m: MultiAnswer, *, explain: bool = False) -> None:
+def render_multi(target: Sink, m: MultiAnswer, *, explain: bool = False) -> None:
     """Write the one-row-per-accelerator answer (and with `explain`, each row's full answer under a rule)."""
     sink = _sink(target)
     sink.line([(m.summary, "bold")])

@@ -15,7 +15,7 @@ from __future__ import annotations
 import marshal
 from operator import itemgetter
 
-from kbtool.errors import NotFoundError
+from kbtool.names import resolve_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ class ModelV:
 
 
 class BenchRow:
-    """A bench measurement record, as kbtool.bench.rank reads it."""
+    """A bench measurement record, as kbtool.measure.rank reads it."""
 
     __slots__ = ("accelerator", "conditions", "id", "kernel", "metrics", "outcome", "phase", "samples")
 
@@ -200,7 +200,7 @@ def _bench_row(m: Any) -> tuple[Any, ...]:
 
 def build(kb: KB, skipped: list[str] | None = None) -> dict[str, Any]:
     """The image of a loaded KB, as plain data (marshal-able)."""
-    from kbtool.bench.records import bench_records
+    from kbtool.measure.table import bench_records
 
     by_kind: dict[str, list[Any]] = {}
     for r in kb:
@@ -344,17 +344,3 @@ class Image:
     def resolve(self, name: str, kind: str, flag: str) -> str:
         """The id an id or alias names (case-insensitive); a miss names the three nearest record ids."""
         return resolve_name(self.names(kind), name, kind, flag)
-
-
-def resolve_name(pool: dict[str, str], name: str, kind: str, flag: str) -> str:
-    """The id `name` (an id or alias, any case) names in `pool`, the {alias: id} of the records of `kind`;
-    a miss raises with the three nearest ids."""
-    rid = pool.get(name.strip().lower())
-    if rid is not None:
-        return rid
-    import difflib
-
-    ranked = difflib.get_close_matches(name.strip().lower(), list(pool), n=len(pool), cutoff=0.3)
-    ids = list(dict.fromkeys(pool[a] for a in ranked))[:3]
-    hint = f"did you mean {', '.join(ids)}?" if ids else f"run `kb list --kind {kind}`"
-    raise NotFoundError(f"{flag}: unknown {kind} '{name}'", fix=hint)

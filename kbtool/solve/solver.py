@@ -8,10 +8,11 @@ reads the query image (kbtool/solve/image.py), never record models, so `kb query
 from __future__ import annotations
 
 from kbtool.errors import UsageError
+from kbtool.names import resolve_name
 from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer, Reason, kernel_answer
 from kbtool.solve.context import Ctx
 from kbtool.solve.gates import SEVERITY, Judge, Outcome, apply_claims, apply_claims_phases, best, structural, worst
-from kbtool.solve.image import Image, resolve_name
+from kbtool.solve.image import Image
 from kbtool.solve.query import Query, check_libs
 from kbtool.solve.ranking import measured_ranking
 from kbtool.solve.ranking import summary as ranking_summary
@@ -507,17 +508,17 @@ def _verdict(cx: Ctx, acc: AcceleratorV, kernels: list[KernelAnswer], memory: An
         return "unknown", f"{where}: no kernel in the KB covers {missing}"
     mem = ""
     if memory is not None and fits is not None:
-        gb = 2**30
+        gb = 1e9
         if fits:
-            mem = f"; KV {memory.kv_bytes / gb:,.1f} GiB fits in {memory.available_bytes / gb:,.1f} GiB"
+            mem = f"; KV {memory.kv_bytes / gb:,.1f} GB fits in {memory.available_bytes / gb:,.1f} GB"
         elif memory.available_bytes <= 0:
             usable = memory.available_bytes + memory.weights_bytes
-            mem = (f"; does not fit: weights {memory.weights_bytes / gb:,.1f} GiB per GPU exceed the "
-                   f"{usable / gb:,.1f} GiB usable ({q.utilization:g} x {memory.capacity_bytes / gb:,.1f} GiB), "
-                   f"before {memory.kv_bytes / gb:,.1f} GiB of KV")
+            mem = (f"; does not fit: weights {memory.weights_bytes / gb:,.1f} GB per GPU exceed the "
+                   f"{usable / gb:,.1f} GB usable ({q.utilization:g} x {memory.capacity_bytes / gb:,.1f} GB), "
+                   f"before {memory.kv_bytes / gb:,.1f} GB of KV")
         else:
-            mem = (f"; does not fit: KV needs {memory.kv_bytes / gb:,.1f} GiB, {memory.available_bytes / gb:,.1f}"
-                   f" GiB available after weights (max ctx {memory.max_ctx:,})")
+            mem = (f"; does not fit: KV needs {memory.kv_bytes / gb:,.1f} GB, {memory.available_bytes / gb:,.1f}"
+                   f" GB available after weights (max ctx {memory.max_ctx:,})")
     if fits is False:
         return "no", f"{where}: {mem[2:]}"
     if any(v == "rejected" for v in per_phase.values()):

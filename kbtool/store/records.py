@@ -77,7 +77,7 @@ def discover(paths: Iterable[Path], root: Path) -> tuple[list[Path], list[Findin
 
 def load_tree(root: Path, paths: Iterable[Path] | None = None) -> LoadResult:
     """Read and validate every record file. Never raises for bad content."""
-    from kbtool.checks.schema import validate_document  # jsonschema only where validation runs
+    from kbtool.store.schema import validate_document
 
     result = LoadResult(root)
     files, result.findings = discover(list(paths) if paths else [root], root)

@@ -6,8 +6,8 @@ import shutil
 from pathlib import Path
 
 from kbtool.bench import records
-from kbtool.bench.grid import Config
 from kbtool.bench.runner import Attempt, BenchResult
+from kbtool.measure.grid import Config
 from kbtool.model import Measurement
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,9 +8,9 @@ import pytest
 
 from kbtool.bench import records
 from kbtool.bench.commands import transfer_report, winners_report
-from kbtool.bench.rank import rank
 from kbtool.errors import NotFoundError
 from kbtool.kb import KB
+from kbtool.measure.rank import rank
 from kbtool.store.records import load_tree
 from tests.bench import helpers as h
 from tests.util import run_kb
@@ -101,7 +101,7 @@ def test_rank_for_the_solver(root: Path) -> None:
 
 
 def test_rank_module_is_pure_python() -> None:
-    code = "import sys, kbtool.bench.rank; print('torch' in sys.modules, 'numpy' in sys.modules)"
+    code = "import sys, kbtool.measure.rank; print('torch' in sys.modules, 'numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
 

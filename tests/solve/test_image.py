@@ -8,10 +8,9 @@ import pytest
 
 from kbtool.solve import image
 from kbtool.solve.answer import to_json
-from kbtool.solve.load import load_kb
 from kbtool.solve.query import build_query
 from kbtool.solve.solver import solve
-from tests.util import DATA, ROOT
+from tests.util import DATA, ROOT, load_kb
 
 QUERIES = [
     {"gpu": "h100", "ctx": "128k", "kv": "fp8"},

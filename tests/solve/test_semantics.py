@@ -10,10 +10,9 @@ import pytest
 from kbtool.kb import KB
 from kbtool.solve.answer import Answer, KernelAnswer
 from kbtool.solve.gates import effective, scope_words
-from kbtool.solve.load import load_kb
 from kbtool.solve.query import build_query
 from kbtool.solve.solver import solve
-from tests.util import ROOT, run_kb
+from tests.util import ROOT, load_kb, run_kb
 
 
 @pytest.fixture(scope="module")

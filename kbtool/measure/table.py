@@ -6,13 +6,15 @@ metrics): record models, or the query image's BenchRow (kbtool/solve/image.py), 
 
 from __future__ import annotations
 
-from kbtool.bench.grid import Config
-from kbtool.bench.stats import Table, Timing
+from kbtool.measure.grid import Config
+from kbtool.measure.stats import Table, Timing
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
+
+    from kbtool.model import Measurement
 
 
 def timing(m: Any) -> Timing:
@@ -35,3 +37,18 @@ def table(records: Iterable[Any], phase: str | None = None) -> tuple[Table, dict
         configs[key] = cfg
         tab.setdefault(key, {})[str(m.conditions["backend"])] = timing(m)
     return tab, configs
+
+
+def is_bench(m: Measurement) -> bool:
+    """A measurement written by `kb bench run`: an outcome, a phase and a backend among its conditions."""
+    return m.outcome is not None and "backend" in m.conditions and m.phase is not None
+
+
+def bench_records(records: Iterable[Any], accelerator: str | None = None) -> list[Measurement]:
+    """The bench measurements among `records` (of one accelerator, when given), by id."""
+    from kbtool.model import Measurement
+
+    out = [r for r in records if isinstance(r, Measurement) and is_bench(r)]
+    if accelerator:
+        out = [r for r in out if r.accelerator == accelerator]
+    return sorted(out, key=lambda r: r.id)

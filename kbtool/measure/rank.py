@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import math
 
-from kbtool.bench.grid import Config
-from kbtool.bench.stats import THRESHOLD, separate
-from kbtool.bench.table import table
+from kbtool.measure.grid import Config
+from kbtool.measure.stats import THRESHOLD, separate
+from kbtool.measure.table import table
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def rank(kb: KB, gpu: str, config: dict[str, Any], kernels: list[str] | None = N
     kernel, median_us, samples, measurement}], cannot_run: [{backend, kernel, outcome, measurement}],
     measurements, rule}. A configuration whose given keys other than length and batch differ is not used.
     """
-    from kbtool.bench.records import bench_records
+    from kbtool.measure.table import bench_records
 
     acc = kb.resolve(gpu, "accelerator").id
     return rank_rows(bench_records(kb, acc), acc, config, kernels)
