@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from kbtool.solve.answer import KernelAnswer
 
 PASSING = ("ok", "caveat")
+# Without an engine or a measurement: the attention libraries first (FlashAttention, FlashInfer, FlashMLA, cuDNN),
+# then engine-internal kernels, then framework paths (Triton tutorials, PyTorch SDPA and FlexAttention).
+LIBRARY_RANK = {"flash-attn": 0, "flash-attn-4": 0, "flashinfer": 1, "flashmla": 1, "cudnn-frontend": 2, "vllm": 3,
+                "triton": 4, "torch": 5}
 
 _VLLM_PRIORITY = {
     (True, True): ["FLASHINFER_MLA", "CUTLASS_MLA", "FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA", "FLASHMLA_SPARSE"],
@@ -55,13 +59,27 @@ def handled(engine: str, claim: str) -> str | None:
     return _VLLM_HANDLED.get(claim) if engine == "vllm" else None
 
 
-def recommended(kernels: list[KernelAnswer], phases: list[str], engine_rank: dict[str, int]) -> dict[str, list[str]]:
+def _fa_default(sm: str | None) -> str:
+    """The FlashAttention generation vLLM picks by default on this architecture: FA-3 on 9.x, FA-4 on 10.x and
+    above, FA-2 elsewhere (vllm/v1/attention/backends/fa_utils.py @ 7283494f, engine-gates.md §3.3)."""
+    if sm and sm.startswith("sm9"):
+        return "flash-attention-3"
+    if sm and sm[2:4].isdigit() and int(sm[2:4]) >= 10:
+        return "flash-attention-4"
+    return "flash-attention-2"
+
+
+def recommended(kernels: list[KernelAnswer], phases: list[str], engine_rank: dict[str, int],
+                sm: str | None = None) -> dict[str, list[str]]:
     """{phase: kernel ids that pass there, in the order to try}."""
+    fa = _fa_default(sm)
     out: dict[str, list[str]] = {}
     for p in phases:
         good = [k for k in kernels if k.phase_status.get(p) in PASSING]
-        # the rest: the kernels the KB knows most about first (a caveat is a thing to know, not a demotion)
-        good.sort(key=lambda k: (engine_rank.get(k.id, 10**6), k.rank or 10**6, -k.gates, k.id))
+        # the rest: dedicated attention libraries before framework fallbacks, then the kernels the KB knows
+        # most about (a caveat is a thing to know, not a demotion)
+        good.sort(key=lambda k: (engine_rank.get(k.id, 10**6), k.rank or 10**6, LIBRARY_RANK.get(k.library or "", 9),
+                                 k.id != fa, -k.gates, k.id))
         out[p] = [k.id for k in good]
     return out
 

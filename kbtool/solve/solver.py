@@ -419,7 +419,7 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
 
     erank = engine_ranks(backends, priority(q.engine, env.get("sm"), env.get("attention") in MLA_ONLY)) \
         if backends else {}
-    rec = recommended(kernels, q.phases, erank)
+    rec = recommended(kernels, q.phases, erank, env.get("sm"))
     order = {kid: i for p in q.phases for i, kid in enumerate(rec[p])}
     kernels.sort(key=lambda a: (SEVERITY[a.status], order.get(a.id, 10**6), a.gates == 0, a.id))
     used |= glob_out.used

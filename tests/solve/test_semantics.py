@@ -155,3 +155,19 @@ def test_headline_fits_a_terminal_and_explain_never_truncates() -> None:
     assert "None" not in r.out and "?" not in r.out
     full = run_kb("query", "--gpu", "h100", "--ctx", "128k", "--kv", "fp8", "--explain", env=env)
     assert "more (--explain)" not in full.out and "torch-sdpa-math" in full.out
+
+
+def test_order_to_try(kb: KB) -> None:
+    v = ask(kb, gpu="h100", model="gpt-oss-120b", ctx="128k", engine="vllm")
+    assert v.recommended["prefill"][0] == "flash-attention-3"  # FLASH_ATTN first in vLLM's list on sm90
+    b = ask(kb, gpu="b200", head_dim=128, kv="bf16", ctx="8k")
+    assert b.recommended["prefill"][0] == "flash-attention-4"  # vLLM's default FA generation on sm100
+    assert b.recommended["prefill"].index("torch-sdpa-flash") > b.recommended["prefill"].index("flashinfer-fa2")
+
+
+def test_engine_handled_caveat_does_not_demote(kb: KB) -> None:
+    a = ask(kb, gpu="h100", ctx="128k", kv="fp8", engine="vllm", kernel=["flash-attention-3"])
+    c = next(r for r in k(a, "flash-attention-3").caveats if r.claim == "fa3-fp8-long-context-two-level-accumulation")
+    assert c.handled and "two-level" in c.handled
+    plain = ask(kb, gpu="h100", ctx="128k", kv="fp8", kernel=["flash-attention-3"])
+    assert all(r.handled is None for r in k(plain, "flash-attention-3").caveats)
