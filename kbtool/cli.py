@@ -523,8 +523,8 @@ app.add_typer(bench_app, name="bench")
 @bench_app.command("run")
 def bench_run(
     quick: Annotated[bool, typer.Option("--quick", help="The small grid (< 10 minutes on an H200).")] = False,
-    out: Annotated[Path | None, typer.Option("--out", help="Folder for records and PNGs "
-                                             "(default: the records tree's measurements/).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Folder for the run's record (default: the records "
+                                             "tree's measurements/); PNGs go to docs/figures/.")] = None,
     backend: Annotated[list[str] | None, typer.Option("--backend", help="Only these backends (repeatable).")] = None,
     repeats: Annotated[int, typer.Option("--repeats", min=1, help="Separate process launches per attempt.")] = 3,
     budget: Annotated[float, typer.Option("--budget-s", help="Stop starting new work after this many seconds.")]
@@ -532,7 +532,7 @@ def bench_run(
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Do not draw PNGs.")] = False,
     kb: KbOpt = None,
 ) -> None:
-    """Run the prefill and decode grid on the local GPU and write measurement records."""
+    """Run the prefill and decode grid on the local GPU and write its measurement record (one per run)."""
     from kbtool.bench.commands import run_command
     from kbtool.bench.runner import NoGpuError
     from kbtool.bench.text import run as render

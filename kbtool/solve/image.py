@@ -136,7 +136,8 @@ class ModelV:
 
 
 class BenchRow:
-    """A bench measurement record, as kbtool.measure.rank reads it."""
+    """One bench case (a row of a bench run's measurement record), as kbtool.measure.rank reads it; `id` cites
+    the row (`<record id>#<configuration key>-<backend>`)."""
 
     __slots__ = ("accelerator", "conditions", "id", "kernel", "metrics", "outcome", "phase", "samples")
 
@@ -193,12 +194,12 @@ def _model_row(m: Any) -> tuple[Any, ...]:
             m.sinks, m.softcap, m.alibi, m.sparse_attention)
 
 
-def _bench_row(m: Any) -> tuple[Any, ...]:
-    return (m.id, m.phase, m.kernel, dict(m.conditions), m.outcome, list(m.samples), m.metrics.get("correct"),
-            m.accelerator)
+def _bench_row(c: Any) -> tuple[Any, ...]:
+    return (c.id, c.phase, c.kernel, dict(c.conditions), c.outcome, list(c.samples), c.metrics.get("correct"),
+            c.accelerator)
 
 
-def build(kb: KB, skipped: list[str] | None = None) -> dict[str, Any]:
+def build(kb: KB) -> dict[str, Any]:
     """The image of a loaded KB, as plain data (marshal-able)."""
     from kbtool.measure.table import bench_records
 
@@ -215,9 +216,9 @@ def build(kb: KB, skipped: list[str] | None = None) -> dict[str, Any]:
         by_subject.setdefault(c.subject, []).append(_claim_row(c, share, evidence_arch))
     libs = {k.library for k in kernels} | {s.library for c in claims for s in c.scope}
     bench: dict[str, list[tuple[Any, ...]]] = {}
-    for m in bench_records(kb):
-        if m.accelerator:
-            bench.setdefault(m.accelerator, []).append(_bench_row(m))
+    for case in bench_records(kb):
+        if case.accelerator:
+            bench.setdefault(case.accelerator, []).append(_bench_row(case))
     names: dict[str, dict[str, str]] = {}
     for alias, rid in kb.aliases.items():  # per kind; the first record to claim an alias keeps it, as in KB
         names.setdefault(kb.by_id[rid].kind, {})[alias] = rid
@@ -238,7 +239,6 @@ def build(kb: KB, skipped: list[str] | None = None) -> dict[str, Any]:
         "evidence_arch": evidence_arch,
         "releases": _releases(by_kind.get("evidence", [])),
         "bench": {acc: lazy(rows) for acc, rows in bench.items()},
-        "skipped": list(skipped or []),
     }
 
 
@@ -284,7 +284,6 @@ class Image:
         self.evidence_arch: dict[str, str] = data["evidence_arch"]
         self.releases: dict[str, str] = data["releases"]  # library -> newest version probe evidence ran
         self._bench: dict[str, bytes] = data["bench"]
-        self.skipped: list[str] = data["skipped"]
 
     def _section(self, name: str) -> Any:
         got = self._open.get(name)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.findings import Finding
-from kbtool.model import FOLDERS, MODELS, Record
+from kbtool.model import Record
 from kbtool.paths import display
 from kbtool.store.reader import Document, read_document
 
@@ -92,11 +92,3 @@ def load_tree(root: Path, paths: Iterable[Path] | None = None) -> LoadResult:
         item.record = record
         result.loaded.append(item)
     return result
-
-
-def expected_location(record: Record) -> str:
-    return f"{FOLDERS[record.kind]}/{record.id}.yaml"
-
-
-def kinds() -> list[str]:
-    return list(MODELS)
