@@ -190,8 +190,14 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
             room = f"weights {m.weights_bytes / gb:,.1f} GB exceed the usable memory"
         else:
             room = f"{m.available_bytes / gb:,.1f} GB free after weights; max ctx {m.max_ctx:,}"
+        ctx = a.query.get("ctx")
+        seqs = ""
+        if getattr(m, "max_sequences", None) is not None and ctx and m.available_bytes >= 0:
+            seqs = f"; {m.max_sequences:,} sequence{'s' if m.max_sequences != 1 else ''} of {ctx:,} fit at once"
+        bind = {"model": "max_position_embeddings binds", "memory": "memory binds"}.get(
+            getattr(m, "ctx_limit", None) or "", "")
         used += _lines(sink, f"memory: {fits}; KV {m.kv_bytes / gb:,.1f} GB ({m.kv_bytes_per_token:,.0f} B/token);"
-                       f" {room}", width)
+                       f" {room}{f' ({bind})' if bind and m.available_bytes >= 0 else ''}{seqs}", width)
     cav: dict[str, tuple[str, Reason]] = {}
     for r in a.caveats:
         cav.setdefault(r.claim, (r.subject or "", r))
@@ -238,6 +244,23 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
         _explain_all(sink, a)
 
 
+def _memory(sink: Sink, m: Any, ctx: int | None) -> None:
+    """The memory lines: verdict, KV per token, sequences at the asked ctx, max ctx and what binds it."""
+    fits = {True: ("fits", "green"), False: ("does not fit", "red"), None: ("no ctx given", "cyan")}[m.fits]
+    seqs = ""
+    if m.max_sequences is not None and ctx:
+        seqs = f"; {m.max_sequences:,} sequence{'s' if m.max_sequences != 1 else ''} of {ctx:,} fit at once"
+    bind = {"model": "the model's max_position_embeddings binds",
+            "memory": "memory binds"}.get(m.ctx_limit, m.ctx_limit)
+    w = _width()
+    _lines(sink, f"memory: {fits[0]}; KV {m.kv_bytes_per_token:,.0f} B/token{seqs}; max ctx {m.max_ctx:,} ({bind})",
+           w, "", "    ")
+    for part in m.formula.split("; "):
+        _lines(sink, part, w, "  ", "    ")
+    for n in m.notes:
+        _lines(sink, n, w, "  ", "    ", style="dim")
+
+
 def _explain_all(sink: Sink, a: Answer) -> None:
     sink.line([("explain:", "bold")])
     sink.line([(f"query: {_query_line(a)}", "dim")])
@@ -251,10 +274,7 @@ def _explain_all(sink: Sink, a: Answer) -> None:
     if a.ranking:
         _ranking(sink, a.ranking, True)
     if a.memory is not None:
-        for part in a.memory.formula.split("; "):
-            _lines(sink, part, _width(), "  ", "    ")
-        for n in a.memory.notes:
-            _lines(sink, n, _width(), "  ", "    ", style="dim")
+        _memory(sink, a.memory, a.query.get("ctx"))
     for n in a.notes:
         _lines(sink, f"note: {n}", _width(), style="dim")
     sink.line([("reasons and sources:", "bold")])

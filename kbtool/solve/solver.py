@@ -110,8 +110,8 @@ def model_features(model: ModelV, gpus: int) -> dict[str, Any]:
     mla = next((g for g in model.layers if g.type == "mla"), None)
     if mla is not None and mla.kv_lora_rank is not None:
         rope = mla.rope_dim or 0
-        out.update(kv_lora_rank=mla.kv_lora_rank, qk_rope_head_dim=rope,
-                   qk_nope_head_dim=(mla.head_dim or model.head_dim) - rope,
+        nope = getattr(mla, "qk_nope_head_dim", None) or (mla.head_dim or model.head_dim) - rope
+        out.update(kv_lora_rank=mla.kv_lora_rank, qk_rope_head_dim=rope, qk_nope_head_dim=nope,
                    v_head_dim=mla.head_dim_v or mla.head_dim or model.head_dim)
     return out
 
@@ -453,12 +453,15 @@ def _memory_left(cx: Ctx, acc: AcceleratorV, env: dict[str, Any]) -> int | None:
     usable = int(capacity * cx.q.utilization)
     if cx.model is None:
         return usable
-    from kbtool.solve.kvcache import fit
+    from kbtool.solve.budget import fit
+    from kbtool.solve.kvcache import DEFAULT_BATCHED_TOKENS
 
+    q = cx.q
     ctx = env.get("ctx") or cx.model.max_context
-    f = fit(cx.model, env["kv_dtype"], capacity, ctx, batch=env.get("batch") or 1, tp=cx.q.gpus,
-            utilization=cx.q.utilization)
-    return f.available_bytes - f.kv_bytes
+    f = fit(cx.model, env["kv_dtype"], capacity, ctx, batch=env.get("batch") or 1, tp=q.gpus,
+            utilization=q.utilization, weights=q.weights, reserve=q.reserve,
+            batched_tokens=q.batched_tokens or DEFAULT_BATCHED_TOKENS)
+    return f.pool_bytes - f.kv_bytes  # the pool is capacity x utilization - weights - the activation reserve
 
 
 def _handled(engine: str, kernels: list[KernelAnswer]) -> None:
@@ -512,7 +515,7 @@ def _verdict(cx: Ctx, acc: AcceleratorV, kernels: list[KernelAnswer], memory: An
         if fits:
             mem = f"; KV {memory.kv_bytes / gb:,.1f} GB fits in {memory.available_bytes / gb:,.1f} GB"
         elif memory.available_bytes <= 0:
-            usable = memory.available_bytes + memory.weights_bytes
+            usable = memory.available_bytes + memory.weights_bytes + memory.reserve_bytes
             mem = (f"; does not fit: weights {memory.weights_bytes / gb:,.1f} GB per GPU exceed the "
                    f"{usable / gb:,.1f} GB usable ({q.utilization:g} x {memory.capacity_bytes / gb:,.1f} GB), "
                    f"before {memory.kv_bytes / gb:,.1f} GB of KV")
