@@ -155,7 +155,9 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
             env["cuda"] = assumed["cuda"] = profile.CUDA
         if "batch" not in env:
             env["batch"] = assumed["batch"] = profile.BATCH
-        if "block_size" not in env and q.engine in profile.ENGINE_BLOCK_SIZE:
+        # vLLM forces the MLA backends' own block sizes (64, 128, 32 x n): there the block size is what the
+        # backend needs (chosen per gate below), not the engine's default
+        if "block_size" not in env and q.engine in profile.ENGINE_BLOCK_SIZE and env.get("attention") not in MLA_ONLY:
             env["block_size"] = assumed["block_size"] = profile.ENGINE_BLOCK_SIZE[q.engine]
         if cx.model is None:
             for k, v in profile.NO_FEATURES.items():
