@@ -8,7 +8,8 @@ One documented profile, listed in every answer's `assumed:` line and JSON:
   README.md:227 @ fb28d7242b3506a2348265962041acc1fb56cca4 lists 12.9, 13.0 and 13.4); it also meets FA-3's
   12.3 and FlashMLA's 12.8;
 - head dims: the model's, else 128;
-- block size: the engine's default (vLLM: 16, vllm/config/cache.py `block_size` default on CUDA), else what the
+- block size: the engine's default (vLLM: 16, vllm/config/cache.py `block_size` default on CUDA) for dense
+  attention; for MLA models (vLLM forces each MLA backend's own block size) and without an engine, what the
   library's paged-KV path needs (a gate that only a block size decides passes, saying which value it needs);
 - batch 1; q dtype bf16 (fp16 when the KV cache is fp16); KV dtype = the q dtype;
 - attention features with no model: none (no sinks, no sliding window, no softcap, no ALiBi, dense GQA).

@@ -171,3 +171,11 @@ def test_engine_handled_caveat_does_not_demote(kb: KB) -> None:
     assert c.handled and "two-level" in c.handled
     plain = ask(kb, gpu="h100", ctx="128k", kv="fp8", kernel=["flash-attention-3"])
     assert all(r.handled is None for r in k(plain, "flash-attention-3").caveats)
+
+
+def test_mla_block_size_is_the_backends_own_under_vllm(kb: KB) -> None:
+    a = ask(kb, gpu="b200", model="deepseek-v3", kv="bf16", engine="vllm", gpus=8, ctx="32k")
+    assert "block_size" not in a.assumed
+    assert k(a, "cutlass-mla-decode").status == "ok"  # CUTLASS_MLA's 128 is what the profile picks for it
+    dense = ask(kb, gpu="h100", model="llama-3.1-8b", kv="bf16", engine="vllm", ctx="8k")
+    assert dense.assumed["block_size"] == 16
