@@ -217,7 +217,7 @@ def _fake(case: dict[str, Any]) -> dict[str, Any]:
     if name == "fake-crash":  # dies the way a segfaulting kernel does: no cleanup, no answer
         import signal
 
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGSEGV)
     if name == "fake-hang":
         time.sleep(3600)
     if name == "fake-refuse":
