@@ -479,6 +479,29 @@ def new(
     print(f"wrote {path}; replace each TODO, then run `kb validate {path}`")
 
 
+model_app = typer.Typer(help="Model records from Hugging Face configs.", no_args_is_help=True)
+app.add_typer(model_app, name="model")
+
+
+@model_app.command("import")
+def model_import(
+    config: Annotated[str, typer.Argument(metavar="PATH", help="A config.json (or the folder holding it).")],
+    record_id: Annotated[str | None, typer.Option("--id", help="Record id (default: the folder's name).")] = None,
+    stdout: Annotated[bool, typer.Option("--stdout", help="Print the record instead of writing it.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing record.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Write a model record from a Hugging Face config.json, citing the config (SOURCE.yaml beside it)."""
+    from kbtool import modelimport
+
+    root = _records(kb)
+    if stdout:
+        print(modelimport.record_text(config, record_id, root)[1], end="")
+        raise typer.Exit(0)
+    path = modelimport.import_model(config, record_id, root, overwrite=force)
+    print(f"wrote {path}; run `kb validate {path}`")
+
+
 # ---- query --------------------------------------------------------------------------------------
 
 
@@ -505,8 +528,8 @@ app.add_typer(bench_app, name="bench")
 @bench_app.command("run")
 def bench_run(
     quick: Annotated[bool, typer.Option("--quick", help="The small grid (< 10 minutes on an H200).")] = False,
-    out: Annotated[Path | None, typer.Option("--out", help="Folder for records and PNGs "
-                                             "(default: the records tree's measurements/).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Folder for the run's record (default: the records "
+                                             "tree's measurements/); PNGs go to docs/figures/.")] = None,
     backend: Annotated[list[str] | None, typer.Option("--backend", help="Only these backends (repeatable).")] = None,
     repeats: Annotated[int, typer.Option("--repeats", min=1, help="Separate process launches per attempt.")] = 3,
     budget: Annotated[float, typer.Option("--budget-s", help="Stop starting new work after this many seconds.")]
@@ -514,7 +537,7 @@ def bench_run(
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Do not draw PNGs.")] = False,
     kb: KbOpt = None,
 ) -> None:
-    """Run the prefill and decode grid on the local GPU and write measurement records."""
+    """Run the prefill and decode grid on the local GPU and write its measurement record (one per run)."""
     from kbtool.bench.commands import run_command
     from kbtool.bench.runner import NoGpuError
     from kbtool.bench.text import run as render

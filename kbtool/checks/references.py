@@ -32,6 +32,10 @@ def _ref_path(kb: KB, rid: str, rel: str, target: str) -> tuple[str | None, int 
                 if v == target:
                     file, line = kb.location(rid, key, i)
                     return file, line, f"$.{key}[{i}]"
+                for sub, x in v.items() if isinstance(v, dict) else []:  # a measurement's rows
+                    if x == target:
+                        file, line = kb.location(rid, key, i, sub)
+                        return file, line, f"$.{key}[{i}].{sub}"
     file, line = kb.location(rid)
     return file, line, f"$ ({rel})"
 

@@ -1,10 +1,14 @@
 """Bench measurements as tables: {configuration key: {backend: Timing}}, for ranking and reports.
 
-Reads anything with a bench measurement record's attributes (id, phase, conditions, outcome, samples,
-metrics): record models, or the query image's BenchRow (kbtool/solve/image.py), so ranking needs no pydantic.
+Reads anything with a bench case's attributes (id, phase, conditions, outcome, samples, metrics): the
+`BenchCase`s of measurement records (`bench_records`), or the query image's BenchRow (kbtool/solve/image.py),
+so ranking needs no pydantic.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
 
 from kbtool.measure.grid import Config
 from kbtool.measure.stats import Table, Timing
@@ -12,7 +16,6 @@ from kbtool.measure.stats import Table, Timing
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
-    from typing import Any
 
     from kbtool.model import Measurement
 
@@ -39,16 +42,44 @@ def table(records: Iterable[Any], phase: str | None = None) -> tuple[Table, dict
     return tab, configs
 
 
-def is_bench(m: Measurement) -> bool:
-    """A measurement written by `kb bench run`: an outcome, a phase and a backend among its conditions."""
-    return m.outcome is not None and "backend" in m.conditions and m.phase is not None
+@dataclass
+class BenchCase:
+    """One bench attempt as readers see it (table, rank, plots): a row of a bench run's measurement record with
+    the record's shared values filled in, and `id` citing the row: `<record id>#<configuration key>-<backend>`."""
+
+    id: str
+    record: str
+    accelerator: str | None
+    kernel: str | None
+    phase: str | None
+    conditions: dict[str, Any]
+    outcome: str | None
+    samples: list[float]
+    value: Any = None
+    unit: str | None = None
+    message: str | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
 
 
-def bench_records(records: Iterable[Any], accelerator: str | None = None) -> list[Measurement]:
-    """The bench measurements among `records` (of one accelerator, when given), by id."""
+def cases(m: Measurement) -> list[BenchCase]:
+    """The bench cases of a measurement record: its rows with an outcome, a phase and a backend among their
+    conditions (none for a seed table or a probe's measured values)."""
+    out = []
+    for r in m.cells():
+        if r.outcome is None or r.phase is None or "backend" not in r.conditions:
+            continue
+        cfg = Config.from_conditions(r.phase, r.conditions)
+        key = f"{cfg.key()}-{r.conditions['backend']}" if cfg else str(r.conditions["backend"])
+        out.append(BenchCase(f"{m.id}#{key}", m.id, r.accelerator, r.kernel, r.phase, r.conditions, r.outcome,
+                             list(r.samples), r.value, r.unit, r.message, r.metrics))
+    return out
+
+
+def bench_records(records: Iterable[Any], accelerator: str | None = None) -> list[BenchCase]:
+    """The bench cases of the measurement records among `records` (of one accelerator, when given), by id."""
     from kbtool.model import Measurement
 
-    out = [r for r in records if isinstance(r, Measurement) and is_bench(r)]
+    out = [c for r in records if isinstance(r, Measurement) for c in cases(r)]
     if accelerator:
-        out = [r for r in out if r.accelerator == accelerator]
-    return sorted(out, key=lambda r: r.id)
+        out = [c for c in out if c.accelerator == accelerator]
+    return sorted(out, key=lambda c: c.id)
