@@ -33,6 +33,7 @@ SPEC = ProbeSpec(
         "flashinfer-fa2-requires-nvidia",
         "flashinfer-fa3-requires-nvidia",
         "flashinfer-arch-range",
+        "flashinfer-fa2-q-kv-dtypes",
     ],
     requires={"archs": None, "packages": ["torch", "flashinfer"]},
     timeout_s=420,
@@ -146,6 +147,14 @@ SUBJECT = {"prefill-fa3": "flashinfer-fa3", "prefill-fa2": "flashinfer-fa2", "de
            "decode-single": "flashinfer-fa2"}
 
 
+def subjects(p: dict[str, Any]) -> list[str]:
+    """The kernel a case exercises. FA3 with fp8 KV and a bf16 query is refused by FlashInfer's own helper
+    (is_fa3_backend_supported) before any head-dim or arch check, so those cases gate no FA3 claim here."""
+    if p.get("path") == "prefill-fa3" and p.get("kv_dtype") != "bf16":
+        return []
+    return [SUBJECT.get(str(p.get("path")), "")]
+
+
 def reason_of(obs: dict[str, Any]) -> str | None:
     """The gate a refusal names: FlashInfer's JIT arch gate, the FA3 helpers the probe asks, else keywords."""
     text = str(obs.get("message") or "")
@@ -176,7 +185,7 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
     """Every claim's prediction per case comes from its own `when`/`requires` (env['claims']); the head-dim claims
     judge only the bf16 query paths they name. A refusal is read by its message (reason_of)."""
     claims = env.get("claims") or {}
-    gates = claim_gates(claims, SPEC.claims, lambda p: [SUBJECT.get(str(p.get("path")), "")], variables(env))
+    gates = claim_gates(claims, SPEC.claims, subjects, variables(env))
     version = (env.get("libraries") or {}).get("flashinfer")
 
     def scope_of(gate: Any) -> dict[str, Any]:

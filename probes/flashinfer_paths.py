@@ -30,6 +30,10 @@ SPEC = ProbeSpec(
         "flashinfer-fa3-requires-nvidia",
         "flashinfer-fa3-requires-sm90a",
         "flashinfer-arch-range",
+        "flashinfer-fa2-q-kv-dtypes",
+        "flashinfer-xqa-q-kv-dtypes",
+        "flashinfer-trtllm-gen-q-kv-dtypes",
+        "flashinfer-trtllm-gen-cubins",
     ],
     requires={"archs": None, "packages": ["torch", "flashinfer"]},
     timeout_s=300,
@@ -222,7 +226,7 @@ def reason_of(obs: dict[str, Any]) -> str | None:
     scales, cuDNN prefill without offsets, in version 1) is no gate at all."""
     text = str(obs.get("message") or "")
     if "checksums.txt" in text or NETWORK_GATE in text:
-        return "NETWORK"
+        return "CUBINS"  # the reason code of flashinfer-trtllm-gen-cubins
     if "ckv_scale or ckv_scale_arr is required" in text or "batch_offsets_q and batch_offsets_o are required" in text:
         return "PROBE"
     return default_reason(obs)
@@ -231,7 +235,10 @@ def reason_of(obs: dict[str, Any]) -> str | None:
 def variables(env: dict[str, Any]) -> Any:
     def bind(p: dict[str, Any]) -> dict[str, Any]:
         out = {"vendor": "nvidia", "sm": env.get("architecture"), "cuda": env.get("cuda"), "dtype": "bf16",
-               "kv_dtype": p.get("kv_dtype"), "phase": p.get("phase"), "block_size": PAGE}
+               "kv_dtype": p.get("kv_dtype"), "kv_dtype_differs": p.get("kv_dtype") != "bf16",
+               "phase": p.get("phase"), "block_size": PAGE,
+               # the probe host has no network (KINDS.md) and no flashinfer-cubin package unless it says so
+               "trtllm_kernels": "flashinfer-cubin" in (env.get("libraries") or {})}
         out.update(env_vars(env))
         if not str(p.get("path", "")).startswith("mla-"):
             out["head_dim"] = out["head_dim_v"] = p.get("head_dim")

@@ -28,7 +28,7 @@ ReasonOf = Callable[[dict[str, Any]], str | None]
 _KEYWORDS: tuple[tuple[str, str], ...] = (  # the most specific family first: head-dim messages often name the arch
     (r"needs network|cubin package|checksums\.txt|connection|urlopen|max retries|download", "NETWORK"),
     (r"head[_ ]?dim|head[_ ]?size|last dimension|headdim|hidden_dim|d_qk|d_v\b", "HEAD_DIM"),
-    (r"kv[_ ]?(cache )?(data ?type|dtype)|fp8 kv|kv_data_type|fp8 query", "KV_DTYPE"),
+    (r"kv[_ ]?(cache )?(data ?type|dtype)|fp8 kv|kv_data_type|fp8 query|to have the same dtype", "KV_DTYPE"),
     (r"dtype|data ?type|float8|fp8|fp32|float32|bfloat16|half", "DTYPE"),
     (r"page[_ ]?size|block[_ ]?size|tokens per page|numtokensperpage", "BLOCK_SIZE"),
     (r"no supported cuda architectures|compute capability|sm_?\d{2,3}a?\b|architecture|"
@@ -209,8 +209,8 @@ def claim_expect(claim: ClaimData, subjects: Callable[[dict[str, Any]], Iterable
         bound = variables(params)
         if when is not None and evaluate(when, bound) is not True:
             return None
-        if requires is None and claim.get("effect") not in ("supports",):
-            return None
+        if claim.get("effect") == "caveat" or (requires is None and claim.get("effect") != "supports"):
+            return None  # a caveat's `requires` says when it bites, not what is refused
         result = evaluate(requires, bound)
         return None if result is None else bool(result)
 

@@ -92,7 +92,7 @@ def out_of_scope(claim: Claim, rvars: Mapping[str, Any], verdict_scope: Mapping[
 
 
 _STATUS_OF = {"confirmed": "verified", "contradicted": "refuted"}
-_MISSING = re.compile(r"\(NETWORK\)|not installed")
+_MISSING = re.compile(r"\((NETWORK|CUBINS)\)|not installed|attributed to flashinfer-trtllm-gen-cubins")
 """An inconclusive verdict whose detail names what the probe host lacks makes that scope untestable."""
 NETWORK_REASON = "trtllm-gen downloads its kernels at first use: needs network or the cubin package on the probe host"
 
@@ -151,7 +151,7 @@ def _scoped(entries: list[_Entry]) -> dict[str, Any] | None:
             return None
         chosen, status = missing, "untestable"
     reason = " | ".join(f"{e.ev.probe.id} v{e.ev.probe.version}: {e.verdict}; {e.detail}" for e in chosen)
-    if status == "untestable" and "(NETWORK)" in reason:
+    if status == "untestable" and re.search(r"\((NETWORK|CUBINS)\)|trtllm-gen-cubins", reason):
         reason = f"{NETWORK_REASON}. " + reason
     ids: list[str] = []
     for e in chosen:
@@ -212,9 +212,13 @@ def plan(
             per_claim.setdefault(v.claim, []).append(
                 _Entry(ev, v.verdict, v.detail or "", verdict_scope(claim, ev, rvars, v.scope)))
     updates: list[Update] = []
-    for cid in sorted(set(per_claim) | set(events)):
+    applied = {ev.id for ev in evidence}
+    stale = {cid for cid, c in claims.items()
+             if any(set(v.evidence) and set(v.evidence) <= applied for v in c.verification.verdicts)}
+    for cid in sorted(set(per_claim) | set(events) | stale):
         claim = work[cid]
-        block = _block(claims[cid], claim, per_claim.get(cid, []), events.get(cid, []), cid in legacy_partial, today)
+        block = _block(claims[cid], claim, per_claim.get(cid, []), events.get(cid, []), cid in legacy_partial, today,
+                       applied)
         if block is None:
             skips.append(Skip(cid, "inconclusive: the run neither confirmed nor contradicted it"))
             continue
@@ -248,7 +252,8 @@ def _strongest(events: list[ScopeEvent]) -> list[ScopeEvent]:
 
 
 def _block(
-    original: Claim, claim: Claim, entries: list[_Entry], events: list[ScopeEvent], partial: bool, today: str
+    original: Claim, claim: Claim, entries: list[_Entry], events: list[ScopeEvent], partial: bool, today: str,
+    applied: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> dict[str, Any] | None:
     """The claim's new verification mapping (and its new scope under SCOPE_KEY when a scope event moved it)."""
     old = original.verification.model_dump(mode="json", exclude_defaults=True, by_alias=True)
@@ -256,7 +261,8 @@ def _block(
     for e in entries:
         by_scope.setdefault(_scope_key(e.scope), []).append(e)
     scoped = {k: sv for k, es in by_scope.items() if (sv := _scoped(es)) is not None}
-    kept = [v for v in old.get("verdicts", []) if _scope_key(v.get("scope") or {}) not in scoped]
+    kept = [v for v in old.get("verdicts", []) if _scope_key(v.get("scope") or {}) not in scoped
+            and not set(v.get("evidence") or []) <= applied]  # judged again now: what it says now stands
     verdicts = sorted([*kept, *scoped.values()], key=lambda v: _scope_key(v["scope"]))
     statuses = {v["status"] for v in verdicts} - {"untestable"}
     if partial or statuses == {"verified", "refuted"}:
@@ -268,6 +274,12 @@ def _block(
             original.verification.status)
     elif events:
         status = str(original.verification.status)
+    elif old.get("verdicts"):  # every earlier verdict was judged again and none stands: back to unverified
+        block = {"status": "unverified", "reason": "judged again: no recorded run decides this claim as it now "
+                 "reads (evidence " + ", ".join(old.get("evidence", [])) + ")", "checked": today}
+        if old.get("sides"):
+            block["sides"] = old["sides"]
+        return block
     else:
         return None
     if not old.get("verdicts") and not any(e.ev.id in old.get("evidence", []) for e in entries):

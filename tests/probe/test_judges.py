@@ -81,14 +81,15 @@ def test_sdpa_wrong_results_and_foreign_kernels_are_not_evidence() -> None:
     assert verdicts(sdpa_gates, o, H200)["torch-sdpa-efficient-head-dim"] == "inconclusive"
 
 
-def test_sdpa_a_kv_dtype_other_than_q_refused_for_dtype_refutes_a_dtype_claim_silent_about_kv() -> None:
-    """The dtype claims' conditions read only `dtype`: they predict that bf16 q with fp8 K/V runs."""
-    o = [obs(c, "UNSUPPORTED", message="Expected query, key and value to have the same dtype")
+def test_sdpa_a_kv_dtype_other_than_q_is_the_same_dtype_claims_refusal() -> None:
+    """bf16 q with fp8 K/V refused ("to have the same dtype") confirms the same-dtype claim; the dtype claim, whose
+    conditions read only `dtype`, gets the refusal attributed, not counted against it."""
+    o = [obs(c, "UNSUPPORTED", message="Expected query, key, and value to have the same dtype")
          if c["kv_dtype"] != c["dtype"] else obs(c, "OK") for c in sdpa_mixed.cases() if c["kind"] == "mixed"]
     got = {v["claim"]: v for v in sdpa_mixed.judge(o, env_for(sdpa_mixed, H200))}
+    assert got["torch-sdpa-flash-same-dtype-qkv"]["verdict"] == "confirmed"
     flash = got["torch-sdpa-flash-dtypes"]
-    assert flash["verdict"] == "contradicted" and "own reason (DTYPE)" in flash["detail"]
-    assert "kv fp8_e4m3" in flash["detail"]
+    assert "refusals attributed to torch-sdpa-flash-same-dtype-qkv" in flash["detail"]
 
 
 def test_sdpa_math_memory_cases_and_the_default_dispatch() -> None:
@@ -141,8 +142,7 @@ def test_flashinfer_0_6_18_the_seed_is_refuted_and_its_failures_are_the_fp8_gate
     assert f"refusals attributed to {FP8_GATE}" in seed["detail"]
     assert got[FP8_GATE]["verdict"] == "confirmed" and got[FP8_GATE]["detail"].startswith("3 of 3")
     for claim in ("flashinfer-decode-head-dims", "flashinfer-prefill-fa2-head-dims",
-                  "flashinfer-prefill-fa3-head-dims", "flashinfer-fa3-fp8-kv-needs-fp8-query",
-                  "flashinfer-arch-range"):
+                  "flashinfer-prefill-fa3-head-dims", "flashinfer-arch-range", "flashinfer-fa2-q-kv-dtypes"):
         assert got[claim]["verdict"] == "confirmed", (claim, got[claim]["detail"])
 
 
@@ -189,7 +189,8 @@ def test_flashinfer_paths_trtllm_gen_download_is_its_own_gate() -> None:
          if c["path"] == "trtllm-gen" else obs(c, "OK", rel_err=0.01) for c in flashinfer_paths.cases()]
     got = {v["claim"]: v for v in flashinfer_paths.judge(o, env_for(flashinfer_paths, H200))}
     sm100 = got["flashinfer-trtllm-gen-requires-sm100"]
-    assert sm100["verdict"] == "inconclusive" and "(NETWORK)" in sm100["detail"]
+    assert sm100["verdict"] == "inconclusive" and "attributed to flashinfer-trtllm-gen-cubins" in sm100["detail"]
+    assert got["flashinfer-trtllm-gen-cubins"]["verdict"] == "confirmed"  # no network and no cubin package here
     assert got["flashinfer-xqa-requires-sm90"]["verdict"] == "confirmed"
     o = [obs(c, "UNSUPPORTED", message=ARCH_GATE) if c["path"] == "trtllm-gen" else obs(c, "OK", rel_err=0.01)
          for c in flashinfer_paths.cases()]
