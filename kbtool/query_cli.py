@@ -45,6 +45,9 @@ OPTIONS: tuple[tuple[str, str, str, str, str], ...] = (
                                             "estimated)."),
     ("--max-num-batched-tokens", "max_num_batched_tokens", "int", "N", "vLLM's token budget per step "
                                                                       "(default 8192)."),
+    ("--assume", "assume", "str", "PROFILE", "typical (default): fill inputs not given from the documented profile "
+     "(kbtool/solve/profile.py) and list them; none: strict, unknown where an input is missing."),
+    ("--cuda", "cuda", "str", "VERSION", "CUDA version, e.g. 12.8."),
     ("--json", "json", "flag", "", "Print the answer as JSON (design.md §4)."),
     ("--explain", "explain", "flag", "", "Add sources and evidence."),
     ("--fail-on-no", "fail_on_no", "flag", "", "Exit 1 when the verdict is no."),
