@@ -97,7 +97,7 @@ def validate(
     list_checks: Annotated[bool, typer.Option("--list-checks", help="List every check and exit.")] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Fail on warnings too.")] = False,
     style: Annotated[bool, typer.Option("--style", help="Also report files not in `kb fmt`'s canonical form "
-                                                        "(KB601; slower: `kb fmt --check` is the usual gate).")] = False,
+                                                        "(KB601, slower; `kb fmt --check` is the gate).")] = False,
     kb: KbOpt = None,
 ) -> None:
     """Check every record: YAML, schema, references and values.
