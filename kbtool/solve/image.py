@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 4
+IMAGE_VERSION = 5
 
 
 def _at(i: int) -> Any:
@@ -215,6 +215,10 @@ def build(kb: KB, skipped: list[str] | None = None) -> dict[str, Any]:
         "models": lazy({m.id: _model_row(m) for m in by_kind.get("model", [])}),
         "backends": lazy(sorted(((b.id, b.engine, b.backend_name, list(b.kernels), list(b.attention))
                                  for b in by_kind.get("engine-backend", [])), key=lambda t: t[0])),
+        "priorities": lazy([(p.id, p.engine, p.platform, [(s.library, s.introduced, s.fixed, s.last_affected)
+                                                          for s in p.scope],
+                             [(compile_condition(pl.when), list(pl.order)) for pl in p.lists])
+                            for p in sorted(by_kind.get("engine-priority", []), key=lambda r: r.id)]),
         "evidence_arch": {e.id: e.environment.architecture for e in by_kind.get("evidence", [])
                           if getattr(e, "environment", None) is not None and e.environment.architecture},
         "bench": {acc: lazy(rows) for acc, rows in bench.items()},
@@ -239,7 +243,7 @@ class Image:
         self._claim_rows: dict[str, list[tuple[Any, ...]]] = data["claims"]  # subject -> rows
         self._claims: dict[str, list[ClaimV]] = {}
         self.libraries: list[str] = data["libraries"]
-        self._raw = {k: data[k] for k in ("accelerators", "models", "backends")}
+        self._raw = {k: data[k] for k in ("accelerators", "models", "backends", "priorities")}
         self._open: dict[str, Any] = {}
         self.cc: dict[str, str | None] = data["cc"]
         self.evidence_arch: dict[str, str] = data["evidence_arch"]
@@ -296,6 +300,10 @@ class Image:
 
     def backends(self, engine: str) -> list[BackendV]:
         return [BackendV(t) for t in self._section("backends") if t[1] == engine]
+
+    def priorities(self, engine: str) -> list[tuple[Any, ...]]:
+        """(id, engine, platform, scope, [(when, order)]) of the engine's priority records (kbtool/solve/engine.py)."""
+        return [t for t in self._section("priorities") if t[1] == engine]
 
     def bench_rows(self, accelerator: str) -> list[BenchRow]:
         blob = self._bench.get(accelerator)
