@@ -57,6 +57,8 @@ VARS: dict[str, tuple[VarType, tuple[str, ...] | None]] = {
     # environment switches
     "trtllm_kernels": ("bool", None),  # FlashInfer's TRT-LLM kernels installed (flashinfer-cubin) or fetchable
     "block_size": ("int", None),
+    # the engine's own --kv-cache-dtype spelling, where it matters (vLLM lists "fp8" and "fp8_e4m3" separately)
+    "kv_cache_dtype": ("enum", ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4", "fp8_ds_mla")),
     "causal": ("bool", None),
     "engine": ("enum", ENGINES),
     **{lib: ("version", None) for lib in LIBRARIES},
