@@ -154,6 +154,10 @@ def run(out_path: str, ccs: list[tuple[int, int]]) -> None:
     def code(rs: list[str]) -> int:
         return intern("reason_sets", tuple(intern("reasons", (r,)) for r in rs))
 
+    import inspect
+
+    prio_params = set(inspect.signature(cuda_mod._get_backend_priorities).parameters)
+    cfg_fields = set(AttentionSelectorConfig._fields)
     names = sorted(classes)
     import_errors = {n: c for n, c in classes.items() if isinstance(c, str)}
     rows = []
@@ -172,10 +176,10 @@ def run(out_path: str, ccs: list[tuple[int, int]]) -> None:
                             for kv in kvs:
                                 for block in BLOCKS:
                                     for sink in ((False, True) if layout == "dense" else (False,)):
-                                        cfg = AttentionSelectorConfig(
-                                            head_size=head, dtype=torch_dtype[dt], kv_cache_dtype=kv,
+                                        cfg = AttentionSelectorConfig(**_accepted(
+                                            cfg_fields, head_size=head, dtype=torch_dtype[dt], kv_cache_dtype=kv,
                                             block_size=block, use_mla=use_mla, has_sink=sink,
-                                            use_sparse=use_sparse)
+                                            use_sparse=use_sparse))
                                         per = []
                                         for n in names:
                                             c = classes[n]
@@ -189,14 +193,13 @@ def run(out_path: str, ccs: list[tuple[int, int]]) -> None:
                                                 rs = [f"raised {type(exc).__name__}: {str(exc)[:200]}"]
                                             per.append(code(rs))
                                         prio = [b.name for b in cuda_mod._get_backend_priorities(
-                                            use_mla, cap, num_heads=NUM_HEADS[layout], kv_cache_dtype=kv,
-                                            head_size=head)]
+                                            use_mla, cap, **_accepted(prio_params, num_heads=NUM_HEADS[layout],
+                                                                      kv_cache_dtype=kv, head_size=head))]
                                         try:
                                             valid, _ = GridPlatform.get_valid_backends(
                                                 device_capability=cap, attn_selector_config=cfg,
                                                 num_heads=NUM_HEADS[layout])
-                                            chosen = min(valid, key=lambda v: v.priority).backend.name \
-                                                if valid else None
+                                            chosen = _first(valid)
                                         except Exception as exc:  # noqa: BLE001
                                             chosen = f"raised {type(exc).__name__}"
                                         rows.append([f"{major}.{minor}", trtllm, layout, head, dt, kv, block,
@@ -226,6 +229,19 @@ def run(out_path: str, ccs: list[tuple[int, int]]) -> None:
             fh.write(text)
     else:
         Path(out_path).write_text(text)
+
+
+def _first(valid: list) -> str | None:
+    """The valid backend of lowest priority index (0.33.0 returns candidates, older releases (enum, index))."""
+    if not valid:
+        return None
+    pairs = [(v.priority, v.backend) if hasattr(v, "priority") else (v[1], v[0]) for v in valid]
+    return min(pairs, key=lambda p: p[0])[1].name
+
+
+def _accepted(names: set[str], **kwargs: object) -> dict[str, object]:
+    """The keyword arguments a function of this release takes (signatures change between releases)."""
+    return {k: v for k, v in kwargs.items() if k in names}
 
 
 def _const(value: bool, old: object) -> object:

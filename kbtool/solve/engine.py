@@ -29,6 +29,15 @@ KV_OF_VLLM = {"float16": "fp16", "bfloat16": "bf16", "fp8": "fp8_e4m3", "fp8_e4m
 DTYPE_OF_VLLM = {"bfloat16": "bf16", "float16": "fp16", "bf16": "bf16", "fp16": "fp16", "float32": "fp32"}
 
 
+UNBOUND_OK = frozenset({"block_size", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "kv_lora_rank",
+                        "num_heads", "causal"})
+_SEV = {"ok": 0, "caveat": 1, "unknown": 2, "rejected": 3}
+
+
+def _status_of(r: Reason) -> str:
+    return "unknown" if r.depends_on else "rejected"
+
+
 @dataclass
 class BackendCheck:
     id: str
@@ -109,8 +118,10 @@ def check(img: Image, b: BackendV, env: dict[str, Any], version: str) -> Backend
     libs = {"vllm": version}
     out = apply_claims(img.claims(b.id), Judge(env, libs), "engine")
     lay = env.get("attention")
-    reasons = list(out.reasons)
-    status = out.status
+    # vLLM picks the block size itself when --block-size is not given, and skips the checks that read the
+    # model's shape when it has no model config: such gates do not bind while their variables are unknown
+    reasons = [r for r in out.reasons if not (r.depends_on and set(r.depends_on) <= UNBOUND_OK)]
+    status = "ok" if not reasons else max((_status_of(r) for r in reasons), key=_SEV.__getitem__)
     if lay is not None and b.attention and lay not in b.attention:
         status = "rejected"
     return BackendCheck(b.id, b.backend_name, status, reasons)
@@ -151,16 +162,19 @@ def select(img: Image, env: dict[str, Any], version: str | None = None, requeste
 
 
 def vllm_env(cc: float, *, dtype: str, kv: str, head_size: int, block: int | None, layout: str,
-             sink: bool, trtllm: bool) -> dict[str, Any]:
+             sink: bool, trtllm: bool, num_heads: int | None = None) -> dict[str, Any]:
     """The query environment for one vLLM selector configuration (the probe's grid point)."""
     d = DTYPE_OF_VLLM.get(dtype, dtype)
     env: dict[str, Any] = {
         "cc": cc, "dtype": d, "kv_dtype": d if kv == "auto" else KV_OF_VLLM.get(kv, kv), "head_dim": head_size,
         "attention": {"dense": "gqa", "mla": "mla", "sparse": "sparse-mla"}[layout],
         "sparse": layout == "sparse", "sinks": sink, "trtllm_kernels": trtllm, "vendor": "nvidia",
+        "kv_cache_dtype": kv,
     }
     if cc in SM_OF_CC:
         env["sm"] = SM_OF_CC[cc]
     if block is not None:
         env["block_size"] = block
+    if num_heads is not None:
+        env["num_heads"] = num_heads
     return env

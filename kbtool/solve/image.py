@@ -181,6 +181,13 @@ def _bench_row(m: Any) -> tuple[Any, ...]:
             m.accelerator)
 
 
+def _priority_row(p: Any) -> tuple[Any, ...]:
+    from kbtool.solve.conditions import compile_condition
+
+    return (p.id, p.engine, p.platform, [(s.library, s.introduced, s.fixed, s.last_affected) for s in p.scope],
+            [(compile_condition(pl.when), list(pl.order)) for pl in p.lists])
+
+
 def build(kb: KB, skipped: list[str] | None = None) -> dict[str, Any]:
     """The image of a loaded KB, as plain data (marshal-able)."""
     from kbtool.bench.records import bench_records
@@ -215,10 +222,8 @@ def build(kb: KB, skipped: list[str] | None = None) -> dict[str, Any]:
         "models": lazy({m.id: _model_row(m) for m in by_kind.get("model", [])}),
         "backends": lazy(sorted(((b.id, b.engine, b.backend_name, list(b.kernels), list(b.attention))
                                  for b in by_kind.get("engine-backend", [])), key=lambda t: t[0])),
-        "priorities": lazy([(p.id, p.engine, p.platform, [(s.library, s.introduced, s.fixed, s.last_affected)
-                                                          for s in p.scope],
-                             [(compile_condition(pl.when), list(pl.order)) for pl in p.lists])
-                            for p in sorted(by_kind.get("engine-priority", []), key=lambda r: r.id)]),
+        "priorities": lazy([_priority_row(p) for p in sorted(by_kind.get("engine-priority", []),  # solve/engine.py
+                                                              key=lambda r: r.id)]),
         "evidence_arch": {e.id: e.environment.architecture for e in by_kind.get("evidence", [])
                           if getattr(e, "environment", None) is not None and e.environment.architecture},
         "bench": {acc: lazy(rows) for acc, rows in bench.items()},
