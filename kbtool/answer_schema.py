@@ -94,6 +94,9 @@ class Answer(_M):
     assumed: dict[str, Any] = Field(default_factory=dict, description="Defaults used for inputs not given")
     notes: list[str] = Field(default_factory=list, description="Other remarks")
     ranking: dict[str, Any] | None = Field(default=None, description="Measurement-based ranking, if any")
+    engine: dict[str, Any] | None = Field(default=None, description="With --engine vllm: the backend vLLM would "
+                                          "select, its priority list, each backend's refusal reasons and, for MLA, "
+                                          "the prefill path, decode backend and KV layout; absent otherwise")
 
 
 class MultiAnswer(_M):

@@ -516,6 +516,12 @@ def query(
     lib: LibOpt = None,
     block_size: BlockSizeOpt = None,
     util: Annotated[float | None, typer.Option("--util", help="Memory utilization (default 0.9).")] = None,
+    vllm: Annotated[str | None, typer.Option("--vllm", help="vLLM release for --engine vllm (default: the "
+                                                            "newest recorded).")] = None,
+    vllm_args: Annotated[str | None, typer.Option("--vllm-args", help='A vLLM serve command, e.g. "serve MODEL '
+                                                                      '--kv-cache-dtype fp8 -tp 2": pre-flight '
+                                                                      "answer (backend, KV fit, or vLLM's "
+                                                                      "error).")] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print the answer as JSON (design.md §4).")] = False,
     explain: Annotated[bool, typer.Option("--explain", help="Add sources and evidence.")] = False,
     fail_on_no: Annotated[bool, typer.Option("--fail-on-no", help="Exit 1 when the verdict is no.")] = False,
@@ -532,7 +538,8 @@ def query(
     from kbtool.store.cache import load_image
 
     q = build_query(gpu=gpu, gpus=gpus, ctx=ctx, kv=kv, dtype=dtype, model=model, head_dim=head_dim, batch=batch,
-                    phase=phase, engine=engine, kernel=kernel, lib=lib, block_size=block_size, util=util)
+                    phase=phase, engine=engine, kernel=kernel, lib=lib, block_size=block_size, util=util,
+                    vllm=vllm, vllm_args=vllm_args)
     report = load_image(_records(kb), use_cache=not no_cache)
     answer = solve(report, q)
     if json_:

@@ -11,9 +11,8 @@ from typing import Any
 
 from kbtool.errors import ProbeError, UsageError
 from kbtool.model import Claim, Evidence
-from kbtool.probe import engine
+from kbtool.probe import engine, measured
 from kbtool.probe import evidence as ev_io
-from kbtool.probe import measured
 from kbtool.probe.runner import CaseResult, run_cases
 from kbtool.probe.spec import Probe, discover
 from kbtool.probe.verdicts import Skip, Update, plan, untestable_block

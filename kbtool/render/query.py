@@ -117,7 +117,9 @@ def render_answer(target: Sink | Console, a: Answer, *, explain: bool = False) -
     if structural:
         names = ", ".join(k.id for k in structural)
         sink.line([(f"not applicable (phase, layout or engine): {names}", "dim")])
-    if a.backends:
+    if a.engine:
+        _engine(sink, a.engine, explain)
+    elif a.backends:
         _backends(sink, a.backends)
     if a.ranking:
         _ranking(sink, a.ranking, explain)
@@ -242,3 +244,28 @@ def render_multi(target: Sink | Console, m: MultiAnswer, *, explain: bool = Fals
         for a in m.rows:
             sink.rule(a.query.get("gpu") or "")
             render_answer(sink, a, explain=True)
+
+
+def _engine(sink: Sink, e: dict[str, Any], explain: bool) -> None:
+    """vLLM's selection (kbtool/solve/engine.py): the priority list with each backend's refusal reasons."""
+    sink.line([(f"vLLM {e['vllm']}:", "bold"), (" ", ""),
+               (f"selects {_name(e, e['selected'])}" if e.get("selected") else f"error: {e['error']}", "")])
+    for b in e["backends"]:
+        mark = "selected" if b["id"] == e.get("selected") else b["status"]
+        style = "green" if mark == "selected" else STYLE.get(b["status"], "")
+        reasons = "; ".join(b["reasons"][:2 if not explain else None])
+        more = f" (+{len(b['reasons']) - 2})" if not explain and len(b["reasons"]) > 2 else ""
+        sink.line([("  ", ""), (f"{mark:<9}", style), (f"{b['name']:<28}", ""), (reasons + more, "dim")])
+    mla = e.get("mla")
+    if mla:
+        sink.line([("  MLA: ", "bold"), (f"decode {mla['decode']}; prefill {' > '.join(mla['prefill'])} "
+                                         f"({mla['prefill_shape']}); KV {mla['kv_layout']}", "")])
+        if mla.get("indexer"):
+            sink.line([("  ", ""), (mla["indexer"], "dim")])
+    pre = e.get("preflight")
+    if pre:
+        sink.line([("  pre-flight: ", "bold"), (pre, "")])
+
+
+def _name(e: dict[str, Any], bid: str) -> str:
+    return next((b["name"] for b in e["backends"] if b["id"] == bid), bid)

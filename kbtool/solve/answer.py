@@ -151,15 +151,16 @@ class Memory(_Plain):
 
 class Answer(_Plain):
     FIELDS = ("query", "verdict", "summary", "kernels", "memory", "claims_used", "depends_on", "backends",
-              "caveats", "assumed", "notes", "ranking")
+              "caveats", "assumed", "notes", "ranking", "engine")
     __slots__ = FIELDS
 
     def __init__(self, *, query: dict[str, Any], verdict: str, summary: str, kernels: list[KernelAnswer],
                  memory: Memory | None, claims_used: list[str], depends_on: list[str] | None = None,
                  backends: list[BackendAnswer] | None = None, caveats: list[Reason] | None = None,
                  assumed: dict[str, Any] | None = None, notes: list[str] | None = None,
-                 ranking: dict[str, Any] | None = None) -> None:
+                 ranking: dict[str, Any] | None = None, engine: dict[str, Any] | None = None) -> None:
         self.query, self.verdict, self.summary, self.kernels = query, verdict, summary, kernels
+        self.engine = engine  # with --engine vllm: vLLM's own selection (kbtool/solve/engine.py)
         self.memory, self.claims_used = memory, claims_used
         self.depends_on = depends_on if depends_on is not None else []
         self.backends = backends if backends is not None else []
@@ -167,6 +168,13 @@ class Answer(_Plain):
         self.assumed = assumed if assumed is not None else {}
         self.notes = notes if notes is not None else []
         self.ranking = ranking
+
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        if self.engine is None:  # only answers under --engine vllm carry the engine part
+            del d["engine"]
+        return d
 
 
 class MultiAnswer(_Plain):

@@ -178,3 +178,134 @@ def vllm_env(cc: float, *, dtype: str, kv: str, head_size: int, block: int | Non
     if num_heads is not None:
         env["num_heads"] = num_heads
     return env
+
+
+# ---- MLA as vLLM runs it -------------------------------------------------------------------------
+# The MLA backends above are decode backends. vLLM 0.33.0 picks the MLA *prefill* backend separately
+# (vllm/platforms/interface.py:435-500 at 4ba787ec9, get_mla_prefill_backend_cls): on cc 10.x FLASH_ATTN, then
+# TRTLLM_RAGGED, FLASHINFER, TOKENSPEED_MLA (TRTLLM_RAGGED first for qk_nope 192 / rope 64 / v 256 models);
+# on Hopper and older FLASH_ATTN only. Prefill runs uncompressed: qk = qk_nope + rope (192 for DeepSeek-V3),
+# v = v_head_dim (128), through FlashAttention's varlen kernel (prefill/flash_attn.py:164-250).
+MLA_PREFILL = {
+    "cc10": ["FLASH_ATTN (varlen)", "TRTLLM_RAGGED", "FLASHINFER", "TOKENSPEED_MLA"],
+    "cc10-192-256": ["TRTLLM_RAGGED", "FLASH_ATTN (varlen)", "FLASHINFER", "TOKENSPEED_MLA"],
+    "other": ["FLASH_ATTN (varlen)"],
+}
+FP8_DS_MLA_BYTES = 656  # vllm/v1/kv_cache_interface.py MLAAttentionSpec: 512 fp8 latent + 16 scale + 128 bf16 rope
+
+
+def mla_path(env: dict[str, Any], selected: str | None) -> dict[str, Any]:
+    """Prefill path, decode backend and KV layout of an MLA model under vLLM."""
+    cc = env.get("cc") or 0.0
+    nope, rope, v = env.get("qk_nope_head_dim"), env.get("qk_rope_head_dim"), env.get("v_head_dim")
+    key = "cc10-192-256" if 10.0 <= cc < 11.0 and (nope, rope, v) == (192, 64, 256) else (
+        "cc10" if 10.0 <= cc < 11.0 else "other")
+    qk = (nope or 128) + (rope or 64)
+    kv = env.get("kv_dtype")
+    latent = env.get("head_dim") or 576
+    if env.get("sparse") and kv in ("fp8_e4m3", "fp8_ds_mla"):
+        layout = f"fp8_ds_mla: {FP8_DS_MLA_BYTES} B per token per layer (fp8 latent, scales, bf16 rope)"
+    else:
+        width = 1 if kv in ("fp8_e4m3", "fp8_e5m2") else 2
+        layout = f"one latent per token per layer: {latent} x {width} B = {latent * width} B ({kv}), no K/V pair"
+    out = {"decode": selected, "prefill": MLA_PREFILL[key], "prefill_shape": f"qk {qk} / v {v or 128}",
+           "kv_layout": layout}
+    if env.get("sparse"):
+        out["indexer"] = ("DeepSeek sparse attention: a lightning indexer picks the top-k (2048) tokens per query; "
+                          "it keeps its own fp8 key cache beside the latent cache (mla/indexer.py)")
+    return out
+
+
+def answer_for(img: Image, env: dict[str, Any], assumed: dict[str, Any], version: str | None = None,
+               requested: str | None = None, kv_spelling: str | None = None) -> dict[str, Any]:
+    """The `engine` part of a query answer: vLLM's selection, the refusals and, for MLA, the path it runs."""
+    e = dict(env)
+    e.pop("phase", None)
+    if e.get("attention") is None:
+        e["attention"] = "gqa"
+        assumed["attention"] = "gqa (no model given: vLLM's non-MLA lists)"
+    if e.get("sparse") and e["attention"] == "mla":
+        e["attention"] = "sparse-mla"
+    for var, default in (("sinks", False), ("sparse", False), ("trtllm_kernels", True)):
+        if var not in e:
+            e[var] = default
+            assumed[var] = f"{default} (vLLM engine default)" if var != "trtllm_kernels" else (
+                "True (flashinfer-cubin installed or NVIDIA's artifactory reachable)")
+    kv = e.get("kv_dtype")
+    if kv_spelling:
+        e["kv_cache_dtype"] = kv_spelling
+    elif kv in ("fp8_e4m3", "fp8_e5m2", "nvfp4"):
+        e["kv_cache_dtype"] = {"fp8_e4m3": "fp8"}.get(kv, kv)
+        assumed["kv_cache_dtype"] = f"{e['kv_cache_dtype']} (--kv-cache-dtype as vLLM spells it)"
+    else:
+        e["kv_cache_dtype"] = "auto"
+    sel = select(img, e, version, requested)
+    out = sel.as_dict()
+    if e["attention"] in ("mla", "sparse-mla"):
+        out["mla"] = mla_path(e, sel.checks[sel.selected].name if sel.selected else None)
+    return out
+
+
+def engine_summary(engine: dict[str, Any], where: str) -> str:
+    """One sentence: what vLLM would do."""
+    name = {b["id"]: b["name"] for b in engine["backends"]}
+    v = f"vLLM {engine['vllm']}"
+    if engine.get("error"):
+        return f"{where}: {v} would refuse: {engine['error']}"
+    text = f"yes with {name.get(engine['selected'], engine['selected'])} ({v}'s choice"
+    mla = engine.get("mla")
+    if mla:
+        text += f" for decode; prefill via {mla['prefill'][0]}, {mla['prefill_shape']}"
+    return f"{where}: {text})"
+
+
+def apply_to_answer(cx: Any, acc: Any, envs: dict[str, dict[str, Any]], assumed: dict[str, Any], verdict: str,
+                    summary: str, memory: Any) -> tuple[dict[str, Any], str, str]:
+    """The solver's hook (solver.solve_one, with --engine vllm): vLLM's selection decides the engine verdict.
+
+    vLLM serves what its selector accepts (MLA prefill included, which the kernel layer alone rejects for
+    FlashAttention); a memory verdict of "does not fit" still stands."""
+    q = cx.q
+    env = dict(envs.get("decode") or next(iter(envs.values())))
+    model = cx.model
+    if model is not None:
+        mla = next((g for g in model.layers if g.type == "mla"), None)
+        if model.num_heads:
+            env.setdefault("num_heads", max(1, model.num_heads // max(1, q.gpus)))
+        if mla is not None and mla.kv_lora_rank is not None and mla.rope_dim is not None:
+            env.setdefault("kv_lora_rank", mla.kv_lora_rank)
+            env.setdefault("qk_rope_head_dim", mla.rope_dim)
+            if mla.head_dim:
+                env.setdefault("qk_nope_head_dim", mla.head_dim - mla.rope_dim)
+            if mla.head_dim_v:
+                env.setdefault("v_head_dim", mla.head_dim_v)
+            env["head_dim"] = mla.kv_lora_rank + mla.rope_dim  # vLLM's MLA head_size: the latent width
+    version = getattr(q, "vllm", None)
+    engine = answer_for(cx.img, env, assumed, version, getattr(q, "attention_backend", None),
+                        getattr(q, "kv_cache_dtype", None))
+    where = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "")
+    if memory is not None and memory.fits is False:
+        return engine, verdict, summary
+    if engine.get("error"):
+        return engine, "no" if engine["error"] != "depends on inputs not given" else "conditional", \
+            engine_summary(engine, where)
+    mem = ""
+    if memory is not None and memory.fits:
+        mem = f"; KV {memory.kv_bytes / 1e9:,.1f} GB fits in {memory.available_bytes / 1e9:,.1f} GB"
+    # what vLLM does decides; the kernel table below still shows each kernel's own gates and caveats
+    return engine, "yes", engine_summary(engine, where) + mem
+
+
+def pin_release(img: Image, q: Any) -> None:
+    """--engine vllm: the release is --vllm, else --lib vllm=X, else the newest with priority records."""
+    from kbtool.errors import UsageError
+
+    known = versions(img)
+    version = getattr(q, "vllm", None) or q.libs.get("vllm") or (known[-1] if known else None)
+    if version is None:
+        return
+    if known and version not in known:
+        raise UsageError(f"--vllm {version}: the KB records vLLM's selection for {', '.join(known)} only",
+                         fix=f"use --vllm {known[-1]} (the newest recorded)")
+    q.vllm = version
+    q.libs["vllm"] = version

@@ -128,8 +128,10 @@ def parse_util(value: float | None) -> float:
 class Query:
     """Normalized inputs. `None` means not given (unknown to the gates)."""
 
-    __slots__ = (
+    __slots__ = (  # the vLLM ones (attention_backend, kv_cache_dtype, max_num_batched_tokens, vllm, vllm_ignored):
+        # kbtool/solve/engine.py
         "attention",
+        "attention_backend",
         "batch",
         "block_size",
         "ctx",
@@ -141,10 +143,14 @@ class Query:
         "head_dim_v",
         "kernels",
         "kv",
+        "kv_cache_dtype",
         "libs",
+        "max_num_batched_tokens",
         "model",
         "phases",
         "utilization",
+        "vllm",
+        "vllm_ignored",
     )
 
     def __init__(self, gpu: str | None = None, gpus: int = 1, ctx: int | None = None, kv: str | None = None,
@@ -159,6 +165,11 @@ class Query:
         self.kernels = kernels if kernels is not None else []
         self.libs = libs if libs is not None else {}
         self.block_size, self.attention, self.utilization = block_size, attention, utilization
+        self.vllm: str | None = None
+        self.attention_backend: str | None = None
+        self.kv_cache_dtype: str | None = None
+        self.max_num_batched_tokens: int | None = None
+        self.vllm_ignored: list[str] = []
 
     def __repr__(self) -> str:
         return f"Query({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
@@ -171,6 +182,9 @@ class Query:
             "kernels": list(self.kernels), "libs": dict(sorted(self.libs.items())),
             "block_size": self.block_size, "attention": self.attention, "utilization": self.utilization,
         }
+        for k in ("vllm", "attention_backend", "kv_cache_dtype", "max_num_batched_tokens"):  # only when given
+            if getattr(self, k) is not None:
+                d[k] = getattr(self, k)
         return d
 
 
@@ -178,10 +192,29 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
                 kv: str | None = None, dtype: str | None = None, model: str | None = None,
                 head_dim: int | None = None, batch: int | None = None, phase: str | None = None,
                 engine: str | None = None, kernel: list[str] | None = None, lib: list[str] | None = None,
-                block_size: int | None = None, util: float | None = None) -> Query:
+                block_size: int | None = None, util: float | None = None, vllm: str | None = None,
+                vllm_args: str | None = None) -> Query:
     """Parse raw CLI values into a Query (names are resolved against the KB later, by the solver)."""
     kernels = [k.strip() for item in (kernel or []) for k in item.split(",") if k.strip()]
-    return Query(
+    serve = None
+    if vllm is not None:
+        engine = engine or "vllm"
+    if vllm_args is not None:  # a pasted `vllm serve` command; explicit kb options win over its flags
+        from kbtool.solve.vllm_args import model_name, parse
+
+        serve = parse(vllm_args)
+        engine = engine or "vllm"
+        model = model or (model_name(serve.model) if serve.model else None)
+        if ctx is None and serve.max_model_len:
+            ctx = str(serve.max_model_len)
+        if kv is None and serve.kv_cache_dtype and serve.kv_cache_dtype != "auto":
+            kv = serve.kv_cache_dtype
+        gpus = gpus or serve.tp
+        util = util if util is not None else serve.gpu_memory_utilization
+        block_size = block_size or serve.block_size
+        if dtype is None and serve.dtype and serve.dtype != "auto":
+            dtype = serve.dtype
+    q = Query(
         gpu=gpu.strip() if gpu else None,
         gpus=positive_int(gpus, "--gpus", "8") or 1,
         ctx=parse_ctx(ctx) if ctx is not None else None,
@@ -197,3 +230,13 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
         block_size=positive_int(block_size, "--block-size", "16"),
         utilization=parse_util(util),
     )
+    if vllm is not None or serve is not None:
+        if q.engine != "vllm":
+            raise UsageError("--vllm and --vllm-args are about vLLM", fix="add --engine vllm (or leave --engine out)")
+        q.vllm = vllm.strip() if vllm else None
+    if serve is not None:
+        q.attention_backend = serve.attention_backend
+        q.kv_cache_dtype = serve.kv_cache_dtype
+        q.max_num_batched_tokens = serve.max_num_batched_tokens
+        q.vllm_ignored = serve.ignored
+    return q

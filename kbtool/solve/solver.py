@@ -69,6 +69,10 @@ def prepare(img: Image, q: Query) -> Ctx:
         if not cx.backends:
             raise UsageError(f"--engine {q.engine}: the KB has no engine-backend records for it",
                              fix="use --engine none")
+        if q.engine == "vllm":  # one vLLM release's gates apply (kbtool/solve/engine.py, issue 18)
+            from kbtool.solve.engine import pin_release
+
+            pin_release(img, q)
     return cx
 
 
@@ -323,6 +327,11 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
 
         memory, mem_notes = memory_for(cx, acc, env, kernels, assumed)
     verdict, summary = _verdict(cx, acc, kernels, memory)
+    engine = None
+    if q.engine == "vllm":  # vLLM's own backend selection (kbtool/solve/engine.py, issue 18)
+        from kbtool.solve.engine import apply_to_answer
+
+        engine, verdict, summary = apply_to_answer(cx, acc, envs, assumed, verdict, summary, memory)
     if verdict == "yes" and glob_caveats:
         verdict, summary = "conditional", summary.replace(": yes with", ": yes, with hardware caveats, with", 1)
     depends = sorted({d for k in kernels for rs in (k.reasons, k.caveats) for r in rs for d in r.depends_on})
@@ -333,7 +342,7 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     _mark_evidence_scope(cx.img, [*kernels, *backends])
     return Answer(query=qd, verdict=verdict, summary=summary, kernels=kernels, memory=memory,
                   claims_used=sorted(used), depends_on=depends, backends=backends, caveats=glob_caveats,
-                  assumed=assumed, notes=mem_notes, ranking=ranking)
+                  assumed=assumed, notes=mem_notes, ranking=ranking, engine=engine)
 
 
 def _mark_evidence_scope(img: Image, answers: list[KernelAnswer] | list[Any]) -> None:
