@@ -22,7 +22,7 @@ _VALUE = {
     "--dtype": ("dtype", "str"), "--model": ("model", "str"), "--head-dim": ("head_dim", "int"),
     "--batch": ("batch", "int"), "--phase": ("phase", "str"), "--engine": ("engine", "str"),
     "--kernel": ("kernel", "many"), "--lib": ("lib", "many"), "--block-size": ("block_size", "int"),
-    "--util": ("util", "float"), "--kb": ("kb", "str"),
+    "--util": ("util", "float"), "--kb": ("kb", "str"), "--vllm": ("vllm", "str"), "--vllm-args": ("vllm_args", "str"),
 }
 _FLAGS = {"--json": "json", "--explain": "explain", "--fail-on-no": "fail_on_no"}
 

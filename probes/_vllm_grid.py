@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,12 +56,21 @@ def _needed_driver_symbols(site: Path) -> list[str]:
 
 
 def stub_libcuda(site: Path) -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="kb-libcuda-"))
-    body = "\n".join(f"int {s}(void) {{ return 100; }}" for s in _needed_driver_symbols(site))
-    (folder / "stub.c").write_text(body + "\n")
+    """Build the stub once per site-packages (scanning every shared object is slow) and load it."""
+    import hashlib
+
+    key = hashlib.sha256(str(site.resolve()).encode()).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / f"kb-libcuda-{key}"
     lib = folder / "libcuda.so.1"
-    subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(lib), str(folder / "stub.c")],
-                   check=True)
+    if not lib.exists():
+        build = Path(tempfile.mkdtemp(prefix="kb-libcuda-build-"))
+        body = "\n".join(f"int {s}(void) {{ return 100; }}" for s in _needed_driver_symbols(site))
+        (build / "stub.c").write_text(body + "\n")
+        subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(build / "libcuda.so.1"),
+                        str(build / "stub.c")], check=True)
+        folder.mkdir(exist_ok=True)
+        os.replace(build / "libcuda.so.1", lib)  # atomic: a concurrent run sees the whole file or none
+        shutil.rmtree(build, ignore_errors=True)
     ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)  # later dlopen("libcuda.so.1") finds it by soname
     return lib
 

@@ -10,7 +10,8 @@ tests/solve/test_engine_vllm.py compares kb's engine layer with those files, so 
 The judge holds each engine claim (records/claims, subject a vllm-* engine backend, effect reject, version
 scope containing the vLLM that ran) against the grid: where the claim says the backend is refused, vLLM
 must give a reason of the claim's kind for that backend; where it says the backend may run, vLLM must not.
-A refusal of that kind that another claim of the same backend predicts is that claim's, not this one's.
+A refusal of that kind where another claim of the same backend predicts a refusal is that claim's (vLLM's
+combination strings name several things at once: "NVFP4 KV cache at head_size 64").
 """
 
 from __future__ import annotations
@@ -123,7 +124,8 @@ def rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     for r in doc["rows"]:
         cc, trt, layout, head, dt, kv, block, sink, chosen, prio, per = r
         out.append({"cc": cc, "trtllm": trt, "layout": layout, "head_size": head, "dtype": dt, "kv": kv,
-                    "block": block, "sink": sink, "num_heads": heads.get(layout), "selected": chosen, "priority": doc["priorities"][prio],
+                    "block": block, "sink": sink, "num_heads": heads.get(layout), "selected": chosen,
+                    "priority": doc["priorities"][prio],
                     "reasons": {n: [reasons[i] for i in sets[s]] for n, s in zip(names, per, strict=True)
                                 if s >= 0}})
     return out
@@ -154,10 +156,12 @@ def grid_env(p: dict[str, Any]) -> dict[str, Any]:
 
 def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], version: str) -> list[dict[str, Any]]:
     """Per claim: (agree, disagree examples, ccs) over the grid points of one vLLM release."""
-    from kbtool.solve.conditions import compile_condition, evaluate
+    from kbtool.solve.conditions import evaluate
 
-    name_of = {p.stem: _load_yaml(p).get("backend_name") for p in (ROOT / "records" / "engine-backends").glob("*.yaml")}
-    compiled = [(c, compile_condition(c.get("when")), compile_condition(c.get("requires"))) for c in claims
+    records = {p.stem: _load_yaml(p) for p in (ROOT / "records" / "engine-backends").glob("*.yaml")}
+    name_of = {k: r.get("backend_name") for k, r in records.items()}
+    layouts = {k: list(r.get("attention") or ["mha", "gqa"]) for k, r in records.items()}
+    compiled = [(c, _condition(c.get("when")), _condition(c.get("requires"))) for c in claims
                 if _scope_has(c, version)]
     results = []
     envs = [(p, dict(grid_env(p), engine="vllm", vllm=version)) for p in points]
@@ -171,20 +175,19 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
     for c, _when, _req in compiled:
         backend = name_of.get(c["subject"])
         code = c["reason"]["code"]
-        rivals = [o["id"] for o, _, _ in compiled if o["subject"] == c["subject"] and o["reason"]["code"] == code
-                  and o["id"] != c["id"]]
+        rivals = [o["id"] for o, _, _ in compiled if o["subject"] == c["subject"] and o["id"] != c["id"]]
         agree, refused_ok, ran_bad = 0, [], []
         ccs: set[str] = set()
-        for i, (p, _env) in enumerate(envs):
+        served = layouts.get(c["subject"], [])
+        for i, (p, env) in enumerate(envs):
             want = predictions[c["id"]][i]
-            if want is None or backend not in p["reasons"]:
-                continue
+            if want is None or backend not in p["reasons"] or (served and env["attention"] not in served):
+                continue  # no prediction, or a layout the backend does not serve (vLLM: "MLA not supported" ...)
             got = of_kind(code, p["reasons"][backend])
             explained = any(predictions[r][i] is False for r in rivals)
-            if want is False:
-                ok = bool(got)
-            else:
-                ok = not got or explained
+            if want is False and not got and p["reasons"][backend] and explained:
+                continue  # refused, for a reason another claim of this backend gives: that claim's point
+            ok = bool(got) if want is False else not got or explained
             ccs.add(p["cc"])
             if ok:
                 agree += 1
@@ -195,6 +198,18 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
         results.append({"claim": c["id"], "agree": agree, "ran": refused_ok, "refused": ran_bad, "ccs": sorted(ccs),
                         "backend": backend})
     return results
+
+
+def _condition(raw: Any) -> Any:
+    """A record's condition (YAML dict) in the solver's compiled form."""
+    if raw is None:
+        return None
+    from pydantic import TypeAdapter
+
+    from kbtool.model.common import Condition
+    from kbtool.solve.conditions import compile_condition
+
+    return compile_condition(TypeAdapter(Condition).validate_python(raw))
 
 
 def _scope_has(claim: dict[str, Any], version: str) -> bool:

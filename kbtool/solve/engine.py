@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kbtool.solve.conditions import compare_versions, evaluate
-from kbtool.solve.gates import Judge, apply_claims
+from kbtool.solve.gates import Judge, apply_claims, structural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -124,7 +124,17 @@ def check(img: Image, b: BackendV, env: dict[str, Any], version: str) -> Backend
     status = "ok" if not reasons else max((_status_of(r) for r in reasons), key=_SEV.__getitem__)
     if lay is not None and b.attention and lay not in b.attention:
         status = "rejected"
+        reasons.insert(0, structural("ATTENTION", _layout_reason(lay, list(b.attention)), "engine", observed=lay,
+                                     allowed=list(b.attention), subject=b.id))
     return BackendCheck(b.id, b.backend_name, status, reasons)
+
+
+def _layout_reason(lay: str, served: list[str]) -> str:
+    """vLLM's own words for a layout mismatch (validate_configuration, vllm/v1/attention/backend.py:314-325)."""
+    mla_backend = bool(set(served) & {"mla", "sparse-mla"})
+    if (lay in ("mla", "sparse-mla")) != mla_backend:
+        return "MLA not supported" if lay in ("mla", "sparse-mla") else "non-MLA not supported"
+    return "sparse not supported" if lay == "sparse-mla" else "non-sparse not supported"
 
 
 def select(img: Image, env: dict[str, Any], version: str | None = None, requested: str | None = None,
@@ -284,6 +294,7 @@ def apply_to_answer(cx: Any, acc: Any, envs: dict[str, dict[str, Any]], assumed:
     engine = answer_for(cx.img, env, assumed, version, getattr(q, "attention_backend", None),
                         getattr(q, "kv_cache_dtype", None))
     where = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "")
+    engine["preflight"] = preflight(engine, memory, q)
     if memory is not None and memory.fits is False:
         return engine, verdict, summary
     if engine.get("error"):
@@ -309,3 +320,31 @@ def pin_release(img: Image, q: Any) -> None:
                          fix=f"use --vllm {known[-1]} (the newest recorded)")
     q.vllm = version
     q.libs["vllm"] = version
+
+
+def preflight(engine: dict[str, Any], memory: Any, q: Any) -> str:
+    """What `vllm serve` would say at startup: the backend and KV capacity, or the error it raises."""
+    if engine.get("error"):
+        if engine.get("requested"):
+            return f"ValueError: {engine['error']}"
+        reasons = ", ".join(f"{b['name']}: [{', '.join(b['reasons'])}]" for b in engine["backends"] if b["reasons"])
+        return f"ValueError: {engine['error']}. Reasons: {{{reasons}}}."
+    name = next((b["name"] for b in engine["backends"] if b["id"] == engine.get("selected")), engine.get("selected"))
+    text = f"Using {name} attention backend"
+    if memory is None or q.ctx is None:
+        return text + " (give --model and --ctx / --max-model-len for the KV check)"
+    gib = 2**30
+    if memory.available_bytes <= 0:
+        return ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+                "when initializing the engine.")
+    per_seq = memory.kv_bytes / max(1, q.batch or 1)
+    if memory.fits is False:
+        return (f"ValueError: To serve at least one request with the model's max seq len ({q.ctx}), "
+                f"({per_seq / gib:.2f} GiB KV cache is needed, which is larger than the available KV cache memory "
+                f"({memory.available_bytes / gib:.2f} GiB). Based on the available memory, the estimated maximum "
+                f"model length is {memory.max_ctx}. Try increasing `gpu_memory_utilization` or decreasing "
+                f"`max_model_len` when initializing the engine.")
+    seqs = memory.available_bytes / per_seq if per_seq else 0.0
+    tokens = int(memory.available_bytes / memory.kv_bytes_per_token) if memory.kv_bytes_per_token else 0
+    return (f"{text}; KV cache {memory.available_bytes / gib:,.2f} GiB ({tokens:,} tokens); maximum concurrency for "
+            f"{q.ctx:,} tokens per request: {seqs:.2f}x")
