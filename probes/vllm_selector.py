@@ -11,7 +11,8 @@ The judge holds each engine claim (records/claims, subject a vllm-* engine backe
 scope containing the vLLM that ran) against the grid: where the claim says the backend is refused, vLLM
 must give a reason of the claim's kind for that backend; where it says the backend may run, vLLM must not.
 A refusal of that kind where another claim of the same backend predicts a refusal is that claim's (vLLM's
-combination strings name several things at once: "NVFP4 KV cache at head_size 64").
+combination strings name several things at once: "NVFP4 KV cache at head_size 64"); a point the claim refuses
+that vLLM refused for other reasons only did not run, and says nothing about the claim.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def engine_claims(records: Path = ROOT / "records") -> list[dict[str, Any]]:
 
 SPEC = ProbeSpec(
     id="vllm-selector",
-    version=1,
+    version=2,  # 2: a point refused for other reasons only says nothing about a claim; sink reasons are SINKS
     order=5,
     title="vLLM attention-backend selector (no GPU)",
     claims=[c["id"] for c in engine_claims()],
@@ -142,8 +143,10 @@ def accepted_counts(doc: dict[str, Any]) -> dict[str, int]:
 
 
 def of_kind(code: str, reasons: list[str]) -> list[str]:
+    """vLLM's reasons of one claim kind; a reason about sinks is about sinks only ("sink not supported on
+    compute capability < 9.0")."""
     keys = REASON_KIND.get(code, ())
-    return [r for r in reasons if any(k in r for k in keys)]
+    return [r for r in reasons if any(k in r for k in keys) and (code == "SINKS" or "sink" not in r)]
 
 
 def grid_env(p: dict[str, Any]) -> dict[str, Any]:
@@ -185,8 +188,8 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
                 continue  # no prediction, or a layout the backend does not serve (vLLM: "MLA not supported" ...)
             got = of_kind(code, p["reasons"][backend])
             explained = any(predictions[r][i] is False for r in rivals)
-            if want is False and not got and p["reasons"][backend] and explained:
-                continue  # refused, for a reason another claim of this backend gives: that claim's point
+            if want is False and not got and p["reasons"][backend]:
+                continue  # refused for other reasons only: the point did not run, so it says nothing here
             ok = bool(got) if want is False else not got or explained
             ccs.add(p["cc"])
             if ok:
