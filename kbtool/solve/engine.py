@@ -270,12 +270,14 @@ def engine_summary(engine: dict[str, Any], where: str) -> str:
 
 
 def apply_to_answer(cx: Any, acc: Any, envs: dict[str, dict[str, Any]], assumed: dict[str, Any], verdict: str,
-                    summary: str, memory: Any) -> tuple[dict[str, Any], str, str]:
+                    summary: str, memory: Any) -> tuple[dict[str, Any] | None, str, str]:
     """The solver's hook (solver.solve_one, with --engine vllm): vLLM's selection decides the engine verdict.
 
     vLLM serves what its selector accepts (MLA prefill included, which the kernel layer alone rejects for
     FlashAttention); a memory verdict of "does not fit" still stands."""
     q = cx.q
+    if not versions(cx.img):  # a KB without vLLM priority records: the engine layer alone answers
+        return None, verdict, summary
     env = dict(envs.get("decode") or next(iter(envs.values())))
     model = cx.model
     if model is not None:
@@ -294,7 +296,8 @@ def apply_to_answer(cx: Any, acc: Any, envs: dict[str, dict[str, Any]], assumed:
     engine = answer_for(cx.img, env, assumed, version, getattr(q, "attention_backend", None),
                         getattr(q, "kv_cache_dtype", None))
     where = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "")
-    engine["preflight"] = preflight(engine, memory, q)
+    engine["preflight"] = preflight(engine, memory, q.ctx or (model.max_context if model is not None else None),
+                                    q.batch)
     if memory is not None and memory.fits is False:
         return engine, verdict, summary
     if engine.get("error"):
@@ -322,7 +325,7 @@ def pin_release(img: Image, q: Any) -> None:
     q.libs["vllm"] = version
 
 
-def preflight(engine: dict[str, Any], memory: Any, q: Any) -> str:
+def preflight(engine: dict[str, Any], memory: Any, ctx: int | None, batch: int | None) -> str:
     """What `vllm serve` would say at startup: the backend and KV capacity, or the error it raises."""
     if engine.get("error"):
         if engine.get("requested"):
@@ -331,15 +334,19 @@ def preflight(engine: dict[str, Any], memory: Any, q: Any) -> str:
         return f"ValueError: {engine['error']}. Reasons: {{{reasons}}}."
     name = next((b["name"] for b in engine["backends"] if b["id"] == engine.get("selected")), engine.get("selected"))
     text = f"Using {name} attention backend"
-    if memory is None or q.ctx is None:
+    if memory is None or ctx is None:
         return text + " (give --model and --ctx / --max-model-len for the KV check)"
     gib = 2**30
+    if memory.capacity_bytes and memory.weights_bytes > memory.capacity_bytes:
+        return (f"torch.OutOfMemoryError: CUDA out of memory while loading the weights "
+                f"({memory.weights_bytes / gib:,.1f} GiB per GPU on a {memory.capacity_bytes / gib:,.1f} GiB GPU); "
+                "raise -tp")
     if memory.available_bytes <= 0:
         return ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
                 "when initializing the engine.")
-    per_seq = memory.kv_bytes / max(1, q.batch or 1)
+    per_seq = memory.kv_bytes / max(1, batch or 1)
     if memory.fits is False:
-        return (f"ValueError: To serve at least one request with the model's max seq len ({q.ctx}), "
+        return (f"ValueError: To serve at least one request with the model's max seq len ({ctx}), "
                 f"({per_seq / gib:.2f} GiB KV cache is needed, which is larger than the available KV cache memory "
                 f"({memory.available_bytes / gib:.2f} GiB). Based on the available memory, the estimated maximum "
                 f"model length is {memory.max_ctx}. Try increasing `gpu_memory_utilization` or decreasing "
@@ -347,4 +354,4 @@ def preflight(engine: dict[str, Any], memory: Any, q: Any) -> str:
     seqs = memory.available_bytes / per_seq if per_seq else 0.0
     tokens = int(memory.available_bytes / memory.kv_bytes_per_token) if memory.kv_bytes_per_token else 0
     return (f"{text}; KV cache {memory.available_bytes / gib:,.2f} GiB ({tokens:,} tokens); maximum concurrency for "
-            f"{q.ctx:,} tokens per request: {seqs:.2f}x")
+            f"{ctx:,} tokens per request: {seqs:.2f}x")
