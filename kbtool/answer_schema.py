@@ -96,7 +96,7 @@ class Answer(_M):
     ranking: dict[str, Any] | None = Field(default=None, description="Measurement-based ranking, if any")
     engine: dict[str, Any] | None = Field(default=None, description="With --engine vllm: the backend vLLM would "
                                           "select, its priority list, each backend's refusal reasons and, for MLA, "
-                                          "the prefill path, decode backend and KV layout; absent otherwise")
+                                          "the prefill path, decode backend and KV layout; null otherwise")
 
 
 class MultiAnswer(_M):

@@ -170,13 +170,6 @@ class Answer(_Plain):
         self.ranking = ranking
 
 
-    def to_dict(self) -> dict[str, Any]:
-        d = super().to_dict()
-        if self.engine is None:  # only answers under --engine vllm carry the engine part
-            del d["engine"]
-        return d
-
-
 class MultiAnswer(_Plain):
     """Without --gpu: one answer per accelerator."""
 
