@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from kbtool.solve import engine
+from kbtool.solve import engine, gates
 from kbtool.solve.image import Image
 from kbtool.solve.load import load_kb
 from probes import vllm_selector as vs
@@ -42,9 +42,18 @@ def compare(release: str) -> tuple[dict[str, list[int]], int, list[tuple[dict[st
     img = image()
     table: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     right, wrong = 0, []
+    # every backend with gates for this release, in a priority list or not (FLASH_ATTN_DIFFKV, ...)
+    gated = [b for b in img.backends("vllm") if any(gates.in_scope(c, {"vllm": release}) and c.scope
+                                                    for c in img.claims(b.id))]
     for p in points(release):
-        sel = engine.select(img, vs.grid_env(p), release)
-        for c in sel.checks.values():
+        env = vs.grid_env(p)
+        sel = engine.select(img, env, release)
+        checks = dict(sel.checks)
+        full = dict(env, engine="vllm", vllm=release)
+        for b in gated:
+            if b.id not in checks:
+                checks[b.id] = engine.check(img, b, full, release)
+        for c in checks.values():
             if c.name not in p["reasons"]:
                 continue
             v_ok = not p["reasons"][c.name]
@@ -76,7 +85,8 @@ def test_engine_layer_agrees_with_vllm_0_33_0() -> None:
     table, right, wrong = compare("0.33.0")
     n = len(points("0.33.0"))
     print("\n" + agreement_table("0.33.0", table, right, n))
-    assert n > 10000 and len(table) >= 16  # the whole grid, every CUDA backend in the priority lists
+    assert n > 10000 and len(table) >= 18  # the whole grid; the priority lists' backends and the DiffKV ones
+    assert {"FLASH_ATTN_DIFFKV", "TRITON_ATTN_DIFFKV", "TOKENSPEED_MLA", "FLASHINFER_MLA_SPARSE_SM90"} <= set(table)
     for name, (agree, total, accepted, kb_accepted) in table.items():
         assert kb_accepted == accepted, f"{name}: kb refuses {accepted - kb_accepted} configurations vLLM accepts"
         assert agree >= 0.99 * total, f"{name}: {agree}/{total} agree"
