@@ -1,41 +1,29 @@
-"""Benchmark `kb query` and `kb validate` on synthetic KBs of 200, 2,000 and 10,000 records.
+"""Benchmark what people run: `kb query` warm in a terminal (a pty), warm piped and cold, and `kb validate`
+cold, on the shipped KB and on a synthetic KB of 10,000 records grown the way the KB grows.
 
-Not a test: it times whole `kb` processes (subprocess + time.perf_counter) and reports medians, each also as a
-ratio to `python -c pass` timed in the same run. Run from the checkout, with the project installed:
+Not a test. It times whole `kb` processes (the console script, as a user types it) and reports medians, each
+also as a multiple of `python -c pass` timed in the same run, on the same machine, at the same load:
 
-    python benchmarks/bench.py              # 200, 2,000 and 10,000 records; table + benchmarks/results.json
-    python benchmarks/bench.py --quick      # 200 records, one run each: catches crashes, judges nothing
+    python benchmarks/bench.py            # shipped KB and 10,000 records; table + benchmarks/results.json
+    python benchmarks/bench.py --quick    # shipped KB only, few runs: catches crashes, judges little
 
-The synthetic KBs are copies of the shipped records (so records have realistic sizes and shapes), repeated in
-shards: shard 0 keeps the real ids, shard k renames every id and alias to `<id>-s<k>` and rewrites every
-reference to match, so each shard is a complete, cross-linked KB of its own (claims point at their kernels,
-accelerators at their architectures, topics at their claims, ...). A partial last shard takes records in
-dependency order (architectures first, topics last), so nothing dangles. Evidence and measurement records
-are left out (only probe and bench runs write those), and claim verification blocks that cite evidence are
-reset to `unverified`. The shipped schema folder is copied beside the records.
+The terminal figure runs `kb` with stdin, stdout and stderr on a fresh pty (os.openpty, no `script` process in
+between), reads everything it prints and waits for it: the ANSI path a person at a terminal gets.
 
-Figures:
-- warm query:      the same `kb query` again, its query image cached (kbtool/fastquery.py answers);
-- warm new query:  a question not asked before (a new --ctx each run), query image cached: the solver runs
-                   on the image, the tree is checked for changes, nothing is replayed;
-- cold query:      every cache removed first (all YAML parsed and validated, caches written);
-- validate:        `kb validate` with every cache removed first (incl. the KB601 verdict cache);
-- validate warm:   `kb validate` again, its KB601 verdicts cached (a second run, e.g. the pre-commit hook);
-- validate fmt:    the same on a KB whose records were first put in canonical form by `kb fmt` (then KB601
-                   round-trips every file; the shipped records mostly lack the schema line, which KB601
-                   reports without formatting). Only with --formatted; since the shipped records
-                   are kept in canonical form (CI runs `kb fmt --check`), `validate` measures that too.
+The synthetic KB starts from the shipped records and adds what new work adds, in proportion: kernel variants
+(new releases and paths of each shipped kernel) with copies of their template's claims, new models, many more
+probe runs (evidence records, each with twice its template's cases) and bench runs (measurement records).
+Copies get new ids, drop aliases (they must stay unique) and cite no evidence. It is synthetic timing input in
+a temporary folder: nothing of it is a record of the KB.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import re
-import resource
 import shutil
 import statistics
 import subprocess
@@ -46,303 +34,178 @@ from pathlib import Path
 from typing import Any
 
 CHECKOUT = Path(__file__).resolve().parent.parent
-ORDER = ["architectures", "hardware-parameters", "accelerators", "kernels", "engine-backends", "models", "claims",
-         "topics"]
-SIZES = [200, 2000, 10000]
-QUERY = ["--gpu", "h100", "--ctx", "128k", "--kv", "fp8"]
+QUERY = ["query", "--gpu", "h100", "--ctx", "128k", "--kv", "fp8"]
+KB = str(Path(sys.executable).with_name("kb"))
+TARGETS = {("shipped", "warm pty"): 4.0, ("shipped", "warm piped"): 3.0, ("10k", "warm pty"): 8.0}
+VALIDATE_S = {"shipped": 3.0, "10k": 20.0}
 
 
-# ---- synthetic KBs ------------------------------------------------------------------------------
+# ---- the synthetic KB ---------------------------------------------------------------------------
 
 
-def _templates(records: Path) -> list[tuple[str, str, str]]:
-    """(folder, id, text) of every shipped record that a synthetic KB copies, in dependency order."""
-    out = []
-    for folder in ORDER:
-        for f in sorted((records / folder).glob("*.yaml")):
-            text = f.read_text("utf-8")
-            m = re.search(r"^id: *['\"]?([^'\"\s]+)", text, re.M)
-            if m:
-                out.append((folder, m.group(1), _drop_evidence(text)))
-    return out
+def _rid(text: str) -> str:
+    m = re.search(r"^id: *['\"]?([^'\"\s]+)", text, re.M)
+    assert m, text[:200]
+    return m.group(1)
 
 
-def _drop_evidence(text: str) -> str:
-    """A verification block that cites evidence becomes `{status: unverified}` (no evidence is copied)."""
+def _copy(text: str, old: str, new: str) -> str:
+    text = re.sub(r"^id: *['\"]?" + re.escape(old) + r"['\"]?$", f"id: {new}", text, count=1, flags=re.M)
+    text = re.sub(r"^aliases:.*\n(?:[ ]*- .*\n)*", "", text, flags=re.M)  # aliases stay unique
     m = re.search(r"^verification:.*\n((?:[ -].*\n|\n)*)", text, re.M)
     if m and "evidence" in m.group(0):
-        return text[: m.start()] + "verification: {status: unverified}\n" + text[m.end():]
+        text = text[: m.start()] + "verification: {status: unverified}\n" + text[m.end():]
     return text
 
 
-def formatted_templates(work: Path) -> Path:
-    """The shipped records (the kinds a synthetic KB copies), put in canonical form by `kb fmt`."""
-    dest = work / "formatted"
-    if not dest.exists():
-        for folder in ORDER:
-            shutil.copytree(CHECKOUT / "records" / folder, dest / "records" / folder)
-        shutil.copytree(CHECKOUT / "schema", dest / "schema")
-        subprocess.run([*_kb(), "fmt", "--kb", str(dest / "records")], env={**os.environ, "KB_CACHE_DIR": ""},
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return dest / "records"
+def _block(text: str, key: str) -> tuple[int, int] | None:
+    """[start, end) of the items of a top-level list `key` (block style)."""
+    m = re.search(rf"^{key}:\n((?:[ -].*\n|\n)*)", text, re.M)
+    return (m.start(1), m.end(1)) if m else None
 
 
-def generate(n: int, dest: Path, records: Path = CHECKOUT / "records", schema: Path = CHECKOUT / "schema") -> Path:
-    """Write a synthetic KB of `n` records under dest/records (and the schema under dest/schema)."""
-    templates = _templates(records)
-    ids = sorted({t[1] for t in templates}, key=len, reverse=True)
-    token = re.compile(r"(?<![\w.-])(" + "|".join(re.escape(i) for i in ids) + r")(?![\w-]|\.\w)")
-    deps = {rid: {m.group(1) for m in token.finditer(text)} - {rid} for _, rid, text in templates}
-    templates = _referenced_first(templates, deps)
-    root = dest / "records"
-    if dest.exists():
-        shutil.rmtree(dest)
-    shutil.copytree(schema, dest / "schema")
-    written, shard = 0, 0
-    while written < n:
-        chosen = templates if n - written >= len(templates) else _closed_prefix(templates, deps, n - written)
-        for folder, rid, text in chosen:
-            if shard:
-                suffix = f"-s{shard}"
-                text = token.sub(lambda m, s=suffix: m.group(1) + s, text)
-                text = re.sub(r"^aliases: *\[(.*)\]", lambda m, s=suffix: "aliases: [" + ", ".join(
-                    _suffix(a.strip(), s) for a in m.group(1).split(",") if a.strip()) + "]", text, flags=re.M)
-                rid += suffix
-            (root / folder).mkdir(parents=True, exist_ok=True)
-            (root / folder / f"{rid}.yaml").write_text(text, "utf-8")
-            written += 1
-        shard += 1
-    return root
+def synthesize(dest: Path, total: int) -> dict[str, int]:
+    """A records tree of `total` records under `dest`, grown from the shipped one; its count per folder."""
+    shutil.copytree(CHECKOUT / "records", dest)
+    have = {d.name: sorted(d.glob("*.yaml")) for d in dest.iterdir() if d.is_dir()}
+    extra = total - sum(len(v) for v in have.values())
+    share = {"kernels": 0.03, "models": 0.12, "evidence": 0.10, "measurements": 0.45}  # the rest: claims
+    kernels = [(p, p.read_text()) for p in have["kernels"]]
+    claims = [(p, p.read_text()) for p in have["claims"]]
+    about: dict[str, list[str]] = {}
+    for _, t in claims:
+        m = re.search(r"^subject: *(\S+)", t, re.M)
+        if m:
+            about.setdefault(m.group(1), []).append(t)
+    made = {k: 0 for k in (*share, "claims")}
 
+    def write(folder: str, text: str) -> None:
+        (dest / folder / f"{_rid(text)}.yaml").write_text(text)
+        made[folder] += 1
 
-def _referenced_first(templates: list[tuple[str, str, str]], deps: dict[str, set[str]]) -> list[tuple[str, str, str]]:
-    """Every record after the records it mentions, where there is no cycle."""
-    placed: set[str] = set()
-    out: list[tuple[str, str, str]] = []
-    left = list(templates)
-    while left:
-        i = next((k for k, t in enumerate(left) if deps[t[1]] <= placed), 0)  # a cycle: take the first
-        out.append(left.pop(i))
-        placed.add(out[-1][1])
-    return out
-
-
-def _closed_prefix(templates: list[tuple[str, str, str]], deps: dict[str, set[str]], k: int) \
-        -> list[tuple[str, str, str]]:
-    """`k` records whose references all point inside the set (a partial shard must not dangle)."""
-    out: list[tuple[str, str, str]] = []
-    have: set[str] = set()
-    for t in templates:
-        if len(out) == k:
-            break
-        if deps[t[1]] <= have:
-            out.append(t)
-            have.add(t[1])
-    return out
-
-
-def _suffix(alias: str, suffix: str) -> str:
-    return alias[:-1] + suffix + alias[-1] if alias[:1] in "'\"" and len(alias) > 1 else alias + suffix
+    i = 0
+    while made["kernels"] < share["kernels"] * extra:  # kernel variants, each with its template's claims
+        path, text = kernels[i % len(kernels)]
+        old, new = _rid(text), f"{_rid(text)}-v{i // len(kernels) + 2}"
+        write("kernels", _copy(text, old, new))
+        for c in about.get(old, []):
+            cid = _rid(c)
+            write("claims", re.sub(r"^subject: *\S+", f"subject: {new}", _copy(c, cid, f"{cid}-{new}"),
+                                   count=1, flags=re.M))
+        i += 1
+    for kind, n in (("models", share["models"]), ("evidence", share["evidence"]),
+                    ("measurements", share["measurements"])):
+        templates = [p.read_text() for p in have[kind]]
+        i = 0
+        while made[kind] < n * extra:
+            text = templates[i % len(templates)]
+            copy = _copy(text, _rid(text), f"{_rid(text)}-r{i // len(templates) + 2}")
+            span = _block(copy, "cases") if kind == "evidence" else None
+            if span:  # a probe run with twice the cases
+                copy = copy[: span[0]] + copy[span[0]:span[1]] * 2 + copy[span[1]:]
+            write(kind, copy)
+            i += 1
+    i = 0
+    while sum(len(v) for v in have.values()) + sum(made.values()) < total:  # more claims on shipped kernels
+        text = claims[i % len(claims)][1]
+        write("claims", _copy(text, _rid(text), f"{_rid(text)}-c{i // len(claims) + 2}"))
+        i += 1
+    return {d.name: len(list(d.glob("*.yaml"))) for d in sorted(dest.iterdir()) if d.is_dir()}
 
 
 # ---- timing -------------------------------------------------------------------------------------
 
 
-def _kb() -> list[str]:
-    script = Path(sys.executable).parent / "kb"
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "kbtool"]
-
-
-def _time(cmd: list[str], env: dict[str, str], before: object = None) -> tuple[float, float]:
-    """Wall seconds (perf_counter around the whole process) and its CPU seconds (user + system)."""
-    if callable(before):
-        before()
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+def _piped(cmd: list[str], env: dict[str, str]) -> tuple[float, int]:
     t = time.perf_counter()
-    p = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
-    dt = time.perf_counter() - t
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if p.returncode != 0:  # a synthetic KB must validate without errors, and a query must answer
-        raise SystemExit(f"bench: {' '.join(cmd)} exited {p.returncode}:\n{p.stderr[-2000:]}")
-    return dt, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    r = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       check=False)
+    return time.perf_counter() - t, r.returncode
 
 
-def measure(cmd: list[str], env: dict[str, str], runs: int, before: object = None,
-            vary: object = None) -> dict[str, float]:
-    """Median wall seconds of `cmd` and of `python -c pass`, run in turn; their ratio."""
-    bare = [sys.executable, "-c", "pass"]
-    a, b, ca, cb = [], [], [], []
-    for i in range(runs):
-        c = vary(i) if callable(vary) else cmd
-        wall, cpu = _time(c, env, before)
-        a.append(wall)
-        ca.append(cpu)
-        wall, cpu = _time(bare, env)
-        b.append(wall)
-        cb.append(cpu)
-    med, base = statistics.median(a), statistics.median(b)
-    cpu, cpu_base = statistics.median(ca), statistics.median(cb)
-    return {"median_s": round(med, 4), "min_s": round(min(a), 4), "max_s": round(max(a), 4), "runs": runs,
-            "bare_s": round(base, 4), "ratio": round(med / base, 2),
-            "cpu_s": round(cpu, 4), "bare_cpu_s": round(cpu_base, 4),
-            "cpu_ratio": round(cpu / cpu_base, 2) if cpu_base else None}
+def _pty(cmd: list[str], env: dict[str, str]) -> tuple[float, int]:
+    master, slave = os.openpty()
+    t = time.perf_counter()
+    p = subprocess.Popen(cmd, env=env, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    while True:
+        try:
+            if not os.read(master, 65536):
+                break
+        except OSError:  # EIO: the child closed its end
+            break
+    rc = p.wait()
+    elapsed = time.perf_counter() - t
+    os.close(master)
+    return elapsed, rc
 
 
-def bench_size(n: int, work: Path, runs: int, validate_runs: int, formatted: bool) -> dict[str, object]:
-    kb_root = generate(n, work / f"kb-{n}")
-    cache = work / f"cache-{n}"
-    env = {**os.environ, "KB_CACHE_DIR": str(cache)}
+def median_of(runs: int, fn: Any, *args: Any, before: Any = None) -> float:
+    times = []
+    for _ in range(runs):
+        if before:
+            before()
+        elapsed, rc = fn(*args)
+        if rc not in (0, 1):
+            raise SystemExit(f"{args[0]} exited {rc}")
+        times.append(elapsed)
+    return statistics.median(times)
+
+
+def bench_tree(name: str, root: Path, work: Path, runs: int, validate_runs: int) -> dict[str, float]:
+    cache = work / f"cache-{name}"
+    env = {**os.environ, "KB_CACHE_DIR": str(cache), "TERM": os.environ.get("TERM", "xterm"), "COLUMNS": "100"}
     env.pop("KB_NO_CACHE", None)
-    env.pop("KB_RECORDS", None)
-    kb = _kb()
-    q = [*kb, "query", "--kb", str(kb_root), *QUERY]
+    cmd = [KB, *QUERY, "--kb", str(root)]
 
     def clear() -> None:
         shutil.rmtree(cache, ignore_errors=True)
 
-    out: dict[str, object] = {"records": n, "files": sum(1 for _ in kb_root.rglob("*.yaml")),
-                              "bytes": sum(p.stat().st_size for p in kb_root.rglob("*.yaml"))}
-    out["cold_query"] = measure(q, env, min(runs, 5), before=clear)  # seconds each at 10,000 records
-    _time(q, env)  # write the caches
-    out["warm_query"] = measure(q, env, runs)
-    seen = iter(range(10**6))
-    out["warm_new_query"] = measure(q, env, runs, vary=lambda i: [*kb, "query", "--kb", str(kb_root), "--gpu",
-                                                                  "h100", "--ctx", str(4096 + next(seen)), "--kv",
-                                                                  "fp8"])
-    out["validate"] = measure([*kb, "validate", "--kb", str(kb_root)], env, validate_runs, before=clear)
-    out["validate_warm"] = measure([*kb, "validate", "--kb", str(kb_root)], env, validate_runs)
-    if formatted:  # every record in canonical form, so KB601 formats every file (no verdicts cached)
-        fmt_root = generate(n, work / f"kb-{n}-fmt", records=formatted_templates(work))
-        out["validate_fmt"] = measure([*kb, "validate", "--kb", str(fmt_root)], env, validate_runs, before=clear)
+    out = {"cold query": median_of(max(1, validate_runs), _piped, cmd, env, before=clear)}
+    _piped(cmd, env)  # the image is written
+    out["warm piped"] = median_of(runs, _piped, cmd, env)
+    out["warm pty"] = median_of(runs, _pty, cmd, env)
+    out["validate cold"] = median_of(validate_runs, _piped, [KB, "validate", "--kb", str(root)], env, before=clear)
     return out
-
-
-def fit_exponent(points: list[tuple[int, float]]) -> float | None:
-    """Least-squares slope of log(time) on log(records)."""
-    if len(points) < 2:
-        return None
-    xs = [math.log(n) for n, _ in points]
-    ys = [math.log(t) for _, t in points]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
-
-
-def table(results: list[dict[str, object]]) -> str:
-    rows = [f"{'records':>8}  {'measure':<15}{'median s':>10}{'min s':>9}{'max s':>9}{'x bare':>9}"
-            f"{'cpu s':>9}{'cpu x bare':>12}{'runs':>6}"]
-    for r in results:
-        for key in ("warm_query", "warm_new_query", "cold_query", "validate", "validate_warm", "validate_fmt"):
-            if key not in r:
-                continue
-            m = r[key]
-            assert isinstance(m, dict)
-            cr = f"{m['cpu_ratio']:.1f}" if m["cpu_ratio"] is not None else "-"
-            rows.append(f"{r['records']:>8}  {key.replace('_', ' '):<15}{m['median_s']:>10.3f}{m['min_s']:>9.3f}"
-                        f"{m['max_s']:>9.3f}{m['ratio']:>9.1f}{m['cpu_s']:>9.3f}{cr:>12}{m['runs']:>6}")
-    bare = [r["warm_query"] for r in results]
-    rows.append("bare interpreter (python -c pass), median wall s: "
-                + ", ".join(f"{m['bare_s']:.3f}" for m in bare if isinstance(m, dict)))
-    return "\n".join(rows)
-
-
-def shipped_cold_query(work: Path, runs: int) -> dict[str, float]:
-    """`kb query` on the shipped records with every cache removed first."""
-    cache = work / "cache-shipped"
-    env = {**os.environ, "KB_CACHE_DIR": str(cache)}
-    env.pop("KB_NO_CACHE", None)
-    env.pop("KB_RECORDS", None)
-    q = [*_kb(), "query", "--kb", str(CHECKOUT / "records"), *QUERY]
-    return measure(q, env, runs, before=lambda: shutil.rmtree(cache, ignore_errors=True))
-
-
-def targets(results: list[dict[str, Any]], shipped: dict[str, float] | None, slope: float | None) \
-        -> list[dict[str, Any]]:
-    """Each target of issue #8 with the measured figure and whether it is met."""
-    out: list[dict[str, Any]] = []
-    for r in results:
-        n = r["records"]
-        for key, label in (("warm_query", "warm query, same question"), ("warm_new_query", "warm query, new question")):
-            m = r[key]
-            out.append({"what": f"{label}, {n:,} records", "got": f"{m['ratio']:.2f}x bare ({m['median_s']:.3f} s)",
-                        "target": "<= 6x bare (stretch 4x)", "met": m["ratio"] <= 6})
-        if n == 10000:
-            v = r["validate"]
-            out.append({"what": "kb validate, 10,000 records, cold", "got": f"{v['median_s']:.1f} s",
-                        "target": "<= 20 s", "met": v["median_s"] <= 20})
-    if shipped is not None:
-        out.append({"what": "cold query, shipped KB", "got": f"{shipped['median_s']:.2f} s", "target": "<= 2 s",
-                    "met": shipped["median_s"] <= 2})
-    if slope is not None:
-        out.append({"what": "validation growth", "got": f"records^{slope:.2f}", "target": "no worse than linear",
-                    "met": slope <= 1.05})
-    return out
-
-
-def compile_bytecode() -> str:
-    """Byte-compile the kbtool package that `kb` runs, as `pip install` does for a wheel.
-
-    Without it, a process started with PYTHONDONTWRITEBYTECODE=1 (set on some machines and CI images) compiles
-    every kbtool module from source on every run, and the benchmark would time the compiler."""
-    import compileall
-    import importlib.util
-
-    spec = importlib.util.find_spec("kbtool")
-    folder = os.path.dirname(spec.origin) if spec and spec.origin else str(CHECKOUT / "kbtool")
-    ok = compileall.compile_dir(folder, quiet=1)
-    return f"{folder} ({'compiled' if ok else 'some modules failed to compile'})"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="200 records, one run each (CI: crashes only)")
-    ap.add_argument("--sizes", type=int, nargs="+", default=SIZES)
-    ap.add_argument("--runs", type=int, default=15, help="runs per query figure (median reported)")
-    ap.add_argument("--validate-runs", type=int, default=3)
-    ap.add_argument("--json", type=Path, default=CHECKOUT / "benchmarks" / "results.json", help="where to write")
-    ap.add_argument("--keep", type=Path, default=None, help="generate the KBs here and keep them")
-    ap.add_argument("--formatted", action="store_true",
-                    help="also time `validate fmt`: KBs whose records were all put in canonical form by kb fmt")
+    ap.add_argument("--quick", action="store_true", help="shipped KB only, 3 runs each")
+    ap.add_argument("--runs", type=int, default=21, help="runs per warm figure (median)")
+    ap.add_argument("--records", type=int, default=10_000, help="size of the synthetic KB")
+    ap.add_argument("--out", type=Path, default=CHECKOUT / "benchmarks" / "results.json")
     args = ap.parse_args(argv)
-    sizes, runs, vruns = ([200], 1, 1) if args.quick else (args.sizes, args.runs, args.validate_runs)
-    compiled = compile_bytecode()
-    work = args.keep or Path(tempfile.mkdtemp(prefix="kb-bench-"))
-    results = []
-    try:
-        for n in sizes:
-            print(f"bench: {n} records ...", file=sys.stderr, flush=True)
-            results.append(bench_size(n, work, runs, vruns, args.formatted and not args.quick))
-    finally:
-        if args.keep is None:
-            shutil.rmtree(work, ignore_errors=True)
-    pts = [(int(r["records"]), float(r["validate"]["median_s"])) for r in results]  # type: ignore[index]
-    slope = fit_exponent(pts)
-    fpts = [(int(r["records"]), float(r["validate_fmt"]["median_s"])) for r in results  # type: ignore[index]
-            if "validate_fmt" in r]
-    fslope = fit_exponent(fpts)
-    report = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                          "platform": platform.platform(), "loadavg_at_end": os.getloadavg(),
-                          "kb": " ".join(_kb()), "bytecode": compiled},
-              "quick": args.quick, "results": results, "validate_exponent": slope,
-              "validate_fmt_exponent": fslope}
-    shipped = None
-    if not args.quick:
-        print("bench: shipped KB, cold query ...", file=sys.stderr, flush=True)
-        shipped = shipped_cold_query(work, runs=5)
-        report["shipped_cold_query"] = shipped
-    print(table(results))
-    if slope is not None:
-        print(f"validate time ~ records^{slope:.2f} (least squares over {len(pts)} sizes)")
-    if fslope is not None:
-        print(f"validate fmt time ~ records^{fslope:.2f} (least squares over {len(fpts)} sizes)")
-    verdicts = targets(results, shipped, slope)
-    report["targets"] = verdicts
-    print("targets (issue #8):")
-    for t in verdicts:
-        print(f"  {'met   ' if t['met'] else 'MISSED'}  {t['what']}: {t['got']} (target {t['target']})")
-    if not args.quick:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
-        print(f"wrote {args.json}")
+    runs = 3 if args.quick else args.runs
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(CHECKOUT / "kbtool")], check=True)  # as pip does
+    base_env = {**os.environ}
+    bare = median_of(runs * 2, _piped, [sys.executable, "-c", "pass"], base_env)
+    results: dict[str, dict[str, float]] = {}
+    counts: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="kb-bench-") as tmp:
+        work = Path(tmp)
+        results["shipped"] = bench_tree("shipped", CHECKOUT / "records", work, runs, 1 if args.quick else 3)
+        if not args.quick:
+            root = work / "records-10k"
+            counts = synthesize(root, args.records)
+            (work / "schema").symlink_to(CHECKOUT / "schema")
+            results["10k"] = bench_tree("10k", root, work, runs, 1)
+    bare_after = median_of(runs * 2, _piped, [sys.executable, "-c", "pass"], base_env)
+    print(f"python -c pass: {bare * 1000:.1f} ms (before), {bare_after * 1000:.1f} ms (after); "
+          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; {platform.python_version()}")
+    if counts:
+        print(f"synthetic KB: {sum(counts.values())} records ({', '.join(f'{k} {v}' for k, v in counts.items())})")
+    print(f"\n{'KB':<8} {'figure':<14} {'median':>10} {'x pass':>8}  target")
+    for kb, figs in results.items():
+        for fig, secs in figs.items():
+            target = TARGETS.get((kb, fig))
+            limit = VALIDATE_S.get(kb) if fig == "validate cold" else None
+            verdict = (f"<= {target}x: {'met' if secs / bare <= target else 'MISSED'}" if target else
+                       f"<= {limit} s: {'met' if secs <= limit else 'MISSED'}" if limit else "")
+            print(f"{kb:<8} {fig:<14} {secs * 1000:>8.0f} ms {secs / bare:>7.1f}x  {verdict}")
+    args.out.write_text(json.dumps({"python_pass_s": bare, "python_pass_after_s": bare_after,
+                                    "cpus": os.cpu_count(), "load": os.getloadavg()[0], "counts": counts,
+                                    "results": results}, indent=2) + "\n")
     return 0
 
 

@@ -74,12 +74,19 @@ def _root(
         os.environ["KB_NO_CACHE"] = "1"
 
 
-def fail(message: str, code: int = 2, fix: str | None = None) -> NoReturn:
+def _error(message: str, fix: str | None = None) -> None:
+    """`error: MESSAGE` on stderr; user text is printed as text, never read as markup."""
+    from rich.text import Text
+
     from kbtool.render.console import err
 
-    err.print(f"[red]error:[/] {message}", markup=True, highlight=False)
+    err.print(Text.assemble(("error:", "red"), " ", message), highlight=False)
     if fix:
-        err.print(f"  fix: {fix}", markup=False)
+        err.print(Text(f"  fix: {fix}"), highlight=False)
+
+
+def fail(message: str, code: int = 2, fix: str | None = None) -> NoReturn:
+    _error(message, fix)
     raise typer.Exit(code)
 
 
@@ -150,22 +157,17 @@ def schema_check() -> None:
 
 
 def _load_kb(kb: Path | None) -> KB:
-    from kbtool.kb import KB
-    from kbtool.store.records import load_tree
+    """The records that validate (kbtool.kb.load_kb); how many files were left out is said on stderr."""
+    from kbtool.kb import load_kb
 
-    return KB.from_load(load_tree(_records(kb)))
-
-
-def _view_kb(kb: Path | None) -> KB:
-    """The KB as `kb query` loads it (kbtool.solve.load); records left out are reported on stderr."""
-    from kbtool.store.cache import load_kb_report  # cached unless `kb --no-cache ...` or KB_NO_CACHE=1
-
-    report = load_kb_report(_records(kb))
-    if report.skipped:
+    base, left_out = load_kb(_records(kb))
+    if left_out:
         from kbtool.render.console import err
 
-        err.print(f"warning: {len(report.skipped)} record(s) left out (run `kb validate`)", markup=False)
-    return report.kb
+        err.print(f"warning: {left_out} record(s) left out (run `kb validate`)", markup=False, highlight=False)
+    return base
+
+
 
 
 def _print_json(data: object) -> None:
@@ -198,7 +200,7 @@ def show(
     """
     from kbtool.model.topic import Topic
 
-    base = _view_kb(kb)
+    base = _load_kb(kb)
     rec = base.resolve(record_id)
     if json_:
         from kbtool.views.show import show_data
@@ -276,7 +278,7 @@ def list_cmd(
     """List records, by kind and by field values."""
     from kbtool.views.listing import list_records, parse_where
 
-    rows = list_records(_view_kb(kb), kind, where)
+    rows = list_records(_load_kb(kb), kind, where)
     if json_:
         _print_json(rows)
     else:
@@ -300,7 +302,7 @@ def graph_neighbors(
     """Records within N references of a record."""
     from kbtool.views.graphview import neighbors
 
-    data = neighbors(_view_kb(kb), record_id, depth)
+    data = neighbors(_load_kb(kb), record_id, depth)
     _emit(data, json_, "neighbors")
 
 
@@ -329,7 +331,7 @@ def graph_why(
 
     q = build_query(gpu=gpu, ctx=ctx, kv=kv, dtype=dtype, model=model, head_dim=head_dim, phase=phase,
                     engine=engine, lib=lib, block_size=block_size)
-    data = why(_view_kb(kb), kernel, q)
+    data = why(_load_kb(kb), kernel, q)
     _emit(data, json_, "why")
 
 
@@ -355,7 +357,7 @@ def graph_impact(
     hds = tuple(dict.fromkeys(head_dim)) if head_dim else HEAD_DIMS
     if any(h <= 0 for h in hds):
         fail("--head-dim must be positive", 2, "e.g. --head-dim 128")
-    data = impact(_view_kb(kb), claim, kvs=kvs, head_dims=hds, engine=False if no_engine else None)
+    data = impact(_load_kb(kb), claim, kvs=kvs, head_dims=hds, engine=False if no_engine else None)
     _emit(data, json_, "impact")
 
 
@@ -368,7 +370,7 @@ def graph_export(
     """Write the reference graph as Graphviz dot, GraphML or Mermaid."""
     from kbtool.views.graphview import export
 
-    text = export(_view_kb(kb), fmt)
+    text = export(_load_kb(kb), fmt)
     if out_file:
         out_file.write_text(text)
         print(f"wrote {out_file}")
@@ -388,7 +390,7 @@ def stats(
     """
     from kbtool.views.stats import stats as compute
 
-    data = compute(_view_kb(kb))
+    data = compute(_load_kb(kb))
     _emit(data, json_, "stats")
 
 
@@ -423,7 +425,7 @@ def matrix(
     layouts = ("mha", "gqa", "mqa", "mla", "sparse-mla")
     if attention is not None and attention not in layouts:
         fail(f"--attention: unknown layout '{attention}'", 2, f"use one of {', '.join(layouts)}")
-    data = compute(_view_kb(kb), kv=kv, head_dim=head_dim, phase=phase, attention=attention)
+    data = compute(_load_kb(kb), kv=kv, head_dim=head_dim, phase=phase, attention=attention)
     kind = MatrixFormat.json if json_ else fmt
     text = {MatrixFormat.json: lambda: json.dumps(data, indent=2) + "\n", MatrixFormat.html: lambda: to_html(data)
             }.get(kind, lambda: to_markdown(data))()
@@ -498,66 +500,17 @@ def new(
 # ---- query --------------------------------------------------------------------------------------
 
 
-@app.command()
-def query(
-    gpu: Annotated[str | None, typer.Option("--gpu", help="Accelerator id or alias (h100, b200, ...). "
-                                                          "Without it: one row per accelerator.")] = None,
-    gpus: Annotated[int | None, typer.Option("--gpus", help="Tensor-parallel GPUs.")] = None,
-    ctx: CtxOpt = None,
-    kv: KvOpt = None,
-    dtype: DtypeOpt = None,
-    model: ModelOpt = None,
-    head_dim: HeadDimOpt = None,
-    batch: Annotated[int | None, typer.Option("--batch", help="Concurrent sequences (memory; default 1).")] = None,
-    phase: PhaseOpt = None,
-    engine: EngineOpt = None,
-    kernel: Annotated[list[str] | None, typer.Option("--kernel", help="Restrict to these kernels "
-                                                                       "(repeatable).")] = None,
-    lib: LibOpt = None,
-    block_size: BlockSizeOpt = None,
-    util: Annotated[float | None, typer.Option("--util", help="Memory utilization (default 0.9).")] = None,
-    vllm: Annotated[str | None, typer.Option("--vllm", help="vLLM release for --engine vllm (default: the "
-                                                            "newest recorded).")] = None,
-    vllm_args: Annotated[str | None, typer.Option("--vllm-args", help='A vLLM serve command, e.g. "serve MODEL '
-                                                                      '--kv-cache-dtype fp8 -tp 2": pre-flight '
-                                                                      "answer (backend, KV fit, or vLLM's "
-                                                                      "error).")] = None,
-    json_: Annotated[bool, typer.Option("--json", help="Print the answer as JSON (design.md §4).")] = False,
-    explain: Annotated[bool, typer.Option("--explain", help="Add sources and evidence.")] = False,
-    fail_on_no: Annotated[bool, typer.Option("--fail-on-no", help="Exit 1 when the verdict is no.")] = False,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Read every record afresh; skip the cache.")] = False,
-    kb: KbOpt = None,
-) -> None:
+@app.command(add_help_option=False, context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
+                                                      "help_option_names": []})
+def query(ctx: typer.Context) -> None:
     """Answer a serving question: kernels, reasons, caveats, KV fit.
 
-    Can this accelerator serve this context with this KV dtype (and model, engine, libraries)?
+    Can this accelerator serve this context with this KV dtype (and model, engine, libraries)? The options are
+    kbtool/query_cli.py's OPTIONS (`kb query --help`); this command hands its arguments to that module.
     """
-    from kbtool.solve.answer import to_json
-    from kbtool.solve.query import build_query
-    from kbtool.solve.solver import solve
-    from kbtool.store.cache import load_image
+    from kbtool.query_cli import main as run
 
-    q = build_query(gpu=gpu, gpus=gpus, ctx=ctx, kv=kv, dtype=dtype, model=model, head_dim=head_dim, batch=batch,
-                    phase=phase, engine=engine, kernel=kernel, lib=lib, block_size=block_size, util=util,
-                    vllm=vllm, vllm_args=vllm_args)
-    report = load_image(_records(kb), use_cache=not no_cache)
-    answer = solve(report, q)
-    if json_:
-        print(to_json(answer))
-    else:
-        from kbtool.render.choose import pick_sink
-        from kbtool.render.query import render_answer, render_multi
-        from kbtool.solve.answer import MultiAnswer
-
-        if report.skipped:  # plain text, as rich wrote it (no markup, no styles)
-            print(f"warning: {len(report.skipped)} record(s) left out (run `kb validate`)", file=sys.stderr)
-        sink = pick_sink(sys.stdout)  # plain text unless rich would style it (no rich import then)
-        if isinstance(answer, MultiAnswer):
-            render_multi(sink, answer, explain=explain)
-        else:
-            render_answer(sink, answer, explain=explain)
-    rows = answer.rows if hasattr(answer, "rows") else [answer]
-    raise typer.Exit(1 if fail_on_no and any(r.verdict == "no" for r in rows) else 0)
+    raise typer.Exit(run(list(ctx.args)))
 
 
 # ---- bench --------------------------------------------------------------------------------------
@@ -570,8 +523,8 @@ app.add_typer(bench_app, name="bench")
 @bench_app.command("run")
 def bench_run(
     quick: Annotated[bool, typer.Option("--quick", help="The small grid (< 10 minutes on an H200).")] = False,
-    out: Annotated[Path | None, typer.Option("--out", help="Folder for records and PNGs "
-                                             "(default: the records tree's measurements/).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Folder for the run's record (default: the records "
+                                             "tree's measurements/); PNGs go to docs/figures/.")] = None,
     backend: Annotated[list[str] | None, typer.Option("--backend", help="Only these backends (repeatable).")] = None,
     repeats: Annotated[int, typer.Option("--repeats", min=1, help="Separate process launches per attempt.")] = 3,
     budget: Annotated[float, typer.Option("--budget-s", help="Stop starting new work after this many seconds.")]
@@ -579,7 +532,7 @@ def bench_run(
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Do not draw PNGs.")] = False,
     kb: KbOpt = None,
 ) -> None:
-    """Run the prefill and decode grid on the local GPU and write measurement records."""
+    """Run the prefill and decode grid on the local GPU and write its measurement record (one per run)."""
     from kbtool.bench.commands import run_command
     from kbtool.bench.runner import NoGpuError
     from kbtool.bench.text import run as render
@@ -707,9 +660,7 @@ def main() -> None:
     except typer.Exit as e:
         sys.exit(e.exit_code)
     except KbError as e:
-        from kbtool.render.console import err
-
-        err.print(f"[red]error:[/] {e}", markup=True, highlight=False)
+        _error(str(e.args[0]) if e.args else "", e.fix)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from kbtool.errors import NotFoundError
 from kbtool.model import Record
-from kbtool.store.records import Loaded, LoadResult
+from kbtool.names import resolve_name
+from kbtool.store.records import Loaded, LoadResult, load_tree
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 R = TypeVar("R", bound=Record)
 
@@ -22,12 +24,18 @@ class KB:
     where: dict[str, Loaded] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)  # lowercase alias or id -> id
     duplicates: list[Loaded] = field(default_factory=list)  # second and later files with a taken id
+    # ids of records that were read but failed their schema: they exist, so references to them are not
+    # dangling (their own finding says what is wrong; one problem, one finding)
+    invalid: set[str] = field(default_factory=set)
 
     @classmethod
     def from_load(cls, result: LoadResult) -> KB:
         kb = cls()
         for item in result.loaded:
             if item.record is None:
+                rid = item.data.get("id") if isinstance(item.data, dict) else None
+                if isinstance(rid, str):
+                    kb.invalid.add(rid)
                 continue
             if item.record.id in kb.by_id:
                 kb.duplicates.append(item)
@@ -59,23 +67,29 @@ class KB:
     def of_kind(self, kind: str, cls: type[R] | None = None) -> list[R]:
         return [r for r in self.by_id.values() if r.kind == kind]  # type: ignore[misc]
 
+    def exists(self, id_: str) -> bool:
+        """Whether a record has this id, valid or not (an invalid one has its own finding)."""
+        return id_ in self.by_id or id_ in self.invalid
+
     def get(self, id_: str) -> Record | None:
         return self.by_id.get(id_)
 
     def resolve(self, name: str, kind: str | None = None) -> Record:
-        """An id or alias, case-insensitive; a miss raises with the three nearest names."""
-        rid = self.aliases.get(name.strip().lower())
-        rec = self.by_id.get(rid) if rid else None
-        if rec is not None and (kind is None or rec.kind == kind):
-            return rec
-        pool = sorted({k for k, v in self.aliases.items() if kind is None or self.by_id[v].kind == kind})
-        near = difflib.get_close_matches(name.lower(), pool, n=3, cutoff=0.3)
-        what = kind or "record"
-        hint = f"did you mean {', '.join(near)}?" if near else f"run `kb list --kind {kind or 'KIND'}`"
-        raise NotFoundError(f"unknown {what} '{name}'", fix=hint)
+        """An id or alias, case-insensitive (of `kind`, when given); a miss names the three nearest ids."""
+        pool = self.aliases if kind is None else {a: i for a, i in self.aliases.items() if self.by_id[i].kind == kind}
+        return self.by_id[resolve_name(pool, name, kind)]
 
     def location(self, id_: str, *path: str | int) -> tuple[str | None, int | None]:
         w = self.where.get(id_)
         if w is None:
             return None, None
         return w.file, w.line(*path)
+
+
+def load_kb(root: Path) -> tuple[KB, int]:
+    """The one loader: the records under `root` that validate, indexed, and how many files were left out
+    (unreadable, invalid or a duplicate id; `kb validate` says why)."""
+    result = load_tree(root)
+    kb = KB.from_load(result)
+    bad = {f.file for f in result.findings if f.severity == "error"} | {d.file for d in kb.duplicates}
+    return kb, len(bad)

@@ -1,6 +1,6 @@
 """Where the records and schemas live: --kb PATH, $KB_RECORDS, the checkout, or the installed package data.
 
-The lookups work on plain strings (os.path) so that the warm `kb query` path (kbtool/fastquery.py) can use
+The lookups work on plain strings (os.path) so that the `kb query` path (kbtool/query_cli.py) can use
 them without importing pathlib; `records_dir` and `schema_dir` wrap them in Paths for everything else.
 """
 

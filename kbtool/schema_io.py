@@ -39,9 +39,9 @@ def generated_files() -> dict[str, str]:
 
     out = {f"{kind}.schema.json": render(generate(kind)) for kind in MODELS}
     out |= {f"{kind}.md": render_docs(kind, add_titles(generate(kind))) for kind in MODELS}
-    from kbtool.answer_schema import ANSWER_SCHEMA  # the query answer's schema
+    from kbtool.solve.answer import json_schema  # the query answer's schema, from the answer model itself
 
-    out["query-answer.schema.json"] = render(ANSWER_SCHEMA)
+    out["query-answer.schema.json"] = render(json_schema())
     return out
 
 
@@ -92,6 +92,14 @@ def add_titles(schema: Any) -> Any:
     return schema
 
 
+def _rule(key: str, value: Any) -> bool:
+    """A cross-field rule (kbtool.model.common.schema_rule) rather than a field: its properties are constraints."""
+    if key in ("not", "if", "then", "else"):
+        return True
+    return key in ("anyOf", "oneOf", "allOf") and isinstance(value, list) and all(
+        isinstance(x, dict) and ("required" in x or "if" in x) for x in value)
+
+
 def untitled_properties(schema: Any, path: str = "#") -> list[str]:
     """JSON pointers of properties lacking a title or a description (should be none)."""
     out: list[str] = []
@@ -101,7 +109,8 @@ def untitled_properties(schema: Any, path: str = "#") -> list[str]:
             out += [f"{path}/properties/{k}" for k, p in props.items()
                     if not (isinstance(p, dict) and p.get("title") and p.get("description"))]
         for k, v in schema.items():
-            out += untitled_properties(v, f"{path}/{k}")
+            if not _rule(k, v):
+                out += untitled_properties(v, f"{path}/{k}")
     elif isinstance(schema, list):
         for i, v in enumerate(schema):
             out += untitled_properties(v, f"{path}/{i}")

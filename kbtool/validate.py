@@ -17,6 +17,7 @@ class Report:
     files: int
     records: int
     findings: list[Finding] = field(default_factory=list)
+    kb: KB = field(default_factory=KB, repr=False)  # the records that validated
 
     @property
     def errors(self) -> list[Finding]:
@@ -30,8 +31,9 @@ class Report:
         return 1 if self.errors or (strict and self.warnings) else 0
 
 
-def validate(root: Path, paths: list[Path] | None = None) -> Report:
-    """Validate the tree at `root`; with `paths`, report only on those files (the tree gives context)."""
+def validate(root: Path, paths: list[Path] | None = None, *, only: tuple[str, ...] = ("KB",)) -> Report:
+    """Validate the tree at `root`; with `paths`, report only on those files (the tree gives context).
+    `only` runs just the checks whose codes start with one of its prefixes (loading, KB100/KB101, always runs)."""
     paths = [p for p in (paths or [])]
     outside = [p for p in paths if not p.resolve().is_relative_to(root.resolve())]
     result = load_tree(root, [root, *outside] if outside else None)
@@ -39,7 +41,7 @@ def validate(root: Path, paths: list[Path] | None = None) -> Report:
     findings = list(result.findings)
     focus = FOCUS.set(frozenset(display(p, root) for p in _expand(paths)) if paths else None)
     for chk in all_checks():
-        if chk.fn is not None:
+        if chk.fn is not None and chk.code.startswith(only):
             found = chk.fn(kb)
             if outside and chk.code == "KB206":
                 keep = {display(p, root) for p in outside}
@@ -53,7 +55,7 @@ def validate(root: Path, paths: list[Path] | None = None) -> Report:
     else:
         files = len(result.loaded) + len({f.file for f in result.findings if f.code == "KB100"})
     findings.sort(key=lambda f: (f.code, f.file or "", f.line or 0, f.path))
-    return Report(files=files, records=len(kb), findings=findings)
+    return Report(files=files, records=len(kb), findings=findings, kb=kb)
 
 
 def _expand(paths: list[Path]) -> list[Path]:

@@ -3,6 +3,7 @@
     python probes/_plot_fp8.py records/evidence/<id>.yaml [out.png]
 
 Reads the curves that `kb probe run` stored under the record's `data.curves` (or rebuilds them from its cases).
+The PNG goes to docs/figures/<id>.png of the repository that holds the records tree (images stay out of records/).
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ def main(argv: list[str]) -> int:
     env = rec.get("environment", {})
     fig.suptitle(f"FP8 attention accumulation on {env.get('gpu', '?')} (probe {rec.get('probe', {}).get('id')})")
     fig.tight_layout()
-    out = Path(argv[1]) if len(argv) > 1 else src.with_suffix(".png")
+    out = Path(argv[1]) if len(argv) > 1 else src.resolve().parents[2] / "docs" / "figures" / f"{src.stem}.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
     print(out)
     return 0

@@ -40,3 +40,10 @@ def run_kb(*args: str, env: dict[str, str] | None = None, cwd: Path | None = Non
         finally:
             os.chdir(old)
     return Result(code, out.getvalue(), err.getvalue())
+
+
+def load_kb(root: Path):  # type: ignore[no-untyped-def]
+    """The records under `root` that validate (kbtool.kb.load_kb without the count of files left out)."""
+    from kbtool.kb import load_kb as load
+
+    return load(root)[0]

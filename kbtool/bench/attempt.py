@@ -21,7 +21,7 @@ import os
 import time
 from typing import Any
 
-from kbtool.bench.grid import Config
+from kbtool.measure.grid import Config
 
 TRIALS = 15
 BATCH_MS = 1.0

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kbtool.bench.grid import DTYPE_BYTES, Config
+from kbtool.measure.grid import DTYPE_BYTES, Config
 
 Fn = Callable[[], Any]
 

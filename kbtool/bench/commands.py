@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kbtool.bench.records import bench_records, gpus
-from kbtool.bench.stats import DEFAULT_SEED, THRESHOLD, Separation, transfer, winners
-from kbtool.bench.table import table
+from kbtool.bench.records import gpus
 from kbtool.errors import NotFoundError
+from kbtool.measure.stats import DEFAULT_SEED, THRESHOLD, Separation, transfer, winners
+from kbtool.measure.table import bench_records, table
 
 if TYPE_CHECKING:
     from kbtool.bench.runner import Progress
@@ -87,31 +87,35 @@ def transfer_report(kb: KB, source: str, target: str, *, seed: int = DEFAULT_SEE
 def run_command(*, quick: bool, out: Path | None, records_root: Path, backends: list[str] | None = None,
                 repeats: int = 3, budget_s: float = 540.0, seed: int = DEFAULT_SEED, plots: bool = True,
                 progress: Progress | None = None) -> dict[str, Any]:
-    """Run the grid here, write the measurement records (and PNGs beside them). Raises NoGpuError without a GPU."""
-    from kbtool.bench import grid as grids
+    """Run the grid here and write its measurement record, with its PNGs under docs/figures/ of the repository
+    that holds the records tree. Raises NoGpuError without a GPU."""
     from kbtool.bench import records
     from kbtool.bench.runner import run_bench
+    from kbtool.measure import grid as grids
 
     g = grids.quick() if quick else grids.full()
     result = run_bench(g, backends=backends, repeats=repeats, budget_s=budget_s, seed=seed, progress=progress)
     folder = out or records_root / "measurements"
-    paths = records.write(result, folder)
+    record = records.build(result)
+    repo = records_root.resolve().parent
+    figures = repo / "docs" / "figures"
     pngs: list[str] = []
     plot_error = None
     if plots:
         try:
             from kbtool.bench.plots import draw
-            from kbtool.probe.environment import gpu_slug
+            from kbtool.measure.table import cases
 
-            built = [records.build(result, a) for a in result.attempts]
-            prefix = f"{result.started[:10]}-{gpu_slug(result.environment)}-bench"
-            pngs = [str(p) for p in draw(built, folder, prefix)]
+            figures.mkdir(parents=True, exist_ok=True)
+            pngs = [str(p) for p in draw(cases(record), figures, record.id)]
         except ImportError as exc:
             plot_error = f"plots skipped: {exc}"
+    record.artifacts = [Path(p).resolve().relative_to(repo).as_posix() for p in pngs]
+    path = records.write(record, folder)
     counts: dict[str, int] = {}
     for a in result.attempts:
         counts[a.outcome] = counts.get(a.outcome, 0) + 1
     return {"gpu": result.environment.get("gpu"), "accelerator": result.environment.get("accelerator"),
-            "grid": g.name, "records": len(paths), "folder": str(folder), "outcomes": counts,
+            "grid": g.name, "record": str(path), "cases": len(record.rows), "folder": str(folder), "outcomes": counts,
             "copy_bandwidth_gbs": result.copy_bandwidth_gbs, "stopped_early": result.stopped_early,
             "plots": pngs, "plot_error": plot_error}

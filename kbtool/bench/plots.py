@@ -1,4 +1,4 @@
-"""Matplotlib PNGs in the study's manner, drawn from bench measurement records of one GPU:
+"""Matplotlib PNGs in the study's manner, drawn from the bench cases of one GPU (kbtool.measure.table.cases):
 
 - prefill latency against sequence length per backend (one panel per batch x causal),
 - decode step time and effective KV bandwidth against KV length per backend (one column per batch), with the
@@ -15,10 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kbtool.bench.grid import Config
-from kbtool.bench.stats import separate
-from kbtool.bench.table import table
-from kbtool.model import Measurement
+from kbtool.measure.grid import Config
+from kbtool.measure.stats import separate
+from kbtool.measure.table import BenchCase, table
 
 PREFER: dict[str, Any] = {"head_dim": 128, "dtype": "bf16", "kv_heads": 8, "graphs": False}
 
@@ -44,8 +43,8 @@ def _plt() -> Any:
     return plt
 
 
-def draw(records: Sequence[Measurement], folder: Path, prefix: str) -> list[Path]:
-    """Write the PNGs for one GPU's bench records; returns the paths written (none for an empty phase)."""
+def draw(records: Sequence[BenchCase], folder: Path, prefix: str) -> list[Path]:
+    """Write the PNGs for one GPU's bench cases; returns the paths written (none for an empty phase)."""
     out: list[Path] = []
     tab, configs = table(records)
     title_gpu = prefix

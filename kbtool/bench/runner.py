@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.bench.backends import BY_NAME, for_phase, installed, predicted_bytes
-from kbtool.bench.grid import Config, Grid
 from kbtool.errors import ProbeError
+from kbtool.measure.grid import Config, Grid
 
 MODULE = "kbtool.bench.attempt"
 ROOT = Path(__file__).resolve().parents[2]

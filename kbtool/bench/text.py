@@ -57,7 +57,7 @@ def run(summary: dict[str, Any]) -> str:
         f"{summary['gpu']} ({summary['accelerator'] or 'not in the KB'}), grid {summary['grid']}",
         f"copy bandwidth: {'n/a' if copy is None else f'{copy:.0f} GB/s (read + write)'}",
         f"attempts: {outcomes}",
-        f"wrote {summary['records']} measurement records to {summary['folder']}",
+        f"wrote {summary['record']} ({summary['cases']} cases)",
     ]
     lines += [f"plot: {p}" for p in summary["plots"]]
     if summary.get("plot_error"):

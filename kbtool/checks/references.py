@@ -32,6 +32,10 @@ def _ref_path(kb: KB, rid: str, rel: str, target: str) -> tuple[str | None, int 
                 if v == target:
                     file, line = kb.location(rid, key, i)
                     return file, line, f"$.{key}[{i}]"
+                for sub, x in v.items() if isinstance(v, dict) else []:  # a measurement's rows
+                    if x == target:
+                        file, line = kb.location(rid, key, i, sub)
+                        return file, line, f"$.{key}[{i}].{sub}"
     file, line = kb.location(rid)
     return file, line, f"$ ({rel})"
 
@@ -41,7 +45,7 @@ def find_dangling_refs(kb: KB) -> list[Finding]:
     out = []
     for r in kb:
         for rel, target in r.refs():
-            if target in kb.by_id or rel == "xref":
+            if kb.exists(target) or rel == "xref":
                 continue
             file, line, path = _ref_path(kb, r.id, rel, target)
             near = kb.aliases.get(target.lower())

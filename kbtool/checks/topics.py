@@ -20,7 +20,7 @@ def _original_ids(kb: KB) -> set[str]:
 
 def resolves(kb: KB, target: str, originals: set[str] | None = None) -> bool:
     """An `[[id]]` names a record by id or alias, or a topic by its id in the source knowledge base."""
-    if target in kb.by_id or target.lower() in kb.aliases:
+    if kb.exists(target) or target.lower() in kb.aliases:
         return True
     return target in (originals if originals is not None else _original_ids(kb))
 

@@ -27,7 +27,7 @@ def find_status_without_evidence(kb: KB) -> list[Finding]:
                                fix=f"run `kb probe run --claim {c.id} --write`, or set the status to unverified",
                                check="status-without-evidence"))
         for i, e in enumerate(v.evidence):
-            if not isinstance(kb.get(e), Evidence):
+            if not isinstance(kb.get(e), Evidence) and e not in kb.invalid:
                 file, line = kb.location(c.id, "verification", "evidence", i)
                 out.append(Finding("KB302", f"evidence '{e}' is not an evidence record", file, line,
                                    f"$.verification.evidence[{i}]", fix="cite an evidence record id",

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from kbtool.errors import KbError
 from kbtool.fmt.core import canonical
-from kbtool.fmt.fast import fast_canonical
 from kbtool.paths import display
 from kbtool.store.records import discover
 from kbtool.store.writer import atomic_write, file_lock
@@ -68,7 +67,7 @@ def format_file(path: Path, root: Path, *, check: bool = False) -> FileResult:
 def _format(path: Path, name: str, *, write: bool) -> FileResult:
     try:
         text = path.read_text("utf-8")
-        new = (None if write else fast_canonical(text, path)) or canonical(text, path, name)
+        new = canonical(text, path, name)
     except (OSError, UnicodeDecodeError) as e:
         return FileResult(path, name, "error", message=f"{name}: cannot read: {e}")
     except KbError as e:

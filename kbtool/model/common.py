@@ -21,6 +21,17 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, use_enum_values=True)
 
 
+def given(*names: str) -> dict[str, Any]:
+    """JSON Schema: every one of `names` is present and not null (nor an empty string)."""
+    return {"required": list(names), "properties": {n: {"not": {"enum": [None, ""]}} for n in names}}
+
+
+def schema_rule(rule: dict[str, Any]) -> ConfigDict:
+    """A model config whose JSON Schema also states `rule`, what the model's validator checks (so the
+    published schema accepts and rejects what the model does)."""
+    return ConfigDict(extra="forbid", populate_by_name=True, use_enum_values=True, json_schema_extra=rule)
+
+
 class Basis(StrEnum):
     recorded = "recorded"
     measured = "measured"
@@ -43,6 +54,11 @@ PRIMARY_SOURCE_TYPES = frozenset({SourceType.source_code.value, SourceType.doc.v
 
 class Source(Strict):
     """Where a fact comes from: a URL, a file at a commit, a seed document, or a probe."""
+
+    model_config = schema_rule({
+        "anyOf": [given("url"), given("repo"), given("seed"), given("ref")],
+        "if": given("repo"), "then": {"anyOf": [given("path"), given("url")]},
+    })
 
     type: SourceType = Field(description="What kind of source this is")
     url: str | None = Field(default=None, description="Address of a page, issue or paper")
@@ -136,6 +152,8 @@ class Verification(Strict):
 class VersionRange(Strict):
     """OSV-style affected range of one library (or CUDA, or an engine)."""
 
+    model_config = schema_rule({"not": given("fixed", "last_affected")})
+
     library: str = Field(description="Package name: flashinfer, flash-attn, torch, vllm, cuda, flashmla, ...")
     introduced: Version | None = Field(default=None, description="First version the claim holds for")
     fixed: Version | None = Field(default=None, description="First version it no longer holds for")
@@ -155,6 +173,10 @@ Scalar = str | int | float | bool
 
 class Leaf(Strict):
     """A test on one query variable. Exactly one operator is given."""
+
+    model_config = schema_rule({"oneOf": [{"required": [op], "properties": {op: {"not": {"type": "null"}}}}
+                                          for op in ("eq", "ne", "in", "not_in", "ge", "gt", "le", "lt",
+                                                     "multiple_of")]})
 
     var: str = Field(description="Query variable: sm, gpu, ctx, kv_dtype, dtype, head_dim, phase, ...")
     eq: Scalar | None = Field(default=None, description="equal to")

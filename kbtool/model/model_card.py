@@ -7,13 +7,18 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from .common import Record as _Record
-from .common import Strict
+from .common import Strict, given, schema_rule
 
 LayerType = Literal["full", "sliding", "linear", "mla"]
 
 
 class LayerGroup(Strict):
     """`count` layers of one attention type."""
+
+    model_config = schema_rule({"allOf": [
+        {"if": {"properties": {"type": {"const": t}}}, "then": given(*need)}
+        for t, need in (("full", ("kv_heads", "head_dim")), ("sliding", ("kv_heads", "head_dim", "window")),
+                        ("linear", ("state_bytes",)), ("mla", ("kv_lora_rank", "rope_dim")))]})
 
     type: LayerType = Field(description="full, sliding (window), linear (fixed state) or mla")
     count: int = Field(ge=1, le=10_000, description="Number of layers of this type")

@@ -1,8 +1,8 @@
 """Measurement records from a probe run's measured values (the hardware probe's `data.measured`).
 
-Each numeric value becomes one `measurement` record with basis `measured`, pointing at its evidence record and
-saying whether it agrees with the value the KB records. Written by `kb probe run --write` / `kb probe apply
---write` only, never rewritten (a later run makes new records).
+A run's numeric values become one `measurement` record with basis `measured`, pointing at its evidence record,
+one row per value saying whether it agrees with the value the KB records. Written by `kb probe run --write` /
+`kb probe apply --write` only, never rewritten (a later run makes new records).
 """
 
 from __future__ import annotations
@@ -12,15 +12,16 @@ from typing import Any
 
 from kbtool.fmt.core import canonical
 from kbtool.model import Evidence, Measurement, Source
+from kbtool.model.measurement import Row
 from kbtool.store.writer import atomic_write, dump, file_lock
 
 
 def records_from(ev: Evidence) -> list[Measurement]:
+    """The probe run's measured values as one record (none when the run measured no number)."""
     measured = ev.data.get("measured")
-    acc = ev.environment.accelerator
     if not isinstance(measured, dict):
         return []
-    out = []
+    rows = []
     for quantity, m in sorted(measured.items()):
         if not isinstance(m, dict) or isinstance(m.get("value"), bool):
             continue
@@ -28,20 +29,20 @@ def records_from(ev: Evidence) -> list[Measurement]:
         if not isinstance(value, int | float):
             continue
         conditions = {k: v for k, v in m.items() if k not in ("value", "unit", "basis") and v is not None}
-        out.append(Measurement(
-            id=f"{ev.id}-{quantity.replace('_', '-')}",
-            kind="measurement",
-            name=f"{quantity.replace('_', ' ')} measured on {ev.environment.gpu}",
-            quantity=quantity,
-            value=value,
-            unit=str(m.get("unit") or "1"),
-            basis="measured",
-            accelerator=acc,
-            conditions={"probe": f"{ev.probe.id} v{ev.probe.version}", **conditions},
-            evidence=ev.id,
-            sources=[Source(type="probe", ref=f"evidence/{ev.id}")],
-        ))
-    return out
+        rows.append(Row(quantity=quantity, value=value, unit=str(m.get("unit") or "1"), conditions=conditions))
+    if not rows:
+        return []
+    return [Measurement(
+        id=f"{ev.id}-measured",
+        kind="measurement",
+        name=f"values measured by probe {ev.probe.id} v{ev.probe.version} on {ev.environment.gpu}",
+        basis="measured",
+        accelerator=ev.environment.accelerator,
+        conditions={"probe": f"{ev.probe.id} v{ev.probe.version}"},
+        evidence=ev.id,
+        rows=rows,
+        sources=[Source(type="probe", ref=f"evidence/{ev.id}")],
+    )]
 
 
 def write(records: Path, evidence: list[Evidence]) -> list[Path]:

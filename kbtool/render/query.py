@@ -1,7 +1,7 @@
 """Text rendering of a query answer: verdict, kernel table, engine backends, memory, caveats.
 
 Every line is built as (text, style) segments from the answer (no markup, so nothing to escape) and written to
-a sink (kbtool/render/sink.py): plain text when stdout is not a terminal (no rich import), rich Text otherwise.
+a sink (kbtool/render/sink.py): plain text, or ANSI styles on a terminal (never rich).
 The answer objects are read by attribute only.
 """
 
@@ -13,20 +13,14 @@ TYPE_CHECKING = False  # the warm query path imports this module: no typing at r
 if TYPE_CHECKING:
     from typing import Any
 
-    from rich.console import Console
-
     from kbtool.render.sink import Seg
     from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer, Reason
 
 __all__ = ["LABEL", "STYLE", "PlainSink", "Sink", "render_answer", "render_multi"]
 
 
-def _sink(target: Sink | Console) -> Sink:
-    if isinstance(target, Sink):
-        return target
-    from kbtool.render.choose import as_sink  # a rich Console: wrapped in the rich sink
-
-    return as_sink(target)
+def _sink(target: Sink) -> Sink:
+    return target
 
 STYLE = {"ok": "green", "caveat": "yellow", "unknown": "cyan", "rejected": "red",
          "yes": "bold green", "no": "bold red", "conditional": "bold yellow"}
@@ -101,7 +95,7 @@ def _explain(sink: Sink, r: Reason) -> None:
         sink.line([(f"      evidence: {e}", "")])
 
 
-def render_answer(target: Sink | Console, a: Answer, *, explain: bool = False) -> None:
+def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
     """Write one answer to a sink (or a rich Console)."""
     sink = _sink(target)
     sink.line([("verdict:", "bold"), (" ", ""), _st(a.verdict), (f" — {a.summary}", "")])
@@ -217,7 +211,7 @@ def _caveats(sink: Sink, a: Answer) -> None:
             sink.line([(f"  - {w}", "")])
 
 
-def render_multi(target: Sink | Console, m: MultiAnswer, *, explain: bool = False) -> None:
+def render_multi(target: Sink, m: MultiAnswer, *, explain: bool = False) -> None:
     """Write the one-row-per-accelerator answer (and with `explain`, each row's full answer under a rule)."""
     sink = _sink(target)
     sink.line([(m.summary, "bold")])

@@ -1,47 +1,40 @@
-"""Where rendered lines go: plain text to a stream (no rich), or rich Text to a Console (styles, terminals).
+"""Where rendered lines go: plain text, or plain text with ANSI styles for a terminal. Never imports rich.
 
-A line is a list of (text, style) segments; the style is a rich style name ("bold", "dim", "green", ...) or ""
-for none. The plain sink writes the segments' text exactly as rich writes it when it emits no styles: rich
-drops five control characters (bell, backspace, vertical tab, form feed, carriage return) and expands tabs to
-8-column stops, so the plain sink does too. `wants_rich` says whether rich would write escape codes to a
-stream (rich's Console.is_terminal, 15.x): TTY_COMPATIBLE=0 -> plain, =1 -> rich; else a set FORCE_COLOR ->
-rich unless empty; else the stream's isatty(). TTY_INTERACTIVE only changes rich's live displays, not what it
-prints, so it does not count. NO_COLOR on a terminal still goes to rich (it keeps bold and dim and drops
-colour itself). `pick_sink` (kbtool/render/choose.py) uses it. Importing this module does not import rich.
+A line is a list of (text, style) segments; the style is a space-separated set of names ("bold", "dim",
+"green", "bold red", ...) or "" for none. `for_stream` picks the sink: a terminal (isatty, TERM not "dumb")
+gets ANSI styles, with colours unless NO_COLOR is set (bold and dim stay); FORCE_COLOR set non-empty forces
+ANSI on any stream. Control characters in the text are dropped (user and record text is printed as text,
+never as escape codes); tabs are expanded to 8 columns. Rules span the terminal's width (COLUMNS, else the
+size of a std stream, else 80).
 """
 
 from __future__ import annotations
 
-import builtins
 import os
-import sys
 
-TYPE_CHECKING = False  # the warm query path imports this module: no typing at run time
+TYPE_CHECKING = False  # the query path imports this module: no typing at run time
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import TextIO
 
-
     Seg = tuple[str, str]
 
-# rich.control.STRIP_CONTROL_CODES: bell, backspace, vertical tab, form feed, carriage return
-_STRIP = {7: None, 8: None, 11: None, 12: None, 13: None}
-_TAB = 8  # rich's Console.tab_size default
+# C0 controls but tab and newline, ESC included, and DEL: dropped from everything printed
+_STRIP = {c: None for c in (*range(0, 9), *range(11, 32), 127)}
+_SGR = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "blue": "34", "magenta": "35",
+        "cyan": "36", "white": "37"}
+_COLOURS = frozenset(("red", "green", "yellow", "blue", "magenta", "cyan", "white"))
+
+
+def clean(text: str) -> str:
+    """`text` with control characters dropped and tabs expanded (safe to print anywhere)."""
+    if text.isprintable():  # the common case, decided in C
+        return text
+    return text.translate(_STRIP).expandtabs(8)
 
 
 class Sink:
-    """A destination for rendered lines."""
-
-    def line(self, segs: Sequence[Seg]) -> None:
-        raise NotImplementedError
-
-    def rule(self, title: str) -> None:
-        """A horizontal rule with a centred title, as rich's Console.rule draws it."""
-        raise NotImplementedError
-
-
-class PlainSink(Sink):
-    """Unstyled text to a stream (sys.stdout when none is given, looked up at each write)."""
+    """Unstyled lines to a stream (sys.stdout when none is given, looked up at each write)."""
 
     def __init__(self, stream: TextIO | None = None, environ: Mapping[str, str] | None = None) -> None:
         self._stream = stream
@@ -49,60 +42,73 @@ class PlainSink(Sink):
 
     @property
     def stream(self) -> TextIO:
+        import sys
+
         return self._stream if self._stream is not None else sys.stdout
 
+    def style(self, text: str, style: str) -> str:
+        return text
+
     def line(self, segs: Sequence[Seg]) -> None:
-        text = "".join([t for t, _ in segs])
-        self.stream.write((text if text.isprintable() else plain_text(text)) + "\n")
+        self.stream.write("".join([self.style(clean(t), s) for t, s in segs]) + "\n")
 
     def rule(self, title: str) -> None:
-        self.stream.write(plain_rule(title, rule_width(self._environ), _ascii_only(self.stream)))
+        """A horizontal rule with a centred title."""
+        self.stream.write(plain_rule(clean(title), rule_width(self._environ), _ascii_only(self.stream)))
 
 
-def plain_text(text: str) -> str:
-    """`text` as rich writes it without styles: five control characters dropped, tabs expanded per line."""
-    if text.isprintable():  # the common case, decided in C: no control characters, no tabs
-        return text
-    text = text.translate(_STRIP)
-    if "\t" not in text:
-        return text
-    if text.isascii():
-        return text.expandtabs(_TAB)  # character columns == cell columns for ASCII
-    from rich.text import Text  # cell widths of wide characters: rich's own table (rare: a tab and non-ASCII)
+PlainSink = Sink
 
-    t = Text(text)
-    t.expand_tabs(_TAB)
-    return t.plain
+
+class AnsiSink(Sink):
+    """Lines with ANSI SGR styles; colours only when `colour` (NO_COLOR keeps bold and dim)."""
+
+    def __init__(self, stream: TextIO | None = None, environ: Mapping[str, str] | None = None,
+                 colour: bool = True) -> None:
+        super().__init__(stream, environ)
+        self.colour = colour
+
+    def style(self, text: str, style: str) -> str:
+        codes = [_SGR[n] for n in style.split() if n in _SGR and (self.colour or n not in _COLOURS)]
+        return f"\x1b[{';'.join(codes)}m{text}\x1b[0m" if codes and text else text
+
+
+def for_stream(stream: TextIO, environ: Mapping[str, str] | None = None) -> Sink:
+    """The sink for `stream`: ANSI styles on a terminal (or with FORCE_COLOR), plain text otherwise."""
+    env = os.environ if environ is None else environ
+    force = env.get("FORCE_COLOR")
+    if force or (force is None and _isatty(stream) and env.get("TERM") != "dumb"):
+        return AnsiSink(stream, env, colour=not env.get("NO_COLOR"))
+    return Sink(stream, env)
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
 
 
 def rule_width(environ: Mapping[str, str]) -> int:
-    """The width rich's Console gives a rule: COLUMNS if it is a number, else a std stream's terminal size, else 80."""
+    """COLUMNS if it is a number, else a std stream's terminal size, else 80."""
     columns = environ.get("COLUMNS")
     if columns is not None and columns.isdigit():
         return int(columns)
-    width = 0
-    for fd in (0, 1, 2):
+    for fd in (1, 2, 0):
         try:
-            width = os.get_terminal_size(fd).columns
+            return os.get_terminal_size(fd).columns or 80
         except (AttributeError, ValueError, OSError):
             continue
-        break
-    return width or 80
+    return 80
 
 
 def plain_rule(title: str, width: int, ascii_only: bool = False) -> str:
-    """rich.rule.Rule(title) (centred, "─") as rich writes it at `width` with no styles, newline included.
-
-    Quirks kept: a zero width writes nothing; a rule with no room for the title (or no title) keeps "─" even
-    on a non-UTF stream; a titled rule crops two cells off its right end.
-    """
+    """A rule of `width` cells ("─", or "-" on a non-UTF stream) with `title` centred, newline included."""
     if width <= 0:
         return ""
-    if not (title.isascii() and title.isprintable()):
-        return _rich_rule(title, width, ascii_only)
-    if not title or width - 4 <= 0:
-        return "─" * width + "\n"
     ch = "-" if ascii_only else "─"
+    if not title or width - 4 <= 0:
+        return ch * width + "\n"
     if len(title) > width - 4:
         title = title[: width - 5] + "…"
     side = (width - len(title)) // 2
@@ -112,43 +118,6 @@ def plain_rule(title: str, width: int, ascii_only: bool = False) -> str:
     return (text[:width] if len(text) >= width else text + " " * (width - len(text))) + "\n"
 
 
-def _rich_rule(title: str, width: int, ascii_only: bool) -> str:
-    """Titles with non-ASCII or control characters: let rich measure them (never for accelerator ids)."""
-    import io
-
-    from rich.console import Console
-    from rich.text import Text
-
-    class Buf(io.StringIO):
-        encoding = "ascii" if ascii_only else "utf-8"  # what rich reads
-
-    buf = Buf()
-    c = Console(file=buf, width=width, color_system=None, highlight=False, soft_wrap=True, force_terminal=False,
-                legacy_windows=False)
-    c.rule(Text(title))
-    return buf.getvalue()
-
-
 def _ascii_only(stream: TextIO) -> bool:
     encoding = (getattr(stream, "encoding", None) or "utf-8").lower()
     return not encoding.startswith("utf")
-
-
-def wants_rich(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
-    """Would a rich Console writing to `stream` consider it a terminal (and so may write escape codes)?"""
-    env = os.environ if environ is None else environ
-    if getattr(builtins, "get_ipython", None) is not None:
-        return True  # IPython/Jupyter: rich has its own display path there
-    tty_compatible = env.get("TTY_COMPATIBLE", "")
-    if tty_compatible == "0":
-        return False
-    if tty_compatible == "1":
-        return True
-    force_color = env.get("FORCE_COLOR")
-    if force_color is not None:
-        return force_color != ""
-    isatty = getattr(stream, "isatty", None)
-    try:
-        return False if isatty is None else bool(isatty())
-    except ValueError:  # closed stream
-        return False

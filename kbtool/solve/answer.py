@@ -1,9 +1,9 @@
-"""The shape of a query answer (design.md §4). `--json` prints `to_dict()` of exactly these objects.
+"""The shape of a query answer (design.md §4): the one model. `--json` prints `to_dict()` of these objects,
+and schema/query-answer.schema.json is generated from them (`json_schema`, `kb schema export`).
 
-Plain classes, not pydantic: the query path must not pay for importing pydantic (issue #8). Their JSON
-Schema comes from pydantic mirrors in kbtool/answer_schema.py; tests/solve/test_answer.py checks that the
-fields (names and order) of the two agree, and the golden tests validate real answers against the schema.
-Each class lists its fields in FIELDS, in the order they are serialized.
+Plain classes, not pydantic: the query path must not pay for importing pydantic (issue #8). Each class
+declares its fields once, in SPEC: name -> (JSON Schema of the value, description), in the order they are
+serialized; FIELDS and __slots__ follow from it. To add a field: a SPEC row and an __init__ argument.
 """
 
 from __future__ import annotations
@@ -18,6 +18,28 @@ else:
     Verdict = KernelStatus = str
 
 
+# JSON Schema fragments for SPEC
+STR: dict[str, Any] = {"type": "string"}
+INT: dict[str, Any] = {"type": "integer"}
+BOOL: dict[str, Any] = {"type": "boolean"}
+ANY: dict[str, Any] = {}
+STRS: dict[str, Any] = {"type": "array", "items": STR}
+OBJ: dict[str, Any] = {"type": "object"}
+STATUS: dict[str, Any] = {"enum": ["ok", "caveat", "rejected", "unknown"]}
+
+
+def opt(t: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [t, {"type": "null"}]}
+
+
+def ref(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/$defs/{name}"}
+
+
+def many(t: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "array", "items": t}
+
+
 def _plain(x: Any) -> Any:
     if isinstance(x, _Plain):
         return x.to_dict()
@@ -30,7 +52,15 @@ def _plain(x: Any) -> Any:
 
 class _Plain:
     __slots__ = ()
+    SPEC: dict[str, tuple[dict[str, Any], str]] = {}
     FIELDS: tuple[str, ...] = ()
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """This class's JSON Schema: every field present (to_dict writes them all), nothing else."""
+        return {"type": "object", "description": (cls.__doc__ or cls.__name__).strip().splitlines()[0],
+                "properties": {f: {**t, "description": d} for f, (t, d) in cls.SPEC.items()},
+                "required": list(cls.SPEC), "additionalProperties": False}
 
     def to_dict(self) -> dict[str, Any]:
         return {f: _plain(getattr(self, f)) for f in self.FIELDS}
@@ -47,8 +77,28 @@ class _Plain:
 class Reason(_Plain):
     """Why a gate rejects a kernel, leaves it unknown, or adds a caveat."""
 
-    FIELDS = ("claim", "code", "message", "observed", "allowed", "verification", "enforced", "layer",
-              "depends_on", "evidence", "verified_on", "sources", "phase", "subject", "scope", "workaround")
+    SPEC = {
+        "claim": (STR, "Claim id"),
+        "code": (STR, "Stable reason code"),
+        "message": (STR, "Message with the observed and allowed values filled in"),
+        "observed": (ANY, "The query's value of the deciding variable"),
+        "allowed": (ANY, "The values that would pass"),
+        "verification": ({"enum": ["verified", "unverified", "refuted", "disputed", "untestable", "structural"]},
+                         "The claim's verification status; structural: derived from the records' structure "
+                         "(phases, layouts, engine wiring), not a claim"),
+        "enforced": (BOOL, "False for refuted claims: shown, not enforced"),
+        "layer": ({"enum": ["kernel", "engine"]}, "Which layer's gate it is"),
+        "depends_on": (STRS, "Inputs not given that decide it"),
+        "evidence": (STRS, "Evidence records, for verified claims"),
+        "verified_on": (STRS, "Architectures the evidence ran on; a verified or refuted status says nothing "
+                              "about other architectures"),
+        "sources": (STRS, "Where the claim comes from"),
+        "phase": (opt(STR), "The phase it applies to, when not every phase"),
+        "subject": (opt(STR), "The record the claim is about"),
+        "scope": (opt(STR), "Versions the claim is scoped to"),
+        "workaround": (opt(STR), "What to do instead"),
+    }
+    FIELDS = tuple(SPEC)
     __slots__ = FIELDS
 
     def __init__(self, *, claim: str, code: str, message: str, observed: Any = None, allowed: Any = None,
@@ -87,8 +137,23 @@ class Reason(_Plain):
 
 
 class KernelAnswer(_Plain):
-    FIELDS = ("id", "status", "phase_status", "library", "gates", "via", "reasons", "caveats", "workarounds",
-              "refuted", "rank", "measured")
+    """A kernel's status for the query, with the reasons."""
+
+    SPEC = {
+        "id": (STR, "Kernel id"),
+        "status": (STATUS, "ok, caveat, rejected or unknown (worst over its phases)"),
+        "phase_status": ({"type": "object", "additionalProperties": STATUS}, "Status per phase evaluated"),
+        "library": (opt(STR), "Library, as used in version scopes"),
+        "gates": (INT, "Gate claims (reject/caveat) the KB records for it"),
+        "via": (STRS, "Engine backends that reach it (--engine)"),
+        "reasons": (many(ref("Reason")), "Gates that reject it or leave it unknown"),
+        "caveats": (many(ref("Reason")), "Caveats that apply"),
+        "workarounds": (STRS, "What to do instead"),
+        "refuted": (many(ref("Reason")), "Refuted gates, not enforced"),
+        "rank": (opt(INT), "Rank by measured latency, where measured"),
+        "measured": (opt(OBJ), "Measured latency used for ranking"),
+    }
+    FIELDS = tuple(SPEC)
     __slots__ = FIELDS
 
     def __init__(self, *, id: str, status: KernelStatus, phase_status: dict[str, KernelStatus] | None = None,
@@ -120,7 +185,17 @@ def kernel_answer(id: str, status: KernelStatus, phase_status: dict[str, KernelS
 class BackendAnswer(_Plain):
     """An engine backend (with --engine): its own gates and the kernels it reaches."""
 
-    FIELDS = ("id", "backend_name", "status", "phase_status", "kernels", "reasons", "caveats", "refuted")
+    SPEC = {
+        "id": (STR, "Engine-backend id"),
+        "backend_name": (STR, "The engine's own name for it"),
+        "status": (STATUS, "Worst over phases of: its own gates and its best kernel"),
+        "phase_status": ({"type": "object", "additionalProperties": STATUS}, "Status per phase"),
+        "kernels": ({"type": "object", "additionalProperties": STATUS}, "Kernel-layer status of its kernels"),
+        "reasons": (many(ref("Reason")), "Engine-layer (and kernel-layer) reasons"),
+        "caveats": (many(ref("Reason")), "Caveats that apply"),
+        "refuted": (many(ref("Reason")), "Refuted gates, not enforced"),
+    }
+    FIELDS = tuple(SPEC)
     __slots__ = FIELDS
 
     def __init__(self, *, id: str, backend_name: str, status: KernelStatus,
@@ -136,8 +211,20 @@ class BackendAnswer(_Plain):
 
 
 class Memory(_Plain):
-    FIELDS = ("fits", "kv_bytes", "kv_bytes_per_token", "weights_bytes", "available_bytes", "capacity_bytes",
-              "max_ctx", "formula", "notes")
+    """Whether the weights and the KV cache fit, per GPU."""
+
+    SPEC = {
+        "fits": (opt(BOOL), "Whether weights + KV cache fit; null without a model"),
+        "kv_bytes": (INT, "KV-cache bytes for the batch at ctx, per GPU"),
+        "kv_bytes_per_token": ({"type": "number"}, "KV bytes per token, per GPU"),
+        "weights_bytes": (INT, "Weight bytes per GPU"),
+        "available_bytes": (INT, "capacity x utilization - weights, per GPU"),
+        "capacity_bytes": (INT, "Device memory used for the calculation"),
+        "max_ctx": (INT, "Largest context that fits at this batch"),
+        "formula": (STR, "The formula with the numbers filled in"),
+        "notes": (STRS, "Assumptions"),
+    }
+    FIELDS = tuple(SPEC)
     __slots__ = FIELDS
 
     def __init__(self, *, fits: bool | None, kv_bytes: int, kv_bytes_per_token: float = 0, weights_bytes: int,
@@ -150,8 +237,26 @@ class Memory(_Plain):
 
 
 class Answer(_Plain):
-    FIELDS = ("query", "verdict", "summary", "kernels", "memory", "claims_used", "depends_on", "backends",
-              "caveats", "assumed", "notes", "ranking", "engine")
+    """One accelerator's answer: verdict, kernels, memory, caveats."""
+
+    SPEC = {
+        "query": (OBJ, "The normalized inputs"),
+        "verdict": ({"enum": ["yes", "no", "conditional", "unknown"]}, "yes, no, conditional or unknown"),
+        "summary": (STR, "One sentence"),
+        "kernels": (many(ref("KernelAnswer")), "Every candidate kernel with its status"),
+        "memory": (opt(ref("Memory")), "KV fit; null when no model or no GPU was given"),
+        "claims_used": (STRS, "Claims that were evaluated"),
+        "depends_on": (STRS, "Inputs that would decide unknowns"),
+        "backends": (many(ref("BackendAnswer")), "Engine backends (with --engine)"),
+        "caveats": (many(ref("Reason")), "Caveats about the accelerator itself"),
+        "assumed": (OBJ, "Defaults used for inputs not given"),
+        "notes": (STRS, "Other remarks"),
+        "ranking": (opt(OBJ), "Measurement-based ranking, if any"),
+        "engine": (opt(OBJ), "With --engine vllm: the backend vLLM would select, its priority list, each backend's "
+                             "refusal reasons and, for MLA, the prefill path, decode backend and KV layout "
+                             "(kbtool/solve/engine.py); null otherwise"),
+    }
+    FIELDS = tuple(SPEC)
     __slots__ = FIELDS
 
     def __init__(self, *, query: dict[str, Any], verdict: str, summary: str, kernels: list[KernelAnswer],
@@ -173,7 +278,12 @@ class Answer(_Plain):
 class MultiAnswer(_Plain):
     """Without --gpu: one answer per accelerator."""
 
-    FIELDS = ("query", "rows", "summary")
+    SPEC = {
+        "query": (OBJ, "The normalized inputs"),
+        "rows": (many(ref("Answer")), "One answer per accelerator"),
+        "summary": (STR, "One sentence over all rows"),
+    }
+    FIELDS = tuple(SPEC)
     __slots__ = FIELDS
 
     def __init__(self, *, query: dict[str, Any], rows: list[Answer], summary: str = "") -> None:
@@ -185,3 +295,16 @@ def to_json(answer: Answer | MultiAnswer) -> str:
     import json
 
     return json.dumps(answer.to_dict(), indent=2, ensure_ascii=False)
+
+
+def json_schema() -> dict[str, Any]:
+    """schema/query-answer.schema.json: one answer, or one row per accelerator without --gpu."""
+    classes = (Reason, KernelAnswer, BackendAnswer, Memory, Answer, MultiAnswer)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://kb.invalid/schema/query-answer.schema.json",
+        "title": "kb query answer",
+        "description": "What `kb query --json` prints: one answer, or one row per accelerator without --gpu.",
+        "oneOf": [ref("Answer"), ref("MultiAnswer")],
+        "$defs": {c.__name__: c.json_schema() for c in classes},
+    }

@@ -15,7 +15,7 @@ from __future__ import annotations
 import marshal
 from operator import itemgetter
 
-from kbtool.errors import NotFoundError
+from kbtool.names import resolve_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 5
+IMAGE_VERSION = 6  # 6: engine-priority records (kbtool/solve/engine.py)
 
 
 def _at(i: int) -> Any:
@@ -128,7 +128,8 @@ class ModelV:
 
 
 class BenchRow:
-    """A bench measurement record, as kbtool.bench.rank reads it."""
+    """One bench case (a row of a bench run's measurement record), as kbtool.measure.rank reads it; `id` cites
+    the row (`<record id>#<configuration key>-<backend>`)."""
 
     __slots__ = ("accelerator", "conditions", "id", "kernel", "metrics", "outcome", "phase", "samples")
 
@@ -176,9 +177,9 @@ def _model_row(m: Any) -> tuple[Any, ...]:
     return (m.id, m.parameters, m.weight_dtype, m.weight_bytes, m.num_heads, m.head_dim, m.max_context, layers)
 
 
-def _bench_row(m: Any) -> tuple[Any, ...]:
-    return (m.id, m.phase, m.kernel, dict(m.conditions), m.outcome, list(m.samples), m.metrics.get("correct"),
-            m.accelerator)
+def _bench_row(c: Any) -> tuple[Any, ...]:
+    return (c.id, c.phase, c.kernel, dict(c.conditions), c.outcome, list(c.samples), c.metrics.get("correct"),
+            c.accelerator)
 
 
 def _priority_row(p: Any) -> tuple[Any, ...]:
@@ -188,9 +189,9 @@ def _priority_row(p: Any) -> tuple[Any, ...]:
             [(compile_condition(pl.when), list(pl.order)) for pl in p.lists])
 
 
-def build(kb: KB, skipped: list[str] | None = None) -> dict[str, Any]:
+def build(kb: KB) -> dict[str, Any]:
     """The image of a loaded KB, as plain data (marshal-able)."""
-    from kbtool.bench.records import bench_records
+    from kbtool.measure.table import bench_records
 
     by_kind: dict[str, list[Any]] = {}
     for r in kb:
@@ -203,9 +204,9 @@ def build(kb: KB, skipped: list[str] | None = None) -> dict[str, Any]:
         by_subject.setdefault(c.subject, []).append(_claim_row(c, share))
     libs = {k.library for k in kernels} | {s.library for c in claims for s in c.scope}
     bench: dict[str, list[tuple[Any, ...]]] = {}
-    for m in bench_records(kb):
-        if m.accelerator:
-            bench.setdefault(m.accelerator, []).append(_bench_row(m))
+    for case in bench_records(kb):
+        if case.accelerator:
+            bench.setdefault(case.accelerator, []).append(_bench_row(case))
     names: dict[str, dict[str, str]] = {}
     for alias, rid in kb.aliases.items():  # per kind; the first record to claim an alias keeps it, as in KB
         names.setdefault(kb.by_id[rid].kind, {})[alias] = rid
@@ -227,7 +228,6 @@ def build(kb: KB, skipped: list[str] | None = None) -> dict[str, Any]:
         "evidence_arch": {e.id: e.environment.architecture for e in by_kind.get("evidence", [])
                           if getattr(e, "environment", None) is not None and e.environment.architecture},
         "bench": {acc: lazy(rows) for acc, rows in bench.items()},
-        "skipped": list(skipped or []),
     }
 
 
@@ -253,7 +253,6 @@ class Image:
         self.cc: dict[str, str | None] = data["cc"]
         self.evidence_arch: dict[str, str] = data["evidence_arch"]
         self._bench: dict[str, bytes] = data["bench"]
-        self.skipped: list[str] = data["skipped"]
 
     def _section(self, name: str) -> Any:
         got = self._open.get(name)
@@ -317,17 +316,3 @@ class Image:
     def resolve(self, name: str, kind: str, flag: str) -> str:
         """The id an id or alias names (case-insensitive); a miss names the three nearest record ids."""
         return resolve_name(self.names(kind), name, kind, flag)
-
-
-def resolve_name(pool: dict[str, str], name: str, kind: str, flag: str) -> str:
-    """The id `name` (an id or alias, any case) names in `pool`, the {alias: id} of the records of `kind`;
-    a miss raises with the three nearest ids."""
-    rid = pool.get(name.strip().lower())
-    if rid is not None:
-        return rid
-    import difflib
-
-    ranked = difflib.get_close_matches(name.strip().lower(), list(pool), n=len(pool), cutoff=0.3)
-    ids = list(dict.fromkeys(pool[a] for a in ranked))[:3]
-    hint = f"did you mean {', '.join(ids)}?" if ids else f"run `kb list --kind {kind}`"
-    raise NotFoundError(f"{flag}: unknown {kind} '{name}'", fix=hint)

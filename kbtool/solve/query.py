@@ -42,6 +42,9 @@ def parse_ctx(text: str | int) -> int:
     if parts is None:
         raise UsageError(f"--ctx: '{text}' is not a context length", fix=_CTX_FIX)
     num, unit = parts
+    if len(num.partition(".")[0]) > 12:  # beyond any float's exact integers, and any context
+        raise UsageError(f"--ctx: '{str(text)[:40]}' is larger than any context this tool sizes (16G tokens)",
+                         fix=_CTX_FIX)
     mult = {"": 1, "k": 1024, "m": 1024 * 1024}[unit]
     value = float(num) * mult
     if value != int(value):

@@ -1,6 +1,6 @@
 """Measured ranking: order the kernels that pass every gate by latency measured on the queried GPU.
 
-Uses the bench measurement records (kbtool.bench.rank) and the study's separation rule, so the answer says
+Uses the bench measurement records (kbtool.measure.rank) and the study's separation rule, so the answer says
 "no clear winner" when the rule says so, and cites the measurement records it used.
 """
 
@@ -22,7 +22,7 @@ def measured_ranking(img: Image, gpu: str, phases: list[str], envs: dict[str, di
     rows = img.bench_rows(gpu)
     if not rows:
         return None
-    from kbtool.bench.rank import rank_rows
+    from kbtool.measure.rank import rank_rows
 
     out: dict[str, Any] = {}
     for phase in phases:

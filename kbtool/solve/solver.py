@@ -8,10 +8,11 @@ reads the query image (kbtool/solve/image.py), never record models, so `kb query
 from __future__ import annotations
 
 from kbtool.errors import UsageError
+from kbtool.names import resolve_name
 from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer, Reason, kernel_answer
 from kbtool.solve.context import Ctx
 from kbtool.solve.gates import SEVERITY, Judge, Outcome, apply_claims, apply_claims_phases, best, structural, worst
-from kbtool.solve.image import Image, resolve_name
+from kbtool.solve.image import Image
 from kbtool.solve.query import Query, check_libs
 from kbtool.solve.ranking import measured_ranking
 from kbtool.solve.ranking import summary as ranking_summary

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.findings import Finding
-from kbtool.model import FOLDERS, MODELS, Record
+from kbtool.model import Record
 from kbtool.paths import display
 from kbtool.store.reader import Document, read_document
 
@@ -77,7 +77,7 @@ def discover(paths: Iterable[Path], root: Path) -> tuple[list[Path], list[Findin
 
 def load_tree(root: Path, paths: Iterable[Path] | None = None) -> LoadResult:
     """Read and validate every record file. Never raises for bad content."""
-    from kbtool.checks.schema import validate_document  # jsonschema only where validation runs
+    from kbtool.store.schema import validate_document
 
     result = LoadResult(root)
     files, result.findings = discover(list(paths) if paths else [root], root)
@@ -92,11 +92,3 @@ def load_tree(root: Path, paths: Iterable[Path] | None = None) -> LoadResult:
         item.record = record
         result.loaded.append(item)
     return result
-
-
-def expected_location(record: Record) -> str:
-    return f"{FOLDERS[record.kind]}/{record.id}.yaml"
-
-
-def kinds() -> list[str]:
-    return list(MODELS)

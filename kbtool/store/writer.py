@@ -8,7 +8,6 @@ it replaces the file. `write_new_record` creates a file that must not exist yet 
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import tempfile
@@ -19,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError as RuamelError
 from ruamel.yaml.scalarstring import SingleQuotedScalarString
 
 from kbtool.errors import WriteError
+from kbtool.store import roundtrip
 
 LOCK_TIMEOUT_S = 30.0
 WIDTH = 120
@@ -76,7 +75,7 @@ def file_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[Path]:
         lock.unlink(missing_ok=True)
 
 
-def atomic_write(path: Path, text: str, *, exclusive: bool = False) -> None:
+def atomic_write(path: Path, text: str | bytes, *, exclusive: bool = False) -> None:
     """Write `text` to a temp file in the same folder, fsync, then rename over `path` (or link, if exclusive)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -85,8 +84,8 @@ def atomic_write(path: Path, text: str, *, exclusive: bool = False) -> None:
         raise WriteError(f"cannot write {path}: {exc.strerror or exc}",
                          fix="the records folder must be writable (check permissions or the mount)") from exc
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode("utf-8") if isinstance(text, str) else text)
             f.flush()
             os.fsync(f.fileno())
         if path.exists() and not exclusive:
@@ -118,14 +117,6 @@ def atomic_write(path: Path, text: str, *, exclusive: bool = False) -> None:
 # ---- rendering ---------------------------------------------------------------------------------
 
 
-def _yaml() -> YAML:
-    y = YAML(typ="rt")
-    y.indent(mapping=2, sequence=2, offset=0)
-    y.width = WIDTH
-    y.default_flow_style = False
-    return y
-
-
 def _protect(value: Any) -> Any:
     """Quote strings that a YAML 1.1 reader would not read back as the same string ('2026-11-30', 'on')."""
     if isinstance(value, dict):
@@ -143,9 +134,7 @@ def _protect(value: Any) -> Any:
 
 def dump(data: dict[str, Any]) -> str:
     """Block-style YAML for a mapping, in the records' style (2-space indent, lists at the key's column)."""
-    buf = io.StringIO()
-    _yaml().dump(_protect(data), buf)
-    return buf.getvalue()
+    return roundtrip.dump(_protect(data))
 
 
 # ---- the verification splice -------------------------------------------------------------------
@@ -154,7 +143,7 @@ def dump(data: dict[str, Any]) -> str:
 def _top_level_span(text: str, key: str) -> tuple[int, int] | None:
     """0-based [start, end) line span of a top-level key's entry, or None if the key is absent."""
     try:
-        data = _yaml().load(text)
+        data = roundtrip.yaml_rt().load(text)
     except RuamelError as exc:
         raise WriteError(f"cannot parse the record for editing: {exc}") from exc
     if not isinstance(data, CommentedMap):
@@ -186,7 +175,8 @@ def _refuse_shared_anchors(span: str, rest: str) -> None:
             )
 
 
-VERIFICATION_ORDER = ("status", "evidence", "reason", "sides", "checked", "verdicts")  # kbtool.model.common.Verification
+# the key order of kbtool.model.common.Verification
+VERIFICATION_ORDER = ("status", "evidence", "reason", "sides", "checked", "verdicts")
 
 
 def splice_verification(text: str, block: dict[str, Any]) -> str:

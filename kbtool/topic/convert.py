@@ -9,19 +9,18 @@ attach claims to.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import Field, ValidationError
 
-from kbtool.errors import InvalidRecordError, KbError, UsageError, WriteError
+from kbtool.errors import InvalidRecordError, UsageError, WriteError
 from kbtool.kb import KB
 from kbtool.model.common import ID_PATTERN, Basis, Source, Strict
 from kbtool.model.topic import ParameterRow, StatedVerification, Statement, Topic, XrefGroup
+from kbtool.store import roundtrip
 from kbtool.topic.derive import Derived
 
 FORMAT_KEYS = ("id", "area", "title", "verification", "updated", "class", "bound_by", "arithmetic_intensity",
@@ -226,24 +225,11 @@ def write_record(topic: Topic, records: Path, force: bool = False) -> Path:
     dest = records / "topics" / f"{topic.id}.yaml"
     if dest.exists() and not force:
         raise WriteError(f"{dest} exists", fix="pass --force to replace it, or --id to pick another id")
-    try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".topic-", suffix=".yaml", dir=dest.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(_canonical(dump(record_data(topic)), dest))
-        os.replace(tmp, dest)
-    except OSError as e:
-        raise WriteError(f"cannot write {dest}: {e.strerror}", fix="check the folder's permissions") from None
+    from kbtool.fmt.core import canonical
+    from kbtool.store.writer import atomic_write, file_lock
+
+    text = roundtrip.dump(record_data(topic))
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(dest):
+        atomic_write(dest, canonical(text, dest, str(dest)))
     return dest
-
-
-def _canonical(text: str, dest: Path) -> str:
-    """The form `kb fmt` writes, where that formatter is installed; else the plain dump."""
-    try:
-        from kbtool.fmt.core import canonical
-    except ImportError:
-        return text
-    try:
-        return str(canonical(text, dest, str(dest)))
-    except KbError:
-        return text

@@ -69,7 +69,9 @@ def stats(kb: KB) -> dict[str, Any]:
     basis: Counter[str] = Counter()
     for r in kb:
         _facts(r, basis)
-    measured = Counter(str(m.basis) for m in kb.of_kind("measurement", Measurement))
+    measured: Counter[str] = Counter()  # figures (rows), not records: a bench run is one record of many
+    for m in kb.of_kind("measurement", Measurement):
+        measured[str(m.basis)] += len(m.rows)
     primary = [c.id for c in claims if any(str(s.type) in PRIMARY_SOURCE_TYPES for s in c.sources)]
     per_gpu: Counter[str] = Counter()
     for e in kb.of_kind("evidence", Evidence):

@@ -1,4 +1,4 @@
-"""Synthetic bench records for the tests: known latencies on made-up runs, built through records.build."""
+"""Synthetic bench runs for the tests: known latencies on made-up runs, built through records.build."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import shutil
 from pathlib import Path
 
 from kbtool.bench import records
-from kbtool.bench.grid import Config
 from kbtool.bench.runner import Attempt, BenchResult
+from kbtool.measure.grid import Config
 from kbtool.model import Measurement
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,16 +44,15 @@ def result(gpu: str, rows: list[tuple[Config, str, list[float] | str]], copy: fl
     return res
 
 
-def build(gpu: str, rows: list[tuple[Config, str, list[float] | str]]) -> list[Measurement]:
-    res = result(gpu, rows)
-    return [records.build(res, a) for a in res.attempts]
+def build(gpu: str, rows: list[tuple[Config, str, list[float] | str]]) -> Measurement:
+    return records.build(result(gpu, rows))
 
 
 def tree(tmp: Path, results: list[BenchResult]) -> Path:
-    """A records tree with the real accelerator records and the given runs' measurement records."""
+    """A records tree with the real accelerator records and one measurement record per given run."""
     root = tmp / "records"
     for folder in ("accelerators", "architectures", "kernels"):
         shutil.copytree(ROOT / "records" / folder, root / folder)
     for res in results:
-        records.write(res, root / "measurements")
+        records.write(records.build(res), root / "measurements")
     return root

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from kbtool.bench import grid
 from kbtool.bench.backends import check_dispatch, for_phase, predicted_bytes
-from kbtool.bench.grid import Config
+from kbtool.measure import grid
+from kbtool.measure.grid import Config
 
 
 def test_kv_bytes_match_the_studys_byte_model() -> None:

@@ -19,7 +19,9 @@ def test_plots_are_written(tmp_path: Path) -> None:
     rows.append((h.prefill(4, 256), "sdpa-cudnn", [36.0, 36.5]))
     rows.append((h.prefill(4, 8192), "sdpa-cudnn", [3600.0, 3610.0]))
     rows.append((h.prefill(4, 256), "triton", "UNSUPPORTED"))
-    paths = draw(h.build("nvidia-h200-sxm", rows), tmp_path, "x-bench")
+    from kbtool.measure.table import cases
+
+    paths = draw(cases(h.build("nvidia-h200-sxm", rows)), tmp_path, "x-bench")
     assert sorted(p.name for p in paths) == ["x-bench-decode-fastest-map.png", "x-bench-decode-latency-bandwidth.png",
                                              "x-bench-prefill-latency.png"]
     for p in paths:

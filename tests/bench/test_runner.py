@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from kbtool.bench import grid
 from kbtool.bench.runner import Attempt, execute, plan
+from kbtool.measure import grid
 from tests.util import run_kb
 
 CFG = grid.Config("decode", 1, 512, 32, 8, 128, "bf16")

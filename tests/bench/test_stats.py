@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from kbtool.bench.stats import (
+from kbtool.measure.stats import (
     Timing,
     bootstrap_ratio_lower,
     median,

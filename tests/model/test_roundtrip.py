@@ -8,8 +8,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kbtool.checks.schema import validate_document
 from kbtool.store.reader import parse_bytes
+from kbtool.store.schema import validate_document
 
 ids = st.from_regex(r"[a-z][a-z0-9-]{0,20}", fullmatch=True)
 text = st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF, exclude_characters="\x7f"), min_size=1, max_size=30)

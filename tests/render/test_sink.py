@@ -1,11 +1,9 @@
-"""The plain sink writes what rich writes without styles; pick_sink chooses it exactly when rich would not style.
-
-Each check compares against rich itself (15.x), so a rich upgrade that changes its behaviour fails here.
-"""
+"""The sinks: plain text for pipes, ANSI styles for a terminal (NO_COLOR and TERM=dumb honoured), never rich."""
 
 from __future__ import annotations
 
 import io
+import os
 import re
 import subprocess
 import sys
@@ -13,32 +11,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rich.console import Console
-from rich.text import Text
 
-from kbtool.render.choose import pick_sink
 from kbtool.render.query import render_answer, render_multi
-from kbtool.render.richsink import RichSink
-from kbtool.render.sink import PlainSink, plain_rule, plain_text, wants_rich
-from tests.util import DATA
+from kbtool.render.sink import AnsiSink, Sink, clean, for_stream, plain_rule
+from tests.util import DATA, ROOT
 
 FIX = str(DATA / "kb_fixture")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 YES = {"gpu": "hop", "head_dim": 128, "lib": ["cuda=12.8"], "batch": 4, "kv": "bf16", "kernel": ["k-gqa"]}
-RICH_ONLY = {"ctx": "128k", "kv": "fp8"}
+ROWS = {"ctx": "128k", "kv": "fp8"}
 
 
 def _solve(**q: Any) -> Any:
-    from kbtool.solve.load import load_kb
     from kbtool.solve.query import build_query
     from kbtool.solve.solver import solve
+    from tests.util import load_kb
 
     return solve(load_kb(Path(FIX)), build_query(**q))
-
-
-def _console(buf: io.StringIO, *, terminal: bool, width: int = 80) -> Console:
-    return Console(file=buf, force_terminal=terminal, color_system="standard" if terminal else None, width=width,
-                   highlight=False, soft_wrap=True, legacy_windows=False)
 
 
 class _Stream(io.StringIO):
@@ -50,100 +39,98 @@ class _Stream(io.StringIO):
         return self._tty
 
 
-ENVS = [{}, {"FORCE_COLOR": "1"}, {"FORCE_COLOR": ""}, {"FORCE_COLOR": "0"}, {"TTY_COMPATIBLE": "0"},
-        {"TTY_COMPATIBLE": "1"}, {"TTY_COMPATIBLE": "0", "FORCE_COLOR": "1"}, {"TTY_COMPATIBLE": "2"},
-        {"NO_COLOR": "1"}, {"TTY_INTERACTIVE": "1"}, {"TTY_INTERACTIVE": "0"}, {"TERM": "dumb"}]
+@pytest.mark.parametrize(("tty", "env", "kind", "colour"), [
+    (False, {}, Sink, None),
+    (True, {}, AnsiSink, True),
+    (True, {"NO_COLOR": "1"}, AnsiSink, False),
+    (True, {"TERM": "dumb"}, Sink, None),
+    (False, {"FORCE_COLOR": "1"}, AnsiSink, True),
+    (True, {"FORCE_COLOR": ""}, Sink, None),
+])
+def test_for_stream_picks_by_terminal_and_environment(tty: bool, env: dict[str, str], kind: type, colour: Any) -> None:
+    sink = for_stream(_Stream(tty), env)
+    assert type(sink) is kind
+    if colour is not None:
+        assert sink.colour is colour  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("tty", [False, True])
-@pytest.mark.parametrize("env", ENVS, ids=lambda e: ",".join(f"{k}={v}" for k, v in e.items()) or "none")
-def test_wants_rich_is_richs_is_terminal(tty: bool, env: dict[str, str]) -> None:
-    stream = _Stream(tty)
-    assert wants_rich(stream, env) == Console(file=stream, _environ=env).is_terminal
-
-
-def test_pick_sink_plain_for_a_pipe_rich_for_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("FORCE_COLOR", "TTY_COMPATIBLE"):
-        monkeypatch.delenv(var, raising=False)
-    assert isinstance(pick_sink(_Stream(False)), PlainSink)
-    assert isinstance(pick_sink(_Stream(True)), RichSink)
-    monkeypatch.setenv("NO_COLOR", "1")
-    assert isinstance(pick_sink(_Stream(True)), RichSink)  # rich drops the colour itself
-    monkeypatch.setenv("FORCE_COLOR", "1")
-    assert isinstance(pick_sink(_Stream(False)), RichSink)
-
-
-TEXTS = ["plain", "a\tb", "\tx", "abcdefg\th", "abcdefgh\ti\tj", "x\r\ny\x07z\x0b\x0c\x08!", "é\tb", "漢字\tx",
-         "a\nb\tc", "\x1b[31mred", "tail\t", "— dash…\t."]
-
-
-@pytest.mark.parametrize("text", TEXTS)
-def test_plain_text_is_what_rich_prints(text: str) -> None:
+def test_ansi_styles_and_no_color_keeps_bold() -> None:
+    segs = [("verdict:", "bold"), (" ", ""), ("yes", "bold green")]
     buf = io.StringIO()
-    _console(buf, terminal=False).print(Text(text))
-    assert plain_text(text) + "\n" == buf.getvalue()
-
-
-def test_segments_join_before_tabs_expand() -> None:
-    segs = [("ab", ""), ("c\td", "dim"), ("\te\r", "bold green")]
-    plain, rich = io.StringIO(), io.StringIO()
-    PlainSink(plain).line(segs)
-    RichSink(_console(rich, terminal=False)).line(segs)
-    assert plain.getvalue() == rich.getvalue() == "abc     d       e\n"
-
-
-TITLES = ["", "a", "ab", "gpu-hopper", "gpu-blackwell", "nvidia-a100-40gb-sxm", "x" * 90, "é-title", "tab\there"]
-
-
-@pytest.mark.parametrize("ascii_only", [False, True])
-@pytest.mark.parametrize("title", TITLES)
-def test_plain_rule_is_richs_rule(title: str, ascii_only: bool) -> None:
-    enc = "latin-1" if ascii_only else "utf-8"
-    for width in [*range(0, 30), 59, 60, 61, 80, 100, 101]:
-        raw = io.BytesIO()
-        stream = io.TextIOWrapper(raw, encoding=enc, errors="replace")
-        console = Console(file=stream, width=width, color_system=None, highlight=False, soft_wrap=True,
-                          legacy_windows=False)
-        console.rule(Text(title))
-        stream.flush()
-        want = raw.getvalue().decode(enc)
-        assert plain_rule(title, width, ascii_only).encode(enc, errors="replace").decode(enc) == want, (title, width)
-
-
-def test_plain_sink_rule_width_from_columns() -> None:
+    AnsiSink(buf, {}).line(segs)
+    assert buf.getvalue() == "\x1b[1mverdict:\x1b[0m \x1b[1;32myes\x1b[0m\n"
     buf = io.StringIO()
-    PlainSink(buf, {"COLUMNS": "20"}).rule("gpu")
+    AnsiSink(buf, {}, colour=False).line(segs)
+    assert buf.getvalue() == "\x1b[1mverdict:\x1b[0m \x1b[1myes\x1b[0m\n"
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("plain", "plain"), ("a\tb", "a       b"), ("\x1b[31mred", "[31mred"), ("x\r\ny\x07z", "x\nyz"),
+    ("[/x] [bold]", "[/x] [bold]"), ("del\x7f", "del"),
+])
+def test_clean_drops_control_characters(text: str, want: str) -> None:
+    assert clean(text) == want
+
+
+def test_rule_width_from_columns_and_ascii_streams() -> None:
+    buf = io.StringIO()
+    Sink(buf, {"COLUMNS": "20"}).rule("gpu")
     assert buf.getvalue() == "─────── gpu ────────\n"
+    assert plain_rule("gpu", 11, ascii_only=True) == "--- gpu ---\n"
+    assert plain_rule("", 5) == "─────\n" and plain_rule("x", 0) == ""
 
 
-@pytest.mark.parametrize("query", [YES, RICH_ONLY], ids=["one-answer", "rows"])
-def test_rich_sink_is_plain_sink_plus_styles(query: dict[str, Any]) -> None:
+@pytest.mark.parametrize("query", [YES, ROWS], ids=["one-answer", "rows"])
+def test_ansi_sink_is_plain_sink_plus_styles(query: dict[str, Any]) -> None:
     answer = _solve(**query)
     render = render_multi if hasattr(answer, "rows") else render_answer
     plain, styled = io.StringIO(), io.StringIO()
-    render(PlainSink(plain, {"COLUMNS": "80"}), answer, explain=True)
-    render(_console(styled, terminal=True), answer, explain=True)
+    render(Sink(plain, {"COLUMNS": "80"}), answer, explain=True)
+    render(AnsiSink(styled, {"COLUMNS": "80"}), answer, explain=True)
     assert ANSI.search(styled.getvalue())
-    # rich draws the rule in its own colour; the text between the codes is the plain text
     assert ANSI.sub("", styled.getvalue()) == plain.getvalue()
 
 
-def test_rich_sink_styles_the_verdict() -> None:
-    buf = io.StringIO()
-    render_answer(RichSink(_console(buf, terminal=True)), _solve(**YES))
-    first = buf.getvalue().splitlines()[0]
-    assert first.startswith("\x1b[1mverdict:\x1b[0m \x1b[1;32myes\x1b[0m — "), first
-    assert "\x1b[32mok       \x1b[0m" in buf.getvalue()  # the kernel status
-    assert "\x1b[2m" in buf.getvalue()  # dim query line
+def test_a_terminal_gets_ansi_from_the_lean_path(tmp_path: Path) -> None:
+    """`kb query` in a pty: styled, the terminal's width, and neither rich nor typer imported."""
+    import pty
+
+    env = {**os.environ, "KB_CACHE_DIR": str(tmp_path), "TERM": "xterm", "COLUMNS": "50"}
+    env.pop("NO_COLOR", None)
+    env.pop("FORCE_COLOR", None)
+    args = [sys.executable, "-X", "importtime", "-m", "kbtool", "query", "--kb", FIX, "--ctx", "128k", "--explain"]
+    out = io.BytesIO()
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: stdout is the pty; stderr (importtime) goes to a file
+        err = os.open(tmp_path / "err", os.O_WRONLY | os.O_CREAT)
+        os.dup2(err, 2)
+        os.chdir(ROOT)
+        os.execve(args[0], args, env)
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out.write(chunk)
+    _, status = os.waitpid(pid, 0)
+    text = out.getvalue().decode()
+    assert os.waitstatus_to_exitcode(status) == 0, text
+    assert "\x1b[1m" in text and "\x1b[32m" in text  # bold and colour
+    assert "─" * 10 in text and all(len(ANSI.sub("", ln)) <= 50 for ln in text.splitlines() if "───" in ln)
+    mods = {ln.rsplit("|", 1)[1].strip() for ln in (tmp_path / "err").read_text().splitlines()
+            if ln.startswith("import time:")}
+    assert not {m for m in mods if m.split(".")[0] in ("rich", "typer")}
 
 
 def test_plain_render_does_not_import_rich() -> None:
     code = (
         "import io, sys\nfrom pathlib import Path\n"
         "from kbtool.render.query import PlainSink, render_answer, render_multi\n"
-        "from kbtool.solve.load import load_kb\nfrom kbtool.solve.query import build_query\n"
+        "from kbtool.kb import load_kb\nfrom kbtool.solve.query import build_query\n"
         "from kbtool.solve.solver import solve\n"
-        f"kb = load_kb(Path({FIX!r}))\nbuf = io.StringIO()\n"
+        f"kb = load_kb(Path({FIX!r}))[0]\nbuf = io.StringIO()\n"
         "render_answer(PlainSink(buf), solve(kb, build_query(gpu='hop', head_dim=128, kv='fp8', ctx='128k')),"
         " explain=True)\n"
         "render_multi(PlainSink(buf), solve(kb, build_query(ctx='128k', kv='fp8')), explain=True)\n"

@@ -8,10 +8,9 @@ import pytest
 
 from kbtool.solve import image
 from kbtool.solve.answer import to_json
-from kbtool.solve.load import load_kb
 from kbtool.solve.query import build_query
 from kbtool.solve.solver import solve
-from tests.util import DATA, ROOT
+from tests.util import DATA, ROOT, load_kb
 
 QUERIES = [
     {"gpu": "h100", "ctx": "128k", "kv": "fp8"},
@@ -33,12 +32,11 @@ def test_image_round_trip_answers_like_the_records(kw: dict[str, object]) -> Non
 
 def test_image_keeps_what_the_solver_reads() -> None:
     kb = load_kb(DATA / "kb_fixture")
-    data = image.build(kb, ["x.yaml: bad"])
+    data = image.build(kb)
     img = image.Image(data)
     assert [k.id for k in img.kernels] == sorted(r.id for r in kb if r.kind == "kernel")
     claims = img.all_claims()
     assert sorted(c.id for c in claims) == sorted(r.id for r in kb if r.kind == "claim")
-    assert img.skipped == ["x.yaml: bad"]
     assert img.resolve("HOP", "accelerator", "--gpu") == "gpu-hopper"
 
 

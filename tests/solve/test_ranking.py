@@ -32,7 +32,10 @@ def test_separated_winner_is_ranked_first_and_cited(tmp_path: Path) -> None:
     ranks = {k["id"]: k["rank"] for k in a["kernels"] if k["rank"]}
     assert ranks == {"torch-sdpa-flash": 1, "flashinfer-fa2": 2}
     assert "torch-sdpa-flash (sdpa-flash) fastest, a clear winner" in a["summary"]
-    assert all(m.startswith("2026-12-01-nvidia-h200-sxm-bench-") for m in r["measurements"])
+    # each ranked backend cites its row of the run's one record: <record id>#<configuration key>-<backend>
+    run, key = "2026-12-01-nvidia-h200-sxm-bench-test", "decode-b1-kv16384-h32-hkv8-d128-bf16-eager"
+    assert r["measurements"] == [f"{run}#{key}-flashinfer-decode", f"{run}#{key}-sdpa-flash"]
+    assert [x["measurement"] for x in r["ranking"]] == [f"{run}#{key}-sdpa-flash", f"{run}#{key}-flashinfer-decode"]
 
 
 def test_no_clear_winner_is_said(tmp_path: Path) -> None:

@@ -9,10 +9,9 @@ import pytest
 from kbtool.errors import NotFoundError, UsageError
 from kbtool.kb import KB
 from kbtool.solve.answer import Answer, KernelAnswer, MultiAnswer
-from kbtool.solve.load import load_kb
 from kbtool.solve.query import build_query
 from kbtool.solve.solver import solve
-from tests.util import DATA
+from tests.util import DATA, load_kb
 
 FIX = DATA / "kb_fixture"
 

@@ -3,8 +3,7 @@ from __future__ import annotations
 import pytest
 
 from kbtool.kb import KB
-from kbtool.solve.load import load_kb
-from tests.util import DATA, RECORDS
+from tests.util import DATA, RECORDS, load_kb
 
 
 @pytest.fixture(scope="session")
