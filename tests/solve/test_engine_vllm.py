@@ -17,7 +17,7 @@ import pytest
 
 from kbtool.solve import engine, gates
 from kbtool.solve.image import Image
-from kbtool.solve.load import load_kb
+from kbtool.kb import load_kb
 from probes import vllm_selector as vs
 from tests.util import RECORDS, ROOT
 
@@ -26,7 +26,7 @@ DATA = ROOT / "tests" / "data" / "vllm"
 
 @cache
 def image() -> Image:
-    return Image.of(load_kb(RECORDS))
+    return Image.of(load_kb(RECORDS)[0])
 
 
 @cache
