@@ -84,7 +84,9 @@ def fit(probe: Probe, env: dict[str, Any]) -> Fit:
 
 
 def list_probes(env: dict[str, Any]) -> list[Fit]:
-    return [fit(p, env) for p in discover()]
+    probes = discover()
+    engine_env = engine.environment(env) if any(not engine.needs_gpu(p.spec) for p in probes) else env
+    return [fit(p, env if engine.needs_gpu(p.spec) else engine_env) for p in probes]
 
 
 def select(

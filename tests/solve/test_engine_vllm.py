@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from kbtool.kb import load_kb
 from kbtool.solve import engine, gates
 from kbtool.solve.image import Image
-from kbtool.kb import load_kb
 from probes import vllm_selector as vs
 from tests.util import RECORDS, ROOT
 
