@@ -497,6 +497,29 @@ def new(
     print(f"wrote {path}; replace each TODO, then run `kb validate {path}`")
 
 
+model_app = typer.Typer(help="Model records from Hugging Face configs.", no_args_is_help=True)
+app.add_typer(model_app, name="model")
+
+
+@model_app.command("import")
+def model_import(
+    config: Annotated[str, typer.Argument(metavar="PATH", help="A config.json (or the folder holding it).")],
+    record_id: Annotated[str | None, typer.Option("--id", help="Record id (default: the folder's name).")] = None,
+    stdout: Annotated[bool, typer.Option("--stdout", help="Print the record instead of writing it.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing record.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Write a model record from a Hugging Face config.json, citing the config (SOURCE.yaml beside it)."""
+    from kbtool import modelimport
+
+    root = _records(kb)
+    if stdout:
+        print(modelimport.record_text(config, record_id, root)[1], end="")
+        raise typer.Exit(0)
+    path = modelimport.import_model(config, record_id, root, overwrite=force)
+    print(f"wrote {path}; run `kb validate {path}`")
+
+
 # ---- query --------------------------------------------------------------------------------------
 
 

@@ -29,7 +29,7 @@ OPTIONS: tuple[tuple[str, str, str, str, str], ...] = (
     ("--ctx", "ctx", "str", "TOKENS", "Context: 131072, 128k, 1m (k = 1024)."),
     ("--kv", "kv", "str", "DTYPE", "KV dtype: bf16, fp16, fp8 (e4m3), fp8_e5m2, fp4."),
     ("--dtype", "dtype", "str", "DTYPE", "Compute dtype (default bf16)."),
-    ("--model", "model", "str", "ID", "Model id or alias."),
+    ("--model", "model", "str", "ID", "Model id or alias, or a Hugging Face config.json path."),
     ("--head-dim", "head_dim", "int", "N", "Head dim (overrides the model's)."),
     ("--batch", "batch", "int", "N", "Concurrent sequences (memory; default 1)."),
     ("--phase", "phase", "str", "PHASE", "prefill, decode or both (default)."),
@@ -37,7 +37,14 @@ OPTIONS: tuple[tuple[str, str, str, str, str], ...] = (
     ("--kernel", "kernel", "many", "ID", "Restrict to these kernels (repeatable)."),
     ("--lib", "lib", "many", "NAME=VERSION", "Library version (repeatable), e.g. flashinfer=0.6.18."),
     ("--block-size", "block_size", "int", "N", "Paged-KV block size."),
-    ("--util", "util", "float", "X", "Memory utilization (default 0.9)."),
+    ("--gpu-memory-utilization", "util", "float", "X", "Share of GPU memory vLLM may use (default 0.9)."),
+    ("--util", "util", "float", "X", "Alias of --gpu-memory-utilization."),
+    ("--weights", "weights", "str", "FORMAT", "Weights as deployed: bf16, fp8, int8, int4, nvfp4, mxfp4 "
+                                              "(default: as released)."),
+    ("--reserve", "reserve", "str", "SIZE", "Activation + CUDA-graph reserve per GPU, e.g. 4GiB (default: "
+                                            "estimated)."),
+    ("--max-num-batched-tokens", "max_num_batched_tokens", "int", "N", "vLLM's token budget per step "
+                                                                      "(default 8192)."),
     ("--vllm", "vllm", "str", "VERSION", "vLLM release for --engine vllm (default: the newest recorded)."),
     ("--vllm-args", "vllm_args", "str", "CMD", 'A vLLM serve command, e.g. "serve MODEL --kv-cache-dtype fp8 -tp 2": '
      "pre-flight answer (backend, KV fit, or vLLM's error)."),

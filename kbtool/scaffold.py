@@ -67,12 +67,18 @@ def _fields(model: type[BaseModel]) -> list[tuple[str, FieldInfo]]:
     return [(k, by_key[k]) for k in key_order(model)]
 
 
+# Optional fields a scaffold still lists, because the record does not validate without them for the
+# placeholder's choice (a `full` layer group needs its KV heads and head dim).
+ALSO = {"LayerGroup": ("kv_heads", "head_dim"), "Model": ("max_context",)}
+
+
 def _mapping(model: type[BaseModel], given: dict[str, Any]) -> CommentedMap:
     m = CommentedMap()
+    also = ALSO.get(model.__name__, ())
     for key, f in _fields(model):
         if key in given:
             m[key] = given[key]
-        elif f.is_required() or key == "sources":
+        elif f.is_required() or key == "sources" or key in also:
             m[key] = _placeholder(f.annotation, key)
         else:
             continue

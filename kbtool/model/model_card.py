@@ -1,4 +1,8 @@
-"""Model: a model's attention layout, enough to size its KV cache and weights exactly."""
+"""Model: a model's attention layout and weights, enough to size its KV cache and weights as vLLM does.
+
+A record is written by hand or by `kb model import PATH/config.json` (kbtool/model/hfconfig.py), which maps a
+Hugging Face config onto these fields and cites the config as the record's first source.
+"""
 
 from __future__ import annotations
 
@@ -9,27 +13,53 @@ from pydantic import Field, model_validator
 from .common import Record as _Record
 from .common import Strict, given, schema_rule
 
-LayerType = Literal["full", "sliding", "linear", "mla"]
+LayerType = Literal["full", "sliding", "chunked", "linear", "mla"]
+WeightDtype = Literal["bf16", "fp16", "fp32", "fp8", "int8", "int4", "nvfp4", "mxfp4"]
+ParamGroup = Literal["embedding", "lm_head", "attention", "mlp", "experts", "other"]
+
+
+class StateTensor(Strict):
+    """One fixed-size state tensor a linear-attention (Mamba, Gated DeltaNet) layer keeps per sequence."""
+
+    name: str = Field(description="conv or recurrent (vLLM MambaSpec shapes, in its order)")
+    shape: list[int] = Field(min_length=1, description="Shape at tensor parallel 1")
+    tp_dim: int | None = Field(default=None, ge=0, description="Index of the dim tensor parallel divides")
+    dtype: Literal["bf16", "fp16", "fp32"] = Field(description="Element dtype of the state")
+
+
+_NEED = (("full", ("kv_heads", "head_dim")), ("sliding", ("kv_heads", "head_dim", "window")),
+         ("chunked", ("kv_heads", "head_dim", "chunk")), ("mla", ("kv_lora_rank", "rope_dim")))
 
 
 class LayerGroup(Strict):
     """`count` layers of one attention type."""
 
     model_config = schema_rule({"allOf": [
-        {"if": {"properties": {"type": {"const": t}}}, "then": given(*need)}
-        for t, need in (("full", ("kv_heads", "head_dim")), ("sliding", ("kv_heads", "head_dim", "window")),
-                        ("linear", ("state_bytes",)), ("mla", ("kv_lora_rank", "rope_dim")))]})
+        *({"if": {"properties": {"type": {"const": t}}}, "then": given(*need)} for t, need in _NEED),
+        {"if": {"properties": {"type": {"const": "linear"}}},
+         "then": {"anyOf": [given("state"), given("state_bytes")]}},
+        {"dependentRequired": {"index_head_dim": ["index_n_heads"], "index_n_heads": ["index_head_dim"]}}]})
 
-    type: LayerType = Field(description="full, sliding (window), linear (fixed state) or mla")
+    type: LayerType = Field(
+        description="full, sliding (window), chunked (local chunks), linear (fixed state) or mla")
     count: int = Field(ge=1, le=10_000, description="Number of layers of this type")
-    kv_heads: int | None = Field(default=None, ge=1, le=4096, description="KV heads (full/sliding)")
-    head_dim: int | None = Field(default=None, ge=1, le=4096, description="K head dim (full/sliding)")
+    kv_heads: int | None = Field(default=None, ge=1, le=4096, description="KV heads (full/sliding/chunked)")
+    head_dim: int | None = Field(default=None, ge=1, le=4096,
+                                 description="K head dim (full/sliding/chunked); MLA: qk_nope + qk_rope")
     head_dim_v: int | None = Field(default=None, ge=1, le=4096, description="V head dim if it differs")
     window: int | None = Field(default=None, ge=1, description="Sliding window, tokens")
+    chunk: int | None = Field(default=None, ge=1, description="Chunked local attention: chunk size, tokens")
+    sinks: bool = Field(default=False, description="Learned attention sinks in these layers")
     kv_lora_rank: int | None = Field(default=None, ge=1, description="MLA latent rank")
-    rope_dim: int | None = Field(default=None, ge=0, description="MLA decoupled RoPE dim")
+    rope_dim: int | None = Field(default=None, ge=0, description="MLA decoupled RoPE dim (qk_rope_head_dim)")
+    qk_nope_head_dim: int | None = Field(default=None, ge=0, description="MLA per-head no-RoPE q/k dim")
+    index_head_dim: int | None = Field(default=None, ge=1,
+                                       description="Sparse attention indexer: key head dim (DeepSeek-V3.2)")
+    index_n_heads: int | None = Field(default=None, ge=1, description="Sparse attention indexer: query heads")
+    index_topk: int | None = Field(default=None, ge=1, description="Sparse attention: tokens each query reads")
+    state: list[StateTensor] | None = Field(default=None, description="Linear layers: state tensors per sequence")
     state_bytes: int | None = Field(
-        default=None, ge=0, description="Linear layers: fixed state per sequence per layer, bytes"
+        default=None, ge=0, description="Linear layers: fixed state per sequence per layer, bytes (if no shapes)"
     )
 
     @model_validator(mode="after")
@@ -37,26 +67,76 @@ class LayerGroup(Strict):
         need = {
             "full": ("kv_heads", "head_dim"),
             "sliding": ("kv_heads", "head_dim", "window"),
-            "linear": ("state_bytes",),
+            "chunked": ("kv_heads", "head_dim", "chunk"),
+            "linear": (),
             "mla": ("kv_lora_rank", "rope_dim"),
         }[self.type]
         missing = [f for f in need if getattr(self, f) is None]
+        if self.type == "linear" and self.state is None and self.state_bytes is None:
+            missing.append("state (or state_bytes)")
         if missing:
             raise ValueError(f"a '{self.type}' layer group needs {', '.join(missing)}")
+        if (self.index_head_dim is None) != (self.index_n_heads is None):
+            raise ValueError("a sparse indexer needs both index_head_dim and index_n_heads")
         return self
+
+
+class RopeScaling(Strict):
+    type: str = Field(description="rope_type: yarn, llama3, linear, dynamic, longrope, ...")
+    factor: float | None = Field(default=None, description="Scaling factor")
+    original_max_position_embeddings: int | None = Field(default=None, ge=1,
+                                                         description="Context the base model was trained at")
+
+
+class Experts(Strict):
+    routed: int = Field(ge=1, description="Routed experts per MoE layer")
+    active: int = Field(ge=1, description="Routed experts each token uses")
+    shared: int = Field(default=0, ge=0, description="Shared experts per MoE layer")
+    moe_layers: int = Field(ge=1, description="Layers with an MoE block")
+
+
+class ParameterGroups(Strict):
+    """Parameters per group, derived from a config's shapes."""
+
+    embedding: int | None = Field(default=None, ge=0, description="Token embeddings")
+    lm_head: int | None = Field(default=None, ge=0, description="Output projection (0 when tied)")
+    attention: int | None = Field(default=None, ge=0, description="Attention and linear-attention mixers")
+    mlp: int | None = Field(default=None, ge=0, description="Dense MLP blocks")
+    experts: int | None = Field(default=None, ge=0, description="MoE routed + shared experts and routers")
+    other: int | None = Field(default=None, ge=0, description="Anything else")
+
+    def items(self) -> list[tuple[str, int]]:
+        return [(k, v) for k, v in self.model_dump(exclude_none=True).items() if v]
 
 
 class Model(_Record):
     kind: Literal["model"] = Field(description="Record kind")
     family: str = Field(description="Model family")
-    parameters: int = Field(ge=1, description="Total parameter count")
-    weight_dtype: Literal["bf16", "fp16", "fp8", "mxfp4", "nvfp4", "int4", "fp32"] = Field(
-        description="Dtype of the released weights"
-    )
+    parameters: int = Field(ge=1, description="Total parameter count (text model, without MTP/vision towers)")
+    parameters_basis: Literal["recorded", "derived"] = Field(
+        default="recorded", description="recorded from a source, or derived from the config's shapes")
+    parameter_groups: ParameterGroups | None = Field(
+        default=None, description="Parameters per group (derived from the config's shapes)")
+    weight_dtype: WeightDtype = Field(description="Dtype of the released weights (the quantized ones, if any)")
+    unquantized_dtype: Literal["bf16", "fp16", "fp32"] = Field(
+        default="bf16", description="torch_dtype: the dtype of the tensors that are not quantized")
+    quantized: list[ParamGroup] | None = Field(
+        default=None, description="Groups stored at weight_dtype when it is a quantized format "
+                                  "(default attention, mlp, experts)")
+    quant_group_size: int | None = Field(default=None, ge=1,
+                                         description="int4: values per scale (AWQ/GPTQ group size)")
     weight_bytes: int | None = Field(
         default=None, ge=1, description="Exact size of the released weights where it differs from params x dtype"
     )
     num_heads: int = Field(ge=1, description="Query heads")
     head_dim: int = Field(ge=1, description="Query/key head dim the attention kernel sees")
-    max_context: int | None = Field(default=None, ge=1, description="Native maximum context, tokens")
+    hidden_size: int | None = Field(default=None, ge=1, description="Model width (activation reserve)")
+    intermediate_size: int | None = Field(default=None, ge=1,
+                                          description="MLP width a token passes through (MoE: active experts x width)")
+    vocab_size: int | None = Field(default=None, ge=1, description="Vocabulary (logits in the reserve)")
+    max_context: int | None = Field(default=None, ge=1, description="max_position_embeddings, tokens")
+    rope_scaling: RopeScaling | None = Field(default=None, description="RoPE scaling of the config")
+    softcap: float | None = Field(default=None, gt=0, description="Attention logit softcap (None = none)")
+    alibi: bool = Field(default=False, description="ALiBi position biases")
+    experts: Experts | None = Field(default=None, description="MoE expert counts")
     layers: list[LayerGroup] = Field(min_length=1, description="Layer groups by attention type")

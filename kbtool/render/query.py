@@ -118,14 +118,7 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
     if a.ranking:
         _ranking(sink, a.ranking, explain)
     if a.memory is not None:
-        m = a.memory
-        fits = {True: ("fits", "green"), False: ("does not fit", "red"), None: ("no ctx given", "cyan")}[m.fits]
-        sink.line([("memory:", "bold"), (" ", ""), fits,
-                   (f"; KV {m.kv_bytes_per_token:,.0f} B/token; max ctx {m.max_ctx:,}", "")])
-        for part in m.formula.split("; "):
-            sink.line([(f"  {part}", "")])
-        for n in m.notes:
-            sink.line([("  ", ""), (n, "dim")])
+        _memory(sink, a.memory, a.query.get("ctx"))
     for n in a.notes:
         sink.line([(f"note: {n}", "dim")])
     _caveats(sink, a)
@@ -137,6 +130,22 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
         sink.line([(f"refuted, not enforced: {r.claim}: {r.message}", "dim")])
     if explain:
         _explain_all(sink, a)
+
+
+def _memory(sink: Sink, m: Any, ctx: int | None) -> None:
+    """The memory lines: verdict, KV per token, sequences at the asked ctx, max ctx and what binds it."""
+    fits = {True: ("fits", "green"), False: ("does not fit", "red"), None: ("no ctx given", "cyan")}[m.fits]
+    seqs = ""
+    if m.max_sequences is not None and ctx:
+        seqs = f"; {m.max_sequences:,} sequence{'s' if m.max_sequences != 1 else ''} of {ctx:,} fit at once"
+    bind = {"model": "the model's max_position_embeddings binds",
+            "memory": "memory binds"}.get(m.ctx_limit, m.ctx_limit)
+    sink.line([("memory:", "bold"), (" ", ""), fits,
+               (f"; KV {m.kv_bytes_per_token:,.0f} B/token{seqs}; max ctx {m.max_ctx:,} ({bind})", "")])
+    for part in m.formula.split("; "):
+        sink.line([(f"  {part}", "")])
+    for n in m.notes:
+        sink.line([("  ", ""), (n, "dim")])
 
 
 def _explain_all(sink: Sink, a: Answer) -> None:

@@ -211,29 +211,41 @@ class BackendAnswer(_Plain):
 
 
 class Memory(_Plain):
-    """Whether the weights and the KV cache fit, per GPU."""
+    """vLLM's budget on one GPU: capacity x utilization - weights - reserve = the KV pool (available_bytes)."""
 
     SPEC = {
         "fits": (opt(BOOL), "Whether weights + KV cache fit; null without a model"),
         "kv_bytes": (INT, "KV-cache bytes for the batch at ctx, per GPU"),
         "kv_bytes_per_token": ({"type": "number"}, "KV bytes per token, per GPU"),
         "weights_bytes": (INT, "Weight bytes per GPU"),
-        "available_bytes": (INT, "capacity x utilization - weights, per GPU"),
-        "capacity_bytes": (INT, "Device memory used for the calculation"),
-        "max_ctx": (INT, "Largest context that fits at this batch"),
+        "available_bytes": (INT, "The KV pool: capacity x utilization - weights - reserve, per GPU"),
+        "capacity_bytes": (INT, "Device memory used for the calculation (the driver's figure where recorded)"),
+        "max_ctx": (INT, "Largest context that fits at this batch, capped at the model's max_position_embeddings"),
         "formula": (STR, "The formula with the numbers filled in"),
         "notes": (STRS, "Assumptions"),
+        "weights_dtype": (opt(STR), "Weight format the weights are sized at"),
+        "reserve_bytes": (INT, "Activation and CUDA-graph reserve per GPU"),
+        "utilization": ({"type": "number"}, "gpu-memory-utilization"),
+        "pool_tokens": (INT, "Tokens the KV pool holds (layers that grow with the context)"),
+        "max_sequences": (opt(INT), "Sequences of the asked ctx that fit at once"),
+        "max_ctx_memory": (INT, "Largest context memory allows, before the model's cap"),
+        "ctx_limit": ({"enum": ["memory", "model"]}, "What binds max_ctx: memory or the model's limit"),
     }
     FIELDS = tuple(SPEC)
     __slots__ = FIELDS
 
     def __init__(self, *, fits: bool | None, kv_bytes: int, kv_bytes_per_token: float = 0, weights_bytes: int,
                  available_bytes: int, capacity_bytes: int = 0, max_ctx: int, formula: str,
-                 notes: list[str] | None = None) -> None:
+                 notes: list[str] | None = None, weights_dtype: str | None = None, reserve_bytes: int = 0,
+                 utilization: float = 0.9, pool_tokens: int = 0, max_sequences: int | None = None,
+                 max_ctx_memory: int = 0, ctx_limit: str = "memory") -> None:
         self.fits, self.kv_bytes, self.kv_bytes_per_token = fits, kv_bytes, kv_bytes_per_token
         self.weights_bytes, self.available_bytes, self.capacity_bytes = weights_bytes, available_bytes, capacity_bytes
         self.max_ctx, self.formula = max_ctx, formula
         self.notes = notes if notes is not None else []
+        self.weights_dtype, self.reserve_bytes, self.utilization = weights_dtype, reserve_bytes, utilization
+        self.pool_tokens, self.max_sequences = pool_tokens, max_sequences
+        self.max_ctx_memory, self.ctx_limit = max_ctx_memory, ctx_limit
 
 
 class Answer(_Plain):

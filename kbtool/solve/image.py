@@ -90,41 +90,75 @@ class AcceleratorV:
         return self.capacity  # type: ignore[no-any-return]
 
 
-class LayerV:
-    __slots__ = (
-        "count",
-        "head_dim",
-        "head_dim_v",
-        "kv_heads",
-        "kv_lora_rank",
-        "rope_dim",
-        "state_bytes",
-        "type",
-        "window",
-    )
+LAYER_FIELDS = ("type", "count", "kv_heads", "head_dim", "head_dim_v", "window", "chunk", "sinks", "kv_lora_rank",
+                "rope_dim", "qk_nope_head_dim", "index_head_dim", "index_n_heads", "index_topk", "state",
+                "state_bytes")
+MODEL_FIELDS = ("id", "parameters", "parameter_groups", "weight_dtype", "unquantized_dtype", "quantized",
+                "quant_group_size", "weight_bytes", "num_heads", "head_dim", "hidden_size", "intermediate_size",
+                "vocab_size", "max_context", "softcap", "alibi", "layers")
 
-    def __init__(self, t: tuple[Any, ...]) -> None:
-        (self.type, self.count, self.kv_heads, self.head_dim, self.head_dim_v, self.window, self.kv_lora_rank,
-         self.rope_dim, self.state_bytes) = t
+
+class LayerV:
+    """A layer group (the fields of kbtool.model.model_card.LayerGroup the solver reads)."""
+
+    __slots__ = LAYER_FIELDS
+    if TYPE_CHECKING:
+        type: str
+        count: int
+        kv_heads: int | None
+        head_dim: int | None
+        head_dim_v: int | None
+        window: int | None
+        chunk: int | None
+        sinks: bool | None
+        kv_lora_rank: int | None
+        rope_dim: int | None
+        qk_nope_head_dim: int | None
+        index_head_dim: int | None
+        index_n_heads: int | None
+        index_topk: int | None
+        state: list[dict[str, Any]] | None
+        state_bytes: int | None
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        for f in LAYER_FIELDS:
+            setattr(self, f, d.get(f))
 
 
 class ModelV:
-    __slots__ = (
-        "head_dim",
-        "id",
-        "layers",
-        "max_context",
-        "num_heads",
-        "parameters",
-        "weight_bytes",
-        "weight_dtype",
-    )
-    kind = "model"
+    """A model (the fields of kbtool.model.model_card.Model the solver and the memory model read)."""
 
-    def __init__(self, t: tuple[Any, ...]) -> None:
-        (self.id, self.parameters, self.weight_dtype, self.weight_bytes, self.num_heads, self.head_dim,
-         self.max_context, layers) = t
-        self.layers = [LayerV(g) for g in layers]
+    __slots__ = (*MODEL_FIELDS, "sinks", "sparse")
+    kind = "model"
+    if TYPE_CHECKING:
+        id: str
+        parameters: int
+        parameter_groups: dict[str, int] | None
+        weight_dtype: str
+        unquantized_dtype: str
+        quantized: list[str] | None
+        quant_group_size: int | None
+        weight_bytes: int | None
+        num_heads: int
+        head_dim: int
+        hidden_size: int | None
+        intermediate_size: int | None
+        vocab_size: int | None
+        max_context: int | None
+        softcap: float | None
+        alibi: bool
+        layers: list[LayerV]
+        sinks: bool
+        sparse: bool
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        for f in MODEL_FIELDS:
+            setattr(self, f, d.get(f))
+        self.unquantized_dtype = self.unquantized_dtype or "bf16"
+        self.alibi = bool(self.alibi)
+        self.layers = [LayerV(g) for g in d["layers"]]
+        self.sinks = any(g.sinks for g in self.layers)
+        self.sparse = any(g.index_head_dim for g in self.layers)
 
 
 class BenchRow:
@@ -171,10 +205,11 @@ def _shared(x: Any, share: dict[bytes, Any]) -> Any:
     return share.setdefault(marshal.dumps(x), x)
 
 
-def _model_row(m: Any) -> tuple[Any, ...]:
-    layers = [(g.type, g.count, g.kv_heads, g.head_dim, g.head_dim_v, g.window, g.kv_lora_rank, g.rope_dim,
-               g.state_bytes) for g in m.layers]
-    return (m.id, m.parameters, m.weight_dtype, m.weight_bytes, m.num_heads, m.head_dim, m.max_context, layers)
+def _model_row(m: Any) -> dict[str, Any]:
+    """A model record as plain data (the fields ModelV reads), for marshal."""
+    d: dict[str, Any] = m.model_dump(include=set(MODEL_FIELDS), exclude_none=True)
+    d["layers"] = [g.model_dump(include=set(LAYER_FIELDS), exclude_none=True) for g in m.layers]
+    return d
 
 
 def _bench_row(c: Any) -> tuple[Any, ...]:
@@ -314,5 +349,20 @@ class Image:
         return [BenchRow(t) for t in marshal.loads(blob)] if blob else []
 
     def resolve(self, name: str, kind: str, flag: str) -> str:
-        """The id an id or alias names (case-insensitive); a miss names the three nearest record ids."""
+        """The id an id or alias names (case-insensitive); a miss names the three nearest record ids.
+        A model may also be a config.json path (loaded into this image), see kbtool/solve/modelref.py."""
+        if kind == "model":
+            from kbtool.solve.modelref import resolve_model
+
+            got = resolve_model(self, name)
+            if got is not None:
+                return got
         return resolve_name(self.names(kind), name, kind, flag)
+
+    def add_model(self, row: dict[str, Any]) -> str:
+        """Add a model row (one not in the records, e.g. from a config.json) and return its id."""
+        self._section("models")[row["id"]] = row
+        self.names("model")
+        self._names["model"] = {**self.names("model"), row["id"]: row["id"]}
+        return str(row["id"])
+

@@ -1,12 +1,23 @@
-"""The memory model (design.md §4): KV bytes per token, weights, available memory, fit and max_ctx.
+"""KV bytes per token and per sequence, as vLLM's KV cache specs compute them (design.md §4).
 
-Follows the engines' own accounting (vLLM kv_cache_interface.py, engine-gates.md §3.5):
-- full / sliding attention: kv_heads x (head_dim + head_dim_v) x bytes per layer per token (2 x ... when equal);
-  tensor parallel divides the KV heads but never below one per GPU; sliding layers hold at most `window` tokens;
-- MLA: one latent per layer, (kv_lora_rank + rope_dim) x bytes, no factor 2, replicated on every TP rank;
-  where FlashMLA's fp8 cache format is in use, its fixed bytes per token per layer (656 for d_qk 576);
-- linear attention: a fixed state per sequence per layer, independent of context.
-No paged-block rounding; the numbers are the floor an engine needs for the KV cache itself.
+Read in vllm-project/vllm `vllm/v1/kv_cache_interface.py` (commits 001cabc1be16 and bc8282e61df2; the tag
+v0.33.0 could not be mapped to a commit with the search tools, so these are the stored snapshots):
+
+- FullAttentionSpec: block x kv_heads x (head_size + head_size_v) x dtype bytes per layer; nvfp4 packs each
+  head as dim/2 data bytes + dim/16 fp8 scale bytes; a sequence holds cdiv(ctx, block) blocks;
+- SlidingWindowSpec: (cdiv(min(window - 1 + max_num_batched_tokens, ctx), block) + 1) blocks;
+- ChunkedLocalAttentionSpec: cdiv(min(chunk + max_num_batched_tokens, ctx), block) blocks;
+- MLAAttentionSpec: one latent per layer (num_kv_heads 1, head_size kv_lora_rank + rope), no factor 2, the
+  same on every tensor-parallel rank; with cache_dtype `fp8_ds_mla` (FlashMLA sparse, DeepSeek-V3.2) a fixed
+  656 bytes per token per layer;
+- the sparse indexer (vllm/model_executor/models/deepseek_v2.py, DeepseekV32IndexerCache): an MLAAttentionSpec
+  of head_size index_head_dim + index_head_dim / 128 x 4 in uint8 (fp8 values + one fp32 scale per 128), so
+  132 bytes per token per layer for index_head_dim 128, whatever the KV dtype;
+- MambaSpec: sum of prod(shape) x dtype bytes of the state tensors, one page per sequence; in a hybrid model
+  vLLM raises the attention block to 16 x cdiv(state page, 16 x attention page per token) and pads the state
+  page to that attention page (vllm/platforms/interface.py `_align_hybrid_block_size`, commit c77619938d1c).
+
+Tensor parallel divides KV heads but never below one per GPU, and the state tensors along their TP dim.
 """
 
 from __future__ import annotations
@@ -20,165 +31,177 @@ if TYPE_CHECKING:
     from kbtool.model import Model
     from kbtool.solve.image import ModelV
 
-# FlashMLA's fixed fp8 KV layout in bytes per token per layer, by d_qk (kv_lora_rank + rope_dim):
-# 576 -> 512 fp8 NoPE + 4 x fp32 scales + 64 bf16 RoPE = 656; 512 -> 448 + 128 + 8 = 584.
-# Sources: claim flashmla-fp8-kv-bytes-per-token; vLLM MLAAttentionSpec fp8_ds_mla page size.
-FLASHMLA_FP8_BYTES = {576: 656, 512: 584}
+FP8_DS_MLA_BYTES = 656  # MLAAttentionSpec.real_page_size_bytes for cache_dtype_str "fp8_ds_mla", per token
+DEFAULT_BLOCK = 16  # vLLM's default block size on CUDA; the kernel alignment of FlashAttention / FlashInfer
+MLA_BLOCK = 64  # FlashMLA's page size, which vLLM's MLA backends require
+DEFAULT_BATCHED_TOKENS = 8192  # vLLM's max_num_batched_tokens for `vllm serve` on >= 70 GiB GPUs (arg_utils)
 UNBOUNDED_CTX = 1 << 30  # reported as max_ctx when memory does not limit the context
-
-
-class KvModel:
-    """KV bytes as a function of context for one model on one GPU (per sequence)."""
-
-    __slots__ = ("fixed", "notes", "per_token", "terms", "windowed")
-
-    def __init__(self) -> None:
-        self.per_token = 0.0  # bytes per token from layers that grow with context
-        self.windowed: list[tuple[float, int]] = []  # (bytes per token, window)
-        self.fixed = 0.0  # bytes per sequence independent of context (linear-attention state)
-        self.terms: list[str] = []  # formula pieces with numbers
-        self.notes: list[str] = []
-
-    def per_sequence(self, ctx: int) -> float:
-        return self.per_token * ctx + sum(b * min(ctx, w) for b, w in self.windowed) + self.fixed
-
-    def bytes_per_token(self) -> float:
-        """Bytes per token of context before any window caps (what grows at small ctx)."""
-        return self.per_token + sum(b for b, _ in self.windowed)
-
-
-def _tp_heads(kv_heads: int, tp: int) -> int:
-    return max(1, math.ceil(kv_heads / tp))
+STATE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 
 
 def _b(x: float) -> str:
     return f"{x:g}" if x != int(x) else f"{int(x)}"
 
 
-def kv_model(model: Model | ModelV, kv_dtype: str, tp: int = 1, mla_format: str | None = None) -> KvModel:
+def head_bytes(kv_dtype: str, dim: int) -> float:
+    """Bytes of one head's K (or V) vector: vLLM's nvfp4 layout is dim/2 data + dim/16 scale bytes."""
+    if kv_dtype == "nvfp4":
+        return dim // 2 + dim // 16
+    return dim * DTYPE_BYTES[kv_dtype]
+
+
+class Term:
+    """One layer group's share: `per_token` bytes for every token it holds, or a fixed page per sequence."""
+
+    __slots__ = ("cap", "extra_block", "fixed", "kind", "layer_page", "per_token", "text")
+
+    def __init__(self, kind: str, per_token: float, text: str, *, cap: int | None = None,
+                 extra_block: bool = False, fixed: float = 0.0, layer_page: float = 0.0) -> None:
+        self.kind, self.per_token, self.text, self.cap = kind, per_token, text, cap
+        self.extra_block, self.fixed, self.layer_page = extra_block, fixed, layer_page
+
+
+class KvModel:
+    """KV bytes of one model on one GPU, as a function of the context (per sequence)."""
+
+    __slots__ = ("block", "notes", "terms")
+
+    def __init__(self) -> None:
+        self.terms: list[Term] = []
+        self.notes: list[str] = []
+        self.block = DEFAULT_BLOCK
+
+    def tokens(self, t: Term, ctx: int) -> int:
+        """Token slots `t` holds for a sequence of `ctx` tokens (whole blocks, as vLLM allocates them)."""
+        n = min(ctx, t.cap) if t.cap is not None else ctx
+        blocks = -(-n // self.block) + (1 if t.extra_block else 0)
+        return blocks * self.block
+
+    def per_sequence(self, ctx: int) -> float:
+        return sum(t.fixed if t.kind == "state" else t.per_token * self.tokens(t, ctx) for t in self.terms)
+
+    def bytes_per_token(self) -> float:
+        """Bytes per token of context before any window caps (what grows at small ctx)."""
+        return sum(t.per_token for t in self.terms)
+
+    def growing(self) -> float:
+        """Bytes per token of the layers that grow without limit (full attention, MLA, indexer)."""
+        return sum(t.per_token for t in self.terms if t.cap is None and t.kind != "state")
+
+    def fixed(self) -> float:
+        return sum(t.fixed for t in self.terms)
+
+
+def _tp_heads(kv_heads: int, tp: int) -> int:
+    return max(1, math.ceil(kv_heads / tp))
+
+
+def state_page(state: list, tp: int) -> int:  # type: ignore[type-arg]
+    """MambaSpec.page_size_bytes at tensor parallel `tp` (each tensor divided along its TP dim)."""
+    total = 0
+    for s in state:
+        shape = list(s["shape"] if isinstance(s, dict) else s.shape)
+        tp_dim = s["tp_dim"] if isinstance(s, dict) else s.tp_dim
+        dtype = s["dtype"] if isinstance(s, dict) else s.dtype
+        if tp_dim is not None:
+            shape[tp_dim] = shape[tp_dim] // tp
+        total += math.prod(shape) * STATE_BYTES[dtype]
+    return total
+
+
+def kv_model(model: Model | ModelV, kv_dtype: str, tp: int = 1, batched_tokens: int = DEFAULT_BATCHED_TOKENS,
+             mla_format: str | None = None) -> KvModel:
     """Per-GPU KV accounting of `model` with the cache in `kv_dtype` under tensor parallel `tp`.
 
-    `mla_format="flashmla-fp8"` uses FlashMLA's fixed fp8 layout for MLA layers.
-    """
+    `mla_format` "fp8_ds_mla" forces FlashMLA's sparse fp8 layout; by default it is used for sparse MLA
+    (an indexer present) with an fp8 cache, as vLLM's FLASHMLA_SPARSE backend does."""
     nbytes = DTYPE_BYTES[kv_dtype]
     out = KvModel()
+    attn_page_1 = 0.0  # one attention layer's bytes per token (hybrid page alignment)
     for g in model.layers:
-        if g.type in ("full", "sliding"):
+        if g.type in ("full", "sliding", "chunked"):
             assert g.kv_heads is not None and g.head_dim is not None
             heads = _tp_heads(g.kv_heads, tp)
             hv = g.head_dim_v or g.head_dim
-            per = heads * (g.head_dim + hv) * nbytes * g.count
+            layer = heads * (head_bytes(kv_dtype, g.head_dim) + head_bytes(kv_dtype, hv))
+            attn_page_1 = attn_page_1 or layer
+            per = layer * g.count
             heads_txt = f"{heads} kv_heads" + (f" (of {g.kv_heads}, tp {tp})" if tp > 1 else "")
-            if hv == g.head_dim:
+            if hv == g.head_dim and kv_dtype != "nvfp4":
                 term = f"2 x {g.count} layers x {heads_txt} x {g.head_dim} head_dim x {_b(nbytes)} B"
             else:
-                term = (f"{g.count} layers x {heads_txt} x ({g.head_dim} + {hv}) head_dims x {_b(nbytes)} B")
+                term = f"{g.count} layers x {heads_txt} x ({g.head_dim} + {hv}) head dims at {kv_dtype}"
             if g.type == "full":
-                out.per_token += per
-                out.terms.append(f"full: {term} = {per:,.0f} B/token")
-            else:
+                out.terms.append(Term("full", per, f"full: {term} = {per:,.0f} B/token"))
+            elif g.type == "sliding":
                 assert g.window is not None
-                out.windowed.append((per, g.window))
-                out.terms.append(f"sliding: {term} = {per:,.0f} B/token, capped at {g.window:,} tokens")
+                cap = g.window - 1 + batched_tokens
+                out.terms.append(Term("sliding", per, f"sliding: {term} = {per:,.0f} B/token, holding "
+                                      f"min(ctx, {g.window:,} - 1 + {batched_tokens:,}) tokens + 1 block",
+                                      cap=cap, extra_block=True))
+            else:
+                assert g.chunk is not None
+                cap = g.chunk + batched_tokens
+                out.terms.append(Term("chunked", per, f"chunked: {term} = {per:,.0f} B/token, holding "
+                                      f"min(ctx, {g.chunk:,} + {batched_tokens:,}) tokens", cap=cap))
+                out.notes.append("chunked local attention sized as vLLM's hybrid KV cache manager does; releases "
+                                 "where VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 0 turn that "
+                                 "manager off and hold every token in these layers")
             if tp > g.kv_heads:
                 out.notes.append(f"tp {tp} > {g.kv_heads} KV heads: each GPU keeps one KV head (replicated)")
         elif g.type == "mla":
             assert g.kv_lora_rank is not None and g.rope_dim is not None
+            out.block = MLA_BLOCK
             d = g.kv_lora_rank + g.rope_dim
-            fixed = FLASHMLA_FP8_BYTES.get(d) if mla_format == "flashmla-fp8" else None
-            if fixed is not None:
-                per = float(fixed * g.count)
-                out.terms.append(f"mla (FlashMLA fp8 format): {g.count} layers x {fixed} B = {per:,.0f} B/token")
+            sparse = getattr(g, "index_head_dim", None) is not None
+            fmt = mla_format or ("fp8_ds_mla" if sparse and kv_dtype.startswith("fp8") else None)
+            if fmt == "fp8_ds_mla":
+                per = float(FP8_DS_MLA_BYTES * g.count)
+                out.terms.append(Term("mla", per, f"mla (fp8_ds_mla): {g.count} layers x {FP8_DS_MLA_BYTES} B"
+                                      f" = {per:,.0f} B/token"))
             else:
-                if mla_format == "flashmla-fp8":
-                    out.notes.append(f"no FlashMLA fp8 layout recorded for d_qk {d}; sized at 1 byte per element")
-                per = d * nbytes * g.count
-                out.terms.append(f"mla: {g.count} layers x ({g.kv_lora_rank} kv_lora_rank + {g.rope_dim} rope_dim)"
-                                 f" x {_b(nbytes)} B = {per:,.0f} B/token (one latent, no factor 2)")
-            out.per_token += per
+                per = head_bytes(kv_dtype, d) * g.count
+                out.terms.append(Term("mla", per, f"mla: {g.count} layers x ({g.kv_lora_rank} kv_lora_rank + "
+                                      f"{g.rope_dim} rope) x {_b(nbytes)} B = {per:,.0f} B/token "
+                                      "(one latent, no factor 2)"))
+            ihd = getattr(g, "index_head_dim", None)
+            if ihd is not None:
+                idx = (ihd + ihd // 128 * 4) * g.count
+                out.terms.append(Term("indexer", float(idx), f"indexer: {g.count} layers x ({ihd} fp8 + "
+                                      f"{ihd // 128 * 4} scale) B = {idx:,} B/token"))
             if tp > 1:
-                out.notes.append("MLA latent is replicated on every tensor-parallel rank")
-        else:  # linear
-            assert g.state_bytes is not None
-            per_seq = g.state_bytes * g.count / tp
-            out.fixed += per_seq
-            tp_txt = f" / tp {tp}" if tp > 1 else ""
-            out.terms.append(f"linear: {g.count} layers x {g.state_bytes:,} B state{tp_txt}"
-                             f" = {per_seq:,.0f} B/sequence")
-            if tp > 1:
-                out.notes.append("linear-attention state assumed split across tensor-parallel ranks")
+                out.notes.append("MLA latent (and indexer keys) are replicated on every tensor-parallel rank")
+    for g in model.layers:
+        if g.type != "linear":
+            continue
+        state = getattr(g, "state", None)
+        page = float(state_page(state, tp)) if state else float(g.state_bytes or 0) / tp
+        padded = page
+        if attn_page_1 and page:
+            block = DEFAULT_BLOCK * -(-int(page) // int(DEFAULT_BLOCK * attn_page_1))
+            out.block = max(out.block, block)
+            padded = block * attn_page_1
+        per_seq = padded * g.count
+        pad_txt = (f", padded to the {out.block}-token attention page {padded:,.0f} B" if padded != page else "")
+        out.terms.append(Term("state", 0.0, f"linear state: {g.count} layers x {page:,.0f} B{pad_txt}"
+                              f" = {per_seq:,.0f} B/sequence", fixed=per_seq, layer_page=padded))
+        if pad_txt:
+            out.notes.append(f"hybrid model: vLLM raises the attention block to {out.block} tokens so that one "
+                             "attention page holds a layer's state")
     return out
-
-
-def weight_bytes(model: Model | ModelV) -> int:
-    """Released weight size: `weight_bytes` where recorded, else parameters x bytes of the weight dtype."""
-    if model.weight_bytes is not None:
-        return model.weight_bytes
-    return int(model.parameters * DTYPE_BYTES[model.weight_dtype])
-
-
-class Fit:
-    __slots__ = (
-        "available_bytes",
-        "capacity_bytes",
-        "fits",
-        "formula",
-        "kv_bytes",
-        "kv_bytes_per_token",
-        "max_ctx",
-        "notes",
-        "weights_bytes",
-    )
-
-    def __init__(self, fits: bool | None, kv_bytes: int, kv_bytes_per_token: float, weights_bytes: int,
-                 available_bytes: int, capacity_bytes: int, max_ctx: int, formula: str, notes: list[str]) -> None:
-        self.fits, self.kv_bytes, self.kv_bytes_per_token = fits, kv_bytes, kv_bytes_per_token
-        self.weights_bytes, self.available_bytes, self.capacity_bytes = weights_bytes, available_bytes, capacity_bytes
-        self.max_ctx, self.formula, self.notes = max_ctx, formula, notes
 
 
 def max_context(kv: KvModel, available: float, batch: int) -> int:
     """Largest ctx with batch x per_sequence(ctx) <= available (0 if not even one token fits)."""
     if available < batch * kv.per_sequence(1):
         return 0
-    if kv.per_token == 0 and batch * kv.per_sequence(UNBOUNDED_CTX) <= available:
+    if kv.growing() == 0 and batch * kv.per_sequence(UNBOUNDED_CTX) <= available:
         return UNBOUNDED_CTX
     lo, hi = 1, UNBOUNDED_CTX
-    while lo < hi:  # largest lo with fits(lo)
+    while lo < hi:  # largest lo with fits(lo), as vLLM's estimate_max_model_len bisects
         mid = (lo + hi + 1) // 2
         if batch * kv.per_sequence(mid) <= available:
             lo = mid
         else:
             hi = mid - 1
     return lo
-
-
-def _gb(x: float) -> str:
-    return f"{x / 1e9:,.1f} GB"
-
-
-def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *, batch: int = 1, tp: int = 1,
-        utilization: float = 0.9, mla_format: str | None = None) -> Fit:
-    """Whether `batch` sequences of `ctx` tokens fit next to the weights on each of `tp` GPUs."""
-    kv = kv_model(model, kv_dtype, tp, mla_format)
-    weights = math.ceil(weight_bytes(model) / tp)
-    available = int(capacity * utilization) - weights
-    need = math.ceil(batch * kv.per_sequence(ctx)) if ctx else 0
-    fits = None if ctx is None else (available >= 0 and need <= available)
-    mctx = max_context(kv, available, batch) if available > 0 else 0
-    per_tok = kv.bytes_per_token()
-    wtxt = f"{weight_bytes(model):,} B weights" + (f" / tp {tp}" if tp > 1 else "")
-    lines = [f"KV/token = {' + '.join(kv.terms)}"]
-    if len(kv.terms) > 1:
-        lines.append(f"KV/token = {per_tok:,.0f} B" + (f" + {kv.fixed:,.0f} B/sequence" if kv.fixed else ""))
-    if ctx is not None:
-        lines.append(f"KV = {need:,} B ({_gb(need)}) for ctx {ctx:,} x batch {batch}")
-    lines.append(f"available = {capacity:,} B x {utilization:g} - {wtxt} = {available:,} B ({_gb(available)})")
-    notes = list(dict.fromkeys(kv.notes))
-    if available <= 0:
-        notes.append("the weights alone exceed the usable memory; add GPUs (--gpus) or quantize the weights")
-    if mctx == UNBOUNDED_CTX:
-        notes.append("memory does not limit the context (no layer grows with it)")
-    elif ctx is not None and model.max_context and ctx > model.max_context:
-        notes.append(f"ctx {ctx:,} exceeds the model's native max context {model.max_context:,}")
-    return Fit(fits, need, per_tok, weights, available, capacity, mctx, "; ".join(lines), notes)

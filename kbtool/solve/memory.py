@@ -1,9 +1,10 @@
-"""The memory block of an answer: which KV format applies, then kvcache.fit."""
+"""The memory block of an answer: the vLLM budget (kbtool/solve/budget.py) for the model on this GPU."""
 
 from __future__ import annotations
 
 from kbtool.solve.answer import Memory
-from kbtool.solve.kvcache import fit, kv_model
+from kbtool.solve.budget import fit
+from kbtool.solve.kvcache import DEFAULT_BATCHED_TOKENS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -12,10 +13,6 @@ if TYPE_CHECKING:
     from kbtool.solve.answer import KernelAnswer
     from kbtool.solve.context import Ctx
     from kbtool.solve.image import AcceleratorV
-
-
-def _flashmla(kid: str) -> bool:
-    return kid.startswith("flashmla-")
 
 
 def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[KernelAnswer],
@@ -28,28 +25,23 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[Ke
     if capacity is None:
         return None, [f"{acc.id} has no memory capacity recorded; the KV fit is not computed"]
     kv = env["kv_dtype"]
-    has_mla = any(g.type == "mla" for g in model.layers)
-    notes: list[str] = []
-    mla_format = None
-    if has_mla and kv == "fp8_e4m3":
-        chosen = q.kernels and all(_flashmla(k) for k in q.kernels)
-        if chosen:
-            mla_format = "flashmla-fp8"
-        elif any(_flashmla(k.id) and k.status in ("ok", "caveat") for k in kernels):
-            alt = kv_model(model, kv, q.gpus, "flashmla-fp8")
-            notes.append(f"with FlashMLA's fixed fp8 format (--kernel flashmla-...) KV/token would be "
-                         f"{alt.bytes_per_token():,.0f} B")
     batch = q.batch or 1
     if q.batch is None:
         assumed["batch"] = 1
+    tokens = getattr(q, "batched_tokens", None) or DEFAULT_BATCHED_TOKENS
+    if getattr(q, "batched_tokens", None) is None:
+        assumed["max_num_batched_tokens"] = f"{DEFAULT_BATCHED_TOKENS} (vLLM's default for vllm serve)"
     ctx = q.ctx
     if ctx is None and model.max_context:
         ctx = model.max_context
         assumed["ctx"] = f"{ctx} (the model's max context, for the memory check only)"
-    f = fit(model, kv, capacity, ctx, batch=batch, tp=q.gpus, utilization=q.utilization, mla_format=mla_format)
-    cap_note = "driver-reported" if acc.driver_memory else "marketed GB x 1e9"
+    f = fit(model, kv, capacity, ctx, batch=batch, tp=q.gpus, utilization=q.utilization,
+            weights=getattr(q, "weights", None), reserve=getattr(q, "reserve", None), batched_tokens=tokens)
+    cap_note = "driver-reported bytes" if acc.driver_memory else "marketed GB x 1e9 (no driver figure recorded)"
+    notes = [*f.notes, f"capacity: {cap_note}"]
     mem = Memory(fits=f.fits, kv_bytes=f.kv_bytes, kv_bytes_per_token=f.kv_bytes_per_token,
-                 weights_bytes=f.weights_bytes, available_bytes=f.available_bytes, capacity_bytes=f.capacity_bytes,
-                 max_ctx=f.max_ctx, formula=f.formula,
-                 notes=[*f.notes, f"capacity: {cap_note}; no paged-block rounding or activation memory"])
-    return mem, notes
+                 weights_bytes=f.weights_bytes, available_bytes=f.pool_bytes, capacity_bytes=f.capacity_bytes,
+                 max_ctx=f.max_ctx, formula=f.formula, notes=notes, weights_dtype=f.weights_dtype,
+                 reserve_bytes=f.reserve_bytes, pool_tokens=f.pool_tokens, max_sequences=f.max_sequences,
+                 max_ctx_memory=f.max_ctx_memory, ctx_limit=f.ctx_limit, utilization=q.utilization)
+    return mem, []

@@ -124,18 +124,53 @@ def parse_util(value: float | None) -> float:
     if value is None:
         return 0.9
     if not 0 < value <= 1:
-        raise UsageError(f"--util: {value} must be in (0, 1]", fix="e.g. --util 0.9 (the default)")
+        raise UsageError(f"--gpu-memory-utilization: {value} must be in (0, 1]",
+                         fix="e.g. --gpu-memory-utilization 0.9 (the default, as vLLM's; --util is an alias)")
     return value
+
+
+WEIGHT_FORMATS = ("bf16", "fp16", "fp8", "int8", "int4", "nvfp4", "mxfp4")
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "kib": 1 << 10,
+               "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40, "k": 10**3, "m": 10**6, "g": 10**9}
+
+
+def parse_weights(text: str | None) -> str | None:
+    if text is None:
+        return None
+    t = text.strip().lower()
+    t = {"bfloat16": "bf16", "float16": "fp16", "fp8_e4m3": "fp8", "w8a8": "int8", "fp4": "nvfp4"}.get(t, t)
+    if t not in WEIGHT_FORMATS:
+        raise UsageError(f"--weights: unknown weight format '{text}'", fix=f"use one of {', '.join(WEIGHT_FORMATS)}")
+    return t
+
+
+def parse_size(text: str | None, flag: str = "--reserve") -> int | None:
+    """'4GiB', '2.5GB', '1500MiB', '3e9' or a byte count -> bytes (GB = 1e9, GiB = 2^30)."""
+    if text is None:
+        return None
+    t = text.strip().lower().replace(" ", "")
+    i = len(t)
+    while i and t[i - 1].isalpha():
+        i -= 1
+    num, unit = t[:i], t[i:]
+    try:
+        value = float(num) * _SIZE_UNITS[unit]
+    except (ValueError, KeyError):
+        raise UsageError(f"{flag}: '{text}' is not a memory size",
+                         fix=f"e.g. {flag} 4GiB, 2.5GB or 3000000000") from None
+    if value < 0:
+        raise UsageError(f"{flag}: '{text}' must not be negative", fix=f"e.g. {flag} 4GiB")
+    return int(value)
 
 
 class Query:
     """Normalized inputs. `None` means not given (unknown to the gates)."""
 
-    __slots__ = (  # the vLLM ones (attention_backend, kv_cache_dtype, max_num_batched_tokens, vllm, vllm_ignored):
-        # kbtool/solve/engine.py
+    __slots__ = (  # the vLLM ones (attention_backend, kv_cache_dtype, vllm, vllm_ignored): kbtool/solve/engine.py
         "attention",
         "attention_backend",
         "batch",
+        "batched_tokens",
         "block_size",
         "ctx",
         "dtype",
@@ -148,19 +183,21 @@ class Query:
         "kv",
         "kv_cache_dtype",
         "libs",
-        "max_num_batched_tokens",
         "model",
         "phases",
+        "reserve",
         "utilization",
         "vllm",
         "vllm_ignored",
+        "weights",
     )
 
     def __init__(self, gpu: str | None = None, gpus: int = 1, ctx: int | None = None, kv: str | None = None,
                  dtype: str | None = None, model: str | None = None, head_dim: int | None = None,
                  head_dim_v: int | None = None, batch: int | None = None, phases: list[str] | None = None,
                  engine: str = "none", kernels: list[str] | None = None, libs: dict[str, str] | None = None,
-                 block_size: int | None = None, attention: str | None = None, utilization: float = 0.9) -> None:
+                 block_size: int | None = None, attention: str | None = None, utilization: float = 0.9,
+                 weights: str | None = None, reserve: int | None = None, batched_tokens: int | None = None) -> None:
         self.gpu, self.gpus, self.ctx, self.kv, self.dtype, self.model = gpu, gpus, ctx, kv, dtype, model
         self.head_dim, self.head_dim_v, self.batch = head_dim, head_dim_v, batch
         self.phases = phases if phases is not None else list(PHASES)
@@ -168,10 +205,10 @@ class Query:
         self.kernels = kernels if kernels is not None else []
         self.libs = libs if libs is not None else {}
         self.block_size, self.attention, self.utilization = block_size, attention, utilization
+        self.weights, self.reserve, self.batched_tokens = weights, reserve, batched_tokens
         self.vllm: str | None = None
         self.attention_backend: str | None = None
         self.kv_cache_dtype: str | None = None
-        self.max_num_batched_tokens: int | None = None
         self.vllm_ignored: list[str] = []
 
     def __repr__(self) -> str:
@@ -184,8 +221,9 @@ class Query:
             "phase": self.phases[0] if len(self.phases) == 1 else "both", "engine": self.engine,
             "kernels": list(self.kernels), "libs": dict(sorted(self.libs.items())),
             "block_size": self.block_size, "attention": self.attention, "utilization": self.utilization,
+            "weights": self.weights, "reserve": self.reserve, "max_num_batched_tokens": self.batched_tokens,
         }
-        for k in ("vllm", "attention_backend", "kv_cache_dtype", "max_num_batched_tokens"):  # only when given
+        for k in ("vllm", "attention_backend", "kv_cache_dtype"):  # only when given
             if getattr(self, k) is not None:
                 d[k] = getattr(self, k)
         return d
@@ -195,7 +233,8 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
                 kv: str | None = None, dtype: str | None = None, model: str | None = None,
                 head_dim: int | None = None, batch: int | None = None, phase: str | None = None,
                 engine: str | None = None, kernel: list[str] | None = None, lib: list[str] | None = None,
-                block_size: int | None = None, util: float | None = None, vllm: str | None = None,
+                block_size: int | None = None, util: float | None = None, weights: str | None = None,
+                reserve: str | None = None, max_num_batched_tokens: int | None = None, vllm: str | None = None,
                 vllm_args: str | None = None) -> Query:
     """Parse raw CLI values into a Query (names are resolved against the KB later, by the solver)."""
     kernels = [k.strip() for item in (kernel or []) for k in item.split(",") if k.strip()]
@@ -217,6 +256,7 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
         block_size = block_size or serve.block_size
         if dtype is None and serve.dtype and serve.dtype != "auto":
             dtype = serve.dtype
+        max_num_batched_tokens = max_num_batched_tokens or serve.max_num_batched_tokens
     q = Query(
         gpu=gpu.strip() if gpu else None,
         gpus=positive_int(gpus, "--gpus", "8") or 1,
@@ -232,6 +272,9 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
         libs=parse_libs(lib),
         block_size=positive_int(block_size, "--block-size", "16"),
         utilization=parse_util(util),
+        weights=parse_weights(weights),
+        reserve=parse_size(reserve),
+        batched_tokens=positive_int(max_num_batched_tokens, "--max-num-batched-tokens", "8192"),
     )
     if vllm is not None or serve is not None:
         if q.engine != "vllm":
@@ -240,6 +283,5 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
     if serve is not None:
         q.attention_backend = serve.attention_backend
         q.kv_cache_dtype = serve.kv_cache_dtype
-        q.max_num_batched_tokens = serve.max_num_batched_tokens
         q.vllm_ignored = serve.ignored
     return q

@@ -373,7 +373,7 @@ def _verdict(cx: Ctx, acc: AcceleratorV, kernels: list[KernelAnswer], memory: An
         if fits:
             mem = f"; KV {memory.kv_bytes / gb:,.1f} GB fits in {memory.available_bytes / gb:,.1f} GB"
         elif memory.available_bytes <= 0:
-            usable = memory.available_bytes + memory.weights_bytes
+            usable = memory.available_bytes + memory.weights_bytes + memory.reserve_bytes
             mem = (f"; does not fit: weights {memory.weights_bytes / gb:,.1f} GB per GPU exceed the "
                    f"{usable / gb:,.1f} GB usable ({q.utilization:g} x {memory.capacity_bytes / gb:,.1f} GB), "
                    f"before {memory.kv_bytes / gb:,.1f} GB of KV")

@@ -1,4 +1,4 @@
-"""The memory model: per-token KV bytes for each layer type, TP, weights, fit and max_ctx."""
+"""The memory model: vLLM's KV spec arithmetic per layer type, TP, weights at a deployed format, the budget."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kbtool.model import Model
-from kbtool.solve.kvcache import UNBOUNDED_CTX, fit, kv_model, max_context, weight_bytes
+from kbtool.solve.budget import GRAPHS_BYTES, fit, reserve_estimate, weight_bytes
+from kbtool.solve.kvcache import UNBOUNDED_CTX, kv_model, max_context, state_page
 
 SRC = [{"type": "seed", "seed": "fixture.txt"}]
 
@@ -23,6 +24,8 @@ def model(layers: list[dict[str, Any]], **kw: Any) -> Model:
 
 LLAMA70 = [{"type": "full", "count": 80, "kv_heads": 8, "head_dim": 128}]
 DSV3 = [{"type": "mla", "count": 61, "kv_lora_rank": 512, "rope_dim": 64}]
+DSV32 = [{"type": "mla", "count": 61, "kv_lora_rank": 512, "rope_dim": 64, "index_head_dim": 128,
+          "index_n_heads": 64}]
 
 
 def test_llama_70b_bf16_is_327680_bytes_per_token() -> None:
@@ -33,15 +36,21 @@ def test_llama_70b_fp8_halves() -> None:
     assert kv_model(model(LLAMA70), "fp8_e4m3").bytes_per_token() == 163_840
 
 
+def test_nvfp4_packs_half_a_byte_plus_one_scale_byte_per_16() -> None:
+    # vLLM FullAttentionSpec nvfp4: per head dim/2 data bytes + dim/16 scale bytes, for K and for V
+    assert kv_model(model(LLAMA70), "nvfp4").bytes_per_token() == 80 * 8 * 2 * (64 + 8)
+
+
 def test_deepseek_v3_bf16_is_70272_bytes_per_token_no_factor_two() -> None:
     assert kv_model(model(DSV3), "bf16").bytes_per_token() == 70_272
+    assert kv_model(model(DSV3), "fp8_e4m3").bytes_per_token() == 576 * 61  # dense MLA: plain fp8 latent
 
 
-def test_flashmla_fp8_fixed_format() -> None:
-    kv = kv_model(model(DSV3), "fp8_e4m3", mla_format="flashmla-fp8")
-    assert kv.bytes_per_token() == 656 * 61
-    plain = kv_model(model(DSV3), "fp8_e4m3")
-    assert plain.bytes_per_token() == 576 * 61
+def test_sparse_mla_fp8_is_fp8_ds_mla_plus_the_indexer() -> None:
+    kv = kv_model(model(DSV32), "fp8_e4m3")
+    assert kv.bytes_per_token() == 61 * 656 + 61 * 132 == 48_068
+    assert kv_model(model(DSV32), "bf16").bytes_per_token() == 61 * 1152 + 61 * 132  # the indexer stays uint8
+    assert kv_model(model(DSV3), "fp8_e4m3", mla_format="fp8_ds_mla").bytes_per_token() == 61 * 656
 
 
 def test_different_k_and_v_head_dims() -> None:
@@ -56,61 +65,111 @@ def test_tensor_parallel_divides_heads_never_below_one() -> None:
     assert kv_model(model(DSV3), "bf16", tp=8).bytes_per_token() == 70_272  # the latent is replicated
 
 
-def test_sliding_window_is_capped() -> None:
+def test_full_attention_holds_whole_blocks() -> None:
+    kv = kv_model(model(LLAMA70), "bf16")
+    assert kv.per_sequence(16) == kv.per_sequence(1) == 327_680 * 16
+    assert kv.per_sequence(17) == 327_680 * 32
+
+
+def test_sliding_window_holds_w_minus_1_plus_batched_tokens_plus_a_block() -> None:
+    """Gemma 3 27B's local layers at 8,192 batched tokens: 3.93 GB per sequence, not 0.44 GB (issue 19)."""
     m = model([{"type": "sliding", "count": 52, "kv_heads": 16, "head_dim": 128, "window": 1024},
                {"type": "full", "count": 10, "kv_heads": 16, "head_dim": 128}])
-    kv = kv_model(m, "bf16")
+    kv = kv_model(m, "bf16", batched_tokens=8192)
     per_sliding = 2 * 52 * 16 * 128 * 2
     per_full = 2 * 10 * 16 * 128 * 2
-    assert kv.per_sequence(512) == (per_sliding + per_full) * 512
-    assert kv.per_sequence(131072) == per_sliding * 1024 + per_full * 131072
+    held = (-(-(1024 - 1 + 8192) // 16) + 1) * 16  # (cdiv(min(W - 1 + T, ctx), block) + 1) blocks
+    assert kv.per_sequence(131072) == per_sliding * held + per_full * 131072
+    assert round(per_sliding * held / 1e9, 2) == 3.93
+    assert kv.per_sequence(512) == (per_sliding + per_full) * 512 + per_sliding * 16  # the extra block
 
 
-def test_linear_state_is_fixed_per_sequence() -> None:
+def test_chunked_local_attention_holds_chunk_plus_batched_tokens() -> None:
+    m = model([{"type": "chunked", "count": 36, "kv_heads": 8, "head_dim": 128, "chunk": 8192}])
+    kv = kv_model(m, "bf16", batched_tokens=2048)
+    assert kv.per_sequence(1 << 20) == 36 * 8 * 256 * 2 * (8192 + 2048)
+
+
+def test_gated_delta_net_state_page_and_hybrid_padding() -> None:
+    """Qwen3-Next: 1,097,728 B per layer in bf16; vLLM raises the attention block to 544 tokens and pads."""
+    state = [{"name": "conv", "shape": [8192, 3], "tp_dim": 0, "dtype": "bf16"},
+             {"name": "recurrent", "shape": [32, 128, 128], "tp_dim": 0, "dtype": "bf16"}]
+    assert state_page(state, 1) == 1_097_728
+    assert state_page(state, 2) == 1_097_728 // 2
     m = model([{"type": "full", "count": 12, "kv_heads": 2, "head_dim": 256},
-               {"type": "linear", "count": 36, "state_bytes": 1_097_728}])
+               {"type": "linear", "count": 36, "state": state}])
     kv = kv_model(m, "bf16")
-    assert kv.bytes_per_token() == 2 * 12 * 2 * 256 * 2 == 24_576
-    assert kv.per_sequence(10) - kv.per_sequence(9) == 24_576
-    assert kv.fixed == 36 * 1_097_728
+    attn_page_1 = 2 * 2 * 256 * 2  # one layer's bytes per token
+    assert kv.block == 16 * -(-1_097_728 // (16 * attn_page_1)) == 544
+    assert kv.fixed() == 36 * 544 * attn_page_1
+    assert kv.bytes_per_token() == 12 * attn_page_1 == 24_576
 
 
-def test_weights_from_parameters_and_dtype_or_recorded_bytes() -> None:
-    assert weight_bytes(model(LLAMA70)) == 140 * 10**9
-    assert weight_bytes(model(DSV3, parameters=671 * 10**9, weight_dtype="fp8")) == 671 * 10**9
-    assert weight_bytes(model(LLAMA70, weight_bytes=123)) == 123
+def test_weights_at_the_deployed_format_keep_embeddings_unquantized() -> None:
+    groups = {"embedding": 10**9, "lm_head": 10**9, "attention": 10 * 10**9, "mlp": 58 * 10**9}
+    m = model(LLAMA70, parameter_groups=groups, parameters=70 * 10**9)
+    assert weight_bytes(m)[0] == 140 * 10**9
+    assert weight_bytes(m, "fp8")[0] == 68 * 10**9 + 2 * 2 * 10**9
+    assert weight_bytes(m, "nvfp4")[0] == int(68 * 10**9 * 0.5625) + 4 * 10**9
+    gptoss = model(LLAMA70, parameter_groups={"embedding": 10**9, "attention": 10**9, "experts": 10**10},
+                   parameters=12 * 10**9, weight_dtype="mxfp4", quantized=["experts"])
+    assert weight_bytes(gptoss)[0] == int(10**10 * 0.53125) + 2 * 2 * 10**9
+    assert weight_bytes(model(LLAMA70, weight_bytes=123))[0] == 123
+    assert weight_bytes(model(LLAMA70, parameters=10**9, weight_dtype="int4", quant_group_size=32))[0] == \
+        int(10**9 * (0.5 + 2 / 32))
 
 
-def test_fit_numbers_and_formula() -> None:
-    f = fit(model(LLAMA70, weight_dtype="fp8"), "bf16", 80 * 10**9, 131072)
+def test_budget_subtracts_weights_and_reserve() -> None:
+    m = model(LLAMA70, weight_dtype="fp8", hidden_size=8192, intermediate_size=28672, vocab_size=128256)
+    f = fit(m, "bf16", 80 * 10**9, 131072, reserve=2 * 10**9)
     assert f.weights_bytes == 70 * 10**9
-    assert f.available_bytes == 72 * 10**9 - 70 * 10**9
-    assert f.kv_bytes == 327_680 * 131072
-    assert f.fits is False
-    assert f.max_ctx == (2 * 10**9) // 327_680
-    assert "327,680 B/token" in f.formula and "0.9" in f.formula
+    assert f.pool_bytes == 72 * 10**9 - 70 * 10**9 - 2 * 10**9 == 0
+    assert f.fits is False and f.max_ctx == 0 and f.max_sequences == 0
+    g = fit(m, "bf16", 100 * 10**9, 131072, reserve=10**9)
+    pool = 90 * 10**9 - 70 * 10**9 - 10**9
+    assert g.pool_bytes == pool and g.pool_tokens == pool // 327_680
+    assert g.max_sequences == pool // (327_680 * 131072)
+    assert "- reserve 1,000,000,000 B" in g.formula and "0.9" in g.formula
+
+
+def test_reserve_estimate_grows_with_batched_tokens_and_has_the_graph_floor() -> None:
+    m = model(LLAMA70, hidden_size=8192, intermediate_size=28672, vocab_size=128256)
+    small, _ = reserve_estimate(m, 1, 1024)
+    big, how = reserve_estimate(m, 1, 8192)
+    assert GRAPHS_BYTES < small < big
+    assert "estimate" in how and "8,192 batched tokens" in how
+
+
+def test_max_ctx_is_capped_at_the_model_limit_and_says_so() -> None:
+    m = model(LLAMA70, parameters=10**9, max_context=131072)
+    f = fit(m, "fp8_e4m3", 10**12, 4096, reserve=0)
+    assert f.max_ctx == 131072 and f.ctx_limit == "model" and f.max_ctx_memory > 131072
+    tight = fit(m, "fp8_e4m3", 10 * 10**9, 4096, reserve=0)
+    assert tight.ctx_limit == "memory" and tight.max_ctx == tight.max_ctx_memory < 131072
 
 
 def test_weights_too_big_gives_zero_ctx() -> None:
     f = fit(model(LLAMA70, parameters=405 * 10**9), "bf16", 80 * 10**9, 131072)
-    assert f.fits is False and f.max_ctx == 0 and f.available_bytes < 0
-    assert any("weights alone" in n for n in f.notes)
+    assert f.fits is False and f.max_ctx == 0 and f.pool_bytes < 0
+    assert any("exceed the usable memory" in n for n in f.notes)
 
 
-def test_utilization_flag_changes_available() -> None:
-    a = fit(model(LLAMA70, parameters=10**9), "bf16", 80 * 10**9, 1024, utilization=0.5)
-    assert a.available_bytes == 40 * 10**9 - 2 * 10**9
+def test_utilization_changes_the_budget() -> None:
+    a = fit(model(LLAMA70, parameters=10**9), "bf16", 80 * 10**9, 1024, utilization=0.5, reserve=0)
+    assert a.pool_bytes == 40 * 10**9 - 2 * 10**9
 
 
 def test_unbounded_when_nothing_grows() -> None:
-    m = model([{"type": "linear", "count": 4, "state_bytes": 1000}], parameters=1000)
-    assert fit(m, "bf16", 10**9, 1024).max_ctx == UNBOUNDED_CTX
+    state = [{"name": "s", "shape": [10, 10], "tp_dim": None, "dtype": "fp32"}]
+    m = model([{"type": "linear", "count": 4, "state": state}], parameters=1000)
+    assert fit(m, "bf16", 10**9, 1024, reserve=0).max_ctx == UNBOUNDED_CTX
 
 
 @given(st.integers(1, 64), st.integers(1, 10**7), st.integers(1, 4096))
 def test_max_context_is_the_largest_that_fits(batch: int, available: int, window: int) -> None:
     kv = kv_model(model([{"type": "full", "count": 1, "kv_heads": 1, "head_dim": 8},
-                         {"type": "sliding", "count": 1, "kv_heads": 1, "head_dim": 8, "window": window}]), "bf16")
+                         {"type": "sliding", "count": 1, "kv_heads": 1, "head_dim": 8, "window": window}]), "bf16",
+                  batched_tokens=64)
     n = max_context(kv, available, batch)
     if n == 0:
         assert batch * kv.per_sequence(1) > available

@@ -1,0 +1,36 @@
+"""`kb model import PATH/config.json [--id ID]`: a model record written from a Hugging Face config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kbtool.errors import WriteError
+from kbtool.fmt.core import canonical
+from kbtool.model.common import ID_PATTERN
+from kbtool.store import roundtrip
+from kbtool.store.hfconfig_file import read_config
+from kbtool.store.writer import atomic_write, file_lock
+
+
+def record_text(config: str, rid: str | None, root: Path) -> tuple[Path, str]:
+    """(path, YAML text) of the record for `config` in the records tree `root`."""
+    import re
+
+    from kbtool.errors import UsageError
+
+    if rid is not None and not re.fullmatch(ID_PATTERN, rid):
+        raise UsageError(f"--id: '{rid}' is not a valid id", fix="use lowercase letters, digits, '.', '+' and '-'")
+    rec = read_config(config, rid)
+    path = root / "models" / f"{rec['id']}.yaml"
+    return path, canonical(roundtrip.dump(rec), path)
+
+
+def import_model(config: str, rid: str | None, root: Path, *, overwrite: bool = False) -> Path:
+    """Write the record; refuses to overwrite an existing one unless asked."""
+    path, text = record_text(config, rid, root)
+    if path.exists() and not overwrite:
+        raise WriteError(f"{path} already exists", fix="pass --id ANOTHER-ID, or --force to replace it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(path):
+        atomic_write(path, text, exclusive=not overwrite)
+    return path

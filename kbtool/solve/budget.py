@@ -1,0 +1,157 @@
+"""vLLM's memory budget on one GPU: capacity x utilization - weights - reserve = the KV pool (design.md §4).
+
+- Capacity: the bytes the driver reports (the accelerator's `memory_bytes`), never marketing GB.
+- Weights at the deployed dtype, per GPU (tensor parallel splits them evenly). Bytes per parameter, scales
+  included: bf16/fp16 2, fp32 4, fp8 1 (one fp32 scale per 128 x 128 block adds 0.02%, left out), int8 1,
+  int4 0.5 + one fp16 scale per group of 128 = 0.515625 (AWQ/GPTQ's default group; a record's
+  `quant_group_size` overrides), nvfp4 0.5 + one fp8 E4M3 scale per 16 values = 0.5625 (NVIDIA, "Introducing
+  NVFP4"), mxfp4 0.5 + one E8M0 scale per 32 values = 0.53125 (OCP Microscaling Formats v1.0). Embeddings,
+  lm_head and the groups a checkpoint leaves unquantized stay at the unquantized dtype.
+- Reserve: vLLM measures peak activation memory with a dummy forward of max_num_batched_tokens tokens and a
+  dummy sampler run over max_num_seqs rows, then subtracts CUDA-graph and other non-torch memory. kb
+  estimates it from the model's shape, labelled as an estimate (`--reserve` overrides it):
+  activations T x (4 x hidden + (q + 2 kv heads) x head_dim / tp + 2 x intermediate / tp) x 2 bytes, logits
+  1024 x vocab x 4 bytes (fp32, vLLM's default max_num_seqs 1024 for `vllm serve` on >= 70 GiB GPUs), and
+  1 GiB for CUDA graphs and non-torch allocations.
+"""
+
+from __future__ import annotations
+
+import math
+
+from kbtool.solve.kvcache import DEFAULT_BATCHED_TOKENS, UNBOUNDED_CTX, KvModel, kv_model, max_context
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kbtool.model import Model
+    from kbtool.solve.image import ModelV
+
+WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5 + 2 / 128,
+                "nvfp4": 0.5 + 1 / 16, "mxfp4": 0.5 + 1 / 32}
+WEIGHT_FORMATS = tuple(WEIGHT_BYTES)
+QUANTIZABLE = ("attention", "mlp", "experts")
+GRAPHS_BYTES = 1 << 30  # CUDA graphs and non-torch allocations (estimate)
+SAMPLER_ROWS = 1024  # vLLM's default max_num_seqs for `vllm serve` on >= 70 GiB GPUs
+GIB = 1 << 30
+
+
+def bytes_per_param(dtype: str, group_size: int | None = None) -> float:
+    if dtype == "int4" and group_size:
+        return 0.5 + 2 / group_size
+    return WEIGHT_BYTES[dtype]
+
+
+def weight_bytes(model: Model | ModelV, deploy: str | None = None) -> tuple[int, str]:
+    """Total weight bytes at `deploy` (None: as released) and how they were computed."""
+    pg = model.parameter_groups
+    groups: dict[str, int] = dict(pg.items()) if pg is not None else {}  # a record's model or the image's dict
+    groups = {k: v for k, v in groups.items() if v}
+    gs = getattr(model, "quant_group_size", None)
+    if deploy is None and model.weight_bytes is not None:
+        return model.weight_bytes, f"{model.weight_bytes:,} B as released"
+    fmt = deploy or model.weight_dtype
+    base = model.unquantized_dtype if fmt not in ("bf16", "fp16", "fp32") else fmt
+    if not groups:
+        total = int(model.parameters * bytes_per_param(fmt, gs))
+        return total, f"{model.parameters / 1e9:,.2f}B params x {bytes_per_param(fmt, gs):g} B ({fmt})"
+    quantized = set(QUANTIZABLE if deploy else (model.quantized or QUANTIZABLE))
+    if fmt in ("bf16", "fp16", "fp32"):
+        quantized = set(groups)
+    q = sum(n for g, n in groups.items() if g in quantized)
+    rest = sum(n for g, n in groups.items() if g not in quantized)
+    total = int(q * bytes_per_param(fmt, gs) + rest * WEIGHT_BYTES[base])
+    how = f"{q / 1e9:,.2f}B params x {bytes_per_param(fmt, gs):g} B ({fmt})"
+    if rest:
+        kept = ", ".join(sorted(set(groups) - quantized))
+        how += f" + {rest / 1e9:,.2f}B x {WEIGHT_BYTES[base]:g} B ({base}: {kept})"
+    return total, how
+
+
+def reserve_estimate(model: Model | ModelV, tp: int, batched_tokens: int) -> tuple[int, str]:
+    """Activation + logits + CUDA-graph reserve per GPU (an estimate; see the module docstring)."""
+    hidden = model.hidden_size or model.num_heads * model.head_dim
+    inter = model.intermediate_size or 4 * hidden
+    kvh = max((g.kv_heads or 1) for g in model.layers)
+    qkv = (model.num_heads + 2 * kvh) * model.head_dim
+    act = batched_tokens * (4 * hidden + qkv / tp + 2 * inter / tp) * 2
+    logits = SAMPLER_ROWS * (model.vocab_size or 128_000) * 4
+    total = int(act + logits + GRAPHS_BYTES)
+    how = (f"activations {act / 1e9:,.2f} GB at {batched_tokens:,} batched tokens + logits {logits / 1e9:,.2f} GB"
+           f" + CUDA graphs 1 GiB (an estimate, --reserve overrides)")
+    return total, how
+
+
+class Fit:
+    """The memory answer for one GPU (bytes per GPU)."""
+
+    def __init__(self, *, fits: bool | None, kv_bytes: int, kv_bytes_per_token: float, weights_bytes: int,
+                 weights_dtype: str, reserve_bytes: int, pool_bytes: int, pool_tokens: int, capacity_bytes: int,
+                 max_ctx: int, max_ctx_memory: int, ctx_limit: str, max_sequences: int | None, formula: str,
+                 notes: list[str]) -> None:
+        self.fits, self.kv_bytes, self.kv_bytes_per_token = fits, kv_bytes, kv_bytes_per_token
+        self.weights_bytes, self.weights_dtype, self.reserve_bytes = weights_bytes, weights_dtype, reserve_bytes
+        self.pool_bytes, self.pool_tokens, self.capacity_bytes = pool_bytes, pool_tokens, capacity_bytes
+        self.max_ctx, self.max_ctx_memory, self.ctx_limit = max_ctx, max_ctx_memory, ctx_limit
+        self.max_sequences, self.formula, self.notes = max_sequences, formula, notes
+
+
+def _gb(x: float) -> str:
+    return f"{x / 1e9:,.1f} GB"
+
+
+def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *, batch: int = 1, tp: int = 1,
+        utilization: float = 0.9, weights: str | None = None, reserve: int | None = None,
+        batched_tokens: int = DEFAULT_BATCHED_TOKENS, mla_format: str | None = None) -> Fit:
+    """Whether `batch` sequences of `ctx` tokens fit in the KV pool of each of `tp` GPUs, and how many do."""
+    kv: KvModel = kv_model(model, kv_dtype, tp, batched_tokens, mla_format)
+    wtotal, whow = weight_bytes(model, weights)
+    wgpu = math.ceil(wtotal / tp)
+    if reserve is None:
+        res, rhow = reserve_estimate(model, tp, batched_tokens)
+    else:
+        res, rhow = reserve, "given with --reserve"
+    usable = int(capacity * utilization)
+    pool = usable - wgpu - res
+    need = math.ceil(batch * kv.per_sequence(ctx)) if ctx else 0
+    fits = None if ctx is None else (pool > 0 and need <= pool)
+    mem_ctx = max_context(kv, pool, batch) if pool > 0 else 0
+    model_max = model.max_context
+    mctx, limit = mem_ctx, "memory"
+    if model_max and mem_ctx >= model_max:
+        mctx, limit = model_max, "model"
+    per_tok = kv.bytes_per_token()
+    growing = kv.growing()
+    if pool <= 0:
+        pool_tokens = 0
+    elif growing:
+        pool_tokens = int((pool - kv.fixed()) // growing) if pool > kv.fixed() else 0
+    else:
+        pool_tokens = UNBOUNDED_CTX
+    seqs = None
+    if ctx:
+        one = kv.per_sequence(ctx)
+        seqs = int(pool // one) if pool > 0 and one > 0 else 0
+    tp_txt = f" / tp {tp}" if tp > 1 else ""
+    lines = [f"KV/token = {' + '.join(t.text for t in kv.terms)}"]
+    if len(kv.terms) > 1:
+        lines.append(f"KV/token = {per_tok:,.0f} B" + (f" + {kv.fixed():,.0f} B/sequence" if kv.fixed() else ""))
+    if ctx is not None:
+        lines.append(f"KV = {need:,} B ({_gb(need)}) for ctx {ctx:,} x batch {batch} (whole {kv.block}-token blocks)")
+    lines.append(f"budget = {capacity:,} B x {utilization:g} = {usable:,} B ({_gb(usable)})")
+    lines.append(f"- weights {wgpu:,} B ({_gb(wgpu)}) = {whow}{tp_txt}")
+    lines.append(f"- reserve {res:,} B ({_gb(res)}): {rhow}")
+    lines.append(f"= KV pool {pool:,} B ({_gb(pool)})" + (f" = {pool_tokens:,} tokens" if 0 < pool_tokens <
+                                                           UNBOUNDED_CTX else ""))
+    notes = list(dict.fromkeys(kv.notes))
+    if pool <= 0:
+        hint = " or quantize the weights (--weights fp8)" if (weights or model.weight_dtype) in ("bf16", "fp16",
+                                                                                               "fp32") else ""
+        notes.append(f"the weights and reserve exceed the usable memory; add GPUs (--gpus){hint}")
+    if mem_ctx == UNBOUNDED_CTX and not model_max:
+        notes.append("memory does not limit the context (no layer grows with it)")
+    if ctx is not None and model_max and ctx > model_max:
+        notes.append(f"ctx {ctx:,} exceeds the model's max_position_embeddings {model_max:,}")
+    return Fit(fits=fits, kv_bytes=need, kv_bytes_per_token=per_tok, weights_bytes=wgpu, weights_dtype=weights
+               or model.weight_dtype, reserve_bytes=res, pool_bytes=pool, pool_tokens=pool_tokens,
+               capacity_bytes=capacity, max_ctx=mctx, max_ctx_memory=mem_ctx, ctx_limit=limit,
+               max_sequences=seqs, formula="; ".join(lines), notes=notes)

@@ -1,0 +1,185 @@
+"""The Hugging Face config importer, on the real configs under tests/data/hf-configs (sources beside each)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbtool.model.hfconfig import ConfigError, to_record
+from kbtool.model.model_card import Model
+from kbtool.solve.kvcache import state_page
+from kbtool.store.hfconfig_file import read_config
+from tests.util import DATA, RECORDS, run_kb
+
+HF = DATA / "hf-configs"
+CONFIGS = sorted(HF.glob("*/config.json"))
+
+
+def rec(name: str) -> dict[str, Any]:
+    return read_config(str(HF / name / "config.json"))
+
+
+def groups(r: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for g in r["layers"]:
+        out.setdefault(g["type"], []).append(g)
+    return out
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.parent.name for p in CONFIGS])
+def test_every_config_imports_and_cites_its_source(path: Path) -> None:
+    r = read_config(str(path))
+    Model.model_validate(r)
+    assert r["parameters_basis"] == "derived" and "derived" in r["notes"]
+    src = r["sources"][0]
+    assert src["repo"] and src["path"] and src["commit"]
+    layers = json.loads(path.read_text()).get("text_config", {}).get("num_hidden_layers") or \
+        json.loads(path.read_text()).get("num_hidden_layers")
+    assert sum(g["count"] for g in r["layers"]) <= layers
+
+
+# Totals as the model cards state them (nominal, so a 3% band): the derived count is from the shapes.
+PUBLISHED = {"llama-3.1-8b": 8.0e9, "llama-3.1-70b": 70.6e9, "llama-3.1-405b": 405e9, "deepseek-v3": 671e9,
+             "qwen3-235b-a22b": 235e9, "qwen3-30b-a3b": 30.5e9, "mixtral-8x7b": 46.7e9, "gpt-oss-120b": 117e9,
+             "gpt-oss-20b": 21e9, "qwen3-32b": 32.8e9, "glm-5": 744e9, "llama-4-maverick-17b-128e": 400e9}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_derived_parameter_count_matches_the_model_card(name: str) -> None:
+    got = rec(name)["parameters"]
+    assert abs(got - PUBLISHED[name]) / PUBLISHED[name] < 0.03, got
+
+
+def test_gqa_and_head_dim_from_hidden_size() -> None:
+    r = rec("llama-3.1-70b")
+    assert r["layers"] == [{"type": "full", "count": 80, "kv_heads": 8, "head_dim": 128}]
+    assert r["max_context"] == 131072 and r["rope_scaling"]["type"] == "llama3"
+
+
+def test_layer_types_sliding_window_and_sinks() -> None:
+    g = groups(rec("gpt-oss-120b"))
+    assert g["sliding"] == [{"type": "sliding", "count": 18, "kv_heads": 8, "head_dim": 64, "window": 128,
+                             "sinks": True}]
+    assert g["full"][0]["count"] == 18 and g["full"][0]["sinks"] is True
+
+
+def test_gemma4_global_layers_have_their_own_heads() -> None:
+    g = groups(rec("gemma-4-26b-a4b"))
+    assert (g["sliding"][0]["count"], g["sliding"][0]["head_dim"], g["sliding"][0]["window"]) == (25, 256, 1024)
+    assert (g["full"][0]["count"], g["full"][0]["kv_heads"], g["full"][0]["head_dim"]) == (5, 2, 512)
+
+
+def test_mla_and_the_sparse_indexer() -> None:
+    (mla,) = rec("deepseek-v3.2")["layers"]
+    assert (mla["count"], mla["kv_lora_rank"], mla["rope_dim"], mla["qk_nope_head_dim"], mla["head_dim_v"]) == \
+        (61, 512, 64, 128, 128)
+    assert (mla["index_head_dim"], mla["index_n_heads"], mla["index_topk"]) == (128, 64, 2048)
+    assert "index_head_dim" not in rec("deepseek-v3")["layers"][0]
+
+
+def test_hybrid_gated_deltanet_state_shapes() -> None:
+    g = groups(rec("qwen3-next-80b-a3b"))
+    assert g["full"][0]["count"] == 12 and g["full"][0]["kv_heads"] == 2 and g["full"][0]["head_dim"] == 256
+    (lin,) = g["linear"]
+    assert lin["count"] == 36
+    assert state_page(lin["state"], 1) == 1_097_728  # (8192 x 3 + 32 x 128 x 128) x 2 bytes
+
+
+def test_qwen35_takes_the_state_dtype_from_the_config() -> None:
+    (lin,) = groups(rec("qwen3.5-27b"))["linear"]
+    assert [s["dtype"] for s in lin["state"]] == ["bf16", "fp32"]  # text_config.mamba_ssm_dtype float32
+
+
+def test_mamba2_hybrid_pattern() -> None:
+    g = groups(rec("nemotron-h-56b"))
+    pattern = json.loads((HF / "nemotron-h-56b" / "config.json").read_text())["hybrid_override_pattern"]
+    assert g["linear"][0]["count"] == pattern.count("M") and g["full"][0]["count"] == pattern.count("*")
+
+
+def test_llama4_chunked_local_attention_and_nested_text_config() -> None:
+    g = groups(rec("llama-4-scout-17b-16e"))
+    assert g["chunked"][0]["count"] == 36 and g["chunked"][0]["chunk"] == 8192 and g["full"][0]["count"] == 12
+    r = rec("qwen3.5-27b")  # a multimodal config: the text model sits in text_config
+    assert (r["num_heads"], r["hidden_size"]) == (24, 5120) and "text_config" in r["notes"]
+
+
+def test_quantization_config_sets_the_weights() -> None:
+    g = rec("gpt-oss-120b")
+    assert (g["weight_dtype"], g["quantized"]) == ("mxfp4", ["experts"])  # self_attn is not converted
+    d = rec("deepseek-v3")
+    assert (d["weight_dtype"], d["unquantized_dtype"]) == ("fp8", "bf16")
+    k = rec("kimi-k2.5")
+    assert (k["weight_dtype"], k["quant_group_size"], k["quantized"]) == ("int4", 32, ["experts"])
+    assert rec("llama-3.1-8b")["weight_dtype"] == "bf16" and "quantized" not in rec("llama-3.1-8b")
+
+
+def test_moe_expert_counts() -> None:
+    e = rec("deepseek-v3")["experts"]
+    assert (e["routed"], e["active"], e["shared"], e["moe_layers"]) == (256, 8, 1, 58)
+
+
+def test_a_missing_field_is_named() -> None:
+    cfg = json.loads((HF / "llama-3.1-8b" / "config.json").read_text())
+    del cfg["num_attention_heads"]
+    with pytest.raises(ConfigError) as e:
+        to_record(cfg, "x", where="x/config.json")
+    assert "field 'num_attention_heads' is missing" in str(e.value)
+
+
+def test_an_unknown_layer_type_is_named() -> None:
+    cfg = {"num_hidden_layers": 2, "layer_types": ["full_attention", "hyena"], "num_attention_heads": 4,
+           "hidden_size": 64, "vocab_size": 10}
+    with pytest.raises(ConfigError, match="'hyena'"):
+        to_record(cfg, "x", where="x/config.json")
+
+
+def test_cli_bad_config_exits_2_without_traceback(tmp_path: Path) -> None:
+    cfg = json.loads((HF / "qwen3-next-80b-a3b" / "config.json").read_text())
+    del cfg["linear_num_value_heads"]
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = run_kb("query", "--gpu", "h100", "--model", str(tmp_path / "config.json"))
+    assert r.code == 2
+    assert "field 'linear_num_value_heads' is missing" in r.err and "Traceback" not in r.err
+
+
+def test_a_hugging_face_id_asks_for_the_config_path() -> None:
+    r = run_kb("query", "--gpu", "h100", "--model", "acme-labs/Super-Model-9B", env={"KB_NO_CACHE": "1"})
+    assert r.code == 2
+    assert "give the path to its config.json" in r.err
+    assert "huggingface-cli download acme-labs/Super-Model-9B config.json" in r.err
+
+
+def test_a_known_hugging_face_id_is_an_alias() -> None:
+    r = run_kb("query", "--gpu", "h100", "--model", "meta-llama/Meta-Llama-3.1-70B", "--json", env={"KB_NO_CACHE": "1"})
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["query"]["model"] == "llama-3.1-70b"
+
+
+def test_an_invalid_model_record_says_it_does_not_validate(tmp_path: Path) -> None:
+    root = tmp_path / "records"
+    shutil.copytree(RECORDS, root)
+    bad = root / "models" / "llama-3.1-8b.yaml"
+    bad.write_text(bad.read_text().replace("num_heads: 32", "num_heads: -3"))
+    r = run_kb("query", "--kb", str(root), "--gpu", "h100", "--model", "llama-3.1-8b", env={"KB_NO_CACHE": "1"})
+    assert r.code == 2
+    assert "do not validate" in r.err and "models/llama-3.1-8b.yaml:" in r.err and "$.num_heads" in r.err
+    assert "unknown model" not in r.err
+
+
+def test_model_import_writes_a_record_that_validates(tmp_path: Path) -> None:
+    root = tmp_path / "records"
+    shutil.copytree(RECORDS, root)
+    (root / "models" / "qwen3-8b.yaml").unlink(missing_ok=True)
+    r = run_kb("model", "import", str(HF / "qwen3-8b" / "config.json"), "--kb", str(root))
+    assert r.code == 0, r.err
+    text = (root / "models" / "qwen3-8b.yaml").read_text()
+    assert "repo: " in text and "commit: " in text and "parameters_basis: derived" in text
+    assert run_kb("validate", str(root / "models" / "qwen3-8b.yaml"), "--kb", str(root)).code == 0
+    again = run_kb("model", "import", str(HF / "qwen3-8b" / "config.json"), "--kb", str(root))
+    assert again.code == 2 and "already exists" in again.err
+    other = run_kb("model", "import", str(HF / "qwen3-8b" / "config.json"), "--id", "my-qwen", "--kb", str(root))
+    assert other.code == 0 and (root / "models" / "my-qwen.yaml").is_file()
