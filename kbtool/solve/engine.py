@@ -281,6 +281,8 @@ def apply_to_answer(cx: Any, acc: Any, envs: dict[str, dict[str, Any]], assumed:
     env = dict(envs.get("decode") or next(iter(envs.values())))
     model = cx.model
     if model is not None:
+        env.setdefault("sinks", bool(getattr(model, "sinks", False)))  # learned sinks (gpt-oss)
+        env.setdefault("sparse", bool(getattr(model, "sparse", False)))  # DeepSeek sparse attention's indexer
         mla = next((g for g in model.layers if g.type == "mla"), None)
         if model.num_heads:
             env.setdefault("num_heads", max(1, model.num_heads // max(1, q.gpus)))
