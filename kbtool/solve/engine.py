@@ -276,8 +276,8 @@ def apply_to_answer(cx: Any, acc: Any, envs: dict[str, dict[str, Any]], assumed:
     vLLM serves what its selector accepts (MLA prefill included, which the kernel layer alone rejects for
     FlashAttention); a memory verdict of "does not fit" still stands."""
     q = cx.q
-    if not versions(cx.img):  # a KB without vLLM priority records: the engine layer alone answers
-        return None, verdict, summary
+    if not versions(cx.img) or getattr(q, "vllm", None) is None:
+        return None, verdict, summary  # no recorded selection for this release: the engine layer alone answers
     env = dict(envs.get("decode") or next(iter(envs.values())))
     model = cx.model
     if model is not None:
@@ -317,12 +317,17 @@ def pin_release(img: Image, q: Any) -> None:
     from kbtool.errors import UsageError
 
     known = versions(img)
-    version = getattr(q, "vllm", None) or q.libs.get("vllm") or (known[-1] if known else None)
+    asked = getattr(q, "vllm", None)
+    if asked is not None and asked not in known:
+        raise UsageError(f"--vllm {asked}: the KB records vLLM's selection for {', '.join(known) or 'no release'} "
+                         "only", fix=f"use --vllm {known[-1]} (the newest recorded)" if known else "leave out --vllm")
+    if asked is None and "vllm" in q.libs:  # --lib vllm=X: that release's claims; its selection if recorded
+        if q.libs["vllm"] in known:
+            q.vllm = q.libs["vllm"]
+        return
+    version = asked or (known[-1] if known else None)
     if version is None:
         return
-    if known and version not in known:
-        raise UsageError(f"--vllm {version}: the KB records vLLM's selection for {', '.join(known)} only",
-                         fix=f"use --vllm {known[-1]} (the newest recorded)")
     q.vllm = version
     q.libs["vllm"] = version
 
