@@ -44,19 +44,6 @@ KbOpt = Annotated[
     typer.Option("--kb", help="Records tree to use (default: $KB_RECORDS, the checkout, or the installed copy)."),
 ]
 
-# the query's inputs, shared by `kb query` and `kb graph why`
-CtxOpt = Annotated[str | None, typer.Option("--ctx", help="Context: 131072, 128k, 1m (k = 1024).")]
-KvOpt = Annotated[str | None, typer.Option("--kv", help="KV dtype: bf16, fp16, fp8 (e4m3), fp8_e5m2, fp4.")]
-DtypeOpt = Annotated[str | None, typer.Option("--dtype", help="Compute dtype (default bf16).")]
-ModelOpt = Annotated[str | None, typer.Option("--model", help="Model id or alias.")]
-HeadDimOpt = Annotated[int | None, typer.Option("--head-dim", help="Head dim (overrides the model's).")]
-PhaseOpt = Annotated[str | None, typer.Option("--phase", help="prefill, decode or both (default).")]
-EngineOpt = Annotated[str | None, typer.Option("--engine", help="none (default) or vllm.")]
-LibOpt = Annotated[list[str] | None, typer.Option("--lib", help="Library version NAME=VERSION (repeatable), "
-                                                             "e.g. flashinfer=0.6.18.")]
-BlockSizeOpt = Annotated[int | None, typer.Option("--block-size", help="Paged-KV block size.")]
-
-
 def _version(value: bool) -> None:
     if value:
         print(f"kb {__version__}")
@@ -306,32 +293,27 @@ def graph_neighbors(
     _emit(data, json_, "neighbors")
 
 
-@graph_app.command("why")
+@graph_app.command("why", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def graph_why(
+    ctx: typer.Context,
     kernel: Annotated[str, typer.Argument(metavar="KERNEL", help="Kernel id or alias.")],
-    gpu: Annotated[str, typer.Option("--gpu", help="Accelerator id or alias.")],
-    ctx: CtxOpt = None,
-    kv: KvOpt = None,
-    dtype: DtypeOpt = None,
-    model: ModelOpt = None,
-    head_dim: HeadDimOpt = None,
-    phase: PhaseOpt = None,
-    engine: EngineOpt = None,
-    lib: LibOpt = None,
-    block_size: BlockSizeOpt = None,
-    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-    kb: KbOpt = None,
 ) -> None:
     """The records that reject or admit a kernel on a GPU.
 
-    The chain comes from the query's answer: accelerator, architecture, kernel, the claims that decide.
+    The chain comes from the query's answer: accelerator, architecture, kernel, the claims that decide. Takes
+    the options of `kb query` (see `kb query --help`); --gpu is required.
     """
+    from kbtool.query_cli import parse
     from kbtool.solve.query import build_query
     from kbtool.views.graphview import why
 
-    q = build_query(gpu=gpu, ctx=ctx, kv=kv, dtype=dtype, model=model, head_dim=head_dim, phase=phase,
-                    engine=engine, lib=lib, block_size=block_size)
-    data = why(_load_kb(kb), kernel, q)
+    opts = parse(list(ctx.args)) or {}
+    json_, kb = opts.pop("json", False), opts.pop("kb", None)
+    for unused in ("explain", "fail_on_no", "no_cache"):
+        opts.pop(unused, None)
+    if not opts.get("gpu"):
+        fail("kb graph why: --gpu is required", 2, f"e.g. kb graph why {kernel} --gpu h100")
+    data = why(_load_kb(Path(kb) if kb else None), kernel, build_query(**opts))
     _emit(data, json_, "why")
 
 

@@ -45,6 +45,9 @@ OPTIONS: tuple[tuple[str, str, str, str, str], ...] = (
                                             "estimated)."),
     ("--max-num-batched-tokens", "max_num_batched_tokens", "int", "N", "vLLM's token budget per step "
                                                                       "(default 8192)."),
+    ("--assume", "assume", "str", "PROFILE", "typical (default): fill inputs not given from the documented profile "
+     "(kbtool/solve/profile.py) and list them; none: strict, unknown where an input is missing."),
+    ("--cuda", "cuda", "str", "VERSION", "CUDA version, e.g. 12.8."),
     ("--vllm", "vllm", "str", "VERSION", "vLLM release for --engine vllm (default: the newest recorded)."),
     ("--vllm-args", "vllm_args", "str", "CMD", 'A vLLM serve command, e.g. "serve MODEL --kv-cache-dtype fp8 -tp 2": '
      "pre-flight answer (backend, KV fit, or vLLM's error)."),

@@ -54,6 +54,11 @@ VARS: dict[str, tuple[VarType, tuple[str, ...] | None]] = {
     "qk_nope_head_dim": ("int", None),
     "qk_rope_head_dim": ("int", None),
     "v_head_dim": ("int", None),
+    # the score matrix a materialising kernel (math SDPA, eager paths) allocates: batch x heads x q_len x kv_len
+    # x 4 bytes, and whether it fits in the memory left after weights and KV (computed by the solver)
+    "score_matrix_bytes": ("int", None),
+    "memory_left_bytes": ("int", None),
+    "score_matrix_fits": ("bool", None),
     # environment switches
     "trtllm_kernels": ("bool", None),  # FlashInfer's TRT-LLM kernels installed (flashinfer-cubin) or fetchable
     "block_size": ("int", None),

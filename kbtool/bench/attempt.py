@@ -214,8 +214,10 @@ def _fake(case: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError("fake backends run only with KB_BENCH_FAKE=1")
     name = case["backend"]
     cfg = Config.from_json(case["config"])
-    if name == "fake-crash":
-        os._exit(7)
+    if name == "fake-crash":  # dies the way a segfaulting kernel does: no cleanup, no answer
+        import signal
+
+        os.kill(os.getpid(), signal.SIGSEGV)
     if name == "fake-hang":
         time.sleep(3600)
     if name == "fake-refuse":

@@ -22,12 +22,15 @@ __all__ = ["LABEL", "STYLE", "PlainSink", "Sink", "render_answer", "render_multi
 def _sink(target: Sink) -> Sink:
     return target
 
-STYLE = {"ok": "green", "caveat": "yellow", "unknown": "cyan", "rejected": "red",
+STYLE = {"ok": "green", "caveat": "yellow", "disputed": "magenta", "unknown": "cyan", "rejected": "red",
          "yes": "bold green", "no": "bold red", "conditional": "bold yellow"}
 LABEL = {"verified": "verified", "unverified": "unverified", "refuted": "REFUTED", "disputed": "disputed",
          "untestable": "untestable", "structural": "kb"}
 _IND = " " * 11
-_ORDER = {"ok": 0, "caveat": 1, "unknown": 2, "rejected": 3}
+# caveats that change results first, then how to call the kernel, then speed and output details
+_CAVEAT_RANK = {"FP8_ACCUMULATION": 0, "ACCURACY": 0, "MEMORY": 1, "WORKSPACE": 1, "Q_DTYPE": 2, "KV_FORMAT": 2,
+                "PERF": 4, "DTYPE": 4}
+_ORDER = {"ok": 0, "caveat": 1, "disputed": 2, "unknown": 3, "rejected": 4}
 
 
 def _st(s: str) -> Seg:
@@ -35,12 +38,27 @@ def _st(s: str) -> Seg:
 
 
 def _label(r: Reason) -> str:
-    """The verification label; evidence-backed ones say where the evidence ran (it covers nothing else)."""
-    on = f" on {', '.join(r.verified_on)}" if r.verified_on and r.verification in ("verified", "refuted") else ""
-    return LABEL[r.verification] + on
+    """The verification label for this query's environment, with where the claim's verdicts hold."""
+    return r.verdict or LABEL[r.verification]
 
 
-def _short(r: Reason, width: int = 150) -> list[Seg]:
+def _width() -> int:
+    import os
+
+    from kbtool.render.sink import rule_width
+
+    return max(40, min(rule_width(os.environ), 120))
+
+
+def _wrap(text: str, width: int, first: str = "", rest: str = "    ") -> list[str]:
+    """Wrapped at spaces, never cut mid-word (a long token overflows rather than breaks)."""
+    import textwrap
+
+    return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest, break_long_words=False,
+                         break_on_hyphens=False) or [first.rstrip()]
+
+
+def _short(r: Reason, width: int = 0) -> list[Seg]:
     tag = r.claim or r.code
     layer = "engine: " if r.layer == "engine" else ""
     phase = f"({r.phase}) " if r.phase else ""
@@ -48,35 +66,59 @@ def _short(r: Reason, width: int = 150) -> list[Seg]:
         body = f"{r.code}: depends on {', '.join(r.depends_on)}; passes when {r.allowed}"
     else:
         body = r.message
-    text = f"{layer}{phase}{body}"
-    if len(text) > width:
-        text = text[: width - 1] + "…"
-    return [(f"{text} ", ""), (f"[{tag}, {_label(r)}]", "dim")]
+    return [(f"{layer}{phase}{body} ", ""), (f"[{tag}, {_label(r)}]", "dim")]
+
+
+def _text(segs: list[Seg]) -> str:
+    return "".join(t for t, _ in segs)
+
+
+def _lines(sink: Sink, text: str, width: int, first: str = "", rest: str = "    ", style: str = "") -> int:
+    got = _wrap(text, width, first, rest)
+    for ln in got:
+        sink.line([(ln, style)])
+    return len(got)
+
+
+def _styled(line: str, styles: dict[str, str]) -> list[Seg]:
+    """`line` as segments, each kernel id in `styles` in its status colour."""
+    segs: list[Seg] = []
+    rest = line
+    while rest:
+        hits = [(rest.find(k), k) for k in styles if rest.find(k) >= 0]
+        if not hits:
+            segs.append((rest, ""))
+            break
+        at, k = min(hits, key=lambda h: (h[0], -len(h[1])))
+        if at:
+            segs.append((rest[:at], ""))
+        segs.append((k, styles[k]))
+        rest = rest[at + len(k):]
+    return segs
 
 
 def _undecided(r: Reason) -> bool:
     return bool(r.depends_on)
 
 
-def _kernel_lines(sink: Sink, k: KernelAnswer, via: bool) -> None:
+def _kernel_lines(sink: Sink, k: KernelAnswer, via: bool, width: int = 120) -> None:
+    """Every reason of one kernel (the --explain listing: nothing left out)."""
     phases = ", ".join([p if s == k.status else f"{p}:{s}" for p, s in k.phase_status.items()])
     extra = f"  via {', '.join(k.via)}" if via and k.via else ""
-    head: list[Seg] = [("  ", ""), (f"{k.status:<9}", STYLE[k.status]), (f"{k.id:<32}", ""), (phases + extra, "dim")]
     enforced = [r for r in k.reasons if r.enforced]
     if len(enforced) > 1:
         enforced.sort(key=_undecided)  # decided gates first (a stable sort keeps their order)
+    tail = ""
     if not enforced and not k.caveats:
-        tail = ("  passes every gate", "") if k.gates else ("  no gates recorded in the KB", "dim")
-        sink.line([*head, tail])
-        return
-    sink.line(head)
-    for r in enforced[:3]:
-        sink.line([(f"{_IND}- ", ""), *_short(r)])
-    if len(enforced) > 3:
-        sink.line([(_IND, ""), (f"- +{len(enforced) - 3} more (--explain)", "dim")])
-    if k.status in ("ok", "caveat"):
-        for r in k.caveats[:2]:
-            sink.line([(f"{_IND}- caveat: ", ""), *_short(r)])
+        tail = "  passes every gate" if k.gates else "  no gates recorded in the KB"
+    _lines(sink, f"{k.status:<9}{k.id}  {phases}{extra}{tail}", width, "  ", " " * 11)
+    for r in enforced:
+        _lines(sink, _text(_short(r)), width, f"{_IND}- ", _IND + "  ")
+    for r in k.caveats:
+        note = f" ({r.handled})" if r.handled else ""
+        _lines(sink, "caveat: " + _text(_short(r)) + note, width, f"{_IND}- ", _IND + "  ")
+    for w in k.workarounds:
+        _lines(sink, f"workaround: {w}", width, f"{_IND}  ", _IND + "    ")
 
 
 def _query_line(a: Answer | MultiAnswer) -> str:
@@ -85,49 +127,121 @@ def _query_line(a: Answer | MultiAnswer) -> str:
 
 
 def _explain(sink: Sink, r: Reason) -> None:
-    sink.line([("    ", ""), (r.claim or r.code, "bold"),
-               (f" ({_label(r)}{', not enforced' if not r.enforced else ''}) {r.message}", "")])
+    w = _width()
+    _lines(sink, f"{r.claim or r.code} ({_label(r)}{', not enforced' if not r.enforced else ''}) {r.message}",
+           w, "    ", "      ")
     if r.scope:
-        sink.line([(f"      scope: {r.scope}", "")])
+        _lines(sink, f"scope: {r.scope}", w, "      ", "        ")
+    for side in r.sides:
+        _lines(sink, f"side: {side['position']} ({'; '.join(side['sources'])})", w, "      ", "        ")
     for s in r.sources:
-        sink.line([(f"      source: {s}", "")])
+        _lines(sink, f"source: {s}", w, "      ", "        ")
     for e in r.evidence:
-        sink.line([(f"      evidence: {e}", "")])
+        _lines(sink, f"evidence: {e}", w, "      ", "        ")
+    if r.handled:
+        _lines(sink, r.handled, w, "      ", "        ")
+
+
+def _assumed_text(assumed: dict[str, Any], libraries: set[str]) -> str:
+    """The assumed inputs in a few words: the libraries of the kernels shown (all of them are in the JSON)."""
+    newest = {k: str(v).split(" ")[0] for k, v in assumed.items() if str(v).endswith("(newest recorded)")}
+    libs = [f"{k} {v}" for k, v in newest.items() if k in libraries]
+    blocks = [k for k in assumed if k.startswith("block_size (")]
+    parts = [f"{k} {v}" for k, v in assumed.items() if k not in blocks and k not in newest]
+    if libs:
+        parts.append("newest recorded " + ", ".join(libs))
+    if blocks:
+        parts.append("paged block size as each kernel needs")
+    return "assumed: " + "; ".join(parts)
 
 
 def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
-    """Write one answer to a sink (or a rich Console)."""
+    """Write one answer: the headline (at most 25 lines at 80 columns), and with `explain` everything."""
     sink = _sink(target)
-    sink.line([("verdict:", "bold"), (" ", ""), _st(a.verdict), (f" — {a.summary}", "")])
-    sink.line([(f"query: {_query_line(a)}", "dim")])
+    width = _width()
+    head = _wrap(f"verdict: {a.verdict} — {a.summary}", width)
+    sink.line([("verdict:", "bold"), (" ", ""), _st(a.verdict), (head[0][len("verdict: ") + len(a.verdict):], "")])
+    for ln in head[1:]:
+        sink.line([(ln, "")])
+    used = len(head)
+    by_id = {k.id: k for k in a.kernels}
+    shown: list[str] = []
+    for ids in a.recommended.values():
+        shown += [i for i in ids[:3] if i not in shown]
     if a.assumed:
-        sink.line([(f"assumed: {', '.join(f'{k}={v}' for k, v in a.assumed.items())}", "dim")])
-    structural = [k for k in a.kernels if k.status == "rejected" and k.reasons
-                  and all(r.verification == "structural" for r in k.reasons)]
-    shown = [k for k in a.kernels if k not in structural]
-    sink.line([("kernels:", "bold")])
-    for k in shown:
-        _kernel_lines(sink, k, bool(a.backends))
-    if structural:
-        names = ", ".join(k.id for k in structural)
-        sink.line([(f"not applicable (phase, layout or engine): {names}", "dim")])
-    if a.engine:
-        _engine(sink, a.engine, explain)
-    elif a.backends:
-        _backends(sink, a.backends)
-    if a.ranking:
-        _ranking(sink, a.ranking, explain)
+        libs = {lib for i in shown for lib in [by_id[i].library] if lib} | {"cuda"}
+        used += _lines(sink, _assumed_text(a.assumed, libs), width, style="dim")
+    for phase, ids in a.recommended.items():
+        if not ids:
+            used += _lines(sink, f"use for {phase}: no kernel is known to pass", width)
+            continue
+        top = ids[:3]
+        marks = ", ".join(f"{i}{'' if by_id[i].phase_status.get(phase) == 'ok' else ' (caveat)'}" for i in top)
+        more = f" (+{len(ids) - 3} passing)" if len(ids) > 3 else ""
+        styles = {i: STYLE[by_id[i].phase_status.get(phase, "ok")] for i in top}
+        for ln in _wrap(f"use for {phase}: {marks}{more}", width):
+            sink.line(_styled(ln, styles))
+            used += 1
+    if a.engine:  # vLLM's own choice (kbtool/solve/engine.py)
+        used += _lines(sink, _engine_headline(a.engine), width)
     if a.memory is not None:
-        _memory(sink, a.memory, a.query.get("ctx"))
-    for n in a.notes:
-        sink.line([(f"note: {n}", "dim")])
-    _caveats(sink, a)
+        m = a.memory
+        fits = {True: "fits", False: "does not fit", None: "no ctx given"}[m.fits]
+        gb = 1e9  # as the memory formula writes them
+        if m.available_bytes < 0:
+            room = f"weights {m.weights_bytes / gb:,.1f} GB exceed the usable memory"
+        else:
+            room = f"{m.available_bytes / gb:,.1f} GB free after weights; max ctx {m.max_ctx:,}"
+        ctx = a.query.get("ctx")
+        seqs = ""
+        if getattr(m, "max_sequences", None) is not None and ctx and m.available_bytes >= 0:
+            seqs = f"; {m.max_sequences:,} sequence{'s' if m.max_sequences != 1 else ''} of {ctx:,} fit at once"
+        bind = {"model": "max_position_embeddings binds", "memory": "memory binds"}.get(
+            getattr(m, "ctx_limit", None) or "", "")
+        used += _lines(sink, f"memory: {fits}; KV {m.kv_bytes / gb:,.1f} GB ({m.kv_bytes_per_token:,.0f} B/token);"
+                       f" {room}{f' ({bind})' if bind and m.available_bytes >= 0 else ''}{seqs}", width)
+    cav: dict[str, tuple[str, Reason]] = {}
+    for r in a.caveats:
+        cav.setdefault(r.claim, (r.subject or "", r))
+    per = [sorted(by_id[kid].caveats, key=lambda r: _CAVEAT_RANK.get(r.code, 5)) for kid in shown]
+    for i in range(max((len(p) for p in per), default=0)):  # round robin: each kernel's first caveat first
+        for kid, rs in zip(shown, per, strict=True):
+            if i < len(rs):
+                cav.setdefault(rs[i].claim, (kid, rs[i]))
+    budget = 25 - used - 3  # the counting line (two at most) and the caveats heading
+    left = 0
+    if cav:
+        block: list[str] = []
+        extra: dict[int, list[str]] = {}
+        for who, r in cav.values():
+            note = f" ({r.handled})" if r.handled else ""
+            one = _wrap(f"{who}: {r.message} [{r.claim}, {_label(r)}]{note}", width, "  ", "    ")
+            if len(block) + len(one) > budget:
+                left += 1
+                continue
+            block += one
+            if r.workaround and not r.handled:
+                extra[len(block)] = _wrap(f"workaround: {r.workaround}", width, "    ", "      ")
+        spare, keep = budget - len(block), []
+        for at in sorted(extra):  # workarounds under their caveat, the first caveats' first, while they fit
+            if len(extra[at]) <= spare:
+                spare -= len(extra[at])
+                keep.append(at)
+        for at in reversed(keep):
+            block[at:at] = extra[at]
+        if block:
+            sink.line([("caveats:", "bold")])
+            for ln in block:
+                sink.line([(ln, "")])
+    counts = {s: sum(k.status == s for k in a.kernels if k.id not in shown)
+              for s in ("ok", "caveat", "disputed", "unknown", "rejected")}
+    rest = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    if left:
+        rest += f"{', ' if rest else ''}{left} more caveats"
     if a.depends_on:
-        sink.line([("depends on:", "bold"),
-                   (f" {', '.join(a.depends_on)} (give them to decide the unknowns)", "")])
-    refuted = {r.claim: r for k in a.kernels for r in k.refuted}
-    for r in refuted.values():
-        sink.line([(f"refuted, not enforced: {r.claim}: {r.message}", "dim")])
+        rest += f"{'; ' if rest else ''}depends on {', '.join(a.depends_on)}"
+    if rest:
+        _lines(sink, f"{rest}: --explain", width, style="dim")
     if explain:
         _explain_all(sink, a)
 
@@ -140,16 +254,34 @@ def _memory(sink: Sink, m: Any, ctx: int | None) -> None:
         seqs = f"; {m.max_sequences:,} sequence{'s' if m.max_sequences != 1 else ''} of {ctx:,} fit at once"
     bind = {"model": "the model's max_position_embeddings binds",
             "memory": "memory binds"}.get(m.ctx_limit, m.ctx_limit)
-    sink.line([("memory:", "bold"), (" ", ""), fits,
-               (f"; KV {m.kv_bytes_per_token:,.0f} B/token{seqs}; max ctx {m.max_ctx:,} ({bind})", "")])
+    w = _width()
+    _lines(sink, f"memory: {fits[0]}; KV {m.kv_bytes_per_token:,.0f} B/token{seqs}; max ctx {m.max_ctx:,} ({bind})",
+           w, "", "    ")
     for part in m.formula.split("; "):
-        sink.line([(f"  {part}", "")])
+        _lines(sink, part, w, "  ", "    ")
     for n in m.notes:
-        sink.line([("  ", ""), (n, "dim")])
+        _lines(sink, n, w, "  ", "    ", style="dim")
 
 
 def _explain_all(sink: Sink, a: Answer) -> None:
     sink.line([("explain:", "bold")])
+    sink.line([(f"query: {_query_line(a)}", "dim")])
+    if a.assumed:
+        _lines(sink, "assumed: " + ", ".join(f"{k}={v}" for k, v in a.assumed.items()), _width(), style="dim")
+    sink.line([("kernels:", "bold")])
+    for k in a.kernels:
+        _kernel_lines(sink, k, bool(a.backends), _width())
+    if a.engine:
+        _engine(sink, a.engine, True)
+    elif a.backends:
+        _backends(sink, a.backends)
+    if a.ranking:
+        _ranking(sink, a.ranking, True)
+    if a.memory is not None:
+        _memory(sink, a.memory, a.query.get("ctx"))
+    for n in a.notes:
+        _lines(sink, f"note: {n}", _width(), style="dim")
+    sink.line([("reasons and sources:", "bold")])
     for k in a.kernels:
         rs = k.reasons + k.caveats + k.refuted
         if rs:
@@ -187,17 +319,14 @@ def _ranking(sink: Sink, ranking: dict[str, Any], explain: bool) -> None:
 
 def _backends(sink: Sink, backends: list[BackendAnswer]) -> None:
     sink.line([("engine backends:", "bold")])
+    w = _width()
     for b in sorted(backends, key=lambda b: (_ORDER[b.status], b.id)):
         ks = ", ".join(f"{k}:{s}" for k, s in b.kernels.items()) or "-"
-        sink.line([("  ", ""), (f"{b.status:<9}", STYLE[b.status]), (f"{b.id:<24}", ""),
-                   (f"{b.backend_name}; kernels {ks}", "dim")])
-        rs = sorted(b.reasons, key=lambda r: bool(r.depends_on))
-        for r in rs[:4]:
-            sink.line([(f"{_IND}- ", ""), *_short(r)])
-        if len(rs) > 4:
-            sink.line([(_IND, ""), (f"- +{len(rs) - 4} more (--explain)", "dim")])
-        for r in b.caveats[:2]:
-            sink.line([(f"{_IND}- caveat: ", ""), *_short(r)])
+        _lines(sink, f"{b.status:<9}{b.id} {b.backend_name}; kernels {ks}", w, "  ", " " * 11)
+        for r in sorted(b.reasons, key=lambda r: bool(r.depends_on)):
+            _lines(sink, _text(_short(r)), w, f"{_IND}- ", _IND + "  ")
+        for r in b.caveats:
+            _lines(sink, "caveat: " + _text(_short(r)), w, f"{_IND}- ", _IND + "  ")
 
 
 def _caveats(sink: Sink, a: Answer) -> None:
@@ -226,22 +355,21 @@ def render_multi(target: Sink, m: MultiAnswer, *, explain: bool = False) -> None
     sink.line([(m.summary, "bold")])
     sink.line([(f"query: {_query_line(m)}", "dim")])
     sink.line([("one row per accelerator:", "bold")])
+    width = _width()
     for a in m.rows:
-        gated = [k for k in a.kernels if k.gates]
-        good = [k.id for k in gated if k.status == "ok"] + [f"{k.id}*" for k in gated if k.status == "caveat"]
-        ungated = [k.id for k in a.kernels if not k.gates and k.status in ("ok", "caveat")]
+        by_id = {k.id: k for k in a.kernels}
+        use: list[str] = []
+        for ids in a.recommended.values():
+            use += [i for i in ids if i not in use]
+        good = [f"{i}{'*' if by_id[i].status == 'caveat' else ''}" for i in use]
         mem = ""
         if a.memory is not None:
-            mem = {True: " fits", False: " no fit", None: ""}[a.memory.fits] + f" max ctx {a.memory.max_ctx:,};"
-        kern = ", ".join(good) or "no gated kernel passes"
-        segs: list[Seg] = [(f"  {a.query.get('gpu') or '?':<22}", ""),
-                           (f"{a.verdict:<12}", STYLE.get(a.verdict, "white")), (f"{mem} {kern}", "")]
-        if ungated:
-            segs += [(" ", ""), (f"(+{len(ungated)} with no gates recorded)", "dim")]
-        unk = sum(k.status == "unknown" for k in a.kernels)
-        if unk:
-            segs += [(" ", ""), (f"{unk} unknown", "dim")]
-        sink.line(segs)
+            mem = {True: "fits", False: "no fit", None: ""}[a.memory.fits] + f" max ctx {a.memory.max_ctx:,}; "
+        kern = ", ".join(good) or "no kernel passes"
+        unk = sum(k.status in ("unknown", "disputed") for k in a.kernels)
+        tail = f" ({unk} unknown or disputed)" if unk else ""
+        gpu = str(a.query.get("gpu") or "")
+        _lines(sink, f"{gpu:<22}{a.verdict:<12}{mem}{kern}{tail}", width, "  ", " " * 36)
     sink.line([("* = with caveats; query one --gpu for reasons", "dim")])
     if explain:
         for a in m.rows:
@@ -272,3 +400,18 @@ def _engine(sink: Sink, e: dict[str, Any], explain: bool) -> None:
 
 def _name(e: dict[str, Any], bid: str) -> str:
     return next((b["name"] for b in e["backends"] if b["id"] == bid), bid)
+
+
+def _engine_headline(e: dict[str, Any]) -> str:
+    """One or two lines: the backend vLLM selects (and the MLA prefill path), or its error."""
+    if not e.get("selected"):
+        return f"vLLM {e['vllm']}: {e['error']}"
+    text = f"vLLM {e['vllm']} selects {_name(e, e['selected'])}"
+    mla = e.get("mla")
+    if mla:
+        text += f" (decode); prefill {mla['prefill'][0]}, {mla['prefill_shape']}"
+    before = [b for b in e["backends"] if b["id"] != e["selected"] and b["status"] == "rejected"][:2]
+    if before:
+        text += "; refused: " + ", ".join(f"{b['name']} ({b['reasons'][0].split(' (')[0]})" for b in before
+                                          if b["reasons"])
+    return text

@@ -64,9 +64,16 @@ def _cell(v: Any) -> str:
 
 
 def listing(c: Console, rows: list[dict[str, Any]], fields: list[str]) -> None:
+    cols = ["id", "kind", *fields, "name"]
+    if not c.is_terminal:  # piped: whole values, one record a line, columns separated by tabs
+        print("\t".join(cols))
+        for r in rows:
+            print("\t".join(_cell(r.get(col)) for col in cols))
+        print(f"{len(rows)} record(s)")
+        return
     t = Table(box=None, pad_edge=False)
-    for col in ["id", "kind", *fields, "name"]:
-        t.add_column(col)
+    for col in cols:
+        t.add_column(col, no_wrap=col == "id", overflow="fold" if col != "id" else "ignore")
     for r in rows:
         t.add_row(*(escape(_cell(r.get(col))) for col in ["id", "kind", *fields, "name"]))
     c.print(t)

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
     Verdict = Literal["yes", "no", "conditional", "unknown"]
-    KernelStatus = Literal["ok", "caveat", "rejected", "unknown"]
+    KernelStatus = Literal["ok", "caveat", "disputed", "rejected", "unknown"]
 else:
     Verdict = KernelStatus = str
 
@@ -25,7 +25,7 @@ BOOL: dict[str, Any] = {"type": "boolean"}
 ANY: dict[str, Any] = {}
 STRS: dict[str, Any] = {"type": "array", "items": STR}
 OBJ: dict[str, Any] = {"type": "object"}
-STATUS: dict[str, Any] = {"enum": ["ok", "caveat", "rejected", "unknown"]}
+STATUS: dict[str, Any] = {"enum": ["ok", "caveat", "disputed", "rejected", "unknown"]}
 
 
 def opt(t: dict[str, Any]) -> dict[str, Any]:
@@ -97,6 +97,10 @@ class Reason(_Plain):
         "subject": (opt(STR), "The record the claim is about"),
         "scope": (opt(STR), "Versions the claim is scoped to"),
         "workaround": (opt(STR), "What to do instead"),
+        "verdict": (opt(STR), "Where the claim's verdicts hold, e.g. 'refuted on sm90 (flashinfer 0.6.18)'; the "
+                              "status above is the one for this query's environment"),
+        "sides": (many(OBJ), "Disputed here: each side's position and its sources"),
+        "handled": (opt(STR), "How the engine handles this caveat by default"),
     }
     FIELDS = tuple(SPEC)
     __slots__ = FIELDS
@@ -106,7 +110,8 @@ class Reason(_Plain):
                  depends_on: list[str] | None = None, evidence: list[str] | None = None,
                  verified_on: list[str] | None = None, sources: list[str] | None = None,
                  phase: str | None = None, subject: str | None = None, scope: str | None = None,
-                 workaround: str | None = None) -> None:
+                 workaround: str | None = None, verdict: str | None = None,
+                 sides: list[dict[str, Any]] | None = None, handled: str | None = None) -> None:
         self.claim, self.code, self.message = claim, code, message
         self.observed, self.allowed, self.verification, self.enforced = observed, allowed, verification, enforced
         self.layer = layer
@@ -115,6 +120,7 @@ class Reason(_Plain):
         self.verified_on = verified_on if verified_on is not None else []
         self.sources = sources if sources is not None else []
         self.phase, self.subject, self.scope, self.workaround = phase, subject, scope, workaround
+        self.verdict, self.sides, self.handled = verdict, sides if sides is not None else [], handled
 
     @classmethod
     def of_claim(cls, claim: str, code: str, message: str, observed: Any, allowed: Any, verification: str,
@@ -126,6 +132,7 @@ class Reason(_Plain):
         r.verification, r.enforced, r.layer = verification, verification != "refuted", layer
         r.depends_on, r.evidence, r.verified_on, r.sources = depends_on, evidence, [], sources
         r.phase, r.subject, r.scope, r.workaround = phase, subject, scope, workaround
+        r.verdict, r.sides, r.handled = None, [], None
         return r
 
     def without_phase(self) -> Reason:
@@ -141,7 +148,7 @@ class KernelAnswer(_Plain):
 
     SPEC = {
         "id": (STR, "Kernel id"),
-        "status": (STATUS, "ok, caveat, rejected or unknown (worst over its phases)"),
+        "status": (STATUS, "ok, caveat, disputed, rejected or unknown (worst over its phases)"),
         "phase_status": ({"type": "object", "additionalProperties": STATUS}, "Status per phase evaluated"),
         "library": (opt(STR), "Library, as used in version scopes"),
         "gates": (INT, "Gate claims (reject/caveat) the KB records for it"),
@@ -264,6 +271,8 @@ class Answer(_Plain):
         "assumed": (OBJ, "Defaults used for inputs not given"),
         "notes": (STRS, "Other remarks"),
         "ranking": (opt(OBJ), "Measurement-based ranking, if any"),
+        "recommended": ({"type": "object", "additionalProperties": STRS},
+                        "Per phase, the kernels to use in the order to try"),
         "engine": (opt(OBJ), "With --engine vllm: the backend vLLM would select, its priority list, each backend's "
                              "refusal reasons and, for MLA, the prefill path, decode backend and KV layout "
                              "(kbtool/solve/engine.py); null otherwise"),
@@ -275,7 +284,8 @@ class Answer(_Plain):
                  memory: Memory | None, claims_used: list[str], depends_on: list[str] | None = None,
                  backends: list[BackendAnswer] | None = None, caveats: list[Reason] | None = None,
                  assumed: dict[str, Any] | None = None, notes: list[str] | None = None,
-                 ranking: dict[str, Any] | None = None, engine: dict[str, Any] | None = None) -> None:
+                 ranking: dict[str, Any] | None = None, recommended: dict[str, list[str]] | None = None,
+                 engine: dict[str, Any] | None = None) -> None:
         self.query, self.verdict, self.summary, self.kernels = query, verdict, summary, kernels
         self.engine = engine  # with --engine vllm: vLLM's own selection (kbtool/solve/engine.py)
         self.memory, self.claims_used = memory, claims_used
@@ -285,6 +295,7 @@ class Answer(_Plain):
         self.assumed = assumed if assumed is not None else {}
         self.notes = notes if notes is not None else []
         self.ranking = ranking
+        self.recommended = recommended if recommended is not None else {}
 
 
 class MultiAnswer(_Plain):

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
 class Ctx:
     """Everything resolved once per query."""
 
-    __slots__ = ("backends", "differ", "gate_counts", "img", "judges", "kernels", "model", "q")
+    __slots__ = ("backends", "chosen", "differ", "gate_counts", "img", "judges", "kernels", "memory_left", "model",
+                 "q")
 
     def __init__(self, img: Image, q: Query, model: ModelV | None, kernels: list[KernelV]) -> None:
         self.img, self.q, self.model, self.kernels = img, q, model, kernels
@@ -20,3 +21,5 @@ class Ctx:
         self.judges: dict[str, Judge] = {}  # per phase, for the accelerator being solved
         self.differ: set[str] = set()  # variables whose values differ between those phases
         self.gate_counts: dict[str, int] = {}  # kernel id -> reject/caveat claims on it and its families
+        self.memory_left: int | None = None  # bytes left after weights and KV, for the workspace gate
+        self.chosen: dict[str, list[str]] = {}  # kernel id -> inputs the typical profile chose for it

@@ -102,7 +102,7 @@ def _in_range(version: str, scope: list[tuple[str, str | None, str | None, str |
     return False
 
 
-def priority(img: Image, env: dict[str, Any], version: str, platform: str = "cuda") -> list[str]:
+def priority_order(img: Image, env: dict[str, Any], version: str, platform: str = "cuda") -> list[str]:
     """The backend ids of the first list whose `when` holds, in the release's priority record."""
     for _id, _engine, plat, scope, lists in img.priorities("vllm"):
         if plat != platform or not _in_range(version, scope):
@@ -146,7 +146,7 @@ def select(img: Image, env: dict[str, Any], version: str | None = None, requeste
     env = dict(env, engine="vllm", vllm=version)
     backends = {b.id: b for b in img.backends("vllm")}
     by_name = {b.backend_name.upper(): b.id for b in backends.values()}
-    order = priority(img, env, version, platform)
+    order = priority_order(img, env, version, platform)
     checks = {bid: check(img, backends[bid], env, version) for bid in order if bid in backends}
     if requested:
         rid = by_name.get(requested.upper(), requested if requested in backends else None)

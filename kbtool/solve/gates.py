@@ -1,7 +1,10 @@
 """Applying claims to one environment: which gates reject, leave unknown, or add a caveat.
 
 A claim applies to its subject when its `when` holds (three-valued) and its version scope admits the
-versions the query gave (`--lib`). Refuted claims are evaluated and shown but never enforced.
+versions the query gave (`--lib`). Its verification status is scoped (design.md §2): a verdict holds only
+in the environment its evidence covers (architecture, library release, phase); `effective` derives the status
+for this environment. A claim refuted here is evaluated and shown but not enforced; a reject gate disputed
+here makes the kernel `disputed`, not `rejected`.
 """
 
 from __future__ import annotations
@@ -28,7 +31,57 @@ if TYPE_CHECKING:
     from kbtool.solve.conditions import Env, Tri
     from kbtool.solve.image import ClaimV
 
-SEVERITY: dict[str, int] = {"ok": 0, "caveat": 1, "unknown": 2, "rejected": 3}
+SEVERITY: dict[str, int] = {"ok": 0, "caveat": 1, "disputed": 2, "unknown": 3, "rejected": 4}
+
+
+def _covers(v: tuple[Any, ...], env: Env) -> bool:
+    """Whether verdict `v` (sm, libraries, phase, status, evidence) covers this environment."""
+    sm, libs, phase = v[0], v[1], v[2]
+    if sm and env.get("sm") != sm:
+        return False
+    if phase and env.get("phase") != phase:
+        return False
+    for lib, ver in libs:
+        got = env.get(lib)
+        if got is None or compare_versions(got, ver) != 0:
+            return False
+    return True
+
+
+def scope_words(verdicts: Iterable[tuple[Any, ...]]) -> str:
+    """'refuted on sm90 (flashinfer 0.6.18, 0.7.2.post1)': verdicts grouped by status, sm and phase."""
+    groups: dict[tuple[str, str, str], dict[str, list[str]]] = {}
+    for sm, libs, phase, status, _ev in verdicts:
+        g = groups.setdefault((status, sm or "any architecture", phase or ""), {})
+        for lib, ver in libs:
+            if ver not in g.setdefault(lib, []):
+                g[lib].append(ver)
+    parts = []
+    for (status, sm, phase), libs in groups.items():
+        where = f"{status} on {sm}" + (f" {phase}" if phase else "")
+        if libs:
+            where += " (" + "; ".join(f"{lib} {', '.join(vs)}" for lib, vs in libs.items()) + ")"
+        parts.append(where)
+    return "; ".join(parts)
+
+
+def effective(claim: ClaimV, env: Env) -> tuple[str, str | None]:
+    """(status of `claim` in this environment, the words that say where its verdicts hold).
+
+    Inside a verdict's scope the verdict decides (verified and refuted together: disputed). Outside every
+    verdict's scope the claim keeps its own status there: disputed where sources disagree, else unverified.
+    """
+    vs = claim.verdicts
+    if not vs:
+        return claim.status, None
+    inside = [v for v in vs if _covers(v, env)]
+    if inside:
+        got = {v[3] for v in inside}
+        st = ("disputed" if {"verified", "refuted"} <= got else "refuted" if "refuted" in got
+              else "verified" if "verified" in got else "untestable")
+        return st, scope_words(inside)
+    own = "disputed" if claim.sides else "unverified" if claim.status in ("verified", "refuted") else claim.status
+    return own, f"{own} here; {scope_words(vs)} only"
 
 
 def worst(statuses: Iterable[KernelStatus]) -> KernelStatus:
@@ -92,11 +145,13 @@ class Judge:
     object's id, which is stable while the image (and so the condition) is alive.
     """
 
-    __slots__ = ("env", "libs", "memo")
+    __slots__ = ("choose", "chosen", "env", "libs", "memo")
 
-    def __init__(self, env: Env, libs: dict[str, str]) -> None:
+    def __init__(self, env: Env, libs: dict[str, str], choose: frozenset[str] = frozenset()) -> None:
         self.env, self.libs = env, libs
         self.memo: dict[Any, Any] = {}
+        self.choose = choose  # inputs the typical profile sets to what the gate needs (the paged-KV block size)
+        self.chosen: dict[str, list[str]] = {}  # subject -> "block_size % 256 == 0 (flash-attention-2 needs it)"
 
     def ev(self, cond: Any) -> Tri:
         if cond is None:
@@ -129,11 +184,21 @@ def _observed(requires: Any, env: Env) -> Any:
     return {n: env.get(n) for n in names} or None
 
 
+def status_here(claim: ClaimV, j: Judge) -> tuple[str, str | None]:
+    """`effective` for this judge's environment, remembered."""
+    return j.once(("eff", claim.id), lambda: effective(claim, j.env))  # type: ignore[no-any-return]
+
+
 def _reason(claim: ClaimV, j: Judge, layer: str, *, observed: Any = None, allowed: Any = None,
             depends: list[str] | None = None, message: str | None = None) -> Reason:
-    return Reason.of_claim(claim.id, claim.code, message or j.fill(claim.message), observed, allowed, claim.status,
-                           layer, list(depends) if depends else [], list(claim.evidence), list(claim.sources),
-                           j.env.get("phase"), claim.subject, claim.scope_text, claim.workaround)
+    status, where = status_here(claim, j)
+    r = Reason.of_claim(claim.id, claim.code, message or j.fill(claim.message), observed, allowed, status,
+                        layer, list(depends) if depends else [], list(claim.evidence), list(claim.sources),
+                        j.env.get("phase"), claim.subject, claim.scope_text, claim.workaround)
+    r.verdict = where
+    if claim.sides and status == "disputed":
+        r.sides = [{"position": pos, "sources": list(srcs)} for pos, srcs in claim.sides]
+    return r
 
 
 def apply_claim(claim: ClaimV, j: Judge, layer: str, w: Tri | None = None) -> tuple[KernelStatus, Reason | None]:
@@ -154,7 +219,8 @@ def apply_claim(claim: ClaimV, j: Judge, layer: str, w: Tri | None = None) -> tu
             got = memo.get(key)
             if got is None:
                 got = memo[key] = (_observed(req, env), allowed_values(residual_requires(req, env)))
-            return "rejected", _reason(claim, j, layer, observed=got[0], allowed=got[1])
+            status: KernelStatus = "disputed" if status_here(claim, j)[0] == "disputed" else "rejected"
+            return status, _reason(claim, j, layer, observed=got[0], allowed=got[1])
         key = ("unknown", id(when), id(req), claim.message)
         got = memo.get(key)
         if got is None:  # what it depends on, and its message, are the same for every claim with these parts
@@ -162,6 +228,9 @@ def apply_claim(claim: ClaimV, j: Judge, layer: str, w: Tri | None = None) -> tu
             deps, passes = unknown_vars(cond, env), describe(residual(cond, env))
             msg = f"{j.fill(claim.message)} [depends on {', '.join(deps)}: passes when {passes}]"
             got = memo[key] = (deps, passes, msg)
+        if j.choose and got[0] and j.choose.issuperset(got[0]):
+            j.chosen.setdefault(claim.subject, []).append(got[1])
+            return "ok", None
         return "unknown", _reason(claim, j, layer, allowed=got[1], depends=got[0], message=got[2])
     if claim.effect == "caveat":
         r = j.ev(req) if req is not None else False
@@ -176,6 +245,8 @@ def apply_claim(claim: ClaimV, j: Judge, layer: str, w: Tri | None = None) -> tu
             return deps, describe(residual(when, env))
 
         deps, when_txt = j.once(("caveat", id(when), id(req)), maybe)
+        if j.choose and deps and j.choose.issuperset(deps):
+            return "ok", None
         msg = f"{j.fill(claim.message)} [may apply, depends on {', '.join(deps)}: applies when {when_txt}]"
         return "caveat", _reason(claim, j, layer, depends=deps, message=msg)
     return "ok", None  # `supports` claims do not gate
@@ -232,7 +303,7 @@ def apply_claims_phases(claims: Iterable[ClaimV], judges: list[Judge], differ: s
         if reason is None:
             continue
         reason.phase = None
-        if c.status == "refuted":
+        if reason.verification == "refuted":
             first.refuted.append(reason)
             continue
         for o in outs:
@@ -252,7 +323,7 @@ def _apply_one(c: ClaimV, j: Judge, out: Outcome, layer: str) -> None:
     status, reason = apply_claim(c, j, layer, w)
     if reason is None:
         return
-    if c.status == "refuted":
+    if reason.verification == "refuted":
         out.refuted.append(reason)
         return
     if SEVERITY[status] > SEVERITY[out.status]:

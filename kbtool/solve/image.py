@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 6  # 6: engine-priority records (kbtool/solve/engine.py)
+IMAGE_VERSION = 7  # 7: engine-priority records (kbtool/solve/engine.py)
 
 
 def _at(i: int) -> Any:
@@ -31,8 +31,8 @@ def _at(i: int) -> Any:
 
 
 class KernelV(tuple):  # type: ignore[type-arg]
-    """A kernel: (id, library, phases, attention, variant_of). A tuple, so the image loads without building
-    thousands of objects field by field."""
+    """A kernel: (id, library, phases, attention, variant_of, latest_version). A tuple, so the image loads
+    without building thousands of objects field by field."""
 
     __slots__ = ()
     kind = "kernel"
@@ -42,8 +42,9 @@ class KernelV(tuple):  # type: ignore[type-arg]
         phases: list[str]
         attention: list[str]
         variant_of: str | None
+        latest_version: str | None
     else:
-        id, library, phases, attention, variant_of = (_at(i) for i in range(5))
+        id, library, phases, attention, variant_of, latest_version = (_at(i) for i in range(6))
 
 
 class ClaimV(tuple):  # type: ignore[type-arg]
@@ -66,9 +67,12 @@ class ClaimV(tuple):  # type: ignore[type-arg]
         workaround: str | None
         sources: tuple[str, ...]
         reads: tuple[str, ...]  # the query variables its conditions and message read
+        # per-scope verdicts: (sm, ((library, version), ...), phase, status, evidence ids)
+        verdicts: tuple[tuple[Any, ...], ...]
+        sides: tuple[tuple[str, tuple[str, ...]], ...]  # disputed: (position, source locators) per side
     else:
         (id, subject, effect, when, requires, scope, scope_text, status, evidence, code, message, workaround,
-         sources, reads) = (_at(i) for i in range(14))
+         sources, reads, verdicts, sides) = (_at(i) for i in range(16))
 
 
 class BackendV:
@@ -176,7 +180,7 @@ class BenchRow:
 # ---- building from records ----------------------------------------------------------------------
 
 
-def _claim_row(c: Any, share: dict[bytes, Any]) -> tuple[Any, ...]:
+def _claim_row(c: Any, share: dict[bytes, Any], arch: dict[str, str]) -> tuple[Any, ...]:
     from kbtool.solve.conditions import compile_condition
     from kbtool.solve.templates import scope_text
 
@@ -186,9 +190,17 @@ def _claim_row(c: Any, share: dict[bytes, Any]) -> tuple[Any, ...]:
 
     when, requires = compile_condition(c.when), compile_condition(c.requires)
     reads = condition_vars(when) | condition_vars(requires) | placeholders(c.reason.message)
-    row = (c.id, c.subject, c.effect, when, requires, scope, scope_text(scope), c.verification.status,
-           tuple(c.verification.evidence), c.reason.code, c.reason.message, c.reason.workaround,
-           tuple(s.locator() for s in c.sources), tuple(sorted(reads)))
+    v = c.verification
+    verdicts = tuple((d.scope.sm, tuple(sorted(d.scope.libraries.items())), d.scope.phase, d.status,
+                      tuple(d.evidence)) for d in v.verdicts)
+    if not verdicts and v.status in ("verified", "refuted"):  # not migrated: the evidence's architecture only
+        verdicts = tuple((arch.get(e), (), None, v.status, (e,)) for e in v.evidence if arch.get(e))
+    if any(d[2] for d in verdicts):
+        reads.add("phase")  # a verdict limited to a phase: the claim's status differs between phases
+    sides = tuple((s.position, tuple(src.locator() for src in s.sources)) for s in v.sides)
+    row = (c.id, c.subject, c.effect, when, requires, scope, scope_text(scope), v.status,
+           tuple(v.evidence), c.reason.code, c.reason.message, c.reason.workaround,
+           tuple(s.locator() for s in c.sources), tuple(sorted(reads)), verdicts, sides)
     return tuple(_shared(x, share) for x in row)
 
 
@@ -235,8 +247,10 @@ def build(kb: KB) -> dict[str, Any]:
     claims = by_kind.get("claim", [])
     share: dict[bytes, Any] = {}
     by_subject: dict[str, list[tuple[Any, ...]]] = {}
+    evidence_arch = {e.id: e.environment.architecture for e in by_kind.get("evidence", [])
+                     if getattr(e, "environment", None) is not None and e.environment.architecture}
     for c in claims:
-        by_subject.setdefault(c.subject, []).append(_claim_row(c, share))
+        by_subject.setdefault(c.subject, []).append(_claim_row(c, share, evidence_arch))
     libs = {k.library for k in kernels} | {s.library for c in claims for s in c.scope}
     bench: dict[str, list[tuple[Any, ...]]] = {}
     for case in bench_records(kb):
@@ -249,7 +263,8 @@ def build(kb: KB) -> dict[str, Any]:
     return {
         "version": IMAGE_VERSION,
         "names": {kind: lazy(table) for kind, table in names.items()},
-        "kernels": [(k.id, k.library, list(k.phases), list(k.attention), k.variant_of) for k in kernels],
+        "kernels": [(k.id, k.library, list(k.phases), list(k.attention), k.variant_of, k.latest_version)
+                    for k in kernels],
         "claims": by_subject,
         "libraries": sorted(libs),
         "accelerators": lazy({a.id: (a.id, a.vendor, a.architecture, a.capacity_bytes(),
@@ -258,12 +273,31 @@ def build(kb: KB) -> dict[str, Any]:
         "models": lazy({m.id: _model_row(m) for m in by_kind.get("model", [])}),
         "backends": lazy(sorted(((b.id, b.engine, b.backend_name, list(b.kernels), list(b.attention))
                                  for b in by_kind.get("engine-backend", [])), key=lambda t: t[0])),
+        "evidence_arch": evidence_arch,
+        "releases": _releases(by_kind.get("evidence", [])),
         "priorities": lazy([_priority_row(p) for p in sorted(by_kind.get("engine-priority", []),  # solve/engine.py
                                                               key=lambda r: r.id)]),
-        "evidence_arch": {e.id: e.environment.architecture for e in by_kind.get("evidence", [])
-                          if getattr(e, "environment", None) is not None and e.environment.architecture},
         "bench": {acc: lazy(rows) for acc, rows in bench.items()},
     }
+
+
+def _releases(evidence: list[Any]) -> dict[str, str]:
+    from kbtool.solve.conditions import compare_versions
+    from kbtool.vocab import LIBRARIES
+
+    out: dict[str, str] = {}
+    for e in evidence:
+        env = getattr(e, "environment", None)
+        if env is None:
+            continue
+        libs = dict(env.libraries or {})
+        if getattr(env, "torch", None):
+            libs["torch"] = env.torch
+        for lib, ver in libs.items():
+            ver = str(ver).split("+", 1)[0]
+            if lib in LIBRARIES and lib != "cuda" and (lib not in out or compare_versions(ver, out[lib]) > 0):
+                out[lib] = ver
+    return out
 
 
 def dump(data: dict[str, Any]) -> bytes:
@@ -287,6 +321,7 @@ class Image:
         self._open: dict[str, Any] = {}
         self.cc: dict[str, str | None] = data["cc"]
         self.evidence_arch: dict[str, str] = data["evidence_arch"]
+        self.releases: dict[str, str] = data["releases"]  # library -> newest version probe evidence ran
         self._bench: dict[str, bytes] = data["bench"]
 
     def _section(self, name: str) -> Any:

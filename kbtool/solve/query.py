@@ -104,6 +104,26 @@ def parse_libs(items: list[str] | None) -> dict[str, str]:
     return out
 
 
+ASSUME = ("typical", "none")
+
+
+def parse_assume(text: str | None) -> str:
+    t = (text or "typical").strip().lower()
+    if t not in ASSUME:
+        raise UsageError(f"--assume: unknown profile '{text}'", fix="use typical (the default) or none")
+    return t
+
+
+def parse_cuda(text: str | None) -> str | None:
+    if text is None:
+        return None
+    t = text.strip().lower().lstrip("v")
+    parts = t.split(".")
+    if not (1 <= len(parts) <= 3 and all(_digits(p) for p in parts)):
+        raise UsageError(f"--cuda: '{text}' is not a CUDA version", fix="e.g. --cuda 12.8")
+    return t
+
+
 def check_libs(libs: dict[str, str], known: set[str]) -> None:
     """Library names must be query variables or libraries the KB scopes claims to."""
     allowed = set(LIBRARIES) | known
@@ -167,6 +187,7 @@ class Query:
     """Normalized inputs. `None` means not given (unknown to the gates)."""
 
     __slots__ = (  # the vLLM ones (attention_backend, kv_cache_dtype, vllm, vllm_ignored): kbtool/solve/engine.py
+        "assume",
         "attention",
         "attention_backend",
         "batch",
@@ -197,7 +218,8 @@ class Query:
                  head_dim_v: int | None = None, batch: int | None = None, phases: list[str] | None = None,
                  engine: str = "none", kernels: list[str] | None = None, libs: dict[str, str] | None = None,
                  block_size: int | None = None, attention: str | None = None, utilization: float = 0.9,
-                 weights: str | None = None, reserve: int | None = None, batched_tokens: int | None = None) -> None:
+                 weights: str | None = None, reserve: int | None = None, batched_tokens: int | None = None,
+                 assume: str = "typical") -> None:
         self.gpu, self.gpus, self.ctx, self.kv, self.dtype, self.model = gpu, gpus, ctx, kv, dtype, model
         self.head_dim, self.head_dim_v, self.batch = head_dim, head_dim_v, batch
         self.phases = phases if phases is not None else list(PHASES)
@@ -206,6 +228,7 @@ class Query:
         self.libs = libs if libs is not None else {}
         self.block_size, self.attention, self.utilization = block_size, attention, utilization
         self.weights, self.reserve, self.batched_tokens = weights, reserve, batched_tokens
+        self.assume = assume  # "typical": fill what was not given from the documented profile; "none": strict
         self.vllm: str | None = None
         self.attention_backend: str | None = None
         self.kv_cache_dtype: str | None = None
@@ -222,6 +245,7 @@ class Query:
             "kernels": list(self.kernels), "libs": dict(sorted(self.libs.items())),
             "block_size": self.block_size, "attention": self.attention, "utilization": self.utilization,
             "weights": self.weights, "reserve": self.reserve, "max_num_batched_tokens": self.batched_tokens,
+            "assume": self.assume,
         }
         for k in ("vllm", "attention_backend", "kv_cache_dtype"):  # only when given
             if getattr(self, k) is not None:
@@ -234,10 +258,15 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
                 head_dim: int | None = None, batch: int | None = None, phase: str | None = None,
                 engine: str | None = None, kernel: list[str] | None = None, lib: list[str] | None = None,
                 block_size: int | None = None, util: float | None = None, weights: str | None = None,
-                reserve: str | None = None, max_num_batched_tokens: int | None = None, vllm: str | None = None,
+                reserve: str | None = None, max_num_batched_tokens: int | None = None,
+                assume: str | None = None, cuda: str | None = None, vllm: str | None = None,
                 vllm_args: str | None = None) -> Query:
     """Parse raw CLI values into a Query (names are resolved against the KB later, by the solver)."""
     kernels = [k.strip() for item in (kernel or []) for k in item.split(",") if k.strip()]
+    libs = parse_libs(lib)
+    cu = parse_cuda(cuda)
+    if cu is not None:
+        libs["cuda"] = cu
     serve = None
     if vllm is not None:
         engine = engine or "vllm"
@@ -269,12 +298,13 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
         phases=parse_phase(phase),
         engine=parse_engine(engine),
         kernels=kernels,
-        libs=parse_libs(lib),
+        libs=libs,
         block_size=positive_int(block_size, "--block-size", "16"),
         utilization=parse_util(util),
         weights=parse_weights(weights),
         reserve=parse_size(reserve),
         batched_tokens=positive_int(max_num_batched_tokens, "--max-num-batched-tokens", "8192"),
+        assume=parse_assume(assume),
     )
     if vllm is not None or serve is not None:
         if q.engine != "vllm":

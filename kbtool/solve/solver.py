@@ -27,7 +27,10 @@ if TYPE_CHECKING:
 
 MLA_LAYOUTS = ("mla", "sparse-mla")
 MLA_ONLY = frozenset(MLA_LAYOUTS)
-STATUS_OF: dict[int, KernelStatus] = {0: "ok", 1: "caveat", 2: "unknown", 3: "rejected"}  # SEVERITY inverted
+STATUS_OF: dict[int, KernelStatus] = {0: "ok", 1: "caveat", 2: "disputed", 3: "unknown", 4: "rejected"}
+# derived variables the user cannot give: an answer that depends on one names the inputs behind it
+DERIVED_FROM = {"score_matrix_fits": ["num_heads"], "score_matrix_bytes": ["num_heads"],
+                "memory_left_bytes": ["model"], "kv_dtype_differs": ["dtype", "kv_dtype"]}
 FLAGS = {"accelerator": "--gpu", "model": "--model", "kernel": "--kernel"}
 
 
@@ -101,8 +104,25 @@ def phase_dims(model: ModelV, phase: str) -> tuple[int, int]:
     return hd, hv
 
 
+def model_features(model: ModelV, gpus: int) -> dict[str, Any]:
+    """The attention features and head counts the model record gives (per GPU under tensor parallel)."""
+    out: dict[str, Any] = {"sinks": bool(model.sinks), "softcap": model.softcap or 0, "alibi": bool(model.alibi),
+                           "sparse": bool(model.sparse), "num_heads": max(1, model.num_heads // gpus)}
+    kvh = [g.kv_heads for g in model.layers if g.kv_heads]
+    if kvh:
+        out["kv_heads"] = max(1, -(-min(kvh) // gpus))
+    mla = next((g for g in model.layers if g.type == "mla"), None)
+    if mla is not None and mla.kv_lora_rank is not None:
+        rope = mla.rope_dim or 0
+        nope = getattr(mla, "qk_nope_head_dim", None) or (mla.head_dim or model.head_dim) - rope
+        out.update(kv_lora_rank=mla.kv_lora_rank, qk_rope_head_dim=rope, qk_nope_head_dim=nope,
+                   v_head_dim=mla.head_dim_v or mla.head_dim or model.head_dim)
+    return out
+
+
 def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]]:
     q = cx.q
+    typical = q.assume == "typical"
     env: dict[str, Any] = {"gpu": acc.id, "vendor": acc.vendor, "engine": q.engine}
     assumed: dict[str, Any] = {}
     if acc.architecture in cx.img.cc:
@@ -120,12 +140,37 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
         assumed["dtype"] = dtype
     if kv is None:
         kv = dtype if dtype in ("bf16", "fp16", "fp8_e4m3", "fp8_e5m2") else "bf16"
-        assumed["kv"] = f"{kv} (auto: the compute dtype)"
+        assumed["kv"] = f"{kv} (the q dtype)"
     env["dtype"], env["kv_dtype"] = dtype, kv
+    env["kv_dtype_differs"] = kv != dtype
     if cx.model is not None:
         env.update(model_layout(cx.model))
+        env.update(model_features(cx.model, q.gpus))
     if q.attention:
         env["attention"] = q.attention
+    if typical:
+        from kbtool.solve import profile
+
+        for lib, ver in profile.newest_releases(cx.img).items():
+            if lib not in env:
+                env[lib] = ver
+                assumed[lib] = f"{ver} (newest recorded)"
+        if "cuda" not in env and acc.vendor == "nvidia":
+            env["cuda"] = assumed["cuda"] = profile.CUDA
+        if "batch" not in env:
+            env["batch"] = assumed["batch"] = profile.BATCH
+        # vLLM forces the MLA backends' own block sizes (64, 128, 32 x n): there the block size is what the
+        # backend needs (chosen per gate below), not the engine's default
+        if "block_size" not in env and q.engine in profile.ENGINE_BLOCK_SIZE and env.get("attention") not in MLA_ONLY:
+            env["block_size"] = assumed["block_size"] = profile.ENGINE_BLOCK_SIZE[q.engine]
+        if cx.model is None:
+            for k, v in profile.NO_FEATURES.items():
+                env.setdefault(k, v)
+            if "attention" not in env:
+                env["attention"] = "gqa"
+            assumed["model"] = "none: dense gqa, no sinks, sliding window, softcap or ALiBi"
+            if q.head_dim is None:
+                assumed["head_dim"] = profile.HEAD_DIM
     return env, assumed
 
 
@@ -136,7 +181,30 @@ def phase_env(cx: Ctx, env: dict[str, Any], phase: str) -> dict[str, Any]:
         e["head_dim"], e["head_dim_v"] = q.head_dim, q.head_dim_v or q.head_dim
     elif cx.model is not None:
         e["head_dim"], e["head_dim_v"] = phase_dims(cx.model, phase)
+    elif q.assume == "typical":
+        from kbtool.solve.profile import HEAD_DIM
+
+        e["head_dim"] = e["head_dim_v"] = HEAD_DIM
+    _workspace(e, phase, cx.memory_left)
     return e
+
+
+def _workspace(e: dict[str, Any], phase: str, left: int | None) -> None:
+    """The score matrix a materialising kernel allocates here (batch x heads x q_len x kv_len x 4 bytes) and
+    whether it fits in the memory left; with the heads unknown, one head is a lower bound that can still say no."""
+    ctx, batch = e.get("ctx"), e.get("batch")
+    if ctx is None or batch is None or left is None:
+        return
+    q_len = ctx if phase == "prefill" else 1
+    per_head = batch * q_len * ctx * 4
+    heads = e.get("num_heads")
+    e["memory_left_bytes"] = left
+    if heads is not None:
+        e["score_matrix_bytes"] = per_head * heads
+        e["score_matrix_fits"] = per_head * heads <= left
+    elif per_head > left:
+        e["score_matrix_bytes"] = per_head
+        e["score_matrix_fits"] = False
 
 
 def _merge(reasons: list[Reason]) -> list[Reason]:
@@ -200,7 +268,31 @@ def eval_kernel(cx: Ctx, k: KernelV, envs: dict[str, dict[str, Any]], glob: list
         else:
             out.add(o)
     out.status = STATUS_OF[worst_seen]
+    _knowledge(cx, k, own, envs, phases, statuses, out)
     return statuses, out
+
+
+def _knowledge(cx: Ctx, k: KernelV, own: list[ClaimV], envs: dict[str, dict[str, Any]], phases: list[str],
+               statuses: dict[str, KernelStatus], out: Outcome) -> None:
+    """`ok` needs knowledge: an axis the query fixes that no claim about the kernel reads leaves it unknown."""
+    from kbtool.solve.axes import fixed_axes, known_axes
+
+    gates = known_axes((v for c in own if c.effect != "supports" for v in c.reads), k.attention)
+    missing: list[str] = []
+    for p in phases:
+        if SEVERITY[statuses[p]] >= SEVERITY["unknown"]:
+            continue
+        j = cx.judges[p]  # a `supports` statement is knowledge where its condition is not false
+        known = gates | known_axes(v for c in own if c.effect == "supports" and j.ev(c.when) is not False
+                                   and j.ev(c.requires) is not False for v in c.reads)
+        gap = [a for a in fixed_axes(envs[p]) if a not in known]
+        if gap:
+            statuses[p] = "unknown"
+            missing += [a for a in gap if a not in missing]
+    if missing:
+        out.reasons += [structural("NO_KNOWLEDGE", f"the KB records nothing about {a} for {k.id}", subject=k.id,
+                                   depends=[]) for a in missing]
+        out.status = worst(statuses.values())
 
 
 def _gates(cx: Ctx, k: KernelV) -> int:
@@ -271,8 +363,12 @@ def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]], kstat: dict[str, tupl
 def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     q = cx.q
     env, assumed = base_env(cx, acc)
+    cx.memory_left = _memory_left(cx, acc, env)
     envs = {p: phase_env(cx, env, p) for p in q.phases}
-    cx.judges = {p: Judge(e, q.libs) for p, e in envs.items()}
+    from kbtool.solve.profile import CHOSEN
+
+    choose = CHOSEN if q.assume == "typical" and "block_size" not in env else frozenset()
+    cx.judges = {p: Judge(e, q.libs, choose) for p, e in envs.items()}
     keys = {k for e in envs.values() for k in e}
     cx.differ = {k for k in keys if len({repr(e.get(k)) for e in envs.values()}) > 1}
     glob = _global_claims(cx, acc)
@@ -317,8 +413,21 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     else:
         counts = cx.gate_counts
         kernels = [_kernel_answer(k, s, o, [], counts[k.id]) for k in cx.kernels for s, o in [kstat[k.id]]]
+    if q.engine != "none":
+        _handled(q.engine, kernels)
+    chosen = {s: c for j in cx.judges.values() for s, c in j.chosen.items()}
+    for subject, passes in sorted(chosen.items()):
+        assumed[f"block_size ({subject})"] = " and ".join(dict.fromkeys(passes)) + " (what it needs)"
+    _derived_depends(kernels)
     ranking = measured_ranking(cx.img, acc.id, q.phases, envs, kernels)
     kernels.sort(key=lambda a: (SEVERITY[a.status], a.gates == 0, a.rank or 10**6, a.id))
+    from kbtool.solve.order import engine_ranks, priority, recommended
+
+    erank = engine_ranks(backends, priority(q.engine, env.get("sm"), env.get("attention") in MLA_ONLY)) \
+        if backends else {}
+    rec = recommended(kernels, q.phases, erank, env.get("sm"))
+    order = {kid: i for p in q.phases for i, kid in enumerate(rec[p])}
+    kernels.sort(key=lambda a: (SEVERITY[a.status], order.get(a.id, 10**6), a.gates == 0, a.id))
     used |= glob_out.used
     glob_caveats = _merge(glob_out.caveats)
     memory: Memory | None = None
@@ -327,7 +436,7 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
         from kbtool.solve.memory import memory_for
 
         memory, mem_notes = memory_for(cx, acc, env, kernels, assumed)
-    verdict, summary = _verdict(cx, acc, kernels, memory)
+    verdict, summary = _verdict(cx, acc, kernels, memory, rec)
     engine = None
     if q.engine == "vllm":  # vLLM's own backend selection (kbtool/solve/engine.py, issue 18)
         from kbtool.solve.engine import apply_to_answer
@@ -335,7 +444,8 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
         engine, verdict, summary = apply_to_answer(cx, acc, envs, assumed, verdict, summary, memory)
     if verdict == "yes" and glob_caveats:
         verdict, summary = "conditional", summary.replace(": yes with", ": yes, with hardware caveats, with", 1)
-    depends = sorted({d for k in kernels for rs in (k.reasons, k.caveats) for r in rs for d in r.depends_on})
+    depends = sorted({d for k in kernels if k.status != "rejected" for rs in (k.reasons, k.caveats) for r in rs
+                      for d in r.depends_on})
     qd = q.as_dict()
     qd["gpu"] = acc.id
     if ranking:
@@ -343,7 +453,51 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     _mark_evidence_scope(cx.img, [*kernels, *backends])
     return Answer(query=qd, verdict=verdict, summary=summary, kernels=kernels, memory=memory,
                   claims_used=sorted(used), depends_on=depends, backends=backends, caveats=glob_caveats,
-                  assumed=assumed, notes=mem_notes, ranking=ranking, engine=engine)
+                  assumed=assumed, notes=mem_notes, ranking=ranking, recommended=rec,
+                  engine=engine)
+
+
+def _memory_left(cx: Ctx, acc: AcceleratorV, env: dict[str, Any]) -> int | None:
+    """Bytes left per GPU after weights and the KV cache (the model's), or the usable capacity without a model."""
+    capacity = acc.capacity_bytes()
+    if capacity is None:
+        return None
+    usable = int(capacity * cx.q.utilization)
+    if cx.model is None:
+        return usable
+    from kbtool.solve.budget import fit
+    from kbtool.solve.kvcache import DEFAULT_BATCHED_TOKENS
+
+    q = cx.q
+    ctx = env.get("ctx") or cx.model.max_context
+    f = fit(cx.model, env["kv_dtype"], capacity, ctx, batch=env.get("batch") or 1, tp=q.gpus,
+            utilization=q.utilization, weights=q.weights, reserve=q.reserve,
+            batched_tokens=q.batched_tokens or DEFAULT_BATCHED_TOKENS)
+    return f.pool_bytes - f.kv_bytes  # the pool is capacity x utilization - weights - the activation reserve
+
+
+def _handled(engine: str, kernels: list[KernelAnswer]) -> None:
+    """A caveat the engine handles by default is shown as handled and does not demote the kernel."""
+    from kbtool.solve.order import handled
+
+    for k in kernels:
+        if not k.via or not k.caveats:
+            continue
+        for r in k.caveats:
+            r.handled = handled(engine, r.claim)
+        if k.status == "caveat" and all(r.handled for r in k.caveats):
+            k.status = "ok"
+            k.phase_status = {p: "ok" if s == "caveat" else s for p, s in k.phase_status.items()}
+
+
+def _derived_depends(kernels: list[KernelAnswer]) -> None:
+    """An answer that depends on a derived variable names the inputs behind it."""
+    for k in kernels:
+        for r in k.reasons + k.caveats:
+            if any(d in DERIVED_FROM for d in r.depends_on):
+                if "score_matrix_fits" in r.depends_on:
+                    r.allowed = "batch x num_heads x q_len x kv_len x 4 B fits in the memory left (give --model)"
+                r.depends_on = sorted({x for d in r.depends_on for x in DERIVED_FROM.get(d, [d])})
 
 
 def _mark_evidence_scope(img: Image, answers: list[KernelAnswer] | list[Any]) -> None:
@@ -356,13 +510,13 @@ def _mark_evidence_scope(img: Image, answers: list[KernelAnswer] | list[Any]) ->
                     r.verified_on = sorted(arch for arch in archs if arch)
 
 
-def _verdict(cx: Ctx, acc: AcceleratorV, kernels: list[KernelAnswer], memory: Any) -> tuple[str, str]:
+def _verdict(cx: Ctx, acc: AcceleratorV, kernels: list[KernelAnswer], memory: Any,
+             rec: dict[str, list[str]]) -> tuple[str, str]:
     q = cx.q
     per_phase = {p: best(k.phase_status[p] for k in kernels if p in k.phase_status) if any(
         p in k.phase_status for k in kernels) else None for p in q.phases}
     fits = memory.fits if memory is not None else None
-    ok = [k.id for k in kernels if k.status == "ok"]
-    good = [k.id for k in kernels if k.status in ("ok", "caveat")]
+    use = "; ".join(f"{p}: {ids[0]}" for p, ids in rec.items() if ids)
     where = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "")
     if not kernels or any(v is None for v in per_phase.values()):
         missing = ", ".join(p for p, v in per_phase.items() if v is None)
@@ -386,15 +540,17 @@ def _verdict(cx: Ctx, acc: AcceleratorV, kernels: list[KernelAnswer], memory: An
         bad = [p for p, v in per_phase.items() if v == "rejected"]
         return "no", f"{where}: every kernel is rejected for {', '.join(bad)}{mem}"
     if all(v == "ok" for v in per_phase.values()):
-        return "yes", f"{where}: yes with {_names(ok)}{mem}"
+        return "yes", f"{where}: yes ({use}){mem}"
     if all(v in ("ok", "caveat") for v in per_phase.values()):
-        return "conditional", f"{where}: yes with caveats, via {_names(good)}{mem}"
+        return "conditional", f"{where}: yes with caveats ({use}){mem}"
+    if all(v in ("ok", "caveat", "disputed") for v in per_phase.values()):
+        bad = [p for p, v in per_phase.items() if v == "disputed"]
+        return "conditional", f"{where}: {', '.join(bad)} rests on a disputed claim{mem}"
     deps = sorted({d for k in kernels for r in k.reasons + k.caveats for d in r.depends_on})
-    return "conditional", f"{where}: depends on inputs not given ({', '.join(deps)}){mem}"
-
-
-def _names(ids: list[str]) -> str:
-    return ", ".join(ids[:3]) + (f" (+{len(ids) - 3} more)" if len(ids) > 3 else "")
+    if not deps:
+        bad = [p for p, v in per_phase.items() if v == "unknown"]
+        return "unknown", f"{where}: the KB does not know enough to answer for {', '.join(bad)}{mem}"
+    return "conditional", f"{where}: depends on {', '.join(deps)}, not given{mem}"
 
 
 def solve(kb: Image | KB, q: Query) -> Answer | MultiAnswer:

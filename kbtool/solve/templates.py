@@ -55,11 +55,20 @@ def placeholders(template: str) -> set[str]:
     return {name for _, _, name in _spans(template)}
 
 
+def _show(name: str, v: object) -> str:
+    if v is None:
+        return "not given"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if name.endswith("_bytes") and isinstance(v, int):
+        return f"{v / 2**30:,.1f} GiB"
+    return str(v)
+
+
 def fill(template: str, env: Env) -> str:
-    """Fill {var} placeholders from the environment; a missing input shows as '?'."""
+    """Fill {var} placeholders from the environment; a missing input shows as 'not given', a byte count in GiB."""
     parts, at = [], 0
     for start, end, name in _spans(template):
-        v = env.get(name)
-        parts += [template[at:start], "?" if v is None else str(v).lower() if isinstance(v, bool) else str(v)]
+        parts += [template[at:start], _show(name, env.get(name))]
         at = end
     return "".join(parts) + template[at:] if parts else template

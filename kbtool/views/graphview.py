@@ -90,7 +90,8 @@ def why(kb: KB, kernel: str, q: Query) -> dict[str, Any]:
     for i, k in enumerate(lineage(kb, krec)):
         chain.append({"role": "kernel" if i == 0 else "variant of", "id": k.id, "kind": "kernel",
                       "message": f"{k.name} ({k.library}; {', '.join(k.phases)})"})
-    chain += [_reason_step("rejects" if ka.status == "rejected" else "undecided", r) for r in ka.reasons]
+    role = {"rejected": "rejects", "disputed": "disputed"}.get(ka.status, "undecided")
+    chain += [_reason_step(role, r) for r in ka.reasons]
     chain += [_reason_step("caveat", r) for r in ka.caveats]
     chain += [_reason_step("refuted, not enforced", r) for r in ka.refuted]
     named = {s["id"] for s in chain}

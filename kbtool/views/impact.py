@@ -21,7 +21,10 @@ Snapshot = dict[Cell, tuple[str, dict[str, str], dict[str, str]]]  # verdict, ke
 def flipped(kb: KB, claim: Claim) -> tuple[KB, str]:
     """A copy of the KB with the claim's status flipped: refuted -> unverified (enforced), else -> refuted."""
     new_status = "unverified" if claim.verification.status == "refuted" else "refuted"
-    ver = claim.verification.model_copy(update={"status": new_status})
+    # the per-scope verdicts flip with it: the claim is then refuted (or enforced) everywhere
+    ver = claim.verification.model_copy(update={"status": new_status, "verdicts": [],
+                                                "evidence": [] if new_status == "refuted" else
+                                                claim.verification.evidence})
     repl = claim.model_copy(update={"verification": ver})
     out = KB.from_records([repl if r.id == claim.id else r for r in kb])
     out.where = kb.where

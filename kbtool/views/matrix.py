@@ -14,15 +14,17 @@ from kbtool.kb import KB
 from kbtool.model import Claim
 from kbtool.solve.answer import Answer, KernelAnswer, MultiAnswer, Reason
 
-STATES = ("ok", "caveat", "gate refuted", "unknown", "rejected")
+STATES = ("ok", "caveat", "gate refuted", "disputed", "unknown", "rejected")
 LEGEND = {
     "ok": "Every gate the KB records passes.",
     "caveat": "Runs, with a caveat (accuracy, performance or an input the query left open).",
     "gate refuted": "A recorded gate would reject it, but probes refuted that gate; not enforced.",
-    "unknown": "A gate depends on an input the matrix does not fix (e.g. attention layout, versions).",
+    "disputed": "The only gate that fails is disputed here: sources disagree and no probe settled it in this scope.",
+    "unknown": "A gate depends on an input the matrix does not fix, or the KB records nothing about an axis.",
     "rejected": "A gate rejects it (or the kernel does not serve this phase).",
 }
-COLOURS = {"ok": "#2e7d32", "caveat": "#f9a825", "gate refuted": "#7b1fa2", "unknown": "#9e9e9e",
+COLOURS = {"ok": "#2e7d32", "caveat": "#f9a825", "gate refuted": "#7b1fa2", "disputed": "#ef6c00",
+           "unknown": "#9e9e9e",
            "rejected": "#c62828"}
 
 
@@ -88,7 +90,7 @@ td.c{width:22px;height:18px;cursor:pointer;text-align:center;color:#fff;font-siz
 td.c:hover{outline:2px solid #000}#detail{margin-top:12px;padding:8px;border:1px solid #999;min-height:40px;
 max-width:900px;white-space:pre-wrap}.legend span{display:inline-block;width:14px;height:14px;
 vertical-align:middle;margin:0 4px 0 12px}"""
-_SYMBOL = {"ok": "\u2713", "caveat": "!", "gate refuted": "R", "unknown": "?", "rejected": "\u2717"}
+_SYMBOL = {"ok": "\u2713", "caveat": "!", "gate refuted": "R", "disputed": "D", "unknown": "?", "rejected": "\u2717"}
 
 _JS = """(function(){
 var errors=[];window.addEventListener('error',function(e){errors.push(String(e.message))});

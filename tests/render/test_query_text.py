@@ -50,6 +50,13 @@ CASES: dict[str, tuple[list[str], dict[str, str]]] = {
     "unknown-model": (["--gpu", "h100", "--model", "lama-3.1-70b"], {}),
     "bad-ctx": (["--gpu", "h100", "--ctx", "12q"], {}),
     "missing-inputs": ([], {}),
+    # issue 17: the headline fits 25 lines at 80 columns; --explain lists everything
+    "seen-8-h100-128k-fp8-columns-80": (H100, {"COLUMNS": "80"}),
+    "seen-8-h100-128k-fp8-explain-columns-80": ([*H100, "--explain"], {"COLUMNS": "80"}),
+    "seen-8-gpt-oss-h100-vllm-columns-80": (["--gpu", "h100", "--model", "gpt-oss-120b", "--ctx", "128k",
+                                             "--engine", "vllm"], {"COLUMNS": "80"}),
+    "seen-8-a100-columns-80": (["--gpu", "a100", "--head-dim", "128", "--kv", "bf16", "--ctx", "8k"],
+                               {"COLUMNS": "80"}),
     # the fixture KB
     "fx-head-dim-reject": ([*F, "--gpu", "hop", "--head-dim", "96", "--lib", "cuda=12.8", "--batch", "1"], {}),
     "fx-unknown-cuda": ([*F, "--gpu", "hop", "--head-dim", "128", "--kernel", "k-gqa"], {}),

@@ -14,8 +14,14 @@ def test_text_output_has_verdict_kernels_memory_and_caveats() -> None:
     r = run_kb("query", "--kb", FIX, "--gpu", "hop", "--model", "fx-llama-70b", "--kv", "fp8", "--ctx", "128k",
                "--lib", "cuda=12.8")
     assert r.code == 0, r.err
-    for part in ("verdict:", "kernels:", "memory:", "caveats:", "k-gqa-fp8-long-ctx", "KV/token"):
+    for part in ("verdict:", "use for prefill:", "memory:", "caveats:", "k-gqa-fp8-long-ctx"):
         assert part in r.out
+    assert len(r.out.splitlines()) <= 25
+    full = run_kb("query", "--kb", FIX, "--gpu", "hop", "--model", "fx-llama-70b", "--kv", "fp8", "--ctx", "128k",
+                  "--lib", "cuda=12.8", "--explain")
+    for part in ("kernels:", "KV/token", "source: seed fixture.txt"):
+        assert part in full.out
+    assert "more (--explain)" not in full.out
 
 
 def test_explain_adds_sources_and_evidence() -> None:

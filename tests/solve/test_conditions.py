@@ -179,7 +179,7 @@ def test_placeholder_fill_agrees_with_the_regex_it_replaced(template: str, flag:
 
     def sub(m: re.Match[str]) -> str:
         v = env.get(m.group(1))
-        return "?" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+        return "not given" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
 
     assert fill(template, env) == pat.sub(sub, template)
     assert placeholders(template) == set(pat.findall(template))

@@ -29,7 +29,7 @@ def driver_bytes(acc: str) -> int:
 
 def test_405b_fp8_weights_on_8_h100_fits_with_the_budget_lines() -> None:
     r = run_kb("query", "--gpu", "h100", "--gpus", "8", "--model", "llama-3.1-405b", "--weights", "fp8",
-               "--ctx", "128k", "--kv", "fp8", env=ENV)
+               "--ctx", "128k", "--kv", "fp8", "--explain", env=ENV)  # the headline has one memory line
     assert r.code == 0, r.err
     line = next(x for x in r.out.splitlines() if x.startswith("memory:"))
     assert line.startswith("memory: fits")

@@ -6,7 +6,17 @@ import json
 from pathlib import Path
 
 from tests.bench import helpers as h
-from tests.util import run_kb
+from tests.util import ROOT, run_kb
+
+
+def _tree(tmp: Path, results: list) -> Path:
+    """The bench tree plus the shipped claims: a kernel is ranked only where the KB knows it passes."""
+    import shutil
+
+    root = h.tree(tmp, results)
+    for folder in ("claims", "evidence"):
+        shutil.copytree(ROOT / "records" / folder, root / folder)
+    return root
 
 ROWS = [
     (h.decode(1, 16384), "flashinfer-decode", [700.0, 702.0, 699.0]),
@@ -24,7 +34,7 @@ def _query(root: Path, *extra: str) -> dict:
 
 
 def test_separated_winner_is_ranked_first_and_cited(tmp_path: Path) -> None:
-    root = h.tree(tmp_path, [h.result("nvidia-h200-sxm", ROWS)])
+    root = _tree(tmp_path, [h.result("nvidia-h200-sxm", ROWS)])
     a = _query(root, "--ctx", "16k")
     r = a["ranking"]["decode"]
     assert r["winner"] == "sdpa-flash" and r["verdict"] == "separated"
@@ -39,14 +49,14 @@ def test_separated_winner_is_ranked_first_and_cited(tmp_path: Path) -> None:
 
 
 def test_no_clear_winner_is_said(tmp_path: Path) -> None:
-    root = h.tree(tmp_path, [h.result("nvidia-h200-sxm", ROWS)])
+    root = _tree(tmp_path, [h.result("nvidia-h200-sxm", ROWS)])
     a = _query(root, "--ctx", "512")
     assert a["ranking"]["decode"]["winner"] is None
     assert "no clear winner" in a["summary"]
 
 
 def test_only_kernels_that_pass_are_ranked(tmp_path: Path) -> None:
-    root = h.tree(tmp_path, [h.result("nvidia-h200-sxm", ROWS)])
+    root = _tree(tmp_path, [h.result("nvidia-h200-sxm", ROWS)])
     a = _query(root, "--ctx", "16k", "--kernel", "flashinfer-fa2")
     assert [x["kernel"] for x in a["ranking"]["decode"]["ranking"]] == ["flashinfer-fa2"]
 

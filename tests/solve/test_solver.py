@@ -36,17 +36,25 @@ def test_reject_with_observed_and_allowed(kb: KB) -> None:
     r = next(r for r in k(a, "k-gqa").reasons if r.claim == "k-gqa-head-dim")
     assert k(a, "k-gqa").status == "rejected"
     assert (r.observed, r.allowed, r.code, r.verification) == (96, [64, 128, 256], "HEAD_DIM", "unverified")
-    assert r.message == "k-gqa supports head_dim in [64, 128, 256]; got 96"
+    assert r.message == "k-gqa supports head_dim in [64, 128, 256]; got 96 (q bf16, KV bf16)"
     assert "pad" in k(a, "k-gqa").workarounds
 
 
 def test_unknown_names_input_and_passing_values(kb: KB) -> None:
-    a = ask(kb, gpu="hop", head_dim=128, batch=1, kernel=["k-gqa"])
+    a = ask(kb, gpu="hop", head_dim=128, batch=1, kernel=["k-gqa"], assume="none")
     ka = k(a, "k-gqa")
     assert ka.status == "unknown"
     r = next(r for r in ka.reasons if r.claim == "k-gqa-cuda")
     assert r.depends_on == ["cuda"] and r.allowed == "cuda >= 12.3"
     assert "cuda" in a.depends_on and a.verdict == "conditional"
+    assert "cuda" not in a.assumed
+
+
+def test_typical_profile_assumes_cuda_and_lists_it(kb: KB) -> None:
+    a = ask(kb, gpu="hop", head_dim=128, kernel=["k-gqa"])
+    assert k(a, "k-gqa").status == "ok" and a.verdict == "yes"
+    assert a.assumed["cuda"] == "12.9" and a.assumed["batch"] == 1 and a.assumed["dtype"] == "bf16"
+    assert "None" not in str(a.assumed.values()) and "?" not in str(a.assumed.values())
 
 
 def test_all_known_and_passing_is_ok(kb: KB) -> None:
@@ -56,10 +64,11 @@ def test_all_known_and_passing_is_ok(kb: KB) -> None:
 
 
 def test_disputed_claims_are_enforced_and_labelled(kb: KB) -> None:
-    a = ask(kb, gpu="bw", head_dim=128, lib=["cuda=12.8"], batch=1)
+    a = ask(kb, gpu="bw", head_dim=128, lib=["cuda=12.8"], batch=1, kernel=["k-gqa"])
     r = next(r for r in k(a, "k-gqa").reasons if r.claim == "k-gqa-requires-sm90")
     assert r.verification == "disputed" and r.enforced
-    assert k(a, "k-gqa").status == "rejected"
+    assert k(a, "k-gqa").status == "disputed"  # its only failing gate is disputed: neither ok nor rejected
+    assert a.verdict == "conditional" and "disputed" in a.summary
 
 
 def test_refuted_claims_are_shown_not_enforced(kb: KB) -> None:
@@ -84,7 +93,7 @@ def test_untestable_label(kb: KB) -> None:
 
 def test_caveat_applies_when_when_holds(kb: KB) -> None:
     a = ask(kb, gpu="bw", head_dim=128, kv="fp8", ctx="128k", lib=["cuda=12.8"], batch=1)
-    assert k(a, "k-gqa").status == "rejected"  # sm100, disputed arch gate
+    assert k(a, "k-gqa").status == "disputed"  # sm100, disputed arch gate
     a = ask(kb, gpu="hop", head_dim=128, kv="fp8", ctx="128k", lib=["cuda=12.8"], batch=1)
     ka = k(a, "k-gqa")
     assert ka.status == "caveat" and [c.claim for c in ka.caveats] == ["k-gqa-fp8-long-ctx"]
@@ -117,7 +126,7 @@ def test_layout_filters_kernels(kb: KB) -> None:
     assert k(a, "k-gqa").status == "rejected"
     assert any(r.code == "ATTENTION" and r.verification == "structural" for r in k(a, "k-gqa").reasons)
     assert k(a, "k-mla").status == "ok"
-    g = ask(kb, gpu="bw", head_dim=128)
+    g = ask(kb, gpu="bw", head_dim=128, assume="none")
     assert k(g, "k-mla").status == "unknown"
     assert k(g, "k-mla").reasons[0].depends_on == ["attention"]
 
@@ -204,7 +213,14 @@ def test_verified_reasons_say_where_their_evidence_ran() -> None:
                "--kernel", "flash-attention-4", "--json")
     (k,) = json.loads(r.out)["kernels"]
     (reason,) = [x for x in k["reasons"] if x["claim"] == "fa4-head-dims"]
+    # the evidence ran on sm90 with flash-attn-4 4.0.0b36 (the newest recorded release, assumed here)
     assert reason["verification"] == "verified" and reason["verified_on"] == ["sm90"]
+    assert reason["verdict"] == "verified on sm90 prefill (flash-attn-4 4.0.0b36)"
     text = run_kb("query", "--gpu", "h100", "--kv", "bf16", "--head-dim", "512", "--phase", "prefill",
-                  "--kernel", "flash-attention-4").out
-    assert "verified on sm90" in text
+                  "--kernel", "flash-attention-4", "--explain").out
+    assert "verified on sm90 prefill (flash-attn-4 4.0.0b36)" in text
+    other = run_kb("query", "--gpu", "h100", "--kv", "bf16", "--head-dim", "512", "--phase", "prefill",
+                   "--kernel", "flash-attention-4", "--lib", "flash-attn-4=4.0.0", "--json")
+    (k,) = json.loads(other.out)["kernels"]
+    (reason,) = [x for x in k["reasons"] if x["claim"] == "fa4-head-dims"]
+    assert reason["verification"] == "unverified" and "only" in reason["verdict"]  # another release: not covered

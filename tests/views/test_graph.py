@@ -33,10 +33,10 @@ def test_neighbors_depth(fx: KB) -> None:
 
 def test_why_rejected_names_the_claim(fx: KB) -> None:
     d = why(fx, "k-gqa", build_query(gpu="gpu-blackwell", head_dim=128, kv="bf16"))
-    assert d["status"] == "rejected"
+    assert d["status"] == "disputed"  # the sm90 gate is disputed: it decides, but does not reject
     roles = [(s["role"], s["id"]) for s in d["chain"]]
     assert roles[:3] == [("accelerator", "gpu-blackwell"), ("architecture", "sm100"), ("kernel", "k-gqa")]
-    assert ("rejects", "k-gqa-requires-sm90") in roles
+    assert ("disputed", "k-gqa-requires-sm90") in roles
 
 
 def test_why_admitted_shows_refuted_and_passed(fx: KB) -> None:
@@ -103,7 +103,7 @@ def test_cli_graph() -> None:
     r = run_kb("graph", "impact", "fa4-requires-blackwell")
     assert r.code == 0, r.err
     assert "kernels that change: flash-attention-4" in r.out
-    assert "nvidia-h100-sxm: flash-attention-4 ok -> rejected" in r.out
+    assert "nvidia-h100-sxm: flash-attention-4 disputed -> rejected" in r.out
     w = run_kb("graph", "why", "fa4", "--gpu", "h100", "--kv", "bf16", "--head-dim", "128", "--json")
     assert w.code == 0, w.err
     chain = json.loads(w.out)["chain"]

@@ -1,0 +1,181 @@
+"""Issue 17 semantics on the shipped KB: disputed status, scoped verdicts, ok needs knowledge, q vs KV dtype,
+attention features, the workspace gate, the typical profile and the order to try."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kbtool.kb import KB
+from kbtool.solve.answer import Answer, KernelAnswer
+from kbtool.solve.gates import effective, scope_words
+from kbtool.solve.query import build_query
+from kbtool.solve.solver import solve
+from tests.util import ROOT, load_kb, run_kb
+
+
+@pytest.fixture(scope="module")
+def kb() -> KB:
+    return load_kb(ROOT / "records")
+
+
+def ask(kb: KB, **kw: Any) -> Answer:
+    a = solve(kb, build_query(**kw))
+    assert isinstance(a, Answer)
+    return a
+
+
+def k(a: Answer, kid: str) -> KernelAnswer:
+    return next(x for x in a.kernels if x.id == kid)
+
+
+class _C(tuple):  # a ClaimV-shaped stand-in: only the fields `effective` reads
+    verdicts = property(lambda s: s[0])
+    sides = property(lambda s: s[1])
+    status = property(lambda s: s[2])
+
+
+def test_a_verdict_holds_only_inside_its_scope() -> None:
+    c = _C(((("sm90", (("flashinfer", "0.6.18"),), None, "refuted", ("ev",)),), (("a", ("s",)),), "disputed"))
+    assert effective(c, {"sm": "sm90", "flashinfer": "0.6.18"}) == ("refuted", "refuted on sm90 (flashinfer 0.6.18)")
+    st, words = effective(c, {"sm": "sm90", "flashinfer": "0.7.0"})
+    assert st == "disputed" and words == "disputed here; refuted on sm90 (flashinfer 0.6.18) only"
+    assert effective(c, {"sm": "sm80", "flashinfer": "0.6.18"})[0] == "disputed"
+    assert effective(c, {"sm": "sm90"})[0] == "disputed"  # the version is not known: not inside the scope
+    plain = _C(((("sm90", (), "prefill", "verified", ("ev",)),), (), "verified"))
+    assert effective(plain, {"sm": "sm90", "phase": "prefill"})[0] == "verified"
+    assert effective(plain, {"sm": "sm90", "phase": "decode"})[0] == "unverified"
+
+
+def test_scope_words_group_versions() -> None:
+    vs = [("sm90", (("flashinfer", "0.6.18"),), None, "refuted", ()),
+          ("sm90", (("flashinfer", "0.7.2.post1"),), None, "refuted", ())]
+    assert scope_words(vs) == "refuted on sm90 (flashinfer 0.6.18, 0.7.2.post1)"
+
+
+def test_refuted_on_sm90_is_not_evidence_on_sm80(kb: KB) -> None:
+    a = ask(kb, gpu="a100", head_dim=128, kv="bf16", ctx="8k")
+    assert k(a, "flash-attention-2").status == "ok"
+    fa4 = k(a, "flash-attention-4")
+    r = next(r for r in fa4.reasons if r.claim == "fa4-requires-blackwell")
+    assert fa4.status == "disputed" and r.enforced and r.verification == "disputed"
+    assert "sm90" in (r.verdict or "") and r.verdict.endswith("only")
+    assert len(r.sides) == 2 and all(s["sources"] for s in r.sides)
+
+
+def test_refuted_inside_scope_is_not_enforced(kb: KB) -> None:
+    a = ask(kb, gpu="h200", head_dim=128, kv="bf16", phase="prefill", lib=["flash-attn-4=4.0.0b36"],
+            kernel=["flash-attention-4"])
+    fa4 = k(a, "flash-attention-4")
+    assert [r.claim for r in fa4.refuted] == ["fa4-requires-blackwell"]
+    assert fa4.refuted[0].verdict == "refuted on sm90 prefill (flash-attn-4 4.0.0b36)"
+    assert fa4.status == "ok"
+
+
+def test_a_disputed_seed_claim_does_not_reject(kb: KB) -> None:
+    for gpu in ("h100", "h200", "b200"):
+        a = ask(kb, gpu=gpu, model="qwen3-next-80b-a3b", ctx="128k", kv="bf16")
+        fi = k(a, "flashinfer-fa2")
+        assert fi.status != "rejected", gpu
+        assert all(r.claim != "flashinfer-head-dim-256-512-unsupported" or r.verification == "disputed"
+                   for r in fi.reasons)
+
+
+def test_q_dtype_and_kv_dtype_differ(kb: KB) -> None:
+    a = ask(kb, gpu="h100", ctx="128k", kv="fp8")
+    for kid in ("torch-sdpa-flash", "torch-sdpa-efficient", "torch-sdpa-cudnn", "torch-sdpa-math",
+                "flex-attention", "flash-attention-2", "cudnn-frontend-sdpa"):
+        assert k(a, kid).status == "rejected", kid
+    assert k(a, "flashinfer-fa2").phase_status["decode"] in ("ok", "caveat")
+    fa3 = k(a, "flash-attention-3")
+    assert fa3.status == "caveat" and "fa3-fp8-kv-needs-fp8-query" in [c.claim for c in fa3.caveats]
+    recommended = {kid for ids in a.recommended.values() for kid in ids}
+    assert "flash-attention-3" in recommended and not recommended & {"torch-sdpa-math", "torch-sdpa-flash"}
+
+
+def test_fa3_has_no_fp4_path(kb: KB) -> None:
+    a = ask(kb, gpu="h100", ctx="32k", kv="fp4", kernel=["flash-attention-3"])
+    assert k(a, "flash-attention-3").status == "rejected"
+
+
+def test_ungated_math_sdpa_is_not_ok_at_long_context(kb: KB) -> None:
+    a = ask(kb, gpu="mi300x", model="llama-3.1-70b", ctx="128k", kv="bf16", kernel=["torch-sdpa-math"])
+    m = k(a, "torch-sdpa-math")
+    assert m.phase_status["prefill"] == "rejected"
+    r = next(r for r in m.reasons if r.claim == "torch-sdpa-math-score-matrix-workspace")
+    assert "4 B = 4,096.0 GiB" in r.message  # 1 x 64 x 131072 x 131072 x 4 B
+    b = ask(kb, gpu="mi300x", model="llama-3.1-70b", ctx="128k", kv="fp8")
+    assert not (b.verdict == "yes" and "torch-sdpa-math" in b.recommended.get("prefill", []))
+
+
+def test_no_knowledge_is_unknown_never_ok(kb: KB) -> None:
+    a = ask(kb, gpu="h100", ctx="8k", kv="bf16", kernel=["flashinfer-cudnn"])
+    c = k(a, "flashinfer-cudnn")
+    assert c.status == "unknown"
+    assert any(r.message == "the KB records nothing about q dtype for flashinfer-cudnn" for r in c.reasons)
+
+
+def test_sinks_gate_kernels(kb: KB) -> None:
+    a = ask(kb, gpu="h100", model="gpt-oss-120b", ctx="128k")
+    for kid in ("torch-sdpa-flash", "torch-sdpa-cudnn", "flash-attention-2", "flashinfer-fa2"):
+        st = k(a, kid).status
+        assert st == "rejected" and any(r.code == "SINKS" for r in k(a, kid).reasons), kid
+    assert k(a, "flash-attention-3").status == "ok"
+    assert k(a, "flex-attention").status != "ok"
+    v = ask(kb, gpu="a100", model="gpt-oss-120b", ctx="128k", engine="vllm")
+    assert v.recommended["decode"] == ["vllm-triton-unified-attention"]
+
+
+def test_assume_none_is_strict(kb: KB) -> None:
+    a = ask(kb, gpu="h100", ctx="128k", kv="fp8", assume="none")
+    assert "cuda" in a.depends_on and "cuda" not in a.assumed
+    t = ask(kb, gpu="h100", ctx="128k", kv="fp8")
+    assert t.assumed["cuda"] == "12.9" and t.assumed["head_dim"] == 128
+
+
+def test_ctx_spellings_agree(kb: KB) -> None:
+    a, b = ask(kb, gpu="h100", ctx="128k", kv="fp8"), ask(kb, gpu="h100", ctx="131072", kv="fp8")
+    assert (a.verdict, a.recommended) == (b.verdict, b.recommended)
+
+
+def test_generic_fit_advice_is_not_scoped_to_one_product(kb: KB) -> None:
+    sxm = ask(kb, gpu="h100", ctx="128k", kv="fp8")
+    pcie = ask(kb, gpu="h100-pcie", ctx="128k", kv="fp8")
+    assert sxm.verdict == pcie.verdict
+    assert not any(c.claim == "kv-cache-must-fit-before-kernel-gates" for c in sxm.caveats)
+
+
+def test_headline_fits_a_terminal_and_explain_never_truncates() -> None:
+    env = {"COLUMNS": "80"}
+    r = run_kb("query", "--gpu", "h100", "--ctx", "128k", "--kv", "fp8", env=env)
+    lines = r.out.splitlines()
+    assert len(lines) <= 25 and max(len(x) for x in lines) <= 80 + 10  # an unbreakable id may overflow a little
+    assert lines[0].startswith("verdict:") and any(x.startswith("assumed:") for x in lines)
+    assert "None" not in r.out and "?" not in r.out
+    full = run_kb("query", "--gpu", "h100", "--ctx", "128k", "--kv", "fp8", "--explain", env=env)
+    assert "more (--explain)" not in full.out and "torch-sdpa-math" in full.out
+
+
+def test_order_to_try(kb: KB) -> None:
+    v = ask(kb, gpu="h100", model="gpt-oss-120b", ctx="128k", engine="vllm")
+    assert v.recommended["prefill"][0] == "flash-attention-3"  # FLASH_ATTN first in vLLM's list on sm90
+    b = ask(kb, gpu="b200", head_dim=128, kv="bf16", ctx="8k")
+    assert b.recommended["prefill"][0] == "flash-attention-4"  # vLLM's default FA generation on sm100
+    assert b.recommended["prefill"].index("torch-sdpa-flash") > b.recommended["prefill"].index("flashinfer-fa2")
+
+
+def test_engine_handled_caveat_does_not_demote(kb: KB) -> None:
+    a = ask(kb, gpu="h100", ctx="128k", kv="fp8", engine="vllm", kernel=["flash-attention-3"])
+    c = next(r for r in k(a, "flash-attention-3").caveats if r.claim == "fa3-fp8-long-context-two-level-accumulation")
+    assert c.handled and "two-level" in c.handled
+    plain = ask(kb, gpu="h100", ctx="128k", kv="fp8", kernel=["flash-attention-3"])
+    assert all(r.handled is None for r in k(plain, "flash-attention-3").caveats)
+
+
+def test_mla_block_size_is_the_backends_own_under_vllm(kb: KB) -> None:
+    a = ask(kb, gpu="b200", model="deepseek-v3", kv="bf16", engine="vllm", gpus=8, ctx="32k")
+    assert "block_size" not in a.assumed
+    assert k(a, "cutlass-mla-decode").status == "ok"  # CUTLASS_MLA's 128 is what the profile picks for it
+    dense = ask(kb, gpu="h100", model="llama-3.1-8b", kv="bf16", engine="vllm", ctx="8k")
+    assert dense.assumed["block_size"] == 16
