@@ -96,6 +96,8 @@ def validate(
     json_: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     list_checks: Annotated[bool, typer.Option("--list-checks", help="List every check and exit.")] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Fail on warnings too.")] = False,
+    style: Annotated[bool, typer.Option("--style", help="Also report files not in `kb fmt`'s canonical form "
+                                                        "(KB601, slower; `kb fmt --check` is the gate).")] = False,
     kb: KbOpt = None,
 ) -> None:
     """Check every record: YAML, schema, references and values.
@@ -109,7 +111,7 @@ def validate(
         raise typer.Exit(0)
     from kbtool.validate import validate as run
 
-    report = run(_records(kb), paths)
+    report = run(_records(kb), paths, style=style)
     if json_ or fmt is Format.json:
         render.as_json(report)
     else:

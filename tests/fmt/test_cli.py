@@ -59,9 +59,9 @@ def test_kb601_warns_with_the_fix_and_is_not_an_error(tmp_path: Path) -> None:
 def test_validate_reports_kb601_only_until_fmt_runs(tmp_path: Path) -> None:
     root = tmp_path / "records"
     write(tmp_path, "records/claims/x.yaml", MESSY)
-    assert [f.code for f in validate(root).findings if f.code == "KB601"] == ["KB601"]
+    assert [f.code for f in validate(root, style=True).findings if f.code == "KB601"] == ["KB601"]
     runner.invoke(app, ["fmt", "--kb", str(root)])
-    assert [f.code for f in validate(root).findings if f.code == "KB601"] == []
+    assert [f.code for f in validate(root, style=True).findings if f.code == "KB601"] == []
 
 
 def test_new_scaffolds_a_canonical_record_with_comments(tmp_path: Path) -> None:
@@ -85,7 +85,7 @@ def test_every_kind_scaffolds_and_only_todo_placeholders_fail_schema(kind: str, 
     root = tmp_path / "records"
     root.mkdir()
     assert runner.invoke(app, ["new", kind, "x", "--kb", str(root)]).exit_code == 0
-    findings = validate(root).findings
+    findings = validate(root, style=True).findings
     assert not [f for f in findings if f.code in ("KB100", "KB601")]
 
 
@@ -120,5 +120,14 @@ def test_validate_of_one_file_checks_only_that_file_for_kb601(tmp_path: Path) ->
     root = tmp_path / "records"
     a = write(tmp_path, "records/claims/a.yaml", MESSY.replace("id: x", "id: a"))
     write(tmp_path, "records/claims/b.yaml", MESSY.replace("id: x", "id: b"))
-    assert [f.file for f in validate(root, [a]).findings if f.code == "KB601"] == ["records/claims/a.yaml"]
-    assert len([f for f in validate(root).findings if f.code == "KB601"]) == 2
+    assert [f.file for f in validate(root, [a], style=True).findings if f.code == "KB601"] == ["records/claims/a.yaml"]
+    assert len([f for f in validate(root, style=True).findings if f.code == "KB601"]) == 2
+
+
+def test_validate_reports_kb601_only_with_style(tmp_path: Path) -> None:
+    root = tmp_path / "records"
+    write(tmp_path, "records/claims/x.yaml", MESSY)
+    assert not [f for f in validate(root).findings if f.code == "KB601"]
+    assert [f.code for f in validate(root, style=True).findings if f.code == "KB601"] == ["KB601"]
+    assert "KB601" in runner.invoke(app, ["validate", "--style", "--kb", str(root)]).output
+    assert "KB601" not in runner.invoke(app, ["validate", "--kb", str(root)]).output
