@@ -48,6 +48,9 @@ OPTIONS: tuple[tuple[str, str, str, str, str], ...] = (
     ("--assume", "assume", "str", "PROFILE", "typical (default): fill inputs not given from the documented profile "
      "(kbtool/solve/profile.py) and list them; none: strict, unknown where an input is missing."),
     ("--cuda", "cuda", "str", "VERSION", "CUDA version, e.g. 12.8."),
+    ("--vllm", "vllm", "str", "VERSION", "vLLM release for --engine vllm (default: the newest recorded)."),
+    ("--vllm-args", "vllm_args", "str", "CMD", 'A vLLM serve command, e.g. "serve MODEL --kv-cache-dtype fp8 -tp 2": '
+     "pre-flight answer (backend, KV fit, or vLLM's error)."),
     ("--json", "json", "flag", "", "Print the answer as JSON (design.md §4)."),
     ("--explain", "explain", "flag", "", "Add sources and evidence."),
     ("--fail-on-no", "fail_on_no", "flag", "", "Exit 1 when the verdict is no."),

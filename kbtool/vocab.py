@@ -9,6 +9,9 @@ if TYPE_CHECKING:
     VarType = Literal["id", "enum", "int", "number", "bool", "version"]
 
 KV_DTYPES = ("bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "nvfp4")
+# KV layouts an engine names on its own (vLLM: the 656-byte DeepSeek sparse-MLA fp8 format); conditions may
+# use them, the query's --kv does not offer them
+ENGINE_KV_LAYOUTS = ("fp8_ds_mla",)
 DTYPES = ("bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "fp32")
 DTYPE_ALIASES = {
     "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16", "half": "fp16",
@@ -32,7 +35,7 @@ VARS: dict[str, tuple[VarType, tuple[str, ...] | None]] = {
     "ctx": ("int", None),
     "batch": ("int", None),
     "phase": ("enum", PHASES),
-    "kv_dtype": ("enum", KV_DTYPES),
+    "kv_dtype": ("enum", KV_DTYPES + ENGINE_KV_LAYOUTS),
     "dtype": ("enum", DTYPES),
     "head_dim": ("int", None),
     "head_dim_v": ("int", None),
@@ -59,6 +62,8 @@ VARS: dict[str, tuple[VarType, tuple[str, ...] | None]] = {
     # environment switches
     "trtllm_kernels": ("bool", None),  # FlashInfer's TRT-LLM kernels installed (flashinfer-cubin) or fetchable
     "block_size": ("int", None),
+    # the engine's own --kv-cache-dtype spelling, where it matters (vLLM lists "fp8" and "fp8_e4m3" separately)
+    "kv_cache_dtype": ("enum", ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4", "fp8_ds_mla")),
     "causal": ("bool", None),
     "engine": ("enum", ENGINES),
     **{lib: ("version", None) for lib in LIBRARIES},

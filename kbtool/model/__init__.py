@@ -7,6 +7,7 @@ from .architecture import Architecture
 from .claim import Claim, Reason
 from .common import Record, Source, Status, Verification
 from .engine_backend import EngineBackend
+from .engine_priority import EnginePriority
 from .evidence import Evidence
 from .hardware_parameter import HardwareParameter
 from .kernel import Kernel
@@ -20,6 +21,7 @@ MODELS: dict[str, type[Record]] = {
     "hardware-parameter": HardwareParameter,
     "kernel": Kernel,
     "engine-backend": EngineBackend,
+    "engine-priority": EnginePriority,
     "claim": Claim,
     "model": Model,
     "evidence": Evidence,
@@ -34,6 +36,7 @@ FOLDERS: dict[str, str] = {
     "hardware-parameter": "hardware-parameters",
     "kernel": "kernels",
     "engine-backend": "engine-backends",
+    "engine-priority": "engine-priorities",
     "claim": "claims",
     "model": "models",
     "evidence": "evidence",
@@ -48,6 +51,7 @@ __all__ = [
     "Architecture",
     "Claim",
     "EngineBackend",
+    "EnginePriority",
     "Evidence",
     "HardwareParameter",
     "Kernel",

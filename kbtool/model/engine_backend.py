@@ -19,7 +19,9 @@ class EngineBackend(Record):
     kind: Literal["engine-backend"] = Field(description="Record kind")
     engine: Literal["vllm", "sglang", "trtllm"] = Field(description="Serving engine")
     backend_name: str = Field(description="The engine's own name for it, e.g. FLASH_ATTN")
-    kernels: list[Ref] = Field(min_length=1, description="Kernel records this backend can run")
+    kernels: list[Ref] = Field(
+        default_factory=list, description="Kernel records this backend can run (empty: the KB has no record of them)"
+    )
     attention: list[Layout] = Field(
         default_factory=_mha_gqa, description="Attention layouts it serves"
     )

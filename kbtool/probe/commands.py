@@ -11,8 +11,8 @@ from typing import Any
 
 from kbtool.errors import ProbeError, UsageError
 from kbtool.model import Claim, Evidence
+from kbtool.probe import engine, measured
 from kbtool.probe import evidence as ev_io
-from kbtool.probe import measured
 from kbtool.probe.rejudge import claim_context, probes_by_id, rejudge
 from kbtool.probe.runner import CaseResult, run_cases
 from kbtool.probe.spec import Probe, discover
@@ -74,7 +74,7 @@ def fit(probe: Probe, env: dict[str, Any]) -> Fit:
                if p != "torch" and not any(alt in libs for alt in p.split("|"))]  # "a|b": either will do
     if "torch" in probe.spec.packages and not env.get("torch"):
         missing.insert(0, "torch")
-    if not env.get("gpu"):
+    if not env.get("gpu") and engine.needs_gpu(probe.spec):  # engine probes (kbtool/probe/engine.py) need none
         return Fit(probe, False, "no CUDA GPU", missing)
     if missing:
         return Fit(probe, False, f"not installed: {', '.join(missing)}", missing)
@@ -85,7 +85,9 @@ def fit(probe: Probe, env: dict[str, Any]) -> Fit:
 
 
 def list_probes(env: dict[str, Any]) -> list[Fit]:
-    return [fit(p, env) for p in discover()]
+    probes = discover()
+    engine_env = engine.environment(env) if any(not engine.needs_gpu(p.spec) for p in probes) else env
+    return [fit(p, env if engine.needs_gpu(p.spec) else engine_env) for p in probes]
 
 
 def select(
@@ -228,13 +230,16 @@ def run(
     deadline = time.monotonic() + budget_s if budget_s else None
     report = RunReport(env)
     probes = select(discover(), probe_id, claim_id, exclude)
-    if not report.gpu:
-        return report
+    if not report.gpu:  # engine probes run without a GPU, under the engine's own environment
+        probes = [p for p in probes if not engine.needs_gpu(p.spec)]
+        if not probes:
+            return report
     claims = load_claims(records)
     folder = out or records / "evidence"
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     for probe in probes:
-        f = fit(probe, env)
+        penv = env if engine.needs_gpu(probe.spec) else engine.environment(env)
+        f = fit(probe, penv)
         if not f.fits:
             report.runs.append(ProbeRun(probe, "skipped", f.why))
             if f.missing and probe.spec.untestable:
@@ -243,7 +248,7 @@ def run(
             continue
         n_cases = len(probe.cases())
         progress = on_probe(probe, n_cases) if on_probe else None
-        pr = run_probe(probe, env, progress=progress, kb=kb_context(records, env), deadline=deadline,
+        pr = run_probe(probe, penv, progress=progress, kb=kb_context(records, penv), deadline=deadline,
                        claims=claim_context(claims, probe.spec.claims))
         if pr.evidence is not None:
             pr.evidence_path, pr.evidence = ev_io.write(folder, pr.evidence)

@@ -275,11 +275,12 @@ def _block(
     elif events:
         status = str(original.verification.status)
     elif old.get("verdicts"):  # every earlier verdict was judged again and none stands: back to unverified
-        block = {"status": "unverified", "reason": "judged again: no recorded run decides this claim as it now "
-                 "reads (evidence " + ", ".join(old.get("evidence", [])) + ")", "checked": today}
+        reset: dict[str, Any] = {"status": "unverified", "reason": "judged again: no recorded run decides this claim "
+                                 "as it now reads (evidence " + ", ".join(old.get("evidence", [])) + ")",
+                                 "checked": today}
         if old.get("sides"):
-            block["sides"] = old["sides"]
-        return block
+            reset["sides"] = old["sides"]
+        return reset
     else:
         return None
     if not old.get("verdicts") and not any(e.ev.id in old.get("evidence", []) for e in entries):

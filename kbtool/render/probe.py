@@ -84,7 +84,7 @@ def update_rows(updates: list[Update], skips: list[Skip]) -> Table:
 
 def run_text(report: RunReport) -> None:
     out.print(env_line(report.env))
-    if not report.gpu:
+    if not report.gpu and not report.runs:  # engine probes (no GPU needed) may still have run
         out.print("Nothing was run: probes need a CUDA GPU. `kb probe list` shows what each needs.")
         return
     table = Table(title="probe runs")

@@ -182,6 +182,8 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
         for ln in _wrap(f"use for {phase}: {marks}{more}", width):
             sink.line(_styled(ln, styles))
             used += 1
+    if a.engine:  # vLLM's own choice (kbtool/solve/engine.py)
+        used += _lines(sink, _engine_headline(a.engine), width)
     if a.memory is not None:
         m = a.memory
         fits = {True: "fits", False: "does not fit", None: "no ctx given"}[m.fits]
@@ -269,7 +271,9 @@ def _explain_all(sink: Sink, a: Answer) -> None:
     sink.line([("kernels:", "bold")])
     for k in a.kernels:
         _kernel_lines(sink, k, bool(a.backends), _width())
-    if a.backends:
+    if a.engine:
+        _engine(sink, a.engine, True)
+    elif a.backends:
         _backends(sink, a.backends)
     if a.ranking:
         _ranking(sink, a.ranking, True)
@@ -371,3 +375,43 @@ def render_multi(target: Sink, m: MultiAnswer, *, explain: bool = False) -> None
         for a in m.rows:
             sink.rule(a.query.get("gpu") or "")
             render_answer(sink, a, explain=True)
+
+
+def _engine(sink: Sink, e: dict[str, Any], explain: bool) -> None:
+    """vLLM's selection (kbtool/solve/engine.py): the priority list with each backend's refusal reasons."""
+    sink.line([(f"vLLM {e['vllm']}:", "bold"), (" ", ""),
+               (f"selects {_name(e, e['selected'])}" if e.get("selected") else f"error: {e['error']}", "")])
+    for b in e["backends"]:
+        mark = "selected" if b["id"] == e.get("selected") else b["status"]
+        style = "green" if mark == "selected" else STYLE.get(b["status"], "")
+        reasons = "; ".join(b["reasons"][:2 if not explain else None])
+        more = f" (+{len(b['reasons']) - 2})" if not explain and len(b["reasons"]) > 2 else ""
+        sink.line([("  ", ""), (f"{mark:<9}", style), (f"{b['name']:<28}", ""), (reasons + more, "dim")])
+    mla = e.get("mla")
+    if mla:
+        sink.line([("  MLA: ", "bold"), (f"decode {mla['decode']}; prefill {' > '.join(mla['prefill'])} "
+                                         f"({mla['prefill_shape']}); KV {mla['kv_layout']}", "")])
+        if mla.get("indexer"):
+            sink.line([("  ", ""), (mla["indexer"], "dim")])
+    pre = e.get("preflight")
+    if pre:
+        sink.line([("  pre-flight: ", "bold"), (pre, "")])
+
+
+def _name(e: dict[str, Any], bid: str) -> str:
+    return next((b["name"] for b in e["backends"] if b["id"] == bid), bid)
+
+
+def _engine_headline(e: dict[str, Any]) -> str:
+    """One or two lines: the backend vLLM selects (and the MLA prefill path), or its error."""
+    if not e.get("selected"):
+        return f"vLLM {e['vllm']}: {e['error']}"
+    text = f"vLLM {e['vllm']} selects {_name(e, e['selected'])}"
+    mla = e.get("mla")
+    if mla:
+        text += f" (decode); prefill {mla['prefill'][0]}, {mla['prefill_shape']}"
+    before = [b for b in e["backends"] if b["id"] != e["selected"] and b["status"] == "rejected"][:2]
+    if before:
+        text += "; refused: " + ", ".join(f"{b['name']} ({b['reasons'][0].split(' (')[0]})" for b in before
+                                          if b["reasons"])
+    return text

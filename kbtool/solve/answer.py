@@ -273,6 +273,9 @@ class Answer(_Plain):
         "ranking": (opt(OBJ), "Measurement-based ranking, if any"),
         "recommended": ({"type": "object", "additionalProperties": STRS},
                         "Per phase, the kernels to use in the order to try"),
+        "engine": (opt(OBJ), "With --engine vllm: the backend vLLM would select, its priority list, each backend's "
+                             "refusal reasons and, for MLA, the prefill path, decode backend and KV layout "
+                             "(kbtool/solve/engine.py); null otherwise"),
     }
     FIELDS = tuple(SPEC)
     __slots__ = FIELDS
@@ -281,8 +284,10 @@ class Answer(_Plain):
                  memory: Memory | None, claims_used: list[str], depends_on: list[str] | None = None,
                  backends: list[BackendAnswer] | None = None, caveats: list[Reason] | None = None,
                  assumed: dict[str, Any] | None = None, notes: list[str] | None = None,
-                 ranking: dict[str, Any] | None = None, recommended: dict[str, list[str]] | None = None) -> None:
+                 ranking: dict[str, Any] | None = None, recommended: dict[str, list[str]] | None = None,
+                 engine: dict[str, Any] | None = None) -> None:
         self.query, self.verdict, self.summary, self.kernels = query, verdict, summary, kernels
+        self.engine = engine  # with --engine vllm: vLLM's own selection (kbtool/solve/engine.py)
         self.memory, self.claims_used = memory, claims_used
         self.depends_on = depends_on if depends_on is not None else []
         self.backends = backends if backends is not None else []

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 6
+IMAGE_VERSION = 7  # 7: engine-priority records (kbtool/solve/engine.py)
 
 
 def _at(i: int) -> Any:
@@ -229,6 +229,13 @@ def _bench_row(c: Any) -> tuple[Any, ...]:
             c.accelerator)
 
 
+def _priority_row(p: Any) -> tuple[Any, ...]:
+    from kbtool.solve.conditions import compile_condition
+
+    return (p.id, p.engine, p.platform, [(s.library, s.introduced, s.fixed, s.last_affected) for s in p.scope],
+            [(compile_condition(pl.when), list(pl.order)) for pl in p.lists])
+
+
 def build(kb: KB) -> dict[str, Any]:
     """The image of a loaded KB, as plain data (marshal-able)."""
     from kbtool.measure.table import bench_records
@@ -268,6 +275,8 @@ def build(kb: KB) -> dict[str, Any]:
                                  for b in by_kind.get("engine-backend", [])), key=lambda t: t[0])),
         "evidence_arch": evidence_arch,
         "releases": _releases(by_kind.get("evidence", [])),
+        "priorities": lazy([_priority_row(p) for p in sorted(by_kind.get("engine-priority", []),  # solve/engine.py
+                                                              key=lambda r: r.id)]),
         "bench": {acc: lazy(rows) for acc, rows in bench.items()},
     }
 
@@ -308,7 +317,7 @@ class Image:
         self._claim_rows: dict[str, list[tuple[Any, ...]]] = data["claims"]  # subject -> rows
         self._claims: dict[str, list[ClaimV]] = {}
         self.libraries: list[str] = data["libraries"]
-        self._raw = {k: data[k] for k in ("accelerators", "models", "backends")}
+        self._raw = {k: data[k] for k in ("accelerators", "models", "backends", "priorities")}
         self._open: dict[str, Any] = {}
         self.cc: dict[str, str | None] = data["cc"]
         self.evidence_arch: dict[str, str] = data["evidence_arch"]
@@ -365,6 +374,10 @@ class Image:
 
     def backends(self, engine: str) -> list[BackendV]:
         return [BackendV(t) for t in self._section("backends") if t[1] == engine]
+
+    def priorities(self, engine: str) -> list[tuple[Any, ...]]:
+        """(id, engine, platform, scope, [(when, order)]) of the engine's priority records (kbtool/solve/engine.py)."""
+        return [t for t in self._section("priorities") if t[1] == engine]
 
     def bench_rows(self, accelerator: str) -> list[BenchRow]:
         blob = self._bench.get(accelerator)

@@ -38,10 +38,12 @@ _VLLM_HANDLED = {
 def priority(engine: str, sm: str | None, mla: bool) -> list[str]:
     """The engine's backend names in its own order of preference (empty without an engine)."""
     try:
-        from kbtool.solve import engine as eng  # type: ignore[attr-defined]
+        from kbtool.solve import engine as eng
 
-        return list(eng.priority(engine, sm, mla))
-    except (ImportError, AttributeError):
+        fn = getattr(eng, "priority", None)  # engine.py (vllm) orders by records: engine.Selection.priority
+        if fn is not None:
+            return list(fn(engine, sm, mla))
+    except ImportError:
         pass
     if engine != "vllm":
         return []
@@ -51,10 +53,12 @@ def priority(engine: str, sm: str | None, mla: bool) -> list[str]:
 def handled(engine: str, claim: str) -> str | None:
     """How the engine already deals with a caveat by default, or None."""
     try:
-        from kbtool.solve import engine as eng  # type: ignore[attr-defined]
+        from kbtool.solve import engine as eng
 
-        return eng.handled(engine, claim)  # type: ignore[no-any-return]
-    except (ImportError, AttributeError):
+        fn = getattr(eng, "handled", None)
+        if fn is not None:
+            return fn(engine, claim)  # type: ignore[no-any-return]
+    except ImportError:
         pass
     return _VLLM_HANDLED.get(claim) if engine == "vllm" else None
 

@@ -186,9 +186,10 @@ def parse_size(text: str | None, flag: str = "--reserve") -> int | None:
 class Query:
     """Normalized inputs. `None` means not given (unknown to the gates)."""
 
-    __slots__ = (
+    __slots__ = (  # the vLLM ones (attention_backend, kv_cache_dtype, vllm, vllm_ignored): kbtool/solve/engine.py
         "assume",
         "attention",
+        "attention_backend",
         "batch",
         "batched_tokens",
         "block_size",
@@ -201,11 +202,14 @@ class Query:
         "head_dim_v",
         "kernels",
         "kv",
+        "kv_cache_dtype",
         "libs",
         "model",
         "phases",
         "reserve",
         "utilization",
+        "vllm",
+        "vllm_ignored",
         "weights",
     )
 
@@ -225,6 +229,10 @@ class Query:
         self.block_size, self.attention, self.utilization = block_size, attention, utilization
         self.weights, self.reserve, self.batched_tokens = weights, reserve, batched_tokens
         self.assume = assume  # "typical": fill what was not given from the documented profile; "none": strict
+        self.vllm: str | None = None
+        self.attention_backend: str | None = None
+        self.kv_cache_dtype: str | None = None
+        self.vllm_ignored: list[str] = []
 
     def __repr__(self) -> str:
         return f"Query({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
@@ -239,6 +247,9 @@ class Query:
             "weights": self.weights, "reserve": self.reserve, "max_num_batched_tokens": self.batched_tokens,
             "assume": self.assume,
         }
+        for k in ("vllm", "attention_backend", "kv_cache_dtype"):  # only when given
+            if getattr(self, k) is not None:
+                d[k] = getattr(self, k)
         return d
 
 
@@ -248,14 +259,34 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
                 engine: str | None = None, kernel: list[str] | None = None, lib: list[str] | None = None,
                 block_size: int | None = None, util: float | None = None, weights: str | None = None,
                 reserve: str | None = None, max_num_batched_tokens: int | None = None,
-                assume: str | None = None, cuda: str | None = None) -> Query:
+                assume: str | None = None, cuda: str | None = None, vllm: str | None = None,
+                vllm_args: str | None = None) -> Query:
     """Parse raw CLI values into a Query (names are resolved against the KB later, by the solver)."""
     kernels = [k.strip() for item in (kernel or []) for k in item.split(",") if k.strip()]
     libs = parse_libs(lib)
     cu = parse_cuda(cuda)
     if cu is not None:
         libs["cuda"] = cu
-    return Query(
+    serve = None
+    if vllm is not None:
+        engine = engine or "vllm"
+    if vllm_args is not None:  # a pasted `vllm serve` command; explicit kb options win over its flags
+        from kbtool.solve.vllm_args import model_name, parse
+
+        serve = parse(vllm_args)
+        engine = engine or "vllm"
+        model = model or (model_name(serve.model) if serve.model else None)
+        if ctx is None and serve.max_model_len:
+            ctx = str(serve.max_model_len)
+        if kv is None and serve.kv_cache_dtype and serve.kv_cache_dtype != "auto":
+            kv = serve.kv_cache_dtype
+        gpus = gpus or serve.tp
+        util = util if util is not None else serve.gpu_memory_utilization
+        block_size = block_size or serve.block_size
+        if dtype is None and serve.dtype and serve.dtype != "auto":
+            dtype = serve.dtype
+        max_num_batched_tokens = max_num_batched_tokens or serve.max_num_batched_tokens
+    q = Query(
         gpu=gpu.strip() if gpu else None,
         gpus=positive_int(gpus, "--gpus", "8") or 1,
         ctx=parse_ctx(ctx) if ctx is not None else None,
@@ -275,3 +306,12 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
         batched_tokens=positive_int(max_num_batched_tokens, "--max-num-batched-tokens", "8192"),
         assume=parse_assume(assume),
     )
+    if vllm is not None or serve is not None:
+        if q.engine != "vllm":
+            raise UsageError("--vllm and --vllm-args are about vLLM", fix="add --engine vllm (or leave --engine out)")
+        q.vllm = vllm.strip() if vllm else None
+    if serve is not None:
+        q.attention_backend = serve.attention_backend
+        q.kv_cache_dtype = serve.kv_cache_dtype
+        q.vllm_ignored = serve.ignored
+    return q

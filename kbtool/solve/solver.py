@@ -73,6 +73,10 @@ def prepare(img: Image, q: Query) -> Ctx:
         if not cx.backends:
             raise UsageError(f"--engine {q.engine}: the KB has no engine-backend records for it",
                              fix="use --engine none")
+        if q.engine == "vllm":  # one vLLM release's gates apply (kbtool/solve/engine.py, issue 18)
+            from kbtool.solve.engine import pin_release
+
+            pin_release(img, q)
     return cx
 
 
@@ -433,6 +437,11 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
 
         memory, mem_notes = memory_for(cx, acc, env, kernels, assumed)
     verdict, summary = _verdict(cx, acc, kernels, memory, rec)
+    engine = None
+    if q.engine == "vllm":  # vLLM's own backend selection (kbtool/solve/engine.py, issue 18)
+        from kbtool.solve.engine import apply_to_answer
+
+        engine, verdict, summary = apply_to_answer(cx, acc, envs, assumed, verdict, summary, memory)
     if verdict == "yes" and glob_caveats:
         verdict, summary = "conditional", summary.replace(": yes with", ": yes, with hardware caveats, with", 1)
     depends = sorted({d for k in kernels if k.status != "rejected" for rs in (k.reasons, k.caveats) for r in rs
@@ -444,7 +453,8 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     _mark_evidence_scope(cx.img, [*kernels, *backends])
     return Answer(query=qd, verdict=verdict, summary=summary, kernels=kernels, memory=memory,
                   claims_used=sorted(used), depends_on=depends, backends=backends, caveats=glob_caveats,
-                  assumed=assumed, notes=mem_notes, ranking=ranking, recommended=rec)
+                  assumed=assumed, notes=mem_notes, ranking=ranking, recommended=rec,
+                  engine=engine)
 
 
 def _memory_left(cx: Ctx, acc: AcceleratorV, env: dict[str, Any]) -> int | None:

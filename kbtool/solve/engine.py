@@ -1,0 +1,364 @@
+"""Which attention backend vLLM would select, and why each other one is refused (design.md §4, issue 18).
+
+vLLM (vllm/platforms/cuda.py) walks one priority list, chosen by compute capability and MLA, and takes the
+first backend whose `validate_configuration` returns no reasons. Here each backend's checks are its
+engine-backend claims (records/claims/vllm-*), evaluated for one release (`--vllm`), and the lists are
+engine-priority records. An explicit `--attention-backend X` is taken as is when valid, else refused with
+X's reasons, as vLLM does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kbtool.solve.conditions import compare_versions, evaluate
+from kbtool.solve.gates import Judge, apply_claims, structural
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from kbtool.solve.answer import Reason
+    from kbtool.solve.image import BackendV, Image
+
+SM_OF_CC = {8.0: "sm80", 8.6: "sm86", 8.7: "sm87", 8.9: "sm89", 9.0: "sm90", 10.0: "sm100", 10.3: "sm103",
+            11.0: "sm110", 12.0: "sm120", 12.1: "sm121"}
+# vLLM's --kv-cache-dtype strings -> the KB's kv_dtype ("auto" is the model dtype)
+KV_OF_VLLM = {"float16": "fp16", "bfloat16": "bf16", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
+              "fp8_e5m2": "fp8_e5m2", "nvfp4": "nvfp4", "fp8_ds_mla": "fp8_ds_mla"}
+DTYPE_OF_VLLM = {"bfloat16": "bf16", "float16": "fp16", "bf16": "bf16", "fp16": "fp16", "float32": "fp32"}
+
+
+UNBOUND_OK = frozenset({"block_size", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "kv_lora_rank",
+                        "num_heads", "causal"})
+_SEV = {"ok": 0, "caveat": 1, "unknown": 2, "rejected": 3}
+
+
+def _status_of(r: Reason) -> str:
+    return "unknown" if r.depends_on else "rejected"
+
+
+@dataclass
+class BackendCheck:
+    id: str
+    name: str
+    status: str  # ok | caveat | unknown | rejected
+    reasons: list[Reason] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return self.status in ("ok", "caveat")
+
+
+@dataclass
+class Selection:
+    """What vLLM would do: the backend it uses, the list it walked, and every refusal with its reasons."""
+
+    version: str | None
+    priority: list[str]
+    checks: dict[str, BackendCheck]
+    selected: str | None
+    requested: str | None = None
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "vllm": self.version, "selected": self.selected, "requested": self.requested, "error": self.error,
+            "priority": self.priority,
+            "backends": [{"id": c.id, "name": c.name, "status": c.status,
+                          "reasons": [r.message for r in c.reasons]} for c in
+                         (self.checks[b] for b in self.priority if b in self.checks)],
+        }
+
+
+def versions(img: Image, engine: str = "vllm") -> list[str]:
+    """The releases the priority records name, oldest first."""
+    out: set[str] = set()
+    for _id, _e, _p, scope, _lists in img.priorities(engine):
+        for _lib, introduced, fixed, last in scope:
+            for v in (introduced, last):
+                if v:
+                    out.add(v)
+            del fixed
+    import functools
+
+    return sorted(out, key=functools.cmp_to_key(compare_versions))
+
+
+def default_version(img: Image) -> str | None:
+    vs = versions(img)
+    return vs[-1] if vs else None
+
+
+def _in_range(version: str, scope: list[tuple[str, str | None, str | None, str | None]]) -> bool:
+    for _lib, introduced, fixed, last in scope:
+        if introduced and compare_versions(version, introduced) < 0:
+            continue
+        if fixed and compare_versions(version, fixed) >= 0:
+            continue
+        if last and compare_versions(version, last) > 0:
+            continue
+        return True
+    return False
+
+
+def priority_order(img: Image, env: dict[str, Any], version: str, platform: str = "cuda") -> list[str]:
+    """The backend ids of the first list whose `when` holds, in the release's priority record."""
+    for _id, _engine, plat, scope, lists in img.priorities("vllm"):
+        if plat != platform or not _in_range(version, scope):
+            continue
+        for when, order in lists:
+            if evaluate(when, env) is True:
+                return list(order)
+    return []
+
+
+def check(img: Image, b: BackendV, env: dict[str, Any], version: str) -> BackendCheck:
+    """One backend's own checks (its claims inside the release's scope) in one environment."""
+    libs = {"vllm": version}
+    out = apply_claims(img.claims(b.id), Judge(env, libs), "engine")
+    lay = env.get("attention")
+    # vLLM picks the block size itself when --block-size is not given, and skips the checks that read the
+    # model's shape when it has no model config: such gates do not bind while their variables are unknown
+    reasons = [r for r in out.reasons if not (r.depends_on and set(r.depends_on) <= UNBOUND_OK)]
+    status = "ok" if not reasons else max((_status_of(r) for r in reasons), key=_SEV.__getitem__)
+    if lay is not None and b.attention and lay not in b.attention:
+        status = "rejected"
+        reasons.insert(0, structural("ATTENTION", _layout_reason(lay, list(b.attention)), "engine", observed=lay,
+                                     allowed=list(b.attention), subject=b.id))
+    return BackendCheck(b.id, b.backend_name, status, reasons)
+
+
+def _layout_reason(lay: str, served: list[str]) -> str:
+    """vLLM's own words for a layout mismatch (validate_configuration, vllm/v1/attention/backend.py:314-325)."""
+    mla_backend = bool(set(served) & {"mla", "sparse-mla"})
+    if (lay in ("mla", "sparse-mla")) != mla_backend:
+        return "MLA not supported" if lay in ("mla", "sparse-mla") else "non-MLA not supported"
+    return "sparse not supported" if lay == "sparse-mla" else "non-sparse not supported"
+
+
+def select(img: Image, env: dict[str, Any], version: str | None = None, requested: str | None = None,
+           platform: str = "cuda") -> Selection:
+    """vLLM's choice in `env` (a query environment: cc, dtype, kv_dtype, head_dim, attention, ...)."""
+    version = version or default_version(img)
+    if version is None:
+        return Selection(None, [], {}, None, requested, "the KB has no vLLM priority records")
+    env = dict(env, engine="vllm", vllm=version)
+    backends = {b.id: b for b in img.backends("vllm")}
+    by_name = {b.backend_name.upper(): b.id for b in backends.values()}
+    order = priority_order(img, env, version, platform)
+    checks = {bid: check(img, backends[bid], env, version) for bid in order if bid in backends}
+    if requested:
+        rid = by_name.get(requested.upper(), requested if requested in backends else None)
+        if rid is None:
+            return Selection(version, order, checks, None, requested,
+                             f"unknown attention backend {requested!r}")
+        c = checks.get(rid) or check(img, backends[rid], env, version)
+        checks[rid] = c
+        if c.valid:
+            return Selection(version, order, checks, rid, requested)
+        msgs = [r.message for r in c.reasons] or [f"{c.name} is {c.status} here"]
+        return Selection(version, order, checks, None, requested,
+                         f"Selected backend AttentionBackendEnum.{c.name} is not valid for this configuration. "
+                         f"Reason: {msgs}")
+    chosen = next((bid for bid in order if bid in checks and checks[bid].valid), None)
+    error = None
+    if chosen is None:
+        if any(checks[b].status == "unknown" for b in checks):
+            error = "depends on inputs not given"
+        else:
+            error = "No valid attention backend found for cuda"
+    return Selection(version, order, checks, chosen, None, error)
+
+
+def vllm_env(cc: float, *, dtype: str, kv: str, head_size: int, block: int | None, layout: str,
+             sink: bool, trtllm: bool, num_heads: int | None = None) -> dict[str, Any]:
+    """The query environment for one vLLM selector configuration (the probe's grid point)."""
+    d = DTYPE_OF_VLLM.get(dtype, dtype)
+    env: dict[str, Any] = {
+        "cc": cc, "dtype": d, "kv_dtype": d if kv == "auto" else KV_OF_VLLM.get(kv, kv), "head_dim": head_size,
+        "attention": {"dense": "gqa", "mla": "mla", "sparse": "sparse-mla"}[layout],
+        "sparse": layout == "sparse", "sinks": sink, "trtllm_kernels": trtllm, "vendor": "nvidia",
+        "kv_cache_dtype": kv,
+    }
+    if cc in SM_OF_CC:
+        env["sm"] = SM_OF_CC[cc]
+    if block is not None:
+        env["block_size"] = block
+    if num_heads is not None:
+        env["num_heads"] = num_heads
+    return env
+
+
+# ---- MLA as vLLM runs it -------------------------------------------------------------------------
+# The MLA backends above are decode backends. vLLM 0.33.0 picks the MLA *prefill* backend separately
+# (vllm/platforms/interface.py:435-500 at 4ba787ec9, get_mla_prefill_backend_cls): on cc 10.x FLASH_ATTN, then
+# TRTLLM_RAGGED, FLASHINFER, TOKENSPEED_MLA (TRTLLM_RAGGED first for qk_nope 192 / rope 64 / v 256 models);
+# on Hopper and older FLASH_ATTN only. Prefill runs uncompressed: qk = qk_nope + rope (192 for DeepSeek-V3),
+# v = v_head_dim (128), through FlashAttention's varlen kernel (prefill/flash_attn.py:164-250).
+MLA_PREFILL = {
+    "cc10": ["FLASH_ATTN (varlen)", "TRTLLM_RAGGED", "FLASHINFER", "TOKENSPEED_MLA"],
+    "cc10-192-256": ["TRTLLM_RAGGED", "FLASH_ATTN (varlen)", "FLASHINFER", "TOKENSPEED_MLA"],
+    "other": ["FLASH_ATTN (varlen)"],
+}
+FP8_DS_MLA_BYTES = 656  # vllm/v1/kv_cache_interface.py MLAAttentionSpec: 512 fp8 latent + 16 scale + 128 bf16 rope
+
+
+def mla_path(env: dict[str, Any], selected: str | None) -> dict[str, Any]:
+    """Prefill path, decode backend and KV layout of an MLA model under vLLM."""
+    cc = env.get("cc") or 0.0
+    nope, rope, v = env.get("qk_nope_head_dim"), env.get("qk_rope_head_dim"), env.get("v_head_dim")
+    key = "cc10-192-256" if 10.0 <= cc < 11.0 and (nope, rope, v) == (192, 64, 256) else (
+        "cc10" if 10.0 <= cc < 11.0 else "other")
+    qk = (nope or 128) + (rope or 64)
+    kv = env.get("kv_dtype")
+    latent = env.get("head_dim") or 576
+    if env.get("sparse") and kv in ("fp8_e4m3", "fp8_ds_mla"):
+        layout = f"fp8_ds_mla: {FP8_DS_MLA_BYTES} B per token per layer (fp8 latent, scales, bf16 rope)"
+    else:
+        width = 1 if kv in ("fp8_e4m3", "fp8_e5m2") else 2
+        layout = f"one latent per token per layer: {latent} x {width} B = {latent * width} B ({kv}), no K/V pair"
+    out = {"decode": selected, "prefill": MLA_PREFILL[key], "prefill_shape": f"qk {qk} / v {v or 128}",
+           "kv_layout": layout}
+    if env.get("sparse"):
+        out["indexer"] = ("DeepSeek sparse attention: a lightning indexer picks the top-k (2048) tokens per query; "
+                          "it keeps its own fp8 key cache beside the latent cache (mla/indexer.py)")
+    return out
+
+
+def answer_for(img: Image, env: dict[str, Any], assumed: dict[str, Any], version: str | None = None,
+               requested: str | None = None, kv_spelling: str | None = None) -> dict[str, Any]:
+    """The `engine` part of a query answer: vLLM's selection, the refusals and, for MLA, the path it runs."""
+    e = dict(env)
+    e.pop("phase", None)
+    if e.get("attention") is None:
+        e["attention"] = "gqa"
+        assumed["attention"] = "gqa (no model given: vLLM's non-MLA lists)"
+    if e.get("sparse") and e["attention"] == "mla":
+        e["attention"] = "sparse-mla"
+    for var, default in (("sinks", False), ("sparse", False), ("trtllm_kernels", True)):
+        if var not in e:
+            e[var] = default
+            assumed[var] = f"{default} (vLLM engine default)" if var != "trtllm_kernels" else (
+                "True (flashinfer-cubin installed or NVIDIA's artifactory reachable)")
+    kv = e.get("kv_dtype")
+    if kv_spelling:
+        e["kv_cache_dtype"] = kv_spelling
+    elif kv in ("fp8_e4m3", "fp8_e5m2", "nvfp4"):
+        e["kv_cache_dtype"] = {"fp8_e4m3": "fp8"}.get(kv, kv)
+        assumed["kv_cache_dtype"] = f"{e['kv_cache_dtype']} (--kv-cache-dtype as vLLM spells it)"
+    else:
+        e["kv_cache_dtype"] = "auto"
+    sel = select(img, e, version, requested)
+    out = sel.as_dict()
+    if e["attention"] in ("mla", "sparse-mla"):
+        out["mla"] = mla_path(e, sel.checks[sel.selected].name if sel.selected else None)
+    return out
+
+
+def engine_summary(engine: dict[str, Any], where: str) -> str:
+    """One sentence: what vLLM would do."""
+    name = {b["id"]: b["name"] for b in engine["backends"]}
+    v = f"vLLM {engine['vllm']}"
+    if engine.get("error"):
+        return f"{where}: {v} would refuse: {engine['error']}"
+    text = f"yes with {name.get(engine['selected'], engine['selected'])} ({v}'s choice"
+    mla = engine.get("mla")
+    if mla:
+        text += f" for decode; prefill via {mla['prefill'][0]}, {mla['prefill_shape']}"
+    return f"{where}: {text})"
+
+
+def apply_to_answer(cx: Any, acc: Any, envs: dict[str, dict[str, Any]], assumed: dict[str, Any], verdict: str,
+                    summary: str, memory: Any) -> tuple[dict[str, Any] | None, str, str]:
+    """The solver's hook (solver.solve_one, with --engine vllm): vLLM's selection decides the engine verdict.
+
+    vLLM serves what its selector accepts (MLA prefill included, which the kernel layer alone rejects for
+    FlashAttention); a memory verdict of "does not fit" still stands."""
+    q = cx.q
+    if not versions(cx.img) or getattr(q, "vllm", None) is None:
+        return None, verdict, summary  # no recorded selection for this release: the engine layer alone answers
+    env = dict(envs.get("decode") or next(iter(envs.values())))
+    model = cx.model
+    if model is not None:
+        env.setdefault("sinks", bool(getattr(model, "sinks", False)))  # learned sinks (gpt-oss)
+        env.setdefault("sparse", bool(getattr(model, "sparse", False)))  # DeepSeek sparse attention's indexer
+        mla = next((g for g in model.layers if g.type == "mla"), None)
+        if model.num_heads:
+            env.setdefault("num_heads", max(1, model.num_heads // max(1, q.gpus)))
+        if mla is not None and mla.kv_lora_rank is not None and mla.rope_dim is not None:
+            env.setdefault("kv_lora_rank", mla.kv_lora_rank)
+            env.setdefault("qk_rope_head_dim", mla.rope_dim)
+            if mla.head_dim:
+                env.setdefault("qk_nope_head_dim", mla.head_dim - mla.rope_dim)
+            if mla.head_dim_v:
+                env.setdefault("v_head_dim", mla.head_dim_v)
+            env["head_dim"] = mla.kv_lora_rank + mla.rope_dim  # vLLM's MLA head_size: the latent width
+    version = getattr(q, "vllm", None)
+    engine = answer_for(cx.img, env, assumed, version, getattr(q, "attention_backend", None),
+                        getattr(q, "kv_cache_dtype", None))
+    where = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "")
+    engine["preflight"] = preflight(engine, memory, q.ctx or (model.max_context if model is not None else None),
+                                    q.batch)
+    if memory is not None and memory.fits is False:
+        return engine, verdict, summary
+    if engine.get("error"):
+        return engine, "no" if engine["error"] != "depends on inputs not given" else "conditional", \
+            engine_summary(engine, where)
+    mem = ""
+    if memory is not None and memory.fits:
+        mem = f"; KV {memory.kv_bytes / 1e9:,.1f} GB fits in {memory.available_bytes / 1e9:,.1f} GB"
+    # what vLLM does decides; the kernel table below still shows each kernel's own gates and caveats
+    return engine, "yes", engine_summary(engine, where) + mem
+
+
+def pin_release(img: Image, q: Any) -> None:
+    """--engine vllm: the release is --vllm, else --lib vllm=X, else the newest with priority records."""
+    from kbtool.errors import UsageError
+
+    known = versions(img)
+    asked = getattr(q, "vllm", None)
+    if asked is not None and asked not in known:
+        raise UsageError(f"--vllm {asked}: the KB records vLLM's selection for {', '.join(known) or 'no release'} "
+                         "only", fix=f"use --vllm {known[-1]} (the newest recorded)" if known else "leave out --vllm")
+    if asked is None and "vllm" in q.libs:  # --lib vllm=X: that release's claims; its selection if recorded
+        if q.libs["vllm"] in known:
+            q.vllm = q.libs["vllm"]
+        return
+    version = asked or (known[-1] if known else None)
+    if version is None:
+        return
+    q.vllm = version
+    q.libs["vllm"] = version
+
+
+def preflight(engine: dict[str, Any], memory: Any, ctx: int | None, batch: int | None) -> str:
+    """What `vllm serve` would say at startup: the backend and KV capacity, or the error it raises."""
+    if engine.get("error"):
+        if engine.get("requested"):
+            return f"ValueError: {engine['error']}"
+        reasons = ", ".join(f"{b['name']}: [{', '.join(b['reasons'])}]" for b in engine["backends"] if b["reasons"])
+        return f"ValueError: {engine['error']}. Reasons: {{{reasons}}}."
+    name = next((b["name"] for b in engine["backends"] if b["id"] == engine.get("selected")), engine.get("selected"))
+    text = f"Using {name} attention backend"
+    if memory is None or ctx is None:
+        return text + " (give --model and --ctx / --max-model-len for the KV check)"
+    gib = 2**30
+    if memory.capacity_bytes and memory.weights_bytes > memory.capacity_bytes:
+        return (f"torch.OutOfMemoryError: CUDA out of memory while loading the weights "
+                f"({memory.weights_bytes / gib:,.1f} GiB per GPU on a {memory.capacity_bytes / gib:,.1f} GiB GPU); "
+                "raise -tp")
+    if memory.available_bytes <= 0:
+        return ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+                "when initializing the engine.")
+    per_seq = memory.kv_bytes / max(1, batch or 1)
+    if memory.fits is False:
+        return (f"ValueError: To serve at least one request with the model's max seq len ({ctx}), "
+                f"({per_seq / gib:.2f} GiB KV cache is needed, which is larger than the available KV cache memory "
+                f"({memory.available_bytes / gib:.2f} GiB). Based on the available memory, the estimated maximum "
+                f"model length is {memory.max_ctx}. Try increasing `gpu_memory_utilization` or decreasing "
+                f"`max_model_len` when initializing the engine.")
+    seqs = memory.available_bytes / per_seq if per_seq else 0.0
+    tokens = int(memory.available_bytes / memory.kv_bytes_per_token) if memory.kv_bytes_per_token else 0
+    return (f"{text}; KV cache {memory.available_bytes / gib:,.2f} GiB ({tokens:,} tokens); maximum concurrency for "
+            f"{ctx:,} tokens per request: {seqs:.2f}x")

@@ -1,0 +1,92 @@
+"""`--vllm-args "serve MODEL ..."`: the flags of a vLLM serve command that decide attention and KV memory.
+
+Only what the pre-flight answer needs is read: the model (a KB id, a Hugging Face id whose last part is a KB
+id or alias, or a config path), --kv-cache-dtype, --attention-backend, --max-model-len, -tp /
+--tensor-parallel-size, --gpu-memory-utilization, --block-size and --max-num-batched-tokens. Other flags are
+ignored and listed, so the answer can say what it did not consider.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+from kbtool.errors import UsageError
+
+_FLAGS = {
+    "--kv-cache-dtype": "kv_cache_dtype", "--attention-backend": "attention_backend",
+    "--max-model-len": "max_model_len", "-tp": "tp", "--tensor-parallel-size": "tp",
+    "--gpu-memory-utilization": "gpu_memory_utilization", "--block-size": "block_size",
+    "--max-num-batched-tokens": "max_num_batched_tokens", "--model": "model", "--dtype": "dtype",
+}
+_INTS = {"max_model_len", "tp", "block_size", "max_num_batched_tokens"}
+
+
+@dataclass
+class ServeArgs:
+    model: str | None = None
+    kv_cache_dtype: str | None = None
+    attention_backend: str | None = None
+    max_model_len: int | None = None
+    tp: int | None = None
+    gpu_memory_utilization: float | None = None
+    block_size: int | None = None
+    max_num_batched_tokens: int | None = None
+    dtype: str | None = None
+    ignored: list[str] = field(default_factory=list)
+
+
+def _number(flag: str, key: str, text: str) -> int | float:
+    try:
+        if key in _INTS:
+            t = text.lower().replace("_", "")
+            mult = {"k": 1024, "m": 1024 * 1024}.get(t[-1:], 1)
+            return int(t[:-1] if mult > 1 else t) * mult
+        return float(text)
+    except ValueError:
+        raise UsageError(f"--vllm-args: {flag} takes a number; got '{text}'",
+                         fix=f"e.g. {flag} {'131072' if key in _INTS else '0.9'}") from None
+
+
+def parse(text: str) -> ServeArgs:
+    """The serve command's flags (`vllm serve MODEL ...`, `serve MODEL ...` or just `MODEL ...`)."""
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise UsageError(f"--vllm-args: cannot split the command: {exc}", fix="quote it as one shell word") from None
+    if words[:1] == ["vllm"]:
+        words = words[1:]
+    if words[:1] == ["serve"]:
+        words = words[1:]
+    out = ServeArgs()
+    i = 0
+    while i < len(words):
+        w = words[i]
+        flag, _, inline = w.partition("=") if w.startswith("--") else (w, "", "")
+        key = _FLAGS.get(flag)
+        if key is None:
+            if not w.startswith("-") and out.model is None:
+                out.model = w
+            elif w.startswith("-"):
+                out.ignored.append(flag)
+                if not inline and i + 1 < len(words) and not words[i + 1].startswith("-"):
+                    i += 1  # the ignored flag's value
+            i += 1
+            continue
+        if inline:
+            value = inline
+        else:
+            if i + 1 >= len(words):
+                raise UsageError(f"--vllm-args: {flag} needs a value", fix=f"e.g. {flag} <value>")
+            value = words[i + 1]
+            i += 1
+        i += 1
+        setattr(out, key, _number(flag, key, value) if key in _INTS or key == "gpu_memory_utilization" else value)
+    return out
+
+
+def model_name(name: str) -> str:
+    """A Hugging Face id's model part, lowercased (deepseek-ai/DeepSeek-V3 -> deepseek-v3); paths are kept."""
+    if name.endswith(".json") or name.startswith((".", "/")):
+        return name
+    return name.rsplit("/", 1)[-1].lower()

@@ -1,0 +1,292 @@
+"""Probe: vLLM's own attention-backend checks and priority lists over a grid, without a GPU (issue 18).
+
+Each case is one compute capability. `run` starts probes/_vllm_grid.py under the interpreter that has vLLM
+(KB_VLLM_PYTHON, else this one); it calls every registered backend's `validate_configuration` and the
+CUDA platform's priority lists and `get_valid_backends` for head size x dtype x KV dtype x block size x
+layout (dense, MLA, sparse MLA) x sinks x TRT-LLM kernels available, and writes vLLM's reason strings per
+grid point to tests/data/vllm/<version>/cc<cc>.json.gz (KB_VLLM_RAW_DIR overrides the folder). The CI test
+tests/solve/test_engine_vllm.py compares kb's engine layer with those files, so CI needs no vLLM.
+
+The judge holds each engine claim (records/claims, subject a vllm-* engine backend, effect reject, version
+scope containing the vLLM that ran) against the grid: where the claim says the backend is refused, vLLM
+must give a reason of the claim's kind for that backend; where it says the backend may run, vLLM must not.
+A refusal of that kind where another claim of the same backend predicts a refusal is that claim's (vLLM's
+combination strings name several things at once: "NVFP4 KV cache at head_size 64"); a point the claim refuses
+that vLLM refused for other reasons only did not run, and says nothing about the claim.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from kbtool.probe.spec import ProbeSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+GRID = Path(__file__).with_name("_vllm_grid.py")
+CCS = ["8.0", "8.6", "8.9", "9.0", "10.0", "12.0"]
+RAW_DIR_ENV = "KB_VLLM_RAW_DIR"
+PYTHON_ENV = "KB_VLLM_PYTHON"
+
+# The reason strings vLLM gives, by the claim reason code they answer to
+REASON_KIND = {
+    "HEAD_DIM": ("head_size",),
+    "DTYPE": ("dtype not supported", "requires bfloat16"),
+    "KV_DTYPE": ("kv_cache_dtype", "kv-cache", "KV cache", "NVFP4"),
+    "BLOCK_SIZE": ("block_size",),
+    "ARCH": ("compute capability", "only supported on", "requires SM", "requires sm_"),
+    "SINKS": ("sink",),
+}
+
+
+def _load_yaml(path: Path) -> Any:
+    import yaml
+
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def engine_claims(records: Path = ROOT / "records") -> list[dict[str, Any]]:
+    """Reject claims about vLLM engine backends, as records (dicts)."""
+    backends = {p.stem for p in (records / "engine-backends").glob("vllm-*.yaml")}
+    out = []
+    for path in sorted((records / "claims").glob("vllm-*.yaml")):
+        rec = _load_yaml(path)
+        if isinstance(rec, dict) and rec.get("subject") in backends and rec.get("effect") == "reject":
+            out.append(rec)
+    return out
+
+
+SPEC = ProbeSpec(
+    id="vllm-selector",
+    version=2,  # 2: a point refused for other reasons only says nothing about a claim; sink reasons are SINKS
+    order=5,
+    title="vLLM attention-backend selector (no GPU)",
+    claims=[c["id"] for c in engine_claims()],
+    requires={"gpu": False, "packages": ["vllm"]},
+    timeout_s=900,
+    untestable="The vLLM selector probe needs vLLM installed (pip install 'kbtool[engine]' or KB_VLLM_PYTHON).",
+)
+
+
+def cases() -> list[dict[str, Any]]:
+    return [{"cc": cc} for cc in CCS]
+
+
+def raw_dir() -> Path:
+    return Path(os.environ.get(RAW_DIR_ENV) or ROOT / "tests" / "data" / "vllm")
+
+
+def run(case: dict[str, Any]) -> dict[str, Any]:
+    python = os.environ.get(PYTHON_ENV) or sys.executable
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="kb-vllm-grid-") as tmp:
+        out = Path(tmp) / "grid.json.gz"
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+        proc = subprocess.run([python, str(GRID), str(out), "--cc", case["cc"]], capture_output=True, text=True,
+                              env=env, timeout=SPEC.timeout_s - 30, check=False)
+        if proc.returncode != 0 or not out.exists():
+            tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
+            return {"outcome": "ERROR", "message": " | ".join(tail)[-1000:]}
+        doc = load(out)
+        dest = raw_dir() / str(doc["vllm"]) / f"cc{case['cc']}.json.gz"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(out, dest)
+    digest = hashlib.sha256(dest.read_bytes()).hexdigest()
+    return {"outcome": "OK", "seconds": round(time.monotonic() - start, 1), "metrics": {
+        "vllm": doc["vllm"], "vllm_commit": doc.get("commit"), "torch": doc.get("torch"),
+        "grid_points": len(doc["rows"]), "backends": len(doc["backends"]),
+        "import_errors": sorted(doc.get("import_errors") or {}),
+        "raw": str(dest.relative_to(ROOT)) if dest.is_relative_to(ROOT) else str(dest), "sha256": digest,
+        "accepted": accepted_counts(doc), "selected": dict(Counter(str(r[8]) for r in doc["rows"])),
+        "grid_seconds": doc.get("seconds"),
+    }}
+
+
+def load(path: Path) -> dict[str, Any]:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return json.load(fh)  # type: ignore[no-any-return]
+
+
+def rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The grid points as dicts: params, the selected backend, and vLLM's reasons per backend."""
+    names, reasons, sets = doc["backends"], doc["reasons"], doc["reason_sets"]
+    heads = (doc.get("grid") or {}).get("num_heads") or {}
+    out = []
+    for r in doc["rows"]:
+        cc, trt, layout, head, dt, kv, block, sink, chosen, prio, per = r
+        out.append({"cc": cc, "trtllm": trt, "layout": layout, "head_size": head, "dtype": dt, "kv": kv,
+                    "block": block, "sink": sink, "num_heads": heads.get(layout), "selected": chosen,
+                    "priority": doc["priorities"][prio],
+                    "reasons": {n: [reasons[i] for i in sets[s]] for n, s in zip(names, per, strict=True)
+                                if s >= 0}})
+    return out
+
+
+def accepted_counts(doc: dict[str, Any]) -> dict[str, int]:
+    empty = {i for i, s in enumerate(doc["reason_sets"]) if not s}
+    counts: Counter[str] = Counter()
+    for r in doc["rows"]:
+        for n, s in zip(doc["backends"], r[10], strict=True):
+            if s in empty:
+                counts[n] += 1
+    return dict(sorted(counts.items()))
+
+
+def of_kind(code: str, reasons: list[str]) -> list[str]:
+    """vLLM's reasons of one claim kind; a reason about sinks is about sinks only ("sink not supported on
+    compute capability < 9.0")."""
+    keys = REASON_KIND.get(code, ())
+    return [r for r in reasons if any(k in r for k in keys) and (code == "SINKS" or "sink" not in r)]
+
+
+def grid_env(p: dict[str, Any]) -> dict[str, Any]:
+    from kbtool.solve.engine import vllm_env
+
+    return vllm_env(float(p["cc"]), dtype=p["dtype"], kv=p["kv"], head_size=p["head_size"], block=p["block"],
+                    layout=p["layout"], sink=p["sink"], trtllm=p["trtllm"],
+                    num_heads=p.get("num_heads"))
+
+
+def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], version: str) -> list[dict[str, Any]]:
+    """Per claim: (agree, disagree examples, ccs) over the grid points of one vLLM release."""
+    from kbtool.solve.conditions import evaluate
+
+    records = {p.stem: _load_yaml(p) for p in (ROOT / "records" / "engine-backends").glob("*.yaml")}
+    name_of = {k: r.get("backend_name") for k, r in records.items()}
+    layouts = {k: list(r.get("attention") or ["mha", "gqa"]) for k, r in records.items()}
+    compiled = [(c, _condition(c.get("when")), _condition(c.get("requires"))) for c in claims
+                if _scope_has(c, version)]
+    results = []
+    envs = [(p, dict(grid_env(p), engine="vllm", vllm=version)) for p in points]
+    predictions: dict[str, list[bool | None]] = {}
+    for c, when, req in compiled:
+        preds: list[bool | None] = []
+        for _p, env in envs:
+            w = evaluate(when, env) if when is not None else True
+            preds.append(None if w is not True else evaluate(req, env) if req is not None else True)
+        predictions[c["id"]] = preds
+    for c, _when, _req in compiled:
+        backend = name_of.get(c["subject"])
+        code = c["reason"]["code"]
+        rivals = [o["id"] for o, _, _ in compiled if o["subject"] == c["subject"] and o["id"] != c["id"]]
+        agree, refused_ok, ran_bad = 0, [], []
+        ccs: set[str] = set()
+        served = layouts.get(c["subject"], [])
+        for i, (p, env) in enumerate(envs):
+            want = predictions[c["id"]][i]
+            if want is None or backend not in p["reasons"] or (served and env["attention"] not in served):
+                continue  # no prediction, or a layout the backend does not serve (vLLM: "MLA not supported" ...)
+            got = of_kind(code, p["reasons"][backend])
+            explained = any(predictions[r][i] is False for r in rivals)
+            if want is False and not got and p["reasons"][backend]:
+                continue  # refused for other reasons only: the point did not run, so it says nothing here
+            ok = bool(got) if want is False else not got or explained
+            ccs.add(p["cc"])
+            if ok:
+                agree += 1
+            elif want is False:
+                refused_ok.append(p)
+            else:
+                ran_bad.append((p, got))
+        results.append({"claim": c["id"], "agree": agree, "ran": refused_ok, "refused": ran_bad, "ccs": sorted(ccs),
+                        "backend": backend})
+    return results
+
+
+def _condition(raw: Any) -> Any:
+    """A record's condition (YAML dict) in the solver's compiled form."""
+    if raw is None:
+        return None
+    from pydantic import TypeAdapter
+
+    from kbtool.model.common import Condition
+    from kbtool.solve.conditions import compile_condition
+
+    return compile_condition(TypeAdapter(Condition).validate_python(raw))
+
+
+def _scope_has(claim: dict[str, Any], version: str) -> bool:
+    from kbtool.solve.conditions import compare_versions
+
+    ranges = [s for s in claim.get("scope") or [] if s.get("library") == "vllm"]
+    if not ranges:
+        return False  # a claim with no vLLM version scope is not about a release this probe can name
+    for s in ranges:
+        lo, fixed, last = s.get("introduced"), s.get("fixed"), s.get("last_affected")
+        if lo and compare_versions(version, str(lo)) < 0:
+            continue
+        if fixed and compare_versions(version, str(fixed)) >= 0:
+            continue
+        if last and compare_versions(version, str(last)) > 0:
+            continue
+        return True
+    return False
+
+
+def _label(p: dict[str, Any]) -> str:
+    blk = p["block"] if p["block"] is not None else "-"
+    return (f"cc{p['cc']} {p['layout']} hd{p['head_size']} {p['dtype']} kv {p['kv']} block {blk}"
+            f"{' sinks' if p['sink'] else ''}{' trtllm' if p['trtllm'] else ''}")
+
+
+def _points(observations: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
+    version, points = None, []
+    for obs in observations:
+        m = obs.get("metrics") or {}
+        if obs.get("outcome") != "OK" or not m.get("raw"):
+            continue
+        path = Path(m["raw"]) if Path(m["raw"]).is_absolute() else ROOT / m["raw"]
+        doc = load(path)
+        version = version or str(doc["vllm"])
+        points += rows(doc)
+    return version, points
+
+
+def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
+    version, points = _points(observations)
+    if version is None:
+        return []
+    out = []
+    for r in judge_grid(engine_claims(), points, version):
+        n_bad = len(r["ran"]) + len(r["refused"])
+        clear = r["agree"] + n_bad
+        if clear == 0:
+            verdict = "inconclusive"
+        elif n_bad == 0:
+            verdict = "confirmed"
+        elif r["agree"] == 0:
+            verdict = "contradicted"
+        else:
+            verdict = "partial"
+        parts = [f"{r['agree']} of {clear} grid points as the claim says (vLLM {version}, {r['backend']})"]
+        if r["ran"]:
+            parts.append(f"vLLM accepted what the claim refuses, e.g. {', '.join(_label(p) for p in r['ran'][:3])}")
+        if r["refused"]:
+            ex = r["refused"][0]
+            parts.append(f"vLLM refused what the claim allows, e.g. {_label(ex[0])}: {ex[1][0]!r}")
+        out.append({"claim": r["claim"], "verdict": verdict,
+                    "scope": {"vllm": version, "cc": r["ccs"], "gpu": "none (engine probe)"},
+                    "detail": "; ".join(parts)})
+    return out
+
+
+def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:
+    version, points = _points(observations)
+    if version is None:
+        return {}
+    sel = Counter((p["cc"], p["layout"], str(p["selected"])) for p in points)
+    table: dict[str, dict[str, int]] = {}
+    for (cc, layout, chosen), n in sorted(sel.items()):
+        table.setdefault(f"cc{cc} {layout}", {})[chosen] = n
+    return {"vllm": version, "grid_points": len(points), "selected": table,
+            "raw": sorted({str((o.get("metrics") or {}).get("raw")) for o in observations if o.get("metrics")})}

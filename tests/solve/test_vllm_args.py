@@ -1,0 +1,71 @@
+"""`--vllm-args "serve MODEL ..."` and `--vllm VERSION`: parsing and the pre-flight answer on the shipped KB."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kbtool.errors import UsageError
+from kbtool.solve.vllm_args import model_name, parse
+from tests.util import run_kb
+
+
+def test_parse_reads_the_flags_that_matter() -> None:
+    a = parse("vllm serve deepseek-ai/DeepSeek-V3 --kv-cache-dtype fp8 --attention-backend FLASHINFER "
+              "--max-model-len 128k -tp 2 --gpu-memory-utilization 0.85 --block-size=32 "
+              "--max-num-batched-tokens 8192 --enable-prefix-caching --seed 1")
+    assert (a.model, a.kv_cache_dtype, a.attention_backend, a.max_model_len, a.tp, a.gpu_memory_utilization,
+            a.block_size, a.max_num_batched_tokens) == ("deepseek-ai/DeepSeek-V3", "fp8", "FLASHINFER", 131072, 2,
+                                                        0.85, 32, 8192)
+    assert a.ignored == ["--enable-prefix-caching", "--seed"]
+    assert model_name(a.model) == "deepseek-v3"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("serve m --max-model-len lots", "--vllm-args: --max-model-len takes a number; got 'lots'"),
+    ("serve m --block-size", "--vllm-args: --block-size needs a value"),
+])
+def test_parse_errors_name_the_flag(text: str, message: str) -> None:
+    with pytest.raises(UsageError) as exc:
+        parse(text)
+    assert str(exc.value.args[0]) == message
+
+
+def answer(*args: str) -> dict:  # type: ignore[type-arg]
+    r = run_kb("query", "--json", *args)
+    assert r.code == 0, r.err
+    return json.loads(r.out)  # type: ignore[no-any-return]
+
+
+def test_preflight_names_the_backend_and_the_concurrency() -> None:
+    a = answer("--gpu", "h200", "--vllm-args", "serve deepseek-ai/DeepSeek-V3 --kv-cache-dtype fp8 "
+               "--max-model-len 131072 -tp 8")
+    e = a["engine"]
+    assert a["verdict"] == "yes" and e["vllm"] == "0.33.0" and e["selected"] == "vllm-flashmla"
+    assert a["query"]["gpus"] == 8 and a["query"]["ctx"] == 131072 and a["query"]["kv"] == "fp8_e4m3"
+    assert e["mla"]["prefill"][0] == "FLASH_ATTN (varlen)" and e["mla"]["prefill_shape"] == "qk 192 / v 128"
+    assert e["preflight"].startswith("Using FLASHMLA attention backend; KV cache ")
+    assert "maximum concurrency for 131,072 tokens per request" in e["preflight"]
+
+
+def test_an_explicit_backend_vllm_refuses_gives_vllms_error() -> None:
+    a = answer("--gpu", "h100", "--vllm-args", "serve llama-3.1-8b --kv-cache-dtype fp8 "
+               "--attention-backend FLEX_ATTENTION --max-model-len 8192")
+    assert a["verdict"] == "no" and a["engine"]["selected"] is None
+    assert a["engine"]["preflight"].startswith("ValueError: Selected backend AttentionBackendEnum.FLEX_ATTENTION "
+                                               "is not valid for this configuration. Reason: [")
+
+
+def test_kv_that_does_not_fit_gives_vllms_kv_error() -> None:
+    a = answer("--gpu", "h100", "--vllm-args", "serve llama-3.1-70b --max-model-len 131072 -tp 2")
+    assert a["verdict"] == "no"
+    assert a["engine"]["preflight"].startswith("ValueError: To serve at least one request with the model's max "
+                                               "seq len (131072), (")
+
+
+def test_older_release_and_unknown_release() -> None:
+    a = answer("--gpu", "h100", "--head-dim", "256", "--kv", "bf16", "--vllm", "0.19.1")
+    assert a["engine"]["vllm"] == "0.19.1" and a["query"]["engine"] == "vllm"
+    r = run_kb("query", "--gpu", "h100", "--head-dim", "128", "--vllm", "0.1.0")
+    assert r.code == 2 and "the KB records vLLM's selection for 0.19.1, 0.33.0 only" in r.err
