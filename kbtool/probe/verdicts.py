@@ -137,7 +137,8 @@ def _scope_key(scope: Mapping[str, Any]) -> str:
 def _scope_text(scope: Mapping[str, Any]) -> str:
     libs = ", ".join(f"{k} {v}" for k, v in (scope.get("libraries") or {}).items())
     phase = f", {scope['phase']}" if scope.get("phase") else ""
-    return f"{scope.get('sm') or '?'}" + (f" with {libs}" if libs else "") + phase
+    where = scope.get("sm") or "any architecture (no GPU needed)"
+    return where + (f" with {libs}" if libs else "") + phase
 
 
 def _scoped(entries: list[_Entry]) -> dict[str, Any] | None:
@@ -157,7 +158,8 @@ def _scoped(entries: list[_Entry]) -> dict[str, Any] | None:
     for e in chosen:
         if e.ev.id not in ids:
             ids.append(e.ev.id)
-    return {"scope": chosen[0].scope, "status": status, "evidence": ids, "reason": reason[:1200]}
+    scope = {k: v for k, v in chosen[0].scope.items() if v is not None}  # an engine probe has no sm
+    return {"scope": scope, "status": status, "evidence": ids, "reason": reason[:1200]}
 
 
 def plan(

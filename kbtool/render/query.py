@@ -172,6 +172,12 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
         libs = {lib for i in shown for lib in [by_id[i].library] if lib} | {"cuda"}
         used += _lines(sink, _assumed_text(a.assumed, libs), width, style="dim")
     for phase, ids in a.recommended.items():
+        chosen = _engine_choice(a.engine, phase)
+        if not ids and chosen:
+            ver = (a.engine or {}).get("vllm")
+            used += _lines(sink, f"use for {phase}: {chosen} (vLLM {ver}'s choice; no kernel record passes on its "
+                           "own: --explain)", width)
+            continue
         if not ids:
             used += _lines(sink, f"use for {phase}: no kernel is known to pass", width)
             continue
@@ -191,11 +197,12 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
         if m.available_bytes < 0:
             room = f"weights {m.weights_bytes / gb:,.1f} GB exceed the usable memory"
         else:
-            room = f"{m.available_bytes / gb:,.1f} GB free after weights; max ctx {m.max_ctx:,}"
+            room = f"{m.available_bytes / gb:,.1f} GB free after weights and reserve; max ctx {m.max_ctx:,}"
         ctx = a.query.get("ctx")
         seqs = ""
         if getattr(m, "max_sequences", None) is not None and ctx and m.available_bytes >= 0:
-            seqs = f"; {m.max_sequences:,} sequence{'s' if m.max_sequences != 1 else ''} of {ctx:,} fit at once"
+            seqs = (f"; {m.max_sequences:,} sequence{'s' if m.max_sequences != 1 else ''} of {ctx:,} "
+                    f"fit{'s' if m.max_sequences == 1 else ''} at once")
         bind = {"model": "max_position_embeddings binds", "memory": "memory binds"}.get(
             getattr(m, "ctx_limit", None) or "", "")
         used += _lines(sink, f"memory: {fits}; KV {m.kv_bytes / gb:,.1f} GB ({m.kv_bytes_per_token:,.0f} B/token);"
@@ -251,7 +258,8 @@ def _memory(sink: Sink, m: Any, ctx: int | None) -> None:
     fits = {True: ("fits", "green"), False: ("does not fit", "red"), None: ("no ctx given", "cyan")}[m.fits]
     seqs = ""
     if m.max_sequences is not None and ctx:
-        seqs = f"; {m.max_sequences:,} sequence{'s' if m.max_sequences != 1 else ''} of {ctx:,} fit at once"
+        seqs = (f"; {m.max_sequences:,} sequence{'s' if m.max_sequences != 1 else ''} of {ctx:,} "
+                    f"fit{'s' if m.max_sequences == 1 else ''} at once")
     bind = {"model": "the model's max_position_embeddings binds",
             "memory": "memory binds"}.get(m.ctx_limit, m.ctx_limit)
     w = _width()
@@ -400,6 +408,16 @@ def _engine(sink: Sink, e: dict[str, Any], explain: bool) -> None:
 
 def _name(e: dict[str, Any], bid: str) -> str:
     return next((b["name"] for b in e["backends"] if b["id"] == bid), bid)
+
+
+def _engine_choice(e: dict[str, Any] | None, phase: str) -> str | None:
+    """The backend (or MLA prefill path) vLLM runs `phase` with, or None without a selection."""
+    if not e or not e.get("selected"):
+        return None
+    mla = e.get("mla")
+    if mla and phase == "prefill":
+        return str(mla["prefill"][0])
+    return _name(e, e["selected"])
 
 
 def _engine_headline(e: dict[str, Any]) -> str:

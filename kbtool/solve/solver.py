@@ -533,7 +533,7 @@ def _verdict(cx: Ctx, acc: AcceleratorV, kernels: list[KernelAnswer], memory: An
                    f"before {memory.kv_bytes / gb:,.1f} GB of KV")
         else:
             mem = (f"; does not fit: KV needs {memory.kv_bytes / gb:,.1f} GB, {memory.available_bytes / gb:,.1f}"
-                   f" GB available after weights (max ctx {memory.max_ctx:,})")
+                   f" GB left after weights and the activation reserve (max ctx {memory.max_ctx:,})")
     if fits is False:
         return "no", f"{where}: {mem[2:]}"
     if any(v == "rejected" for v in per_phase.values()):
