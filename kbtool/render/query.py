@@ -173,19 +173,20 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
         used += _lines(sink, _assumed_text(a.assumed, libs), width, style="dim")
     for phase, ids in a.recommended.items():
         chosen = _engine_choice(a.engine, phase)
-        if not ids and chosen:
-            ver = (a.engine or {}).get("vllm")
-            used += _lines(sink, f"use for {phase}: {chosen} (vLLM {ver}'s choice; no kernel record passes on its "
-                           "own: --explain)", width)
-            continue
-        if not ids:
-            used += _lines(sink, f"use for {phase}: no kernel is known to pass", width)
-            continue
         top = ids[:3]
         marks = ", ".join(f"{i}{'' if by_id[i].phase_status.get(phase) == 'ok' else ' (caveat)'}" for i in top)
         more = f" (+{len(ids) - 3} passing)" if len(ids) > 3 else ""
         styles = {i: STYLE[by_id[i].phase_status.get(phase, "ok")] for i in top}
-        for ln in _wrap(f"use for {phase}: {marks}{more}", width):
+        if chosen:  # the engine decides what runs; the kernel layer's own list follows it
+            ver = (a.engine or {}).get("vllm")
+            rest = f"; kernels passing on their own: {marks}{more}" if ids else \
+                "; no kernel record passes on its own: --explain"
+            text = f"use for {phase}: {chosen} (vLLM {ver}'s choice){rest}"
+        elif not ids:
+            text = f"use for {phase}: no kernel is known to pass"
+        else:
+            text = f"use for {phase}: {marks}{more}"
+        for ln in _wrap(text, width):
             sink.line(_styled(ln, styles))
             used += 1
     if a.engine:  # vLLM's own choice (kbtool/solve/engine.py)
