@@ -183,19 +183,7 @@ def splice_verification(text: str, block: dict[str, Any]) -> str:
     """`text` with its top-level `verification` entry replaced by `block` (appended if absent), its keys in the
     model's order (what `kb fmt` writes: status, evidence, reason, sides, checked)."""
     order = {k: i for i, k in enumerate(VERIFICATION_ORDER)}
-    block = dict(sorted(block.items(), key=lambda kv: order.get(kv[0], len(order))))
-    rendered = dump({"verification": block})
-    span = _top_level_span(text, "verification")
-    lines = text.splitlines(keepends=True)
-    if span is None:
-        if lines and not lines[-1].endswith("\n"):
-            lines[-1] += "\n"
-        return "".join(lines) + rendered
-    start, end = span
-    _refuse_shared_anchors("".join(lines[start:end]), "".join(lines[:start] + lines[end:]))
-    if end == len(lines) and lines and not lines[-1].endswith("\n"):
-        rendered = rendered.rstrip("\n")
-    return "".join(lines[:start]) + rendered + "".join(lines[end:])
+    return splice_key(text, "verification", dict(sorted(block.items(), key=lambda kv: order.get(kv[0], len(order)))))
 
 
 def splice_key(text: str, key: str, value: Any) -> str:
