@@ -62,7 +62,7 @@ def _mutate(data: dict[str, Any], draw: st.DrawFn, ids: list[str]) -> dict[str, 
         elif op == "rename" and isinstance(parent, dict):
             parent[str(key) + draw(st.sampled_from(["_", "s", "X"]))] = parent.pop(key)
         elif op == "retype":
-            parent[key] = draw(st.sampled_from(JUNK))
+            parent[key] = copy.deepcopy(draw(st.sampled_from(JUNK)))  # later mutations must not edit JUNK
         elif isinstance(parent[key], str):
             parent[key] = draw(st.sampled_from(ids))
     return d
