@@ -17,6 +17,7 @@ that vLLM refused for other reasons only did not run, and says nothing about the
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import json
@@ -52,11 +53,14 @@ REASON_KIND = {
 def _load_yaml(path: Path) -> Any:
     import yaml
 
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where built: the claims are read on every judge
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
 
 
+@functools.cache
 def engine_claims(records: Path = ROOT / "records") -> list[dict[str, Any]]:
-    """Reject claims about vLLM engine backends, as records (dicts)."""
+    """Reject claims about vLLM engine backends, as records (dicts); read once per process (the spec and the judge
+    both ask). Callers must not mutate the list."""
     backends = {p.stem for p in (records / "engine-backends").glob("vllm-*.yaml")}
     out = []
     for path in sorted((records / "claims").glob("vllm-*.yaml")):
@@ -171,7 +175,11 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
     predictions: dict[str, list[bool | None]] = {}
     for c, when, req in compiled:
         preds: list[bool | None] = []
-        for _p, env in envs:
+        backend, served = name_of.get(c["subject"]), layouts.get(c["subject"], [])
+        for p, env in envs:
+            if backend not in p["reasons"] or (served and env["attention"] not in served):
+                preds.append(None)  # a point the judge below skips: no need to evaluate the claim there
+                continue
             w = evaluate(when, env) if when is not None else True
             preds.append(None if w is not True else evaluate(req, env) if req is not None else True)
         predictions[c["id"]] = preds
