@@ -208,6 +208,8 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
             getattr(m, "ctx_limit", None) or "", "")
         used += _lines(sink, f"memory: {fits}; KV {m.kv_bytes / gb:,.1f} GB ({m.kv_bytes_per_token:,.0f} B/token);"
                        f" {room}{f' ({bind})' if bind and m.available_bytes >= 0 else ''}{seqs}", width)
+        if m.fits is False:
+            used += _lines(sink, "  to fit: " + _fit_options(a, m), width)
     cav: dict[str, tuple[str, Reason]] = {}
     for r in a.caveats:
         cav.setdefault(r.claim, (r.subject or "", r))
@@ -409,6 +411,25 @@ def _engine(sink: Sink, e: dict[str, Any], explain: bool) -> None:
 
 def _name(e: dict[str, Any], bid: str) -> str:
     return next((b["name"] for b in e["backends"] if b["id"] == bid), bid)
+
+
+def _fit_options(a: Answer, m: Any) -> str:
+    """What a user can change when the KV cache does not fit (each a query option)."""
+    opts = []
+    if m.available_bytes > 0 and m.max_ctx:
+        opts.append(f"--ctx {m.max_ctx:,} or less")
+    if getattr(m, "weights_dtype", None) in ("bf16", "fp16"):
+        opts.append("quantized weights (--weights fp8)")
+    if a.query.get("kv") in (None, "bf16", "fp16"):
+        opts.append("--kv fp8")
+    g = int(a.query.get("gpus") or 1)
+    usable = m.capacity_bytes * m.utilization - (getattr(m, "reserve_bytes", 0) or 0)
+    need = (m.weights_bytes + m.kv_bytes) * g  # the whole model and its KV, spread over p GPUs
+    p = 2 * g
+    while p < 64 and usable > 0 and need / p > usable:
+        p *= 2
+    opts.append(f"more GPUs (--gpus {p}, an estimate)")
+    return ", ".join(opts)
 
 
 def _engine_choice(e: dict[str, Any] | None, phase: str) -> str | None:

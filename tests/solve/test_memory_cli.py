@@ -93,3 +93,17 @@ def test_parse_size_and_weights() -> None:
     assert parse_weights("FP8") == "fp8" and parse_weights("bfloat16") == "bf16" and parse_weights(None) is None
     with pytest.raises(UsageError):
         parse_size("-1GB")
+
+
+def test_a_kv_cache_that_does_not_fit_names_what_would_make_it_fit() -> None:
+    import subprocess
+
+    def answer(*extra: str) -> str:
+        args = ["kb", "query", "--gpu", "h100", "--gpus", "2", "--model", "llama-3.1-70b", "--ctx", "128k",
+                "--kv", "fp8", *extra]
+        return subprocess.run(args, capture_output=True, text=True, check=True).stdout
+
+    no = answer()
+    assert "does not fit" in no and "to fit:" in no and "--weights fp8" in no and "--gpus 4, an estimate" in no
+    for option in (["--weights", "fp8"], ["--gpus", "4"]):  # each option it names does make it fit
+        assert "memory: fits" in answer(*option) and "to fit:" not in answer(*option)
