@@ -16,6 +16,7 @@ from typing import Any
 
 from kbtool.probe.judging import claim_gates, env_vars, judge_gates, values
 from kbtool.probe.spec import ProbeSpec
+from probes.sdpa_gates import dispatched  # which SDPA implementation the profiled kernel names belong to
 
 SPEC = ProbeSpec(
     id="sdpa-mixed",
@@ -80,19 +81,6 @@ def _tensor(shape: tuple[int, ...], name: str) -> Any:
     return torch.randn(shape, device="cuda", dtype=torch.bfloat16).to(dtype)
 
 
-def _kind_of(kernels: list[str]) -> str | None:
-    text = " ".join(kernels).lower()
-    if "cudnn" in text or "fort_native_sdpa" in text:
-        return "cudnn"
-    if "flash_fwd" in text or "pytorch_flash" in text:
-        return "flash"
-    if "fmha_cutlass" in text or "memeffattention" in text or "mem_eff" in text:
-        return "efficient"
-    if any(k in text for k in ("gemm", "nvjet", "softmax", "cutlass")):
-        return "math"
-    return None
-
-
 def _memory(case: dict[str, Any]) -> dict[str, Any]:
     import torch
     import torch.nn.functional as F
@@ -150,7 +138,7 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
                 out = F.scaled_dot_product_attention(q, k, v, **kwargs)
                 torch.cuda.synchronize()
     kernels = sorted({e.name for e in prof.events() if "cuda" in str(getattr(e, "device_type", "")).lower()})
-    kind = _kind_of(kernels)
+    kind = dispatched(kernels)
     metrics: dict[str, Any] = {"dispatched": kind, "out_dtype": str(out.dtype)}
     if case["backend"] != "default":
         metrics["dispatch_ok"] = None if kind is None else kind == case["backend"]
