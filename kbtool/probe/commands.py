@@ -55,7 +55,8 @@ class RunReport:
     updates: list[Update] = field(default_factory=list)
     skips: list[Skip] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
-    untestable: list[tuple[str, str]] = field(default_factory=list)
+    untestable: list[tuple[str, str, str | None]] = field(default_factory=list)
+    """(claim, reason, architecture of the host) for claims whose probe could not run for missing packages."""
     wrote_claims: bool = False
 
     @property
@@ -244,7 +245,8 @@ def run(
             report.runs.append(ProbeRun(probe, "skipped", f.why))
             if f.missing and probe.spec.untestable:
                 reason = _untestable_reason(probe, env, f.missing)
-                report.untestable += [(c, reason) for c in probe.spec.claims if not claim_id or c == claim_id]
+                sm = env.get("architecture")
+                report.untestable += [(c, reason, sm) for c in probe.spec.claims if not claim_id or c == claim_id]
             continue
         n_cases = len(probe.cases())
         progress = on_probe(probe, n_cases) if on_probe else None
@@ -270,7 +272,7 @@ def run(
 
 def _apply(
     evidence: list[Evidence],
-    untestable: list[tuple[str, str]],
+    untestable: list[tuple[str, str, str | None]],
     claims: dict[str, tuple[Claim, Path]],
     today: str,
     *,
@@ -278,14 +280,14 @@ def _apply(
 ) -> tuple[list[Update], list[Skip], list[Path]]:
     updates, skips = plan(evidence, {k: c for k, (c, _) in claims.items()}, today)
     judged = {u.claim for u in updates}
-    for cid, reason in untestable:
+    for cid, reason, sm in untestable:
         if cid in judged:
             continue  # evidence (a recorded run, judged again) speaks for it: not untestable
         if cid not in claims:
             skips.append(Skip(cid, "no such claim"))
             continue
         claim = claims[cid][0]
-        block = untestable_block(claim, reason, today)
+        block = untestable_block(claim, reason, today, sm)
         if block is None:
             skips.append(Skip(cid, f"left as {claim.verification.status}: untestable here ({reason})"))
             continue
@@ -294,8 +296,8 @@ def _apply(
         again, _ = plan(evidence, {claim.id: claim}, today)
         if again:
             return again[0]
-        for cid, reason in untestable:
-            block = untestable_block(claim, reason, today) if cid == claim.id else None
+        for cid, reason, sm in untestable:
+            block = untestable_block(claim, reason, today, sm) if cid == claim.id else None
             if block is not None:
                 return Update(cid, str(claim.verification.status), str(block["status"]), block, reason)
         return None
@@ -319,7 +321,7 @@ def write_manifest(out: Path, report: RunReport, today: str) -> Path:
              "evidence": r.evidence.id if r.evidence else None, "outcomes": r.counts()}
             for r in report.runs
         ],
-        "untestable": [{"claim": c, "reason": why} for c, why in report.untestable],
+        "untestable": [{"claim": c, "reason": why, "sm": sm} for c, why, sm in report.untestable],
     }
     path = out / MANIFEST
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
@@ -332,7 +334,7 @@ def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update
     import json
 
     files: list[Path] = []
-    untestable: list[tuple[str, str]] = []
+    untestable: list[tuple[str, str, str | None]] = []
     dates: list[str] = []
     for p in paths:
         if p.is_dir():
@@ -340,14 +342,16 @@ def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update
             manifest = p / MANIFEST
             if manifest.is_file():
                 data = json.loads(manifest.read_text(encoding="utf-8"))
-                untestable += [(u["claim"], u["reason"]) for u in data.get("untestable", [])]
+                sm = (data.get("environment") or {}).get("architecture")
+                untestable += [(u["claim"], u["reason"], u.get("sm", sm)) for u in data.get("untestable", [])]
                 untestable += untestable_today(data)
                 dates.append(str(data.get("date")))
         else:
             files.append(p)
     if not files and not untestable:
         raise UsageError("no evidence files given", fix="pass the folder or files written by `kb probe run --out`")
-    untestable = list(dict(untestable).items())  # one reason a claim: the last (today's probe lists) wins
+    last = {(c, sm): why for c, why, sm in untestable}  # one reason a claim and host: today's probe lists win
+    untestable = [(c, why, sm) for (c, sm), why in last.items()]
     claims = load_claims(records)
     if not claims:
         raise ProbeError(f"no claims under {records / 'claims'}")
@@ -361,11 +365,12 @@ def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update
     return updates, skips, imported + written + (measured.write(records, evidence) if write else [])
 
 
-def untestable_today(manifest: dict[str, Any]) -> list[tuple[str, str]]:
+def untestable_today(manifest: dict[str, Any]) -> list[tuple[str, str, str | None]]:
     """For each probe a run skipped for missing packages, today's claim list of that probe with its reason (a
     probe may test more claims now than on the day of the run; the host lacked its packages either way)."""
     env = manifest.get("environment") or {}
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, str, str | None]] = []
+    sm = env.get("architecture")
     by_id = {p.spec.id: p for p in discover()}
     for entry in manifest.get("probes", []):
         probe = by_id.get(str(entry.get("id")))
@@ -376,7 +381,7 @@ def untestable_today(manifest: dict[str, Any]) -> list[tuple[str, str]]:
             continue
         missing = [m.strip().replace(" or ", "|") for m in why.removeprefix("not installed: ").split(",")]
         reason = _untestable_reason(probe, env, missing)
-        out += [(c, reason) for c in probe.spec.claims]
+        out += [(c, reason, sm) for c in probe.spec.claims]
     return list(dict.fromkeys(out))
 
 

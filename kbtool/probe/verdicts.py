@@ -263,8 +263,11 @@ def _block(
     for e in entries:
         by_scope.setdefault(_scope_key(e.scope), []).append(e)
     scoped = {k: sv for k, es in by_scope.items() if (sv := _scoped(es)) is not None}
+    settled = {(sv.get("scope") or {}).get("sm") for sv in scoped.values() if sv["status"] != "untestable"}
     kept = [v for v in old.get("verdicts", []) if _scope_key(v.get("scope") or {}) not in scoped
-            and not set(v.get("evidence") or []) <= applied]  # judged again now: what it says now stands
+            and not set(v.get("evidence") or []) <= applied  # judged again now: what it says now stands
+            and not (v["status"] == "untestable" and not v.get("evidence")
+                     and (v.get("scope") or {}).get("sm") in settled)]  # a run there settles "untestable there"
     verdicts = sorted([*kept, *scoped.values()], key=lambda v: _scope_key(v["scope"]))
     statuses = {v["status"] for v in verdicts} - {"untestable"}
     if partial or statuses == {"verified", "refuted"}:
@@ -321,13 +324,33 @@ def _block(
     return copied
 
 
-def untestable_block(claim: Claim, reason: str, today: str) -> dict[str, Any] | None:
+def untestable_block(claim: Claim, reason: str, today: str, sm: str | None = None) -> dict[str, Any] | None:
     """`untestable` with the reason, for claims no probe has settled. Never replaces evidence: a verified or
-    refuted claim is left alone, and a claim disputed by its sources keeps its sides and only gains the reason."""
+    refuted claim is left alone, and a claim disputed by its sources keeps its sides and only gains the reason.
+    With `sm` (the probe host's architecture) the reason is also kept as an untestable verdict scoped there, so
+    coverage per architecture can tell where the claim could not be tested; a verdict from evidence on that
+    architecture is never replaced by it."""
     status = str(claim.verification.status)
     old = claim.verification.model_dump(mode="json", exclude_defaults=True, by_alias=True)
-    if status in ("verified", "refuted") or old.get("reason") == reason:
+    if status in ("verified", "refuted"):
+        return None
+    verdicts = list(old.get("verdicts") or [])
+    if sm:
+        there = [v for v in verdicts if (v.get("scope") or {}).get("sm") == sm]
+        if any(v["status"] != "untestable" for v in there):
+            return None
+        mine = {"scope": {"sm": sm}, "status": "untestable", "reason": reason}
+        if old.get("reason") == reason and mine in there:
+            return None
+        verdicts = [v for v in verdicts if v not in there] + [mine]
+    elif old.get("reason") == reason:
         return None
     if status == "disputed":
-        return {**old, "reason": reason}
-    return {"status": "untestable", "reason": reason, "checked": today}
+        block = {**old, "reason": reason}
+        if verdicts:
+            block["verdicts"] = verdicts
+        return block
+    out: dict[str, Any] = {"status": "untestable", "reason": reason, "checked": today}
+    if verdicts:
+        out["verdicts"] = verdicts
+    return out

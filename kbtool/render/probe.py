@@ -110,7 +110,7 @@ def run_json(report: RunReport) -> None:
                   "evidence": r.evidence.id if r.evidence else None,
                   "evidence_path": str(r.evidence_path) if r.evidence_path else None,
                   "cases": [c.observation() for c in r.results]} for r in report.runs],
-        "untestable": [{"claim": c, "reason": why} for c, why in report.untestable],
+        "untestable": [{"claim": c, "reason": why, "sm": sm} for c, why, sm in report.untestable],
         "updates": [{"claim": u.claim, "was": u.old_status, "now": u.new_status, "why": u.why}
                     for u in report.updates],
         "skipped_claims": [{"claim": s.claim, "why": s.why} for s in report.skips],

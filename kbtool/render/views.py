@@ -154,3 +154,11 @@ def stats(c: Console, d: dict[str, Any]) -> None:
     c.print(f"[bold]claims scoped to versions older than the newest recorded release[/]: {len(d['stale_scopes'])}")
     for s in d["stale_scopes"]:
         c.print(f"  {escape(s['claim'])}: {escape(s['library'])} {escape(s['scope'])}, latest {escape(s['latest'])}")
+    for cov in d.get("coverage", []):
+        done = sum(cov["covered"].values())
+        parts = ", ".join(f"{_s(k)} {n}" for k, n in cov["covered"].items())
+        c.print(f"[bold]claims in scope on {escape(cov['arch'])}[/] (probed there): {cov['in_scope']}; "
+                f"with a verdict there {done}" + (f" ({parts})" if parts else "")
+                + f", none {len(cov['uncovered'])}")
+        for u in cov["uncovered"]:
+            c.print(f"  {escape(u['claim'])} ({_s(u['status'])})")

@@ -1,4 +1,5 @@
-"""`kb stats`: counts per kind, verification, fact basis, primary sources, evidence per GPU, stale scopes."""
+"""`kb stats`: counts per kind, verification, fact basis, primary sources, evidence per GPU, stale scopes and
+probe coverage per probed architecture."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from kbtool.kb import KB
 from kbtool.model import Claim, Evidence, Kernel, Measurement
 from kbtool.model.common import PRIMARY_SOURCE_TYPES, Fact, VersionRange
 from kbtool.solve.conditions import compare_versions
+from kbtool.views.coverage import coverage, probed_archs
 
 
 def _facts(obj: Any, out: Counter[str]) -> None:
@@ -88,4 +90,5 @@ def stats(kb: KB) -> dict[str, Any]:
                                        "without": sorted(c.id for c in claims if c.id not in set(primary))},
         "evidence_per_gpu": dict(sorted(per_gpu.items())),
         "stale_scopes": stale_scopes(kb),
+        "coverage": [coverage(kb, sm) for sm in probed_archs(kb)],
     }

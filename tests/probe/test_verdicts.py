@@ -139,3 +139,24 @@ def test_untestable_never_replaces_evidence() -> None:
     disputed = claim("d", verification={"status": "disputed", "sides": sides})
     block = untestable_block(disputed, "no wheels", "2026-11-30")
     assert block is not None and block["status"] == "disputed" and block["reason"] == "no wheels"
+
+
+def test_untestable_is_scoped_to_the_host_architecture() -> None:
+    block = untestable_block(claim("u"), "no wheels", "2026-11-30", "sm90")
+    assert block is not None and block["status"] == "untestable"
+    assert block["verdicts"] == [{"scope": {"sm": "sm90"}, "status": "untestable", "reason": "no wheels"}]
+    again = claim("u", verification=block)
+    assert untestable_block(again, "no wheels", "2026-11-30", "sm90") is None  # nothing new to write
+    sides = [{"position": "a", "sources": SRC}, {"position": "b", "sources": SRC}]
+    disputed = claim("d", verification={"status": "disputed", "sides": sides})
+    block = untestable_block(disputed, "no wheels", "2026-11-30", "sm90")
+    assert block is not None and block["status"] == "disputed" and block["sides"] == sides
+    assert [v["scope"] for v in block["verdicts"]] == [{"sm": "sm90"}]
+
+
+def test_untestable_keeps_a_verdict_from_evidence_on_that_architecture() -> None:
+    refuted_there = {"status": "disputed", "sides": [{"position": "a", "sources": SRC}, {"position": "b", "sources": SRC}],
+                     "verdicts": [{"scope": {"sm": "sm90"}, "status": "refuted", "evidence": ["e0"]}]}
+    assert untestable_block(claim("d", verification=refuted_there), "no wheels", "2026-11-30", "sm90") is None
+    other = untestable_block(claim("d", verification=refuted_there), "no wheels", "2026-11-30", "sm100")
+    assert other is not None and {v["scope"]["sm"] for v in other["verdicts"]} == {"sm90", "sm100"}
