@@ -23,13 +23,19 @@ SPEC = ProbeSpec(
             "fa2-dtypes-fp16-bf16", "fa2-paged-block-size-256", "fa3-fp8-head-dim-multiple-16", "fa3-fp8-output-bf16",
             "fa3-requires-cuda-12-3", "fa3-requires-nvidia", "fp8-kv-head-dim-256-prefill-cost",
             # PyTorch's FA3 SDP path (activate_flash_attention_impl("FA3")) calls torch.ops.flash_attn_3, i.e. FA-3
-            "torch-sdpa-flash-fp8-fa3-opt-in"],
+            "torch-sdpa-flash-fp8-fa3-opt-in",
+            # feature claims (sinks, sliding window, FP8/FP4 forms): their cases need FA-2/FA-3 installed
+            "fa2-no-sinks", "fa3-sinks", "flash-attention-2-sliding-window", "flash-attention-3-sliding-window",
+            "fa3-fp8-kv-needs-fp8-query", "fa3-no-fp4-kv",
+            # vLLM's FA fork (vllm-flash-attn) is compiled only inside the vllm wheel (see `untestable`)
+            "vllm-fa-fork-paged-block-size-16"],
     requires={"archs": None, "packages": ["torch", "flash-attn|flash-attn-3"]},
     timeout_s=300,
     untestable=("No wheel installs there: PyPI has flash-attn (FA-2) only as a source distribution and flash-attn-3 "
                 "only as a 0.0.0 placeholder (checked 2026-11-30), and FA-3 (hopper/) is built from source; a "
                 "source build of either is needed to probe these gates, and it takes longer than a device lease "
-                "(10 minutes a command, 30 a session)."),
+                "(10 minutes a command, 30 a session). vLLM's fork (vllm-flash-attn) ships compiled only inside "
+                "the vllm wheel, hundreds of MB against the 64 MiB a device call carries."),
 )
 
 HEAD_DIMS = {"fa2": [64, 128, 256, 512], "fa3": [64, 128, 192, 256, 512]}

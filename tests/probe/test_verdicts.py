@@ -155,7 +155,8 @@ def test_untestable_is_scoped_to_the_host_architecture() -> None:
 
 
 def test_untestable_keeps_a_verdict_from_evidence_on_that_architecture() -> None:
-    refuted_there = {"status": "disputed", "sides": [{"position": "a", "sources": SRC}, {"position": "b", "sources": SRC}],
+    sides = [{"position": "a", "sources": SRC}, {"position": "b", "sources": SRC}]
+    refuted_there = {"status": "disputed", "sides": sides,
                      "verdicts": [{"scope": {"sm": "sm90"}, "status": "refuted", "evidence": ["e0"]}]}
     assert untestable_block(claim("d", verification=refuted_there), "no wheels", "2026-11-30", "sm90") is None
     other = untestable_block(claim("d", verification=refuted_there), "no wheels", "2026-11-30", "sm100")
