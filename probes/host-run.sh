@@ -1,22 +1,41 @@
 #!/usr/bin/env bash
-# Run kb probes on a GPU host that cannot reach a package registry; the wheels travel with the checkout
-# (see ../shared/gpu/fetch-wheels.sh). Usage, from the repository root:
-#   probes/host-run.sh OUT [kb probe run options]     e.g. probes/host-run.sh $OUT --all --write
-# Expects: .whl/ (FlashInfer and what it needs), .whl-kb/ (kb's own dependencies for the host's Python),
-# .whl-fa4u/ (flash-attn-4, quack, torch-c-dlpack-ext) and the CuTe DSL CUDA libraries as
-# cutlass-dsl-cu12.tar.xz in ~/stash/ (or split into parts ~/stash/cdsl-part-*). Installs into /tmp/site once.
+# Run kb probes on a GPU host that cannot reach a package registry; the packages travel with the checkout.
+# Usage, from the repository root:
+#   probes/host-run.sh stash DIR               copy DIR's files to ~/stash/ (for what is too big for one call)
+#   probes/host-run.sh OUT [kb probe run ...]  install, then `kb probe run --out OUT ...`  e.g. $OUT --all --write
+# What it installs into /tmp/site, once per machine:
+#   - every wheel in the carried folders .whl-run/ and .whl/ (kb's own needs the host lacks, FlashInfer's needs,
+#     flash-attn-4 and quack; see CONTRIBUTING.md "Probes on the H200");
+#   - every ~/stash/*.tar.xz unpacked into /tmp/site (a recompressed FlashInfer wheel, the CuTe DSL CUDA
+#     libraries), after joining split files ~/stash/NAME-part-* into ~/stash/NAME.tar.xz.
+# A device call carries at most 64 MiB with the checkout, so the big archives go in earlier calls with
+# `stash`; the machine keeps ~/stash while warm (30 s after a call).
 set -uo pipefail
+if [ "${1:-}" = stash ]; then
+  mkdir -p ~/stash && cp "${2:?usage: probes/host-run.sh stash DIR}"/* ~/stash/ && ls -la ~/stash
+  exit
+fi
 out=${1:?usage: probes/host-run.sh OUT [kb probe run options]}; shift
 site=/tmp/site
-pipi() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" "$@"; }
 if [ ! -f "$site/.kb-installed" ]; then
-  pipi .whl/*.whl .whl-kb/*.whl || exit 1
-  if ls .whl-fa4u/*.whl >/dev/null 2>&1; then pipi .whl-fa4u/*.whl || exit 1; fi
-  if ls ~/stash/cdsl-part-* >/dev/null 2>&1; then cat ~/stash/cdsl-part-* > ~/stash/cutlass-dsl-cu12.tar.xz; fi
-  if [ -f ~/stash/cutlass-dsl-cu12.tar.xz ]; then tar xJf ~/stash/cutlass-dsl-cu12.tar.xz -C "$site" || exit 1; fi
+  wheels=$(ls .whl-run/*.whl .whl/*.whl 2>/dev/null)
+  if [ -n "$wheels" ]; then
+    # shellcheck disable=SC2086
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" $wheels \
+      || exit 1
+  fi
+  for first in ~/stash/*-part-aa; do
+    [ -e "$first" ] || continue
+    name=${first%-part-aa}
+    cat "$name"-part-* > "$name.tar.xz" && rm "$name"-part-*
+  done
+  for archive in ~/stash/*.tar.xz; do
+    [ -e "$archive" ] || continue
+    tar xJf "$archive" -C "$site" || exit 1
+  done
   touch "$site/.kb-installed"
 fi
-export PYTHONPATH="$site:$site/nvidia_cutlass_dsl/dsl_packages:$PWD"
+export PYTHONPATH="$site:$site/nvidia_cutlass_dsl/dsl_packages:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export MAX_JOBS=${MAX_JOBS:-$(nproc)} PYTHONUNBUFFERED=1
 mkdir -p "$out"
 python3 -m kbtool probe run --out "$out" "$@"
