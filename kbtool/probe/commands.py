@@ -13,6 +13,7 @@ from kbtool.errors import ProbeError, UsageError
 from kbtool.model import Claim, Evidence
 from kbtool.probe import engine, measured
 from kbtool.probe import evidence as ev_io
+from kbtool.probe.environment import kb_context
 from kbtool.probe.rejudge import claim_context, probes_by_id, rejudge
 from kbtool.probe.runner import CaseResult, run_cases
 from kbtool.probe.spec import Probe, discover
@@ -128,22 +129,6 @@ def _judge(probe: Probe, results: list[CaseResult], env: dict[str, Any]) -> tupl
         return ev_io.clean_verdicts(raw, probe.spec.claims), None
     except Exception as exc:  # a judge bug must not lose the run's observations
         return [], f"judge failed: {type(exc).__name__}: {exc}"
-
-
-def kb_context(records: Path, env: dict[str, Any]) -> dict[str, Any]:
-    """The KB's accelerator and architecture records for this GPU, for judges that compare with them."""
-    import yaml
-
-    out: dict[str, Any] = {}
-    for key, folder in (("accelerator", "accelerators"), ("architecture", "architectures")):
-        rid = env.get(key)
-        path = records / folder / f"{rid}.yaml"
-        if rid and path.is_file():
-            try:
-                out[key] = yaml.safe_load(path.read_text(encoding="utf-8"))
-            except (OSError, yaml.YAMLError):
-                continue
-    return out
 
 
 def run_probe(

@@ -162,3 +162,19 @@ def fingerprint(root: Path | None = None, timeout: float = 180.0) -> dict[str, A
 
 if __name__ == "__main__":
     print(json.dumps(collect()))
+
+
+def kb_context(records: Path, env: dict[str, Any]) -> dict[str, Any]:
+    """The KB's accelerator and architecture records for this GPU, for judges that compare with them."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for key, folder in (("accelerator", "accelerators"), ("architecture", "architectures")):
+        rid = env.get(key)
+        path = records / folder / f"{rid}.yaml"
+        if rid and path.is_file():
+            try:
+                out[key] = yaml.safe_load(path.read_text(encoding="utf-8"))
+            except (OSError, yaml.YAMLError):
+                continue
+    return out

@@ -70,6 +70,6 @@ def probes_by_id() -> dict[str, Probe]:
 
 
 def kb_for(records: Path, ev: Evidence) -> dict[str, Any]:
-    from kbtool.probe.commands import kb_context
+    from kbtool.probe.environment import kb_context
 
     return kb_context(records, ev.environment.model_dump(mode="json"))

@@ -389,7 +389,7 @@ class Image:
         if kind == "model":
             from kbtool.solve.modelref import resolve_model
 
-            got = resolve_model(self, name)
+            got = resolve_model(self, name, _model_row)
             if got is not None:
                 return got
         return resolve_name(self.names(kind), name, kind, flag)
