@@ -68,8 +68,9 @@ def scope_words(verdicts: Iterable[tuple[Any, ...]]) -> str:
 def effective(claim: ClaimV, env: Env) -> tuple[str, str | None]:
     """(status of `claim` in this environment, the words that say where its verdicts hold).
 
-    Inside a verdict's scope the verdict decides (verified and refuted together: disputed). Outside every
-    verdict's scope the claim keeps its own status there: disputed where sources disagree, else unverified.
+    Inside a verdict's scope the verdict decides (verified and refuted together: disputed), except that
+    "untestable there" leaves a dispute between sources standing. Outside every verdict's scope the claim keeps
+    its own status there: disputed where sources disagree, else unverified.
     """
     vs = claim.verdicts
     if not vs:
@@ -79,6 +80,8 @@ def effective(claim: ClaimV, env: Env) -> tuple[str, str | None]:
         got = {v[3] for v in inside}
         st = ("disputed" if {"verified", "refuted"} <= got else "refuted" if "refuted" in got
               else "verified" if "verified" in got else "untestable")
+        if st == "untestable" and claim.sides:  # no run decides it here: the sources' dispute stands
+            return "disputed", f"disputed; {scope_words(inside)}"
         return st, scope_words(inside)
     own = "disputed" if claim.sides else "unverified" if claim.status in ("verified", "refuted") else claim.status
     return own, f"{own} here; {scope_words(vs)} only"

@@ -1,12 +1,9 @@
 """The order to try (design.md §4, issue 17 item 7): per phase, the engine's own priority (with --engine),
 then latency measured on this GPU at a matching shape, then the rest.
 
-The engine's priority lists and the caveats it handles by default come from kbtool/solve/engine.py (owned by
-the engine work): `priority(engine, sm, mla) -> list[backend_name]` and `handled(engine, claim_id) -> str | None`.
-Until that module exists, the fallbacks below carry vLLM's lists as engine-gates.md §3.2 records them
-(vllm/platforms/cuda.py @ 002db495 `_get_backend_priorities`) and the one default the KB knows of (vLLM's
-flash-attention fork enables two-level FP8 accumulation by default: vllm-project/flash-attention
-hopper/utils.h:238 @ 617264c1c7955c9e84817654ebeedff069f3c5f1).
+The engine's priority comes from its `engine-priority` records (kbtool/solve/engine.py `priority_order`); the
+caveats an engine handles by default are the table below: vLLM's flash-attention fork enables two-level FP8
+accumulation by default (vllm-project/flash-attention hopper/utils.h:238 @ 617264c1c7955c9e84817654ebeedff069f3c5f1).
 """
 
 from __future__ import annotations
@@ -23,43 +20,14 @@ PASSING = ("ok", "caveat")
 LIBRARY_RANK = {"flash-attn": 0, "flash-attn-4": 0, "flashinfer": 1, "flashmla": 1, "cudnn-frontend": 2, "vllm": 3,
                 "triton": 4, "torch": 5}
 
-_VLLM_PRIORITY = {
-    (True, True): ["FLASHINFER_MLA", "CUTLASS_MLA", "FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA", "FLASHMLA_SPARSE"],
-    (True, False): ["FLASH_ATTN_MLA", "FLASHMLA", "FLASHINFER_MLA", "TRITON_MLA", "FLASHMLA_SPARSE"],
-    (False, True): ["FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION"],
-    (False, False): ["FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION"],
-}
 _VLLM_HANDLED = {
     "fa3-fp8-long-context-two-level-accumulation":
         "handled: vLLM's flash-attention fork keeps two-level FP8 accumulation on by default",
 }
 
 
-def priority(engine: str, sm: str | None, mla: bool) -> list[str]:
-    """The engine's backend names in its own order of preference (empty without an engine)."""
-    try:
-        from kbtool.solve import engine as eng
-
-        fn = getattr(eng, "priority", None)  # engine.py (vllm) orders by records: engine.Selection.priority
-        if fn is not None:
-            return list(fn(engine, sm, mla))
-    except ImportError:
-        pass
-    if engine != "vllm":
-        return []
-    return _VLLM_PRIORITY[(mla, bool(sm and sm.startswith("sm10")))]
-
-
 def handled(engine: str, claim: str) -> str | None:
     """How the engine already deals with a caveat by default, or None."""
-    try:
-        from kbtool.solve import engine as eng
-
-        fn = getattr(eng, "handled", None)
-        if fn is not None:
-            return fn(engine, claim)  # type: ignore[no-any-return]
-    except ImportError:
-        pass
     return _VLLM_HANDLED.get(claim) if engine == "vllm" else None
 
 
@@ -89,13 +57,14 @@ def recommended(kernels: list[KernelAnswer], phases: list[str], engine_rank: dic
 
 
 def engine_ranks(backends: list[Any], order: list[str]) -> dict[str, int]:
-    """kernel id -> the position of the first passing backend that reaches it in the engine's order."""
+    """kernel id -> the position of the first passing backend that reaches it in the engine's order (backend
+    record ids, as the engine-priority records list them)."""
     pos = {name: i for i, name in enumerate(order)}
     out: dict[str, int] = {}
     for b in backends:
         if b.status not in PASSING:
             continue
-        i = pos.get(b.backend_name, len(order))
+        i = pos.get(b.id, len(order))
         for k in b.kernels:
             out[k] = min(out.get(k, 10**6), i)
     return out

@@ -421,10 +421,9 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     _derived_depends(kernels)
     ranking = measured_ranking(cx.img, acc.id, q.phases, envs, kernels)
     kernels.sort(key=lambda a: (SEVERITY[a.status], a.gates == 0, a.rank or 10**6, a.id))
-    from kbtool.solve.order import engine_ranks, priority, recommended
+    from kbtool.solve.order import engine_ranks, recommended
 
-    erank = engine_ranks(backends, priority(q.engine, env.get("sm"), env.get("attention") in MLA_ONLY)) \
-        if backends else {}
+    erank = engine_ranks(backends, _engine_priority(cx, env)) if backends else {}
     rec = recommended(kernels, q.phases, erank, env.get("sm"))
     order = {kid: i for p in q.phases for i, kid in enumerate(rec[p])}
     kernels.sort(key=lambda a: (SEVERITY[a.status], order.get(a.id, 10**6), a.gates == 0, a.id))
@@ -474,6 +473,16 @@ def _memory_left(cx: Ctx, acc: AcceleratorV, env: dict[str, Any]) -> int | None:
             utilization=q.utilization, weights=q.weights, reserve=q.reserve,
             batched_tokens=q.batched_tokens or DEFAULT_BATCHED_TOKENS)
     return f.pool_bytes - f.kv_bytes  # the pool is capacity x utilization - weights - the activation reserve
+
+
+def _engine_priority(cx: Ctx, env: dict[str, Any]) -> list[str]:
+    """The engine's backend ids in its own order of preference for this query (its engine-priority record)."""
+    if cx.q.engine != "vllm":
+        return []
+    from kbtool.solve.engine import default_version, priority_order
+
+    version = cx.q.vllm or cx.q.libs.get("vllm") or default_version(cx.img)
+    return priority_order(cx.img, env, version) if version else []
 
 
 def _handled(engine: str, kernels: list[KernelAnswer]) -> None:

@@ -48,6 +48,14 @@ def test_a_verdict_holds_only_inside_its_scope() -> None:
     assert effective(plain, {"sm": "sm90", "phase": "decode"})[0] == "unverified"
 
 
+def test_untestable_there_leaves_a_dispute_between_sources_standing() -> None:
+    sides = (("a", ("s",)), ("b", ("t",)))
+    c = _C(((("sm90", (), None, "untestable", ()),), sides, "disputed"))
+    assert effective(c, {"sm": "sm90"}) == ("disputed", "disputed; untestable on sm90")
+    plain = _C(((("sm90", (), None, "untestable", ()),), (), "untestable"))
+    assert effective(plain, {"sm": "sm90"}) == ("untestable", "untestable on sm90")
+
+
 def test_scope_words_group_versions() -> None:
     vs = [("sm90", (("flashinfer", "0.6.18"),), None, "refuted", ()),
           ("sm90", (("flashinfer", "0.7.2.post1"),), None, "refuted", ())]
