@@ -5,34 +5,47 @@ shapes (2, 512, heads, D). FA-4 states its gates as assertions (arch, head dims,
 SM100"), which are recorded as UNSUPPORTED with the library's own message. Outputs that run are compared with
 an fp32 reference on the same (dequantized) inputs. This settles "FA-4 requires Blackwell" for the
 architecture it runs on, and FA-4's per-architecture head-dim and fp8 gates there.
+
+v2 adds two bf16 hd128 cases for the features FA-4's interface takes on every architecture it dispatches to
+(flash_attn/cute/interface.py passes learnable_sink and window_size_left/right to FlashAttentionForwardSm90 too):
+a learned sink logit per query head (learnable_sink, fp32, shape (heads,)), and a causal sliding window of 128
+tokens (causal=True, window_size=(127, 0): key j visible from query i when i - 127 <= j <= i). The sink reference is
+softmax over the scores plus one extra column per head whose logit is the sink (natural-log units, not scaled,
+no value vector), as softmax.apply_learnable_sink describes it.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from kbtool.probe.judging import claim_gates, env_vars, judge_gates, values
+from kbtool.probe.judging import claim_gates, default_reason, env_vars, judge_gates, values
 from kbtool.probe.spec import ProbeSpec
 
 SPEC = ProbeSpec(
     id="fa4-arch",
-    version=1,
+    version=2,
     order=30,
     title="FlashAttention-4 architecture, head-dim and fp8 gates",
-    claims=["fa4-requires-blackwell", "fa4-head-dims", "fa4-fp8-sm100-only", "fa4-arch-range", "fa4-requires-nvidia"],
+    claims=["fa4-requires-blackwell", "fa4-head-dims", "fa4-fp8-sm100-only", "fa4-arch-range", "fa4-requires-nvidia",
+            "fa4-sinks", "flash-attention-4-sliding-window"],
     requires={"archs": None, "packages": ["torch", "flash-attn-4"]},
     timeout_s=300,
     workers=2,
+    rejudges=(1,),
 )
 
 HEAD_DIMS = [64, 128, 192, 256, 512]
 DTYPES = ["bf16", "fp8_e4m3"]
 BATCH, SEQ, HEADS, KV_HEADS = 2, 512, 8, 2
 TOLERANCE = {"bf16": 3e-2, "fp8_e4m3": 6e-2}
+WINDOW = 128
+FEATURES = [{"head_dim": 128, "dtype": "bf16", "sinks": True, "sliding_window": 0},
+            {"head_dim": 128, "dtype": "bf16", "sinks": False, "sliding_window": WINDOW}]
 
 
 def cases() -> list[dict[str, Any]]:
-    return [{"head_dim": d, "dtype": t} for t in DTYPES for d in HEAD_DIMS]
+    return [{"head_dim": d, "dtype": t} for t in DTYPES for d in HEAD_DIMS] + [dict(f) for f in FEATURES]
 
 
 def run(case: dict[str, Any]) -> dict[str, Any]:
@@ -45,14 +58,30 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
     q = torch.randn(BATCH, SEQ, HEADS, d, device="cuda", dtype=torch.bfloat16).to(dtype)
     k = torch.randn(BATCH, SEQ, KV_HEADS, d, device="cuda", dtype=torch.bfloat16).to(dtype)
     v = torch.randn(BATCH, SEQ, KV_HEADS, d, device="cuda", dtype=torch.bfloat16).to(dtype)
-    result = flash_attn_func(q, k, v, causal=False)
+    window = int(case.get("sliding_window") or 0)
+    sink = torch.randn(HEADS, device="cuda", dtype=torch.float32) if case.get("sinks") else None
+    kwargs: dict[str, Any] = {"causal": bool(window)}
+    if window:
+        kwargs["window_size"] = (window - 1, 0)
+    if sink is not None:
+        kwargs["learnable_sink"] = sink
+    result = flash_attn_func(q, k, v, **kwargs)
     out = result[0] if isinstance(result, tuple) else result
     torch.cuda.synchronize()
     group = HEADS // KV_HEADS
     kf = k.float().repeat_interleave(group, dim=2)
     vf = v.float().repeat_interleave(group, dim=2)
     s = torch.einsum("bqhd,bkhd->bhqk", q.float(), kf) / d**0.5
-    ref = torch.einsum("bhqk,bkhd->bqhd", torch.softmax(s, dim=-1), vf)
+    if window:
+        i = torch.arange(SEQ, device="cuda")[:, None]
+        j = torch.arange(SEQ, device="cuda")[None, :]
+        s = s.masked_fill(~((j <= i) & (j > i - window)), float("-inf"))
+    if sink is not None:
+        s = torch.cat([s, sink.view(1, HEADS, 1, 1).expand(BATCH, HEADS, SEQ, 1)], dim=-1)
+        p = torch.softmax(s, dim=-1)[..., :-1]
+    else:
+        p = torch.softmax(s, dim=-1)
+    ref = torch.einsum("bhqk,bkhd->bqhd", p, vf)
     err = (out.float() - ref).abs().max().item()
     rel = err / max(ref.abs().max().item(), 1e-12)
     finite = bool(torch.isfinite(out.float()).all().item())
@@ -79,7 +108,19 @@ def head_dims_allowed(sm: str | None, d: int) -> bool | None:
 
 
 def _label(p: dict[str, Any]) -> str:
-    return f"hd{p.get('head_dim')} {p.get('dtype')}"
+    extra = " sinks" if p.get("sinks") else f" window {p['sliding_window']}" if p.get("sliding_window") else ""
+    return f"hd{p.get('head_dim')} {p.get('dtype')}{extra}"
+
+
+def reason_of(obs: dict[str, Any]) -> str | None:
+    """FA-4's assertions about sinks (learnable_sink) and local attention (window) name those features; every other
+    message by the shared keyword families (head dims, FP8, architecture)."""
+    text = str(obs.get("message") or "").lower()
+    if re.search(r"\bsink|learnable_sink", text):
+        return "SINKS"
+    if re.search(r"window|local attention|\bis_local\b", text):
+        return "SLIDING_WINDOW"
+    return default_reason(obs)
 
 
 def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
@@ -90,7 +131,8 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
 
     def bind(p: dict[str, Any]) -> dict[str, Any]:
         out = {"dtype": p.get("dtype"), "kv_dtype": p.get("dtype"), "kv_dtype_differs": False,
-               "head_dim": p.get("head_dim"), "head_dim_v": p.get("head_dim"), "phase": "prefill"}
+               "head_dim": p.get("head_dim"), "head_dim_v": p.get("head_dim"), "phase": "prefill",
+               "sinks": p.get("sinks"), "sliding_window": p.get("sliding_window")}
         out.update(env_vars(env))
         return out
 
@@ -98,6 +140,6 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
     scope = {"sm": env.get("architecture"), "flash-attn-4": version, "phase": "prefill",
              "dtypes": values(observations, "dtype", lambda p: True),
              "head_dims": values(observations, "head_dim", lambda p: True)}
-    return judge_gates(gates, observations, lambda g: scope, _label)
+    return judge_gates(gates, observations, lambda g: scope, _label, reason_of=reason_of)
 
 

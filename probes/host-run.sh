@@ -36,6 +36,8 @@ if [ ! -f "$site/.kb-installed" ]; then
   touch "$site/.kb-installed"
 fi
 export PYTHONPATH="$site:$site/nvidia_cutlass_dsl/dsl_packages:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+# Triton's tutorial kernel, where probes/fetch-tutorial.sh put it (an ignored folder that travels in the carry list)
+if [ -f .tutorial/fused_attention_tutorial.py ]; then PYTHONPATH="$PWD/.tutorial:$PYTHONPATH"; fi
 export MAX_JOBS=${MAX_JOBS:-$(nproc)} PYTHONUNBUFFERED=1
 mkdir -p "$out"
 python3 -m kbtool probe run --out "$out" "$@"

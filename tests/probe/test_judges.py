@@ -220,7 +220,8 @@ def fa4_on(sm: str, c: dict[str, Any]) -> dict[str, Any]:
 def test_fa4_running_on_hopper_refutes_requires_blackwell() -> None:
     got = verdicts(fa4_arch, [fa4_on("sm90", c) for c in fa4_arch.cases()], H200)
     assert got == {"fa4-requires-blackwell": "contradicted", "fa4-head-dims": "confirmed",
-                   "fa4-fp8-sm100-only": "confirmed", "fa4-arch-range": "confirmed", "fa4-requires-nvidia": "confirmed"}
+                   "fa4-fp8-sm100-only": "confirmed", "fa4-arch-range": "confirmed", "fa4-requires-nvidia": "confirmed",
+                   "fa4-sinks": "confirmed", "flash-attention-4-sliding-window": "confirmed"}
 
 
 def test_fa4_on_blackwell_confirms_requires_blackwell() -> None:

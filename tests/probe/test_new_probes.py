@@ -85,3 +85,19 @@ def test_apply_is_idempotent_and_counts_a_record_once(tmp_path: Path) -> None:
         mode="json", exclude_defaults=True, by_alias=True) != {k: v for k, v in u.verification.items()
                                                                if not k.startswith("__")}]
     assert changed == []
+
+
+def test_flex_attention_head_dim_caveat_needs_an_off_grid_case() -> None:
+    record = recorded("flex-attention")  # v1: head dims 64 and 128 only
+    assert judge(flex_attention, record)["flex-attention-head-dim-multiple-of-8"]["verdict"] == "inconclusive"
+    ok = {"outcome": "OK", "metrics": {"correct": True}}
+    fault = {"outcome": "ERROR", "message": "RuntimeError: CUDA error: misaligned address"}
+    odd = [{"params": {"dtype": "bf16", "kv_dtype": "bf16", "head_dim": d}, **(fault if d % 8 else ok)}
+           for d in flex_attention.ODD_HEAD_DIMS]
+    faulted = judge(flex_attention, {**record, "cases": record["cases"] + odd})
+    assert faulted["flex-attention-head-dim-multiple-of-8"]["verdict"] == "confirmed"
+    clean = [{**c, **ok, "message": None} for c in odd]
+    ran = judge(flex_attention, {**record, "cases": record["cases"] + clean})
+    assert ran["flex-attention-head-dim-multiple-of-8"]["verdict"] == "contradicted"
+    assert "hd46" in ran["flex-attention-head-dim-multiple-of-8"]["detail"]
+    assert [c["head_dim"] for c in flex_attention.cases()][-4:] == [46, 44, 40, 72]

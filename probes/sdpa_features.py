@@ -1,0 +1,269 @@
+"""Probe: what PyTorch SDPA offers beyond plain attention: attention sinks, a sliding window, and the math backend's
+score matrix against free memory.
+
+- sinks (flash, efficient, cudnn, math, each forced alone with torch.nn.attention.sdpa_kernel): a gpt-oss style
+  per-head sink logit has no place in SDPA's signature. The honest test is the one a user would make: read the
+  ATen schema of aten::scaled_dot_product_attention (the argument names it declares are recorded), then pass the
+  sink tensor as `sinks=` under the forced backend. A TypeError for the unknown keyword, with no sink-like argument
+  in the schema, is the refusal the claim names (SINKS). If a future release declares a sink argument, the case
+  passes the tensor under that name and checks the output against an fp32 reference with one extra softmax column
+  per head (logit = sink, no value), so a real sinks input shows up as a clean run.
+- window (flash, efficient, math): a causal sliding window of 128 tokens expressed as a boolean banded attn_mask
+  (key j visible from query i when i - 128 < j <= i), checked against an fp32 reference. Flash takes no attn_mask
+  (sdp_utils.cpp check_for_attn_mask), so its refusal is the claim's SLIDING_WINDOW reason.
+- workspace (math): score_matrix_fits is fixed per case from the shape against a bound any GPU this runs on
+  satisfies: batch x heads x q x kv x 4 B = 2.1 GB (fits) and 1.1 TB (does not). The run reads
+  torch.cuda.mem_get_info after allocating the inputs and records an ERROR instead of a verdict if the premise
+  does not hold there. The 1.1 TB case must end in a clean OOM on the score matrix's first allocation (its
+  requested size is recorded); the memory is freed afterwards.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kbtool.probe.judging import claim_gates, default_reason, env_vars, judge_gates, values
+from kbtool.probe.spec import ProbeSpec
+
+SPEC = ProbeSpec(
+    id="sdpa-features",
+    version=1,
+    order=22,
+    title="PyTorch SDPA: sinks, sliding window via attn_mask, math score-matrix memory",
+    claims=[
+        "torch-sdpa-flash-no-sinks",
+        "torch-sdpa-efficient-no-sinks",
+        "torch-sdpa-cudnn-no-sinks",
+        "torch-sdpa-math-no-sinks",
+        "torch-sdpa-flash-no-sliding-window",
+        "torch-sdpa-efficient-sliding-window-via-mask",
+        "torch-sdpa-math-sliding-window-via-mask",
+        "torch-sdpa-math-score-matrix-workspace",
+    ],
+    requires={"archs": None, "packages": ["torch"]},
+    timeout_s=120,
+)
+
+BACKENDS = ["flash", "efficient", "cudnn", "math"]
+BATCH, HEADS, SEQ, D = 2, 8, 256, 128
+WINDOW = 128
+TOLERANCE = 3e-2
+WORKSPACE = [  # (heads, seq, head_dim): batch 1
+    (8, 8192, 128),  # 8 x 8192^2 x 4 B = 2.1 GB
+    (64, 65536, 64),  # 64 x 65536^2 x 4 B = 1.1 TB, beyond any single GPU's memory
+]
+FITS_BOUND = 64 * 2**30
+"""A score matrix at most this large is declared to fit, one at least TOO_BIG large not to (checked on the host)."""
+TOO_BIG = 512 * 2**30
+COMMON = {"dtype": "bf16", "kv_dtype": "bf16", "sinks": False, "sliding_window": 0}
+
+
+def score_bytes(heads: int, seq: int, batch: int = 1) -> int:
+    """The claim's rule: one fp32 score matrix, batch x heads x q_len x kv_len x 4 bytes."""
+    return batch * heads * seq * seq * 4
+
+
+def cases() -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for b in BACKENDS:
+        out.append({**COMMON, "kind": "sinks", "backend": b, "head_dim": D, "sinks": True})
+    for b in ("flash", "efficient", "math"):
+        out.append({**COMMON, "kind": "window", "backend": b, "head_dim": D, "sliding_window": WINDOW})
+    for heads, seq, d in WORKSPACE:
+        need = score_bytes(heads, seq)
+        fits = True if need <= FITS_BOUND else False if need >= TOO_BIG else None
+        out.append({**COMMON, "kind": "workspace", "backend": "math", "head_dim": d, "num_heads": heads,
+                    "seq": seq, "score_matrix_bytes": need, "score_matrix_fits": fits})
+    return out
+
+
+# ---- run (GPU) -----------------------------------------------------------------------------------
+
+def _backend(name: str) -> Any:
+    from torch.nn.attention import SDPBackend
+
+    return {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+            "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}[name]
+
+
+def _compare(out: Any, ref: Any) -> dict[str, Any]:
+    err = (out.float() - ref).abs().max().item()
+    rel = err / max(ref.abs().max().item(), 1e-12)
+    return {"rel_err": rel, "correct": bool(rel <= TOLERANCE)}
+
+
+def _refusal(exc: Exception, caught: list[Any], **metrics: Any) -> dict[str, Any]:
+    noise = ("kernel not used because", "has been runtime disabled")
+    reasons = [str(w.message) for w in caught if not any(x in str(w.message) for x in noise)]
+    return {"outcome": "UNSUPPORTED", "message": " | ".join([*reasons, f"{type(exc).__name__}: {exc}"])[:1500],
+            "metrics": {"exception": type(exc).__name__, **metrics}}
+
+
+def _sinks(case: dict[str, Any]) -> dict[str, Any]:
+    import warnings
+
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import sdpa_kernel
+
+    schema = torch.ops.aten.scaled_dot_product_attention.default._schema
+    names = [a.name for a in schema.arguments]
+    sink_args = [n for n in names if "sink" in n.lower()]
+    q, k, v = (torch.randn(BATCH, HEADS, SEQ, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    sink = torch.randn(HEADS, device="cuda", dtype=torch.float32)
+    keyword = sink_args[0] if sink_args else "sinks"
+    with warnings.catch_warnings(record=True) as caught, sdpa_kernel([_backend(case["backend"])]):
+        warnings.simplefilter("always")
+        try:
+            out = F.scaled_dot_product_attention(q, k, v, **{keyword: sink})
+        except (RuntimeError, TypeError, ValueError, NotImplementedError) as exc:
+            gate = "SINKS" if not sink_args and isinstance(exc, TypeError) and "sink" in str(exc) else None
+            return _refusal(exc, caught, schema_args=names, **({"gate": gate} if gate else {}))
+    torch.cuda.synchronize()
+    s = (q.float() @ k.float().transpose(-1, -2)) / D**0.5
+    s = torch.cat([s, sink.view(1, HEADS, 1, 1).expand(BATCH, HEADS, SEQ, 1)], dim=-1)
+    ref = torch.softmax(s, dim=-1)[..., :-1] @ v.float()
+    return {"outcome": "OK", "metrics": {"schema_args": names, "keyword": keyword, **_compare(out, ref)}}
+
+
+def _window(case: dict[str, Any]) -> dict[str, Any]:
+    import warnings
+
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import sdpa_kernel
+
+    q, k, v = (torch.randn(BATCH, HEADS, SEQ, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    i = torch.arange(SEQ, device="cuda")[:, None]
+    j = torch.arange(SEQ, device="cuda")[None, :]
+    band = (j <= i) & (j > i - case["sliding_window"])
+    with warnings.catch_warnings(record=True) as caught, sdpa_kernel([_backend(case["backend"])]):
+        warnings.simplefilter("always")
+        try:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=band)
+        except (RuntimeError, TypeError, ValueError, NotImplementedError) as exc:
+            return _refusal(exc, caught)
+    torch.cuda.synchronize()
+    s = (q.float() @ k.float().transpose(-1, -2)) / D**0.5
+    ref = torch.softmax(s.masked_fill(~band, float("-inf")), dim=-1) @ v.float()
+    return {"outcome": "OK", "metrics": _compare(out, ref)}
+
+
+def _tried_bytes(text: str) -> int | None:
+    """The size in torch's "Tried to allocate 1024.00 GiB" message, in bytes."""
+    m = re.search(r"tried to allocate ([\d.]+) ?([KMGT]i?B)", text, re.IGNORECASE)
+    if not m:
+        return None
+    unit = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[m.group(2)[0].upper()]
+    return int(float(m.group(1)) * unit)
+
+
+def _workspace(case: dict[str, Any]) -> dict[str, Any]:
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    heads, n, d = case["num_heads"], case["seq"], case["head_dim"]
+    q, k, v = (torch.randn(1, heads, n, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    torch.cuda.synchronize()
+    free, total = torch.cuda.mem_get_info()
+    need = case["score_matrix_bytes"]
+    facts: dict[str, Any] = {"free_bytes": int(free), "total_bytes": int(total), "score_matrix_bytes": need}
+    if (need <= free) != case["score_matrix_fits"]:
+        return {"outcome": "ERROR", "message": f"premise failed: score matrix {need} B against {free} B free "
+                f"does not match score_matrix_fits={case['score_matrix_fits']}", "metrics": facts}
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    try:
+        with sdpa_kernel([SDPBackend.MATH]):
+            out = F.scaled_dot_product_attention(q, k, v)
+        torch.cuda.synchronize()
+    except torch.OutOfMemoryError as exc:
+        text = str(exc)
+        tried = _tried_bytes(text)
+        del q, k, v
+        torch.cuda.empty_cache()
+        # The score matrix's first allocation is at least bf16 batch x heads x q x kv (half the fp32 rule).
+        return {"outcome": "OOM", "message": f"OutOfMemoryError: {text[:600]}",
+                "metrics": {**facts, "tried_bytes": tried, "score_alloc": tried is not None and tried >= need // 2}}
+    peak = torch.cuda.max_memory_allocated() - base
+    return {"outcome": "OK", "metrics": {**facts, "peak_bytes": int(peak), "peak_over_rule": peak / need,
+                                         "out_dtype": str(out.dtype)}}
+
+
+def run(case: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    torch.manual_seed(0)
+    return {"sinks": _sinks, "window": _window, "workspace": _workspace}[case["kind"]](case)
+
+
+# ---- judge (pure) --------------------------------------------------------------------------------
+
+SUBJECT = {"flash": "torch-sdpa-flash", "efficient": "torch-sdpa-efficient", "cudnn": "torch-sdpa-cudnn",
+           "math": "torch-sdpa-math"}
+
+
+def _label(p: dict[str, Any]) -> str:
+    if p.get("kind") == "workspace":
+        return f"math h{p.get('num_heads')} L{p.get('seq')} score matrix {p.get('score_matrix_bytes')} B"
+    return f"{p.get('backend')} {p.get('kind')}"
+
+
+def reason_of(obs: dict[str, Any]) -> str | None:
+    """A gate the probe recorded (metrics.gate), else: attn_mask refused -> SLIDING_WINDOW (the window travels as a
+    mask), a sink keyword refused -> SINKS, else the shared keyword families."""
+    if isinstance((obs.get("metrics") or {}).get("gate"), str):
+        return default_reason(obs)
+    text = str(obs.get("message") or "").lower()
+    if "attn_mask" in text or "attention mask" in text:
+        return "SLIDING_WINDOW"
+    if "sink" in text:
+        return "SINKS"
+    return default_reason(obs)
+
+
+def as_judged(obs: dict[str, Any]) -> dict[str, Any]:
+    """An OOM on the math backend's own score-matrix allocation is the refusal the workspace claim names; every
+    other OOM stays without a clear answer."""
+    p = obs.get("params") or {}
+    m = obs.get("metrics") or {}
+    if p.get("kind") == "workspace" and obs.get("outcome") == "OOM" and m.get("score_alloc") is True:
+        return {**obs, "outcome": "UNSUPPORTED", "metrics": {**m, "gate": "WORKSPACE"}}
+    return obs
+
+
+def variables(env: dict[str, Any]) -> Any:
+    def bind(p: dict[str, Any]) -> dict[str, Any]:
+        out = {"vendor": "nvidia", "sm": env.get("architecture"), "dtype": p.get("dtype"),
+               "kv_dtype": p.get("kv_dtype"), "head_dim": p.get("head_dim"), "head_dim_v": p.get("head_dim"),
+               "sinks": p.get("sinks"), "sliding_window": p.get("sliding_window"),
+               "score_matrix_fits": p.get("score_matrix_fits"), "phase": "prefill"}
+        out.update(env_vars(env))
+        return out
+    return bind
+
+
+def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
+    claims = env.get("claims") or {}
+    obs = [as_judged(o) for o in observations]
+    gates = claim_gates(claims, SPEC.claims, lambda p: [SUBJECT.get(str(p.get("backend")), "")], variables(env))
+
+    def scope_of(gate: Any) -> dict[str, Any]:
+        subject = (claims.get(gate.claim) or {}).get("subject")
+        picked = lambda p: SUBJECT.get(str(p.get("backend"))) == subject  # noqa: E731
+        return {"sm": env.get("architecture"), "torch": env.get("torch"), "phase": "prefill",
+                "kinds": values(obs, "kind", picked), "dtypes": values(obs, "dtype", picked)}
+
+    return judge_gates(gates, obs, scope_of, _label, reason_of=reason_of)
+
+
+def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:
+    rows = []
+    for o in observations:
+        p, m = o.get("params") or {}, o.get("metrics") or {}
+        rows.append({"case": _label(p), "outcome": o.get("outcome"), "rel_err": m.get("rel_err"),
+                     "peak_bytes": m.get("peak_bytes"), "tried_bytes": m.get("tried_bytes"),
+                     "free_bytes": m.get("free_bytes")})
+    return {"cases": rows}
