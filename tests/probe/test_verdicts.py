@@ -139,3 +139,15 @@ def test_untestable_never_replaces_evidence() -> None:
     disputed = claim("d", verification={"status": "disputed", "sides": sides})
     block = untestable_block(disputed, "no wheels", "2026-11-30")
     assert block is not None and block["status"] == "disputed" and block["reason"] == "no wheels"
+
+
+def test_a_claim_the_architecture_cannot_exercise_is_untestable_in_that_scope() -> None:
+    from kbtool.probe.verdicts import UNTESTABLE_HERE
+
+    ev = evidence([("t", "inconclusive"), ("i", "inconclusive")])
+    ev.verdicts[0].detail = f"0 of 0 gated cases; {UNTESTABLE_HERE}: the kernel is built for sm100 only"
+    ev.verdicts[1].detail = "0 of 0 gated cases; no clear answer (error, timeout, OOM or wrong result): hd64"
+    ups, skips = run([claim("t"), claim("i")], [ev])
+    assert [(u.claim, u.new_status) for u in ups] == [("t", "untestable")]
+    assert UNTESTABLE_HERE in ups[0].verification["reason"]
+    assert [s.claim for s in skips] == ["i"]
