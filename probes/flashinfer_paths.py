@@ -19,6 +19,7 @@ from typing import Any
 
 from kbtool.probe.judging import claim_gates, default_reason, env_vars, judge_gates, values
 from kbtool.probe.spec import ProbeSpec
+from kbtool.probe.verdicts import UNTESTABLE_HERE
 
 SPEC = ProbeSpec(
     id="flashinfer-paths",
@@ -57,11 +58,20 @@ PAGE, KV_LEN, BATCH, QO_HEADS, KV_HEADS = 32, 1024, 4, 8, 2
 MLA_HEADS, CKV, KPE, MLA_PAGE, MLA_QO = 16, 512, 64, 64, 32
 TOLERANCE = 3e-2
 NETWORK_GATE = "needs network or the cubin package"
+NOT_ATTEMPTED = "not attempted"
+"""The trtllm-gen sink case off sm100/sm103: recorded as the probe's own choice (reason PROBE: no gate), since the
+v2 cases already show the download gate there and the sink claim is untestable off sm100 (OFF_ARCH_UNTESTABLE)."""
 
 SINK_LOGIT = math.log(KV_LEN)
 """Sink logit per head (natural-log units, like the scaled scores): about a third of every softmax row's mass."""
 WINDOW = 255
 """window_left of the sliding-window case: the query attends to its own position and the 255 before it."""
+
+TRTLLM_GEN_ARCHS = ("sm100", "sm103")
+OFF_ARCH_UNTESTABLE = ("flashinfer-trtllm-gen-sinks", "flashinfer-trtllm-gen-tested-head-dims",
+                       "flashinfer-trtllm-gen-q-kv-dtypes")
+"""Claims about what trtllm-gen kernels take: where trtllm-gen cannot run (its arch gate), they are untestable, even
+with its cubins downloaded. The arch claims themselves (requires-sm100, requires-nvidia, cubins) stay testable."""
 
 SUBJECT = {"xqa": "flashinfer-xqa", "trtllm-gen": "flashinfer-trtllm-gen", "cudnn": "flashinfer-cudnn",
            "mla-fa2": "flashinfer-fa2", "mla-fa3": "flashinfer-fa3", "decode-fa2": "flashinfer-fa2",
@@ -175,6 +185,9 @@ def _decode(case: dict[str, Any], kv_dtype: Any) -> dict[str, Any]:
                      window_left=window if window else -1, q_data_type=torch.bfloat16, kv_data_type=kv_dtype,
                      sm_scale=scale)
         out = wrapper.run(q, (k, v), sinks=sinks)
+    elif path == "trtllm-gen" and sinks is not None and torch.cuda.get_device_capability()[0] != 10:
+        return {"outcome": "UNSUPPORTED", "metrics": {"gate": "PROBE"},
+                "message": f"{NOT_ATTEMPTED}: trtllm-gen runs on sm100/sm103 only; the probe spares the cubin download"}
     else:
         try:
             out = flashinfer.decode.trtllm_batch_decode_with_kv_cache(
@@ -319,6 +332,8 @@ def reason_of(obs: dict[str, Any]) -> str | None:
     text = str(obs.get("message") or "")
     if "checksums.txt" in text or NETWORK_GATE in text:
         return "CUBINS"  # the reason code of flashinfer-trtllm-gen-cubins
+    if text.startswith(NOT_ATTEMPTED):
+        return "PROBE"
     if "ckv_scale or ckv_scale_arr is required" in text or "batch_offsets_q and batch_offsets_o are required" in text:
         return "PROBE"
     return default_reason(obs)
@@ -377,7 +392,14 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
             out["phase"] = phases[0]
         return out
 
-    return judge_gates(gates, observations, scope_of, _label, reason_of=reason_of)
+    out = judge_gates(gates, observations, scope_of, _label, reason_of=reason_of)
+    if env.get("architecture") not in TRTLLM_GEN_ARCHS:
+        for v in out:
+            if v["claim"] in OFF_ARCH_UNTESTABLE and v["verdict"] == "inconclusive":
+                v["detail"] += (f"; {UNTESTABLE_HERE}: FlashInfer builds its trtllm-gen kernels for "
+                                f"{'/'.join(TRTLLM_GEN_ARCHS)} only (flashinfer-trtllm-gen-requires-sm100), so a run "
+                                f"on {env.get('architecture')} cannot show what they take")
+    return out
 
 
 def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:

@@ -51,7 +51,8 @@ def as_the_source_reads() -> list[dict[str, Any]]:
         ok(feature(path="xqa", sinks=True)),
         refused(feature(path="decode-fa2", sinks=True), SINKS_IGNORED, "SINKS"),
         ok(feature(path="decode-fa2", sliding_window=P.WINDOW)),
-        refused(feature(path="trtllm-gen", sinks=True), CHECKSUMS),
+        refused(feature(path="trtllm-gen", sinks=True), f"{P.NOT_ATTEMPTED}: trtllm-gen runs on sm100/sm103 only",
+                "PROBE"),
         refused(feature(path="fa3-gate", kv_dtype="fp8_e4m3"),
                 "flashinfer.utils.is_fa3_backend_supported(q=bf16, kv=fp8_e4m3) is False", "Q_DTYPE"),
         refused(feature(path="fa3-gate", kv_dtype="nvfp4"),
@@ -116,6 +117,11 @@ def test_trtllm_gen_claims_without_cubins_name_the_missing_download() -> None:
         assert got[cid]["verdict"] == "inconclusive", got[cid]
         assert _MISSING.search(got[cid]["detail"]), got[cid]["detail"]
     assert got["flashinfer-trtllm-gen-sinks"]["scope"]["paths"] == ["trtllm-gen"]
+    # the sink case not attempted off sm100 is no refusal of anything
+    assert "trtllm-gen decode hd128 kv bf16 sinks" in got["flashinfer-trtllm-gen-sinks"]["detail"]
+    assert "0 of 0" in got["flashinfer-trtllm-gen-sinks"]["detail"]
+    assert P.reason_of(as_the_source_reads()[3]) == "PROBE"
+    assert P.reason_of(refused(feature(path="trtllm-gen", sinks=True), CHECKSUMS)) == "CUBINS"
 
 
 def test_recorded_fp8_xqa_errors_are_within_flashinfers_own_fp8_tolerance() -> None:
@@ -131,3 +137,16 @@ def test_recorded_fp8_xqa_errors_are_within_flashinfers_own_fp8_tolerance() -> N
 def test_labels_tell_the_feature_cases_apart() -> None:
     labels = [P._label(c) for c in P.cases()]
     assert len(set(labels)) == len(labels)
+
+
+def test_trtllm_gen_feature_claims_are_untestable_off_sm100_only() -> None:
+    from kbtool.probe.verdicts import UNTESTABLE_HERE
+
+    got = judged(recorded_v2() + as_the_source_reads())
+    for cid in P.OFF_ARCH_UNTESTABLE:
+        assert UNTESTABLE_HERE in got[cid]["detail"], got[cid]
+    assert UNTESTABLE_HERE not in got["flashinfer-trtllm-gen-requires-sm100"]["detail"]
+    env = {**ENV, "architecture": "sm100", "compute_capability": "10.0",
+           "claims": claim_context(CLAIMS, P.SPEC.claims)}
+    on_b200 = {v["claim"]: v for v in P.judge(recorded_v2() + as_the_source_reads(), env)}
+    assert UNTESTABLE_HERE not in on_b200["flashinfer-trtllm-gen-sinks"]["detail"]
