@@ -45,6 +45,8 @@ SPEC = ProbeSpec(
         "flashinfer-trtllm-gen-tested-head-dims",
         "flashinfer-fa2-no-sinks",
         "flashinfer-fa2-sliding-window",
+        "flashinfer-fa3-no-sinks",
+        "flashinfer-fa3-sliding-window",
         "flashinfer-fa3-fp8-kv-needs-fp8-query",
         "flashinfer-fa3-no-nvfp4-kv",
     ],
@@ -75,6 +77,7 @@ with its cubins downloaded. The arch claims themselves (requires-sm100, requires
 
 SUBJECT = {"xqa": "flashinfer-xqa", "trtllm-gen": "flashinfer-trtllm-gen", "cudnn": "flashinfer-cudnn",
            "mla-fa2": "flashinfer-fa2", "mla-fa3": "flashinfer-fa3", "decode-fa2": "flashinfer-fa2",
+           "prefill-fa3": "flashinfer-fa3",
            "fa3-gate": "flashinfer-fa3"}
 
 
@@ -95,10 +98,14 @@ def cases() -> list[dict[str, Any]]:
 
 
 def feature_cases() -> list[dict[str, Any]]:
-    """Version 3: sinks, sliding window and the FA3 KV-dtype gate, on variants earlier cases (or
-    flashinfer-head-dim's decode-paged hd128) compiled, except the fa2 sliding-window decode variant."""
+    """Version 3: sinks, sliding window and the FA3 KV-dtype gate. New JIT variants: one FA3 paged prefill with a
+    sliding window (both prefill-fa3 cases) and one fa2 decode with a sliding window; the rest reuse variants earlier
+    cases (or flashinfer-head-dim's decode-paged hd128) compiled."""
     base = {"phase": "decode", "head_dim": 128, "kv_dtype": "bf16"}
+    fa3 = {"path": "prefill-fa3", "phase": "prefill", "head_dim": 128, "kv_dtype": "bf16", "sliding_window": WINDOW}
     return [
+        fa3,  # one FA3 batch-prefill variant (sliding window on) for both fa3 cases: the slowest compile, first
+        {**fa3, "sinks": True},
         {**base, "path": "xqa", "sinks": True},
         {**base, "path": "decode-fa2", "sinks": True},
         {**base, "path": "decode-fa2", "sliding_window": WINDOW},
@@ -108,11 +115,12 @@ def feature_cases() -> list[dict[str, Any]]:
     ]
 
 
-def _attend(q: Any, k: Any, v: Any, scale: float, causal_offset: int | None, sinks: Any = None) -> Any:
+def _attend(q: Any, k: Any, v: Any, scale: float, causal_offset: int | None, sinks: Any = None,
+            window: int = 0) -> Any:
     """fp32 attention; q [n_q, Hq, Dk], k [n_k, Hkv, Dk], v [n_k, Hkv, Dv]. causal_offset: the first query sits
     at kv position `causal_offset` (bottom-right alignment), None for no mask. sinks [Hq]: one more logit per
     head in every row's softmax denominator, attending to nothing (FlashInfer's tests/attention/test_xqa.py
-    ref_attention adds exp(sink - row_max) to the row sum)."""
+    ref_attention adds exp(sink - row_max) to the row sum). window (with causal_offset): FlashInfer's window_left."""
     import torch
 
     group = q.shape[1] // k.shape[1]
@@ -122,7 +130,10 @@ def _attend(q: Any, k: Any, v: Any, scale: float, causal_offset: int | None, sin
     if causal_offset is not None:
         n_q, n_k = q.shape[0], k.shape[0]
         rows = torch.arange(n_q, device=q.device)[:, None] + causal_offset
-        s = s.masked_fill(torch.arange(n_k, device=q.device)[None, :] > rows, float("-inf"))
+        cols = torch.arange(n_k, device=q.device)[None, :]
+        s = s.masked_fill(cols > rows, float("-inf"))
+        if window:  # window_left W: a query at kv position p attends to p - W .. p
+            s = s.masked_fill(cols < rows - window, float("-inf"))
     if sinks is not None:
         sink = sinks.float()[:, None, None].expand(-1, s.shape[1], 1)
         p = torch.softmax(torch.cat([s, sink], dim=-1), dim=-1)[..., :-1]
@@ -140,6 +151,20 @@ def _check(out: Any, ref: Any, metrics: dict[str, Any]) -> dict[str, Any]:
     finite = bool(torch.isfinite(out.float()).all().item())
     metrics.update(rel_err=rel, correct=bool(finite and rel <= TOLERANCE))
     return {"outcome": "OK", "max_abs_err": err, "metrics": metrics}
+
+
+def _checked_with_sinks(out: Any, ref_of: Any, sinks: Any, metrics: dict[str, Any], path: str) -> dict[str, Any]:
+    """_check against ref_of(sinks); with sinks, an output that misses the sink reference but matches the plain
+    one (ref_of(None)) is the library ignoring the sinks: a refusal of sinks (gate SINKS)."""
+    result = _check(out, ref_of(sinks), metrics)
+    if sinks is None:
+        return result
+    plain = ref_of(None)
+    metrics["rel_err_without_sinks"] = (out.float() - plain).abs().max().item() / plain.abs().max().item()
+    if not metrics["correct"] and metrics["rel_err_without_sinks"] <= TOLERANCE:
+        return {"outcome": "UNSUPPORTED", "metrics": {**metrics, "gate": "SINKS"},
+                "message": f"{path} ran but ignored the sinks argument: its output equals attention without sinks"}
+    return result
 
 
 def _paged(kv_dtype: Any, d: int) -> tuple[Any, Any, Any, Any]:
@@ -208,15 +233,42 @@ def _decode(case: dict[str, Any], kv_dtype: Any) -> dict[str, Any]:
             rows.append(_attend(q[b][None], kb, vb, scale, None, with_sinks)[0])
         return torch.stack(rows)
 
-    result = _check(out, ref_of(sinks), metrics)
-    if sinks is not None:
-        plain = ref_of(None)
-        metrics["rel_err_without_sinks"] = (out.float() - plain).abs().max().item() / plain.abs().max().item()
-        if not metrics["correct"] and metrics["rel_err_without_sinks"] <= TOLERANCE:
-            return {"outcome": "UNSUPPORTED", "metrics": {**metrics, "gate": "SINKS"},
-                    "message": f"{path} ran but ignored the sinks argument: its output equals attention without "
-                               "sinks"}
-    return result
+    return _checked_with_sinks(out, ref_of, sinks, metrics, path)
+
+
+PREFILL_QO = 128
+"""Queries per request of the prefill-fa3 cases: the last 128 of KV_LEN positions (causal, bottom-right)."""
+
+
+def _prefill_fa3(case: dict[str, Any]) -> dict[str, Any]:
+    """BatchPrefillWithPagedKVCacheWrapper(backend="fa3"), NHD pages, causal, window_left=WINDOW; with sinks, the
+    output is compared with the sink and the plain reference like the decode sink cases."""
+    import flashinfer
+    import torch
+
+    d = case["head_dim"]
+    k_hnd, v_hnd, table, _ = _paged(torch.bfloat16, d)
+    k, v = k_hnd.transpose(1, 2).contiguous(), v_hnd.transpose(1, 2).contiguous()  # [P, PAGE, Hkv, D]
+    q = torch.randn(BATCH * PREFILL_QO, QO_HEADS, d, device="cuda", dtype=torch.bfloat16)
+    scale = 1.0 / math.sqrt(d)
+    sinks = (SINK_LOGIT + 0.5 * torch.randn(QO_HEADS, device="cuda")).float() if case.get("sinks") else None
+    window = int(case["sliding_window"])
+    per_seq = KV_LEN // PAGE
+    qo_indptr = torch.arange(0, BATCH * PREFILL_QO + 1, PREFILL_QO, device="cuda", dtype=torch.int32)
+    kv_indptr = torch.arange(0, BATCH * per_seq + 1, per_seq, device="cuda", dtype=torch.int32)
+    last = torch.full((BATCH,), PAGE, device="cuda", dtype=torch.int32)
+    workspace = torch.zeros(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+    wrapper = flashinfer.BatchPrefillWithPagedKVCacheWrapper(workspace, "NHD", backend="fa3")
+    wrapper.plan(qo_indptr, kv_indptr, table.reshape(-1), last, QO_HEADS, KV_HEADS, d, PAGE, causal=True,
+                 sm_scale=scale, window_left=window, q_data_type=torch.bfloat16, kv_data_type=torch.bfloat16)
+    out = wrapper.run(q, (k, v), sinks=sinks)
+    metrics: dict[str, Any] = {}
+
+    def ref_of(with_sinks: Any) -> Any:
+        return torch.cat([_attend(q[b * PREFILL_QO:(b + 1) * PREFILL_QO], _seq(k_hnd, table[b]), _seq(v_hnd, table[b]),
+                                  scale, KV_LEN - PREFILL_QO, with_sinks, window) for b in range(BATCH)])
+
+    return _checked_with_sinks(out, ref_of, sinks, metrics, case["path"])
 
 
 def _fa3_gate(case: dict[str, Any]) -> dict[str, Any]:
@@ -308,6 +360,8 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
     torch.manual_seed(0)
     if case["path"] == "fa3-gate":
         return _fa3_gate(case)
+    if case["path"] == "prefill-fa3":
+        return _prefill_fa3(case)
     kv_dtype = {"bf16": torch.bfloat16, "fp8_e4m3": torch.float8_e4m3fn}[case["kv_dtype"]]
     if case["path"].startswith("mla-"):
         return _mla(case, kv_dtype)

@@ -48,6 +48,8 @@ def feature(**match: Any) -> dict[str, Any]:
 def as_the_source_reads() -> list[dict[str, Any]]:
     """What FlashInfer 0.7.2.post1's source says each v3 case does on sm90 without network."""
     return [
+        ok(feature(path="prefill-fa3", sinks=None)),
+        refused(feature(path="prefill-fa3", sinks=True), SINKS_IGNORED.replace("decode-fa2", "prefill-fa3"), "SINKS"),
         ok(feature(path="xqa", sinks=True)),
         refused(feature(path="decode-fa2", sinks=True), SINKS_IGNORED, "SINKS"),
         ok(feature(path="decode-fa2", sliding_window=P.WINDOW)),
@@ -78,6 +80,8 @@ def test_feature_cases_carry_the_variables_their_claims_read() -> None:
     assert ("decode-fa2", False, P.WINDOW, "bf16", "bf16") in got
     assert ("trtllm-gen", True, 0, "bf16", "bf16") in got
     assert ("fa3-gate", False, 0, "bf16", "nvfp4") in got
+    assert ("prefill-fa3", True, P.WINDOW, "bf16", "bf16") in got
+    assert ("prefill-fa3", False, P.WINDOW, "bf16", "bf16") in got
     assert bind({"path": "xqa", "kv_dtype": "bf16"})["sinks"] is False  # a v2 case has no sinks
 
 
@@ -88,6 +92,11 @@ def test_sink_and_window_claims_as_the_source_reads_on_sm90() -> None:
     assert got["flashinfer-fa2-no-sinks"]["scope"]["phase"] == "decode"
     assert got["flashinfer-fa2-no-sinks"]["scope"]["paths"] == ["decode-fa2"]
     assert got["flashinfer-fa2-sliding-window"]["verdict"] == "confirmed"
+    assert got["flashinfer-fa3-no-sinks"]["verdict"] == "confirmed"
+    assert got["flashinfer-fa3-no-sinks"]["scope"]["phase"] == "prefill"
+    # the window-and-sinks case refused for sinks is the sink claim's; the window-only case confirms the window
+    fa3_window = got["flashinfer-fa3-sliding-window"]
+    assert fa3_window["verdict"] == "confirmed" and "attributed to flashinfer-fa3-no-sinks" in fa3_window["detail"]
     assert got["flashinfer-fa3-fp8-kv-needs-fp8-query"]["verdict"] == "confirmed"
     assert got["flashinfer-fa3-no-nvfp4-kv"]["verdict"] == "confirmed"
     # the fa2 sink refusal is the sink claim's, not a dtype or arch claim's
@@ -120,7 +129,7 @@ def test_trtllm_gen_claims_without_cubins_name_the_missing_download() -> None:
     # the sink case not attempted off sm100 is no refusal of anything
     assert "trtllm-gen decode hd128 kv bf16 sinks" in got["flashinfer-trtllm-gen-sinks"]["detail"]
     assert "0 of 0" in got["flashinfer-trtllm-gen-sinks"]["detail"]
-    assert P.reason_of(as_the_source_reads()[3]) == "PROBE"
+    assert P.reason_of(refused(feature(path="trtllm-gen", sinks=True), f"{P.NOT_ATTEMPTED}: x", "PROBE")) == "PROBE"
     assert P.reason_of(refused(feature(path="trtllm-gen", sinks=True), CHECKSUMS)) == "CUBINS"
 
 
