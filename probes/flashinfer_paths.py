@@ -1,8 +1,13 @@
 """Probe: FlashInfer's other attention paths on this GPU: XQA and trtllm-gen paged decode, cuDNN decode and
-prefill, and MLA (DeepSeek latent attention) decode and incremental prefill through the fa2 and fa3 backends.
+prefill, and MLA (DeepSeek latent attention) decode and incremental prefill through the fa2 and fa3 backends;
+since version 3 also attention sinks (xqa, trtllm-gen, fa2 paged decode), a sliding window on fa2 paged decode,
+and FlashInfer's own FA3 feature gate for fp8 and NVFP4 KV caches.
 
 Each case calls the public API once with a bf16 query and bf16 or fp8 (e4m3) KV, checks the output against an
-fp32 reference computed from the very pages the kernel read, and records the library's refusal otherwise.
+fp32 reference computed from the very pages the kernel read, and records the library's refusal otherwise. A sink
+case is compared with both the sink reference and the plain one: FlashInfer's standard fa2/fa3 paged run takes a
+`sinks` argument but (0.7.2.post1, prefill.py `paged_run` fa2 branch, decode.py non-tensor-core `run`) never hands
+it to the kernel, so output equal to the plain reference is recorded as "sinks ignored", a refusal of sinks.
 trtllm-gen kernels are downloaded at first use; the probe host has no network, so a failure to fetch them is
 recorded as its own gate ("needs network or the cubin package"), not as an architecture verdict.
 """
@@ -14,10 +19,11 @@ from typing import Any
 
 from kbtool.probe.judging import claim_gates, default_reason, env_vars, judge_gates, values
 from kbtool.probe.spec import ProbeSpec
+from kbtool.probe.verdicts import UNTESTABLE_HERE
 
 SPEC = ProbeSpec(
     id="flashinfer-paths",
-    version=2,
+    version=3,
     order=45,
     title="FlashInfer XQA, trtllm-gen, cuDNN and MLA paths",
     claims=[
@@ -34,23 +40,50 @@ SPEC = ProbeSpec(
         "flashinfer-xqa-q-kv-dtypes",
         "flashinfer-trtllm-gen-q-kv-dtypes",
         "flashinfer-trtllm-gen-cubins",
+        "flashinfer-xqa-sinks",
+        "flashinfer-trtllm-gen-sinks",
+        "flashinfer-trtllm-gen-tested-head-dims",
+        "flashinfer-fa2-no-sinks",
+        "flashinfer-fa2-sliding-window",
+        "flashinfer-fa3-no-sinks",
+        "flashinfer-fa3-sliding-window",
+        "flashinfer-fa3-fp8-kv-needs-fp8-query",
+        "flashinfer-fa3-no-nvfp4-kv",
     ],
     requires={"archs": None, "packages": ["torch", "flashinfer"]},
     timeout_s=300,
     workers=2,
+    rejudges=(2,),  # version 3 only added cases; the version-2 cases kept their parameters
 )
 
 PAGE, KV_LEN, BATCH, QO_HEADS, KV_HEADS = 32, 1024, 4, 8, 2
 MLA_HEADS, CKV, KPE, MLA_PAGE, MLA_QO = 16, 512, 64, 64, 32
 TOLERANCE = 3e-2
 NETWORK_GATE = "needs network or the cubin package"
+NOT_ATTEMPTED = "not attempted"
+"""The trtllm-gen sink case off sm100/sm103: recorded as the probe's own choice (reason PROBE: no gate), since the
+v2 cases already show the download gate there and the sink claim is untestable off sm100 (OFF_ARCH_UNTESTABLE)."""
+
+SINK_LOGIT = math.log(KV_LEN)
+"""Sink logit per head (natural-log units, like the scaled scores): about a third of every softmax row's mass."""
+WINDOW = 255
+"""window_left of the sliding-window case: the query attends to its own position and the 255 before it."""
+
+TRTLLM_GEN_ARCHS = ("sm100", "sm103")
+OFF_ARCH_UNTESTABLE = ("flashinfer-trtllm-gen-sinks", "flashinfer-trtllm-gen-tested-head-dims",
+                       "flashinfer-trtllm-gen-q-kv-dtypes")
+"""Claims about what trtllm-gen kernels take: where trtllm-gen cannot run (its arch gate), they are untestable, even
+with its cubins downloaded. The arch claims themselves (requires-sm100, requires-nvidia, cubins) stay testable."""
 
 SUBJECT = {"xqa": "flashinfer-xqa", "trtllm-gen": "flashinfer-trtllm-gen", "cudnn": "flashinfer-cudnn",
-           "mla-fa2": "flashinfer-fa2", "mla-fa3": "flashinfer-fa3"}
+           "mla-fa2": "flashinfer-fa2", "mla-fa3": "flashinfer-fa3", "decode-fa2": "flashinfer-fa2",
+           "prefill-fa3": "flashinfer-fa3",
+           "fa3-gate": "flashinfer-fa3"}
 
 
 def cases() -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+    features = feature_cases()
+    out: list[dict[str, Any]] = features[:1]  # the FA3 sliding-window prefill: the slowest compile, first
     for path in ("mla-fa3", "mla-fa2"):  # slowest compiles first
         for phase in ("decode", "prefill"):
             for kv in ("bf16", "fp8_e4m3"):
@@ -62,12 +95,34 @@ def cases() -> list[dict[str, Any]]:
         out.append({"path": "trtllm-gen", "phase": "decode", "head_dim": 128, "kv_dtype": kv, "timeout_s": 150})
     for phase in ("decode", "prefill"):
         out.append({"path": "cudnn", "phase": phase, "head_dim": 128, "kv_dtype": "bf16"})
-    return out
+    return out + features[1:]  # the fa3 sink case last: it reuses the first case's variant
 
 
-def _attend(q: Any, k: Any, v: Any, scale: float, causal_offset: int | None) -> Any:
+def feature_cases() -> list[dict[str, Any]]:
+    """Version 3: sinks, sliding window and the FA3 KV-dtype gate. New JIT variants: one FA3 paged prefill with a
+    sliding window (both prefill-fa3 cases) and one fa2 decode with a sliding window; the rest reuse variants earlier
+    cases (or flashinfer-head-dim's decode-paged hd128) compiled."""
+    base = {"phase": "decode", "head_dim": 128, "kv_dtype": "bf16"}
+    fa3 = {"path": "prefill-fa3", "phase": "prefill", "head_dim": 128, "kv_dtype": "bf16", "sliding_window": WINDOW}
+    return [
+        fa3,  # one FA3 batch-prefill variant (sliding window on) serves both fa3 cases
+
+        {**base, "path": "xqa", "sinks": True},
+        {**base, "path": "decode-fa2", "sinks": True},
+        {**base, "path": "decode-fa2", "sliding_window": WINDOW},
+        {**base, "path": "trtllm-gen", "sinks": True, "timeout_s": 150},
+        {"path": "fa3-gate", "phase": "prefill", "head_dim": 128, "dtype": "bf16", "kv_dtype": "fp8_e4m3"},
+        {"path": "fa3-gate", "phase": "prefill", "head_dim": 128, "dtype": "bf16", "kv_dtype": "nvfp4"},
+        {**fa3, "sinks": True},
+    ]
+
+
+def _attend(q: Any, k: Any, v: Any, scale: float, causal_offset: int | None, sinks: Any = None,
+            window: int = 0) -> Any:
     """fp32 attention; q [n_q, Hq, Dk], k [n_k, Hkv, Dk], v [n_k, Hkv, Dv]. causal_offset: the first query sits
-    at kv position `causal_offset` (bottom-right alignment), None for no mask."""
+    at kv position `causal_offset` (bottom-right alignment), None for no mask. sinks [Hq]: one more logit per
+    head in every row's softmax denominator, attending to nothing (FlashInfer's tests/attention/test_xqa.py
+    ref_attention adds exp(sink - row_max) to the row sum). window (with causal_offset): FlashInfer's window_left."""
     import torch
 
     group = q.shape[1] // k.shape[1]
@@ -77,8 +132,16 @@ def _attend(q: Any, k: Any, v: Any, scale: float, causal_offset: int | None) -> 
     if causal_offset is not None:
         n_q, n_k = q.shape[0], k.shape[0]
         rows = torch.arange(n_q, device=q.device)[:, None] + causal_offset
-        s = s.masked_fill(torch.arange(n_k, device=q.device)[None, :] > rows, float("-inf"))
-    return torch.einsum("hqk,khd->qhd", torch.softmax(s, dim=-1), vf)
+        cols = torch.arange(n_k, device=q.device)[None, :]
+        s = s.masked_fill(cols > rows, float("-inf"))
+        if window:  # window_left W: a query at kv position p attends to p - W .. p
+            s = s.masked_fill(cols < rows - window, float("-inf"))
+    if sinks is not None:
+        sink = sinks.float()[:, None, None].expand(-1, s.shape[1], 1)
+        p = torch.softmax(torch.cat([s, sink], dim=-1), dim=-1)[..., :-1]
+    else:
+        p = torch.softmax(s, dim=-1)
+    return torch.einsum("hqk,khd->qhd", p, vf)
 
 
 def _check(out: Any, ref: Any, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -90,6 +153,20 @@ def _check(out: Any, ref: Any, metrics: dict[str, Any]) -> dict[str, Any]:
     finite = bool(torch.isfinite(out.float()).all().item())
     metrics.update(rel_err=rel, correct=bool(finite and rel <= TOLERANCE))
     return {"outcome": "OK", "max_abs_err": err, "metrics": metrics}
+
+
+def _checked_with_sinks(out: Any, ref_of: Any, sinks: Any, metrics: dict[str, Any], path: str) -> dict[str, Any]:
+    """_check against ref_of(sinks); with sinks, an output that misses the sink reference but matches the plain
+    one (ref_of(None)) is the library ignoring the sinks: a refusal of sinks (gate SINKS)."""
+    result = _check(out, ref_of(sinks), metrics)
+    if sinks is None:
+        return result
+    plain = ref_of(None)
+    metrics["rel_err_without_sinks"] = (out.float() - plain).abs().max().item() / plain.abs().max().item()
+    if not metrics["correct"] and metrics["rel_err_without_sinks"] <= TOLERANCE:
+        return {"outcome": "UNSUPPORTED", "metrics": {**metrics, "gate": "SINKS"},
+                "message": f"{path} ran but ignored the sinks argument: its output equals attention without sinks"}
+    return result
 
 
 def _paged(kv_dtype: Any, d: int) -> tuple[Any, Any, Any, Any]:
@@ -120,23 +197,100 @@ def _decode(case: dict[str, Any], kv_dtype: Any) -> dict[str, Any]:
     q = torch.randn(BATCH, QO_HEADS, d, device="cuda", dtype=torch.bfloat16)
     scale = 1.0 / math.sqrt(d)
     workspace = torch.zeros(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+    sinks = (SINK_LOGIT + 0.5 * torch.randn(QO_HEADS, device="cuda")).float() if case.get("sinks") else None
+    window = int(case.get("sliding_window") or 0)
     metrics: dict[str, Any] = {}
     if path == "cudnn":
         out = flashinfer.cudnn.cudnn_batch_decode_with_kv_cache(
             q, k, v, scale, workspace, max_sequence_kv=KV_LEN, actual_seq_lens_kv=lens, block_tables=table)
+    elif path == "decode-fa2":
+        per_seq = KV_LEN // PAGE
+        indptr = torch.arange(0, BATCH * per_seq + 1, per_seq, device="cuda", dtype=torch.int32)
+        last = torch.full((BATCH,), PAGE, device="cuda", dtype=torch.int32)
+        wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "HND", backend="fa2")
+        wrapper.plan(indptr, table.reshape(-1), last, QO_HEADS, KV_HEADS, d, PAGE,
+                     window_left=window if window else -1, q_data_type=torch.bfloat16, kv_data_type=kv_dtype,
+                     sm_scale=scale)
+        out = wrapper.run(q, (k, v), sinks=sinks)
+    elif path == "trtllm-gen" and sinks is not None and torch.cuda.get_device_capability()[0] != 10:
+        return {"outcome": "UNSUPPORTED", "metrics": {"gate": "PROBE"},
+                "message": f"{NOT_ATTEMPTED}: trtllm-gen runs on sm100/sm103 only; the probe spares the cubin download"}
     else:
         try:
             out = flashinfer.decode.trtllm_batch_decode_with_kv_cache(
                 q, (k, v), workspace, table, lens, KV_LEN, bmm1_scale=scale, bmm2_scale=1.0,
-                kv_layout="HND", backend=path)
+                kv_layout="HND", backend=path, sinks=sinks)
         except Exception as exc:
             if path == "trtllm-gen" and _network_failure(exc):
                 return {"outcome": "UNSUPPORTED", "metrics": {"gate": "NETWORK"},
                         "message": f"{NETWORK_GATE}: {type(exc).__name__}: {exc}"}
             raise
-    ref = torch.stack([_attend(q[b][None], _seq(k, table[b]), _seq(v, table[b]), scale, None)[0]
-                       for b in range(BATCH)])
-    return _check(out, ref, metrics)
+
+    def ref_of(with_sinks: Any) -> Any:
+        rows = []
+        for b in range(BATCH):
+            kb, vb = _seq(k, table[b]), _seq(v, table[b])
+            if window:  # window_left W: the last query attends to its own position and the W before it
+                kb, vb = kb[-(window + 1):], vb[-(window + 1):]
+            rows.append(_attend(q[b][None], kb, vb, scale, None, with_sinks)[0])
+        return torch.stack(rows)
+
+    return _checked_with_sinks(out, ref_of, sinks, metrics, path)
+
+
+PREFILL_QO = 128
+"""Queries per request of the prefill-fa3 cases: the last 128 of KV_LEN positions (causal, bottom-right)."""
+
+
+def _prefill_fa3(case: dict[str, Any]) -> dict[str, Any]:
+    """BatchPrefillWithPagedKVCacheWrapper(backend="fa3"), NHD pages, causal, window_left=WINDOW; with sinks, the
+    output is compared with the sink and the plain reference like the decode sink cases."""
+    import flashinfer
+    import torch
+
+    d = case["head_dim"]
+    k_hnd, v_hnd, table, _ = _paged(torch.bfloat16, d)
+    k, v = k_hnd.transpose(1, 2).contiguous(), v_hnd.transpose(1, 2).contiguous()  # [P, PAGE, Hkv, D]
+    q = torch.randn(BATCH * PREFILL_QO, QO_HEADS, d, device="cuda", dtype=torch.bfloat16)
+    scale = 1.0 / math.sqrt(d)
+    sinks = (SINK_LOGIT + 0.5 * torch.randn(QO_HEADS, device="cuda")).float() if case.get("sinks") else None
+    window = int(case["sliding_window"])
+    per_seq = KV_LEN // PAGE
+    qo_indptr = torch.arange(0, BATCH * PREFILL_QO + 1, PREFILL_QO, device="cuda", dtype=torch.int32)
+    kv_indptr = torch.arange(0, BATCH * per_seq + 1, per_seq, device="cuda", dtype=torch.int32)
+    last = torch.full((BATCH,), PAGE, device="cuda", dtype=torch.int32)
+    workspace = torch.zeros(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+    wrapper = flashinfer.BatchPrefillWithPagedKVCacheWrapper(workspace, "NHD", backend="fa3")
+    wrapper.plan(qo_indptr, kv_indptr, table.reshape(-1), last, QO_HEADS, KV_HEADS, d, PAGE, causal=True,
+                 sm_scale=scale, window_left=window, q_data_type=torch.bfloat16, kv_data_type=torch.bfloat16)
+    out = wrapper.run(q, (k, v), sinks=sinks)
+    metrics: dict[str, Any] = {}
+
+    def ref_of(with_sinks: Any) -> Any:
+        return torch.cat([_attend(q[b * PREFILL_QO:(b + 1) * PREFILL_QO], _seq(k_hnd, table[b]), _seq(v_hnd, table[b]),
+                                  scale, KV_LEN - PREFILL_QO, with_sinks, window) for b in range(BATCH)])
+
+    return _checked_with_sinks(out, ref_of, sinks, metrics, case["path"])
+
+
+def _fa3_gate(case: dict[str, Any]) -> dict[str, Any]:
+    """FlashInfer's FA3 feature gate (flashinfer.utils.is_fa3_backend_supported) asked for a bf16 query with this
+    KV dtype (NVFP4 KV is uint8-packed). No kernel runs: a True answer is recorded as the gate letting it
+    through (gate_only), a False one as the refusal backend="auto" answers by falling back to fa2."""
+    import torch
+    from flashinfer import utils as fi_utils
+
+    kv = {"fp8_e4m3": torch.float8_e4m3fn, "nvfp4": torch.uint8}[case["kv_dtype"]]
+    q = {"bf16": torch.bfloat16, "fp8_e4m3": torch.float8_e4m3fn}[case.get("dtype", "bf16")]
+    ok = bool(fi_utils.is_fa3_backend_supported(0, False, False, q, kv))
+    metrics = {"gate_only": True, "is_fa3_backend_supported": ok,
+               "gate": None if ok else ("KV_DTYPE" if case["kv_dtype"] == "nvfp4" else "Q_DTYPE")}
+    if ok:
+        return {"outcome": "OK", "metrics": metrics,
+                "message": f"is_fa3_backend_supported(q={case.get('dtype')}, kv={case['kv_dtype']}) is True"}
+    return {"outcome": "UNSUPPORTED", "metrics": metrics,
+            "message": f"flashinfer.utils.is_fa3_backend_supported(q={case.get('dtype')}, kv={case['kv_dtype']}) "
+                       "is False"}
 
 
 def _network_failure(exc: BaseException) -> bool:
@@ -206,6 +360,10 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     torch.manual_seed(0)
+    if case["path"] == "fa3-gate":
+        return _fa3_gate(case)
+    if case["path"] == "prefill-fa3":
+        return _prefill_fa3(case)
     kv_dtype = {"bf16": torch.bfloat16, "fp8_e4m3": torch.float8_e4m3fn}[case["kv_dtype"]]
     if case["path"].startswith("mla-"):
         return _mla(case, kv_dtype)
@@ -218,7 +376,10 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
 
 
 def _label(p: dict[str, Any]) -> str:
-    return f"{p.get('path')} {p.get('phase')} hd{p.get('head_dim')} kv {p.get('kv_dtype')}"
+    extra = "".join([" sinks" if p.get("sinks") else "",
+                     f" window {p['sliding_window']}" if p.get("sliding_window") else "",
+                     f" q {p['dtype']}" if p.get("dtype") else ""])
+    return f"{p.get('path')} {p.get('phase')} hd{p.get('head_dim')} kv {p.get('kv_dtype')}{extra}"
 
 
 def reason_of(obs: dict[str, Any]) -> str | None:
@@ -227,6 +388,8 @@ def reason_of(obs: dict[str, Any]) -> str | None:
     text = str(obs.get("message") or "")
     if "checksums.txt" in text or NETWORK_GATE in text:
         return "CUBINS"  # the reason code of flashinfer-trtllm-gen-cubins
+    if text.startswith(NOT_ATTEMPTED):
+        return "PROBE"
     if "ckv_scale or ckv_scale_arr is required" in text or "batch_offsets_q and batch_offsets_o are required" in text:
         return "PROBE"
     return default_reason(obs)
@@ -234,9 +397,12 @@ def reason_of(obs: dict[str, Any]) -> str | None:
 
 def variables(env: dict[str, Any]) -> Any:
     def bind(p: dict[str, Any]) -> dict[str, Any]:
-        out = {"vendor": "nvidia", "sm": env.get("architecture"), "cuda": env.get("cuda"), "dtype": "bf16",
-               "kv_dtype": p.get("kv_dtype"), "kv_dtype_differs": p.get("kv_dtype") != "bf16",
+        out = {"vendor": "nvidia", "sm": env.get("architecture"), "cuda": env.get("cuda"),
+               "dtype": p.get("dtype", "bf16"), "kv_dtype": p.get("kv_dtype"),
+               "kv_dtype_differs": p.get("kv_dtype") != p.get("dtype", "bf16"),
                "phase": p.get("phase"), "block_size": PAGE,
+               "sinks": bool(p.get("sinks")), "sliding_window": int(p.get("sliding_window") or 0),
+               "attention": "mla" if str(p.get("path", "")).startswith("mla-") else "gqa",  # 8 q / 2 KV heads
                # the probe host has no network (KINDS.md) and no flashinfer-cubin package unless it says so
                "trtllm_kernels": "flashinfer-cubin" in (env.get("libraries") or {})}
         out.update(env_vars(env))
@@ -246,15 +412,19 @@ def variables(env: dict[str, Any]) -> Any:
     return bind
 
 
-FP8_TOLERANCE = 6e-2
-"""XQA with an fp8 KV cache computes in fp8 (its docstring: "xqa will run fp8 calculation"), so its error budget is
-an fp8 product's, not the 3e-2 of bf16; the judge re-reads the recorded rel_err with it."""
+FP8_KV_ATOL = 5e-2
+"""FlashInfer's own XQA test (flashinfer-ai/flashinfer tests/attention/test_xqa.py, test_xqa, at commit
+0a8300cc2fa48c015269f164d008978259b03803) accepts an fp8 KV cache at atol = rtol = 0.05 per element (0.01 for a
+bf16/fp16 cache), 99 % of elements within. XQA with fp8 KV computes in fp8 (its docstring: "xqa will run fp8
+calculation"), so the 3e-2 of max error over max |ref| this probe asks of bf16 is no fp8 budget: an xqa fp8-KV case
+counts as correct when every element is within that atol (max_abs_err <= 0.05), stricter than the test's 99 %."""
 
 
 def _with_fp8_budget(o: dict[str, Any]) -> dict[str, Any]:
     p, m = o.get("params") or {}, o.get("metrics") or {}
-    if str(p.get("kv_dtype", "")).startswith("fp8") and isinstance(m.get("rel_err"), (int, float)):
-        return {**o, "metrics": {**m, "correct": bool(m["rel_err"] <= FP8_TOLERANCE)}}
+    if (p.get("path") == "xqa" and str(p.get("kv_dtype", "")).startswith("fp8")
+            and isinstance(o.get("max_abs_err"), (int, float))):
+        return {**o, "metrics": {**m, "correct": bool(o["max_abs_err"] <= FP8_KV_ATOL)}}
     return o
 
 
@@ -266,7 +436,11 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
 
     def scope_of(gate: Any) -> dict[str, Any]:
         subject = (claims.get(gate.claim) or {}).get("subject")
-        picked = lambda p: SUBJECT.get(str(p.get("path"))) == subject  # noqa: E731
+        gated = [o for o in observations if gate.expect(o.get("params") or {}) is not None]
+        if gated:  # the scope of the cases the claim speaks about (a sink claim: the sink cases)
+            picked = lambda p: gate.expect(p) is not None  # noqa: E731
+        else:
+            picked = lambda p: SUBJECT.get(str(p.get("path"))) == subject  # noqa: E731
         phases = values(observations, "phase", picked)
         out = {"sm": env.get("architecture"), "flashinfer": version, "paths": values(observations, "path", picked),
                "kv_dtypes": values(observations, "kv_dtype", picked)}
@@ -274,7 +448,14 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
             out["phase"] = phases[0]
         return out
 
-    return judge_gates(gates, observations, scope_of, _label, reason_of=reason_of)
+    out = judge_gates(gates, observations, scope_of, _label, reason_of=reason_of)
+    if env.get("architecture") not in TRTLLM_GEN_ARCHS:
+        for v in out:
+            if v["claim"] in OFF_ARCH_UNTESTABLE and v["verdict"] == "inconclusive":
+                v["detail"] += (f"; {UNTESTABLE_HERE}: FlashInfer builds its trtllm-gen kernels for "
+                                f"{'/'.join(TRTLLM_GEN_ARCHS)} only (flashinfer-trtllm-gen-requires-sm100), so a run "
+                                f"on {env.get('architecture')} cannot show what they take")
+    return out
 
 
 def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:

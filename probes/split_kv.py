@@ -9,6 +9,13 @@ not, else the knob did not take effect there) and checks sequence 0 against an f
 Judged by the speedup of split over unsplit at the same shape: "essential" at batch 1 from 32K on is read as at
 least 2x at every such length (contradicted below 1.2x); "no further gain" at batch 32 as at most 1.1x at every
 length (contradicted from 1.3x).
+
+Version 3 pins backend="fa2" (FlashInfer 0.7's "auto" may pick cuDNN for an unpinned plan). At batch 32
+FlashInfer's planner does not split on the tensor-core path (version 2 saw no merge kernel in either plan) and the
+CUDA-core plan launched the merge kernel with and without disable_split_kv, so no pair showed a split and the claim
+could not be read. Version 3 adds, at batch 32 on the tensor-core path, plans with a forced split (`fixed_split_size`,
+in pages, which decode.py accepts only with tensor cores): KV_CHUNKS chunks per request. A forced pair counts like a
+split pair: the forced plan launched the merge kernel and the unsplit plan did not.
 """
 
 from __future__ import annotations
@@ -19,22 +26,28 @@ from kbtool.probe.spec import ProbeSpec
 
 SPEC = ProbeSpec(
     id="split-kv",
-    version=2,
+    version=3,
     order=46,
     title="FlashInfer decode with and without split-KV",
     claims=["split-kv-needed-small-batch-long-context-decode", "split-kv-unneeded-batch-32"],
     requires={"archs": None, "packages": ["torch", "flashinfer"]},
     timeout_s=240,
+    rejudges=(2,),  # version 3 only added the forced-split cases; earlier cases kept their parameters
 )
 
 QO_HEADS, KV_HEADS, D, PAGE = 32, 8, 128, 16
 LENGTHS = [8192, 32768, 131072]
 NEEDED, NOT_NEEDED = (2.0, 1.2), (1.1, 1.3)
+KV_CHUNKS = 8
+"""Chunks per request of the forced split: fixed_split_size = ctx / PAGE / KV_CHUNKS pages."""
 
 
 def cases() -> list[dict[str, Any]]:
-    return [{"batch": b, "ctx": n, "split": s, "tensor_cores": tc}
-            for tc in (False, True) for b in (1, 32) for n in LENGTHS for s in (True, False)]
+    out = [{"batch": b, "ctx": n, "split": s, "tensor_cores": tc}
+           for tc in (False, True) for b in (1, 32) for n in LENGTHS for s in (True, False)]
+    forced = [{"batch": 32, "ctx": n, "split": True, "tensor_cores": True,
+               "fixed_split_pages": n // PAGE // KV_CHUNKS} for n in LENGTHS]
+    return out + forced
 
 
 def run(case: dict[str, Any]) -> dict[str, Any]:
@@ -50,10 +63,13 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
     indices = torch.arange(pages, device="cuda", dtype=torch.int32)
     last = torch.full((b,), PAGE, device="cuda", dtype=torch.int32)
     workspace = torch.zeros(512 * 1024 * 1024, dtype=torch.uint8, device="cuda")
-    wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "HND",
+    # backend="fa2": FlashInfer 0.7's "auto" may hand an unpinned plan to cuDNN (decode.py, BatchDecodeWithPaged-
+    # KVCacheWrapper docstring) but keeps fa2 when a split control is passed, so the pair would compare two backends
+    wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(workspace, "HND", backend="fa2",
                                                             use_tensor_cores=case.get("tensor_cores", False))
+    forced = {"fixed_split_size": case["fixed_split_pages"]} if case.get("fixed_split_pages") else {}
     wrapper.plan(indptr, indices, last, QO_HEADS, KV_HEADS, D, PAGE, q_data_type=torch.bfloat16,
-                 kv_data_type=torch.bfloat16, disable_split_kv=not case["split"])
+                 kv_data_type=torch.bfloat16, disable_split_kv=not case["split"], **forced)
     q = torch.randn(b, QO_HEADS, D, device="cuda", dtype=torch.bfloat16)
     for _ in range(5):
         out = wrapper.run(q, cache)
@@ -86,18 +102,19 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
 
 def _speedups(observations: list[dict[str, Any]], batch: int) -> dict[int, float]:
     """Unsplit over split time per length, for pairs that show the knob took effect: the split plan launched a
-    merge kernel (the partial results of the KV chunks are merged) and the unsplit plan did not. The best of
-    the two decode paths (CUDA cores, tensor cores) that qualifies is kept."""
-    ms: dict[tuple[int, bool, bool], tuple[float, bool]] = {}
+    merge kernel (the partial results of the KV chunks are merged) and the unsplit plan did not. The split plan
+    is FlashInfer's own choice or a forced split (fixed_split_pages); the best of the decode paths (CUDA cores,
+    tensor cores) and split kinds that qualifies is kept."""
+    ms: dict[tuple[int, bool, str], tuple[float, bool]] = {}
     for o in observations:
         p, m = o.get("params") or {}, o.get("metrics") or {}
         if p.get("batch") == batch and o.get("outcome") == "OK" and m.get("correct") and isinstance(m.get("ms"), float):
-            ms[(int(p["ctx"]), bool(p.get("tensor_cores")), bool(p["split"]))] = (float(m["ms"]),
-                                                                                bool(m.get("merge_kernel")))
+            kind = "forced" if p.get("fixed_split_pages") else "split" if p["split"] else "unsplit"
+            ms[(int(p["ctx"]), bool(p.get("tensor_cores")), kind)] = (float(m["ms"]), bool(m.get("merge_kernel")))
     out: dict[int, float] = {}
-    for (n, tc, split), (t_split, merged) in ms.items():
-        other = ms.get((n, tc, False))
-        if not split or other is None or not merged or other[1]:
+    for (n, tc, kind), (t_split, merged) in ms.items():
+        other = ms.get((n, tc, "unsplit"))
+        if kind == "unsplit" or other is None or not merged or other[1]:
             continue
         out[n] = max(out.get(n, 0.0), other[0] / t_split)
     return out

@@ -92,8 +92,13 @@ def out_of_scope(claim: Claim, rvars: Mapping[str, Any], verdict_scope: Mapping[
 
 
 _STATUS_OF = {"confirmed": "verified", "contradicted": "refuted"}
-_MISSING = re.compile(r"\((NETWORK|CUBINS)\)|not installed|attributed to flashinfer-trtllm-gen-cubins")
-"""An inconclusive verdict whose detail names what the probe host lacks makes that scope untestable."""
+UNTESTABLE_HERE = "untestable on this architecture"
+"""A judge appends this (with why) to an inconclusive verdict on a claim the run's architecture cannot exercise: the
+kernel it is about does not run there, so no run on it can confirm or contradict the claim."""
+_MISSING = re.compile(r"\((NETWORK|CUBINS)\)|not installed|attributed to flashinfer-trtllm-gen-cubins|"
+                      + UNTESTABLE_HERE)
+"""An inconclusive verdict whose detail names what the probe host (or its architecture) lacks makes that scope
+untestable."""
 NETWORK_REASON = "trtllm-gen downloads its kernels at first use: needs network or the cubin package on the probe host"
 
 

@@ -161,3 +161,15 @@ def test_untestable_keeps_a_verdict_from_evidence_on_that_architecture() -> None
     assert untestable_block(claim("d", verification=refuted_there), "no wheels", "2026-11-30", "sm90") is None
     other = untestable_block(claim("d", verification=refuted_there), "no wheels", "2026-11-30", "sm100")
     assert other is not None and {v["scope"]["sm"] for v in other["verdicts"]} == {"sm90", "sm100"}
+
+
+def test_a_claim_the_architecture_cannot_exercise_is_untestable_in_that_scope() -> None:
+    from kbtool.probe.verdicts import UNTESTABLE_HERE
+
+    ev = evidence([("t", "inconclusive"), ("i", "inconclusive")])
+    ev.verdicts[0].detail = f"0 of 0 gated cases; {UNTESTABLE_HERE}: the kernel is built for sm100 only"
+    ev.verdicts[1].detail = "0 of 0 gated cases; no clear answer (error, timeout, OOM or wrong result): hd64"
+    ups, skips = run([claim("t"), claim("i")], [ev])
+    assert [(u.claim, u.new_status) for u in ups] == [("t", "untestable")]
+    assert UNTESTABLE_HERE in ups[0].verification["reason"]
+    assert [s.claim for s in skips] == ["i"]
