@@ -49,6 +49,7 @@ SPEC = ProbeSpec(
         "flashinfer-fa3-sliding-window",
         "flashinfer-fa3-fp8-kv-needs-fp8-query",
         "flashinfer-fa3-no-nvfp4-kv",
+        "flashinfer-fa2-nvfp4-kv-prefill-only",
     ],
     requires={"archs": None, "packages": ["torch", "flashinfer"]},
     timeout_s=300,
@@ -78,7 +79,8 @@ with its cubins downloaded. The arch claims themselves (requires-sm100, requires
 SUBJECT = {"xqa": "flashinfer-xqa", "trtllm-gen": "flashinfer-trtllm-gen", "cudnn": "flashinfer-cudnn",
            "mla-fa2": "flashinfer-fa2", "mla-fa3": "flashinfer-fa3", "decode-fa2": "flashinfer-fa2",
            "prefill-fa3": "flashinfer-fa3",
-           "fa3-gate": "flashinfer-fa3"}
+           "fa3-gate": "flashinfer-fa3", "nvfp4-prefill-fa2": "flashinfer-fa2", "nvfp4-decode-fa2": "flashinfer-fa2",
+           "nvfp4-decode-fa2-tc": "flashinfer-fa2"}
 
 
 def cases() -> list[dict[str, Any]]:
@@ -114,6 +116,11 @@ def feature_cases() -> list[dict[str, Any]]:
         {"path": "fa3-gate", "phase": "prefill", "head_dim": 128, "dtype": "bf16", "kv_dtype": "fp8_e4m3"},
         {"path": "fa3-gate", "phase": "prefill", "head_dim": 128, "dtype": "bf16", "kv_dtype": "nvfp4"},
         {**fa3, "sinks": True},
+        # NVFP4 KV (uint8-packed e2m1, an e4m3 scale per 16 values) on fa2: single prefill, and paged decode through
+        # the CUDA-core decode kernel and through the tensor-core (prefill-template) path
+        {"path": "nvfp4-prefill-fa2", "phase": "prefill", "head_dim": 128, "kv_dtype": "nvfp4"},
+        {"path": "nvfp4-decode-fa2-tc", "phase": "decode", "head_dim": 128, "kv_dtype": "nvfp4"},
+        {"path": "nvfp4-decode-fa2", "phase": "decode", "head_dim": 128, "kv_dtype": "nvfp4"},
     ]
 
 
@@ -293,6 +300,70 @@ def _fa3_gate(case: dict[str, Any]) -> dict[str, Any]:
                        "is False"}
 
 
+E2M1 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+"""FP4 (e2m1) magnitudes by 3-bit code; bit 3 is the sign. Two codes a byte, the even element in the low nibble
+(flashinfer include/flashinfer/page.cuh nvfp4_append_quantize_block: packed = lo | hi << 4)."""
+NVFP4_BLOCK = 16
+
+
+def _nvfp4(shape: tuple[int, ...]) -> tuple[Any, Any, Any]:
+    """Random NVFP4 data of `shape` (last dim unpacked): (packed uint8 [..., D/2], e4m3 scales [..., D/16], the
+    values they stand for in fp32). Every byte is a valid pair of e2m1 codes; scales are 0.25, 0.5 or 1."""
+    import torch
+
+    d = shape[-1]
+    packed = torch.randint(0, 256, (*shape[:-1], d // 2), device="cuda", dtype=torch.uint8)
+    levels = torch.tensor([0.25, 0.5, 1.0], device="cuda")
+    sf = levels[torch.randint(0, 3, (*shape[:-1], d // NVFP4_BLOCK), device="cuda")].to(torch.float8_e4m3fn)
+    codes = torch.stack([packed & 0xF, packed >> 4], dim=-1).reshape(*shape[:-1], d).long()
+    mag = torch.tensor(E2M1, device="cuda")[codes & 7]
+    vals = torch.where((codes & 8) != 0, -mag, mag) * sf.float().repeat_interleave(NVFP4_BLOCK, dim=-1)
+    return packed, sf, vals
+
+
+def _nvfp4_prefill(case: dict[str, Any]) -> dict[str, Any]:
+    """single_prefill_with_kv_cache(backend="fa2") with NVFP4 K/V (NHD [kv_len, Hkv, D/2]) and kv_cache_sf,
+    causal, the last PREFILL_QO of KV_LEN positions."""
+    import flashinfer
+    import torch
+
+    d = case["head_dim"]
+    k, k_sf, kf = _nvfp4((KV_LEN, KV_HEADS, d))
+    v, v_sf, vf = _nvfp4((KV_LEN, KV_HEADS, d))
+    q = (0.1 * torch.randn(PREFILL_QO, QO_HEADS, d, device="cuda")).to(torch.bfloat16)
+    scale = 1.0 / math.sqrt(d)
+    out = flashinfer.single_prefill_with_kv_cache(q, k, v, causal=True, sm_scale=scale, backend="fa2",
+                                                  kv_cache_sf=(k_sf, v_sf))
+    return _check(out, _attend(q, kf, vf, scale, KV_LEN - PREFILL_QO), {"packed": "lo-nibble-first"})
+
+
+def _nvfp4_decode(case: dict[str, Any]) -> dict[str, Any]:
+    """BatchDecodeWithPagedKVCacheWrapper(backend="fa2"), HND pages of NVFP4 K/V [P, Hkv, PAGE, D/2] with scales
+    [P, Hkv, PAGE, D/16]; use_tensor_cores for the -tc path (decode.py passes the block scales only there)."""
+    import flashinfer
+    import torch
+
+    d = case["head_dim"]
+    per_seq = KV_LEN // PAGE
+    n_pages = BATCH * per_seq
+    k, k_sf, kf = _nvfp4((n_pages, KV_HEADS, PAGE, d))
+    v, v_sf, vf = _nvfp4((n_pages, KV_HEADS, PAGE, d))
+    table = torch.arange(n_pages, device="cuda", dtype=torch.int32).reshape(BATCH, per_seq)
+    q = (0.1 * torch.randn(BATCH, QO_HEADS, d, device="cuda")).to(torch.bfloat16)
+    scale = 1.0 / math.sqrt(d)
+    indptr = torch.arange(0, n_pages + 1, per_seq, device="cuda", dtype=torch.int32)
+    last = torch.full((BATCH,), PAGE, device="cuda", dtype=torch.int32)
+    workspace = torch.zeros(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+    wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(
+        workspace, "HND", use_tensor_cores=case["path"].endswith("-tc"), backend="fa2")
+    wrapper.plan(indptr, table.reshape(-1), last, QO_HEADS, KV_HEADS, d, PAGE, q_data_type=torch.bfloat16,
+                 kv_data_type=torch.uint8, sm_scale=scale)
+    out = wrapper.run(q, (k, v), kv_cache_sf=(k_sf, v_sf))
+    ref = torch.stack([_attend(q[b][None], _seq(kf, table[b]), _seq(vf, table[b]), scale, None)[0]
+                       for b in range(BATCH)])
+    return _check(out, ref, {"packed": "lo-nibble-first", "tensor_cores": case["path"].endswith("-tc")})
+
+
 def _network_failure(exc: BaseException) -> bool:
     import traceback
 
@@ -364,6 +435,10 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
         return _fa3_gate(case)
     if case["path"] == "prefill-fa3":
         return _prefill_fa3(case)
+    if case["path"] == "nvfp4-prefill-fa2":
+        return _nvfp4_prefill(case)
+    if case["path"].startswith("nvfp4-decode"):
+        return _nvfp4_decode(case)
     kv_dtype = {"bf16": torch.bfloat16, "fp8_e4m3": torch.float8_e4m3fn}[case["kv_dtype"]]
     if case["path"].startswith("mla-"):
         return _mla(case, kv_dtype)

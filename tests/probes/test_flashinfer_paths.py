@@ -159,3 +159,21 @@ def test_trtllm_gen_feature_claims_are_untestable_off_sm100_only() -> None:
            "claims": claim_context(CLAIMS, P.SPEC.claims)}
     on_b200 = {v["claim"]: v for v in P.judge(recorded_v2() + as_the_source_reads(), env)}
     assert UNTESTABLE_HERE not in on_b200["flashinfer-trtllm-gen-sinks"]["detail"]
+
+
+def test_nvfp4_cases_judge_the_prefill_only_claim_by_phase() -> None:
+    claim = "flashinfer-fa2-nvfp4-kv-prefill-only"
+    prefill = feature(path="nvfp4-prefill-fa2")
+    tc, cuda_core = feature(path="nvfp4-decode-fa2-tc"), feature(path="nvfp4-decode-fa2")
+    # as the claim says: prefill runs, decode refused for the KV dtype
+    held = judged([ok(prefill), refused(tc, "NVFP4 KV cache is not supported for decode", "KV_DTYPE"),
+                   refused(cuda_core, "NVFP4 KV cache is not supported for decode", "KV_DTYPE")])
+    assert held[claim]["verdict"] == "confirmed"
+    # a decode that runs correctly on NVFP4 pages contradicts it
+    ran = judged([ok(prefill), ok(tc), refused(cuda_core, "NVFP4 KV cache is not supported for decode", "KV_DTYPE")])
+    assert ran[claim]["verdict"] == "contradicted"
+    # a decode that runs but computes something else says nothing
+    wrong = judged([ok(prefill), ok(tc, max_abs_err=1.0, rel_err=0.5),
+                    refused(cuda_core, "NVFP4 KV cache is not supported for decode", "KV_DTYPE")])
+    assert wrong[claim]["verdict"] != "contradicted"
+
