@@ -16,7 +16,9 @@ import sys
 def run(case: dict) -> dict:
     from _vllm_grid import setup
 
-    setup()
+    env = setup()
+    if case.get("fa_cc"):
+        return fa_versions(case, env)
     if case.get("backends"):
         return head_sizes(case)
     import vllm
@@ -59,6 +61,19 @@ def head_sizes(case: dict) -> dict:
             "accepts": {str(h): bool(cls.supports_head_size(h)) for h in case["head_sizes"]},
         }
     return out
+
+
+def fa_versions(case: dict, env: dict) -> dict:
+    """`get_flash_attn_version` (vllm/v1/attention/backends/fa_utils.py) per head size, and with ALiBi, on a platform
+    that answers the case's compute capability."""
+    import vllm
+    from vllm.v1.attention.backends.fa_utils import get_flash_attn_version
+
+    major, minor = (int(x) for x in str(case["fa_cc"]).split("."))
+    env["GridPlatform"].cap = env["DeviceCapability"](major, minor)
+    return {"vllm": vllm.__version__, "cc": case["fa_cc"],
+            "version": {str(h): get_flash_attn_version(head_size=h) for h in case["head_sizes"]},
+            "alibi": get_flash_attn_version(requires_alibi=True, head_size=case["head_sizes"][0])}
 
 
 def _plain(value: object) -> object:

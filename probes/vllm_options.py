@@ -16,6 +16,10 @@ The head-size case asks backends (by registry name) for `get_supported_head_size
 vllm-mla-head-size-576 and cutlass-mla-decode-head-dim-576 hold where FLASHMLA's and CUTLASS_MLA's lists are
 exactly [576]; vllm-flex-attention-head-size-alignment holds where FLEX_ATTENTION passes head sizes that are not
 a multiple of 8 (36, 100); the runtime crash it warns of needs a GPU and is not tested.
+
+The FA-version case calls `get_flash_attn_version` with the platform answering cc 10.0: for
+vllm-flash-attn-fa4-large-head-falls-back-fa2, head size 128 must get FA-4 (the default there, else the case shows
+nothing), 192 FA-4, 256 FA-2, and ALiBi FA-2.
 """
 
 from __future__ import annotations
@@ -35,15 +39,18 @@ PYTHON_ENV = "KB_VLLM_PYTHON"
 CLAIM = "kv-quant-skip-sliding-window-layers"
 ONLY_576 = {"vllm-mla-head-size-576": "FLASHMLA", "cutlass-mla-decode-head-dim-576": "CUTLASS_MLA"}
 FLEX = "vllm-flex-attention-head-size-alignment"
+FA4 = "vllm-flash-attn-fa4-large-head-falls-back-fa2"
+FA_WANT = {"128": 4, "192": 4, "256": 2}
 MISALIGNED = [36, 100]
 MARK = "KB-OPTIONS "
 
 SPEC = ProbeSpec(
     id="vllm-options",
-    version=1,
+    version=2,  # 2: the FA-version case
+    rejudges=(1,),
     order=6,
     title="vLLM engine options through vLLM's own parser (no GPU)",
-    claims=[CLAIM, *ONLY_576, FLEX],
+    claims=[CLAIM, *ONLY_576, FLEX, FA4],
     requires={"gpu": False, "packages": ["vllm"]},
     timeout_s=300,
     untestable="The vLLM options probe needs vLLM installed (pip install 'kbtool[engine]' or KB_VLLM_PYTHON).",
@@ -64,13 +71,15 @@ def cases() -> list[dict[str, Any]]:
          "cache_config_read": ["cache_dtype"], "expect": None},
         {"name": "head-sizes", "backends": [*ONLY_576.values(), "FLEX_ATTENTION"],
          "head_sizes": [*MISALIGNED, 320, 512, 576]},
+        {"name": "fa-version", "fa_cc": "10.0", "head_sizes": [int(h) for h in FA_WANT]},
     ]
 
 
 def run(case: dict[str, Any]) -> dict[str, Any]:
     python = os.environ.get(PYTHON_ENV) or sys.executable
     start = time.monotonic()
-    keys = ("backends", "head_sizes") if "backends" in case else ("argv", "fields", "cache_config", "cache_config_read")
+    keys = next((k for k in (("fa_cc", "head_sizes"), ("backends", "head_sizes")) if k[0] in case),
+                ("argv", "fields", "cache_config", "cache_config_read"))
     payload = {k: case[k] for k in keys}
     proc = subprocess.run([python, str(HELPER), json.dumps(payload)], capture_output=True, text=True,
                           env=dict(os.environ, CUDA_VISIBLE_DEVICES=""), cwd=HELPER.parent,
@@ -80,7 +89,7 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
         tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
         return {"outcome": "ERROR", "message": " | ".join(tail)[-1000:]}
     got = json.loads(lines[-1][len(MARK):])
-    if "backends" in case:
+    if "backends" in case or "fa_cc" in case:
         return {"outcome": "OK", "seconds": round(time.monotonic() - start, 1), "metrics": got}
     return {"outcome": "OK" if got.get("parsed") else "UNSUPPORTED", "message": got.get("error"),
             "seconds": round(time.monotonic() - start, 1), "metrics": got}
@@ -92,8 +101,23 @@ def _by_name(observations: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
     obs = _by_name(observations)
-    heads = obs.get("head-sizes")
-    return judge_skip_layers(obs) + (judge_head_sizes(heads) if heads is not None else [])
+    heads, fa = obs.get("head-sizes"), obs.get("fa-version")
+    return (judge_skip_layers(obs) + (judge_head_sizes(heads) if heads is not None else [])
+            + (judge_fa_version(fa) if fa is not None else []))
+
+
+def judge_fa_version(obs: dict[str, Any]) -> list[dict[str, Any]]:
+    m = obs.get("metrics") or {}
+    version, got = m.get("vllm"), m.get("version") or {}
+    scope = {"vllm": str(version)} if version else {}
+    said = f"vLLM {version} get_flash_attn_version at cc {m.get('cc')}: head size {got}, ALiBi {m.get('alibi')}"
+    if obs.get("outcome") != "OK" or got.get("128") != 4:
+        return [{"claim": FA4, "verdict": "inconclusive", "scope": scope,
+                 "detail": f"FA-4 is not the default here, so no fallback can show: "
+                           f"{said if obs.get('outcome') == 'OK' else obs.get('message')}"}]
+    ok = all(got.get(h) == v for h, v in FA_WANT.items()) and m.get("alibi") == 2
+    return [{"claim": FA4, "verdict": "confirmed" if ok else "contradicted", "scope": scope,
+             "detail": said + " (vLLM's selection logic with the platform answering cc 10.0; no Blackwell GPU)"}]
 
 
 def judge_head_sizes(obs: dict[str, Any]) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from probes import vllm_options as vo
 
 def observed(skip_outcome: str = "OK", control_outcome: str = "UNSUPPORTED",
              held: list[str] | None = None) -> list[dict[str, Any]]:
-    skip, control, _heads = vo.cases()
+    skip, control, _heads, _fa = vo.cases()
     value = ["sliding_window"] if held is None else held
     return [
         {"params": skip, "outcome": skip_outcome, "message": None if skip_outcome == "OK" else "argparse exited 2",
@@ -29,7 +29,7 @@ def verdict(obs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_the_cases_pass_the_flag_the_claim_names_and_a_control() -> None:
-    skip, control, _heads = vo.cases()
+    skip, control, _heads, _fa = vo.cases()
     assert "--kv-cache-dtype-skip-layers" in skip["argv"] and "sliding_window" in skip["argv"]
     assert "--kv-cache-dtype-skip-layers" not in control["argv"]
 
@@ -69,3 +69,20 @@ def test_head_size_lists_decide_the_head_size_claims() -> None:
     got = {v["claim"]: v["verdict"] for v in vo.judge([heads([320, 576], False)], {})}
     assert got["vllm-mla-head-size-576"] == "contradicted"
     assert got["vllm-flex-attention-head-size-alignment"] == "contradicted"
+
+
+def fa(version: dict[str, int], alibi: int = 2) -> dict[str, Any]:
+    return {"params": vo.cases()[3], "outcome": "OK",
+            "metrics": {"vllm": "0.19.1", "cc": "10.0", "version": version, "alibi": alibi}}
+
+
+def test_fa_versions_decide_the_fa4_fallback_claim() -> None:
+    def one(obs: dict[str, Any]) -> str:
+        (v,) = vo.judge([obs], {})
+        assert v["claim"] == "vllm-flash-attn-fa4-large-head-falls-back-fa2"
+        return str(v["verdict"])
+
+    assert one(fa({"128": 4, "192": 4, "256": 2})) == "confirmed"
+    assert one(fa({"128": 4, "192": 4, "256": 4})) == "contradicted"
+    assert one(fa({"128": 4, "192": 4, "256": 2}, alibi=4)) == "contradicted"
+    assert one(fa({"128": 2, "192": 2, "256": 2})) == "inconclusive"  # FA-4 is not the default: nothing shows
