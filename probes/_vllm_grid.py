@@ -7,7 +7,8 @@ What importing vLLM without a GPU takes, all undone by nothing (the process exit
 - CUDA_VISIBLE_DEVICES="" (set by the caller);
 - vLLM's current platform replaced by a subclass of its own CUDA platform that only answers compute
   capability, device name, memory and SM count;
-- the module-level workspace allocation of the CUTLASS MLA backend sent to the meta device while importing;
+- the module-level workspace allocations of the CUTLASS MLA and FlashInfer MLA backends (torch.empty,
+  torch.zeros on "cuda") sent to the meta device while importing them;
 - FlashInfer's TRT-LLM availability (`has_nvidia_artifactory`) decided by the grid, not by the network.
 
 Usage: python _vllm_grid.py OUT.json [--cc 9.0 ...] [--quick]
@@ -15,6 +16,7 @@ Usage: python _vllm_grid.py OUT.json [--cc 9.0 ...] [--quick]
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -33,6 +35,7 @@ KV_MLA = [*KV_DENSE, "fp8_ds_mla"]
 BLOCKS = [None, 16, 32, 64, 128]
 LAYOUTS = [("dense", False, False), ("mla", True, False), ("sparse", True, True)]
 NUM_HEADS = {"dense": 32, "mla": 128, "sparse": 128}  # passed to the priority lists (they read it for sparse)
+WORKSPACE_MODULES = ["vllm.v1.attention.backends.mla.cutlass_mla", "vllm.v1.attention.backends.mla.flashinfer_mla"]
 DRIVER_SYMBOLS_EXTRA = ["cuInit", "cuDeviceGetCount", "cuDeviceGet", "cuGetProcAddress", "cuDriverGetVersion"]
 
 
@@ -76,6 +79,7 @@ def stub_libcuda(site: Path) -> Path:
 
 
 def setup() -> dict:
+    import importlib
     import importlib.util
 
     spec = importlib.util.find_spec("vllm")
@@ -107,20 +111,24 @@ def setup() -> dict:
             return 132
 
     platforms.current_platform = GridPlatform()
-    real_empty = torch.empty
+    real = {name: getattr(torch, name) for name in ("empty", "zeros")}
 
-    def meta_empty(*args, **kwargs):  # cutlass_mla.py allocates a CUDA workspace at import
-        if str(kwargs.get("device", "")).startswith("cuda"):
-            kwargs["device"] = "meta"
-        return real_empty(*args, **kwargs)
+    def on_meta(fn):
+        def alloc(*args, **kwargs):  # cutlass_mla.py and (0.19.1) flashinfer_mla.py allocate a CUDA workspace at import
+            if str(kwargs.get("device", "")).startswith("cuda"):
+                kwargs["device"] = "meta"
+            return fn(*args, **kwargs)
+        return alloc
 
-    torch.empty = meta_empty
+    for name, fn in real.items():
+        setattr(torch, name, on_meta(fn))
     try:
-        import vllm.v1.attention.backends.mla.cutlass_mla  # noqa: F401
-    except Exception:  # recorded per backend below
-        pass
+        for module in WORKSPACE_MODULES:
+            with contextlib.suppress(Exception):  # an import that fails is recorded per backend below
+                importlib.import_module(module)
     finally:
-        torch.empty = real_empty
+        for name, fn in real.items():
+            setattr(torch, name, fn)
     return {"GridPlatform": GridPlatform, "DeviceCapability": DeviceCapability}
 
 

@@ -22,6 +22,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -57,22 +58,67 @@ def _load_yaml(path: Path) -> Any:
     return yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
 
 
+JUDGED_EFFECTS = ("reject", "supports")
+
+
+@functools.cache
+def backends_of(records: Path = ROOT / "records") -> dict[str, tuple[tuple[str, str], ...]]:
+    """Claim subject -> the vllm-* engine-backend records (id, vLLM name) it may be judged as: each backend record
+    itself, and each kernel the backend records list under `kernels` (cutlass-mla-decode -> vllm-cutlass-mla)."""
+    own: dict[str, tuple[tuple[str, str], ...]] = {}
+    users: dict[str, list[tuple[str, str]]] = {}
+    for path in sorted((records / "engine-backends").glob("vllm-*.yaml")):
+        rec = _load_yaml(path)
+        if not isinstance(rec, dict):
+            continue
+        me = (path.stem, str(rec.get("backend_name")))
+        own[path.stem] = (me,)
+        for kernel in rec.get("kernels") or []:
+            users.setdefault(str(kernel), []).append(me)
+    return {**{k: tuple(v) for k, v in users.items()}, **own}
+
+
+def backend_record(claim: dict[str, Any]) -> str | None:
+    """The engine-backend record a claim is judged as: its subject's only backend, or, for a kernel several backends
+    run, the one backend the statement names (TRITON_ATTN, not TRITON_ATTN_DIFFKV); None when that is unclear."""
+    found = backends_of().get(str(claim.get("subject")), ())
+    if len(found) > 1:
+        text = str(claim.get("statement") or "")
+        found = tuple(b for b in found if re.search(rf"(?<![A-Z0-9_]){re.escape(b[1])}(?![A-Z0-9_])", text))
+    return found[0][0] if len(found) == 1 else None
+
+
 @functools.cache
 def engine_claims(records: Path = ROOT / "records") -> list[dict[str, Any]]:
-    """Reject claims about vLLM engine backends, as records (dicts); read once per process (the spec and the judge
-    both ask). Callers must not mutate the list."""
-    backends = {p.stem for p in (records / "engine-backends").glob("vllm-*.yaml")}
+    """Claims about vLLM engine backends (or a kernel only one backend runs) that reject, or that say the backend
+    supports something vLLM gates by one of REASON_KIND's codes, as records (dicts); read once per process (the
+    spec and the judge both ask). Callers must not mutate the list."""
+    subjects = backends_of(records)
     out = []
-    for path in sorted((records / "claims").glob("vllm-*.yaml")):
+    for path in sorted((records / "claims").glob("*.yaml")):
+        text = path.read_text(encoding="utf-8")
+        head = re.search(r"^subject:\s*(\S+)", text, re.MULTILINE)
+        if head is None or head.group(1) not in subjects:
+            continue  # most claims are about other subjects: not parsed
         rec = _load_yaml(path)
-        if isinstance(rec, dict) and rec.get("subject") in backends and rec.get("effect") == "reject":
-            out.append(rec)
+        if not isinstance(rec, dict) or rec.get("effect") not in JUDGED_EFFECTS or backend_record(rec) is None:
+            continue
+        if rec["effect"] == "supports" and (rec.get("reason") or {}).get("code") not in REASON_KIND:
+            continue  # a support vLLM's gates cannot refuse (a kernel's shapes) is not the selector's to judge
+        about_vllm = any(s.get("library") == "vllm" for s in rec.get("scope") or [])
+        if not about_vllm and (rec["effect"] != "reject" or rec["subject"] not in subjects[rec["subject"]][0]):
+            continue  # a kernel's own claims (FlashInfer's, FlashMLA's) are about that library, not about vLLM
+        out.append(rec)
     return out
 
 
 SPEC = ProbeSpec(
     id="vllm-selector",
-    version=2,  # 2: a point refused for other reasons only says nothing about a claim; sink reasons are SINKS
+    # 2: a point refused for other reasons only says nothing about a claim; sink reasons are SINKS. 3: claims about
+    # a kernel one backend runs, `supports` claims of a gated kind; any point against a claim contradicts it (design
+    # §5: no `partial`); the grid imports FLASHINFER_MLA of 0.19.1 (its workspace goes to the meta device)
+    version=3,
+    rejudges=(1, 2),
     order=5,
     title="vLLM attention-backend selector (no GPU)",
     claims=[c["id"] for c in engine_claims()],
@@ -170,12 +216,13 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
     layouts = {k: list(r.get("attention") or ["mha", "gqa"]) for k, r in records.items()}
     compiled = [(c, _condition(c.get("when")), _condition(c.get("requires"))) for c in claims
                 if _scope_has(c, version)]
+    rec_id = {c["id"]: backend_record(c) or c["subject"] for c, _, _ in compiled}
     results = []
     envs = [(p, dict(grid_env(p), engine="vllm", vllm=version)) for p in points]
     predictions: dict[str, list[bool | None]] = {}
     for c, when, req in compiled:
         preds: list[bool | None] = []
-        backend, served = name_of.get(c["subject"]), layouts.get(c["subject"], [])
+        backend, served = name_of.get(rec_id[c["id"]]), layouts.get(rec_id[c["id"]], [])
         for p, env in envs:
             if backend not in p["reasons"] or (served and env["attention"] not in served):
                 preds.append(None)  # a point the judge below skips: no need to evaluate the claim there
@@ -184,12 +231,12 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
             preds.append(None if w is not True else evaluate(req, env) if req is not None else True)
         predictions[c["id"]] = preds
     for c, _when, _req in compiled:
-        backend = name_of.get(c["subject"])
+        backend = name_of.get(rec_id[c["id"]])
         code = c["reason"]["code"]
-        rivals = [o["id"] for o, _, _ in compiled if o["subject"] == c["subject"] and o["id"] != c["id"]]
+        rivals = [o["id"] for o, _, _ in compiled if rec_id[o["id"]] == rec_id[c["id"]] and o["id"] != c["id"]]
         agree, refused_ok, ran_bad = 0, [], []
         ccs: set[str] = set()
-        served = layouts.get(c["subject"], [])
+        served = layouts.get(rec_id[c["id"]], [])
         for i, (p, env) in enumerate(envs):
             want = predictions[c["id"]][i]
             if want is None or backend not in p["reasons"] or (served and env["attention"] not in served):
@@ -272,10 +319,8 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
             verdict = "inconclusive"
         elif n_bad == 0:
             verdict = "confirmed"
-        elif r["agree"] == 0:
-            verdict = "contradicted"
         else:
-            verdict = "partial"
+            verdict = "contradicted"  # design §5: one point against the claim in its scope contradicts it
         parts = [f"{r['agree']} of {clear} grid points as the claim says (vLLM {version}, {r['backend']})"]
         if r["ran"]:
             parts.append(f"vLLM accepted what the claim refuses, e.g. {', '.join(_label(p) for p in r['ran'][:3])}")

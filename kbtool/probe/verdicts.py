@@ -267,7 +267,7 @@ def _block(
     by_scope: dict[str, list[_Entry]] = {}
     for e in entries:
         by_scope.setdefault(_scope_key(e.scope), []).append(e)
-    scoped = {k: sv for k, es in by_scope.items() if (sv := _scoped(es)) is not None}
+    scoped = {_scope_key(sv["scope"]): sv for es in by_scope.values() if (sv := _scoped(es)) is not None}  # as stored
     settled = {(sv.get("scope") or {}).get("sm") for sv in scoped.values() if sv["status"] != "untestable"}
     kept = [v for v in old.get("verdicts", []) if _scope_key(v.get("scope") or {}) not in scoped
             and not set(v.get("evidence") or []) <= applied  # judged again now: what it says now stands

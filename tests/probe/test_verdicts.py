@@ -173,3 +173,24 @@ def test_a_claim_the_architecture_cannot_exercise_is_untestable_in_that_scope() 
     assert [(u.claim, u.new_status) for u in ups] == [("t", "untestable")]
     assert UNTESTABLE_HERE in ups[0].verification["reason"]
     assert [s.claim for s in skips] == ["i"]
+
+
+def engine_evidence(verdict: str, id_: str) -> Evidence:
+    return Evidence.model_validate({
+        "id": id_, "kind": "evidence", "name": "n", "probe": {"id": "p", "version": 1},
+        "environment": {"gpu": "no GPU (vllm 0.19.1)", "compute_capability": "n/a", "architecture": None,
+                        "accelerator": None, "torch": "2.10.0", "libraries": {"vllm": "0.19.1"}},
+        "started": "2026-11-30T10:00:00Z",
+        "verdicts": [{"claim": "v", "verdict": verdict, "scope": {"vllm": "0.19.1"}}],
+        "sources": [{"type": "probe", "ref": "probes/p.py"}]})
+
+
+def test_a_later_engine_run_replaces_the_verdict_of_its_scope_instead_of_adding_one() -> None:
+    scoped = claim("v", subject="vllm-flashmla", scope=[{"library": "vllm", "last_affected": "0.19.1"}])
+    first, _ = run([scoped], [engine_evidence("confirmed", "e1")])
+    block = first[0].verification
+    assert [v["scope"] for v in block["verdicts"]] == [{"libraries": {"vllm": "0.19.1"}}]  # no sm: no GPU
+    again = scoped.model_copy(update={"verification": type(scoped.verification).model_validate(block)})
+    second, _ = run([again], [engine_evidence("contradicted", "e2")])
+    verdicts = second[0].verification["verdicts"]
+    assert len(verdicts) == 1 and verdicts[0]["status"] == "refuted" and verdicts[0]["evidence"] == ["e2"]

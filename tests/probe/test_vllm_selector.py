@@ -72,3 +72,41 @@ def test_engine_probes_need_no_gpu() -> None:
     assert not engine_probe.needs_gpu(vs.SPEC)
     env = engine_probe.environment({"gpu": None, "reason": "no GPU"}, python="/nonexistent/python")
     assert env["gpu"] == "no GPU (vllm not installed)" and env["libraries"] == {}
+
+
+def test_a_kernel_claim_is_judged_as_the_one_backend_that_runs_it() -> None:
+    kernel = claim("kernel", {"var": "kv_dtype", "in": ["bf16", "fp16", "fp8_e4m3"]}, code="KV_DTYPE",
+                   subject="cutlass-mla-decode")
+    assert vs.backend_record(kernel) == "vllm-cutlass-mla"
+    cc100 = vs.rows(vs.load(CC90.with_name("cc10.0.json.gz")))
+    got = by_claim(vs.judge_grid([kernel], cc100, "0.33.0"))["kernel"]
+    assert got["backend"] == "CUTLASS_MLA" and got["agree"] > 0 and not got["ran"] and not got["refused"]
+    wrong = claim("wrong", {"var": "kv_dtype", "in": ["bf16"]}, code="KV_DTYPE", subject="cutlass-mla-decode")
+    assert by_claim(vs.judge_grid([wrong], cc100, "0.33.0"))["wrong"]["ran"], "vLLM takes fp16 KV for CUTLASS_MLA"
+
+
+def test_a_kernel_several_backends_run_needs_the_statement_to_name_one() -> None:
+    both = claim("k", {"var": "block_size", "multiple_of": 16}, code="BLOCK_SIZE",
+                 subject="vllm-triton-unified-attention")
+    assert vs.backend_record(both) is None
+    assert vs.backend_record({**both, "statement": "vLLM's TRITON_ATTN takes it"}) == "vllm-triton-attn"
+    assert vs.backend_record({**both, "statement": "TRITON_ATTN_DIFFKV takes it"}) == "vllm-triton-attn-diffkv"
+
+
+def test_a_supports_claim_is_contradicted_where_vllm_refuses_for_its_reason() -> None:
+    sinks = {"id": "s", "subject": "vllm-flash-attn", "effect": "supports", "statement": "FLASH_ATTN takes sinks",
+             "when": {"var": "sinks", "eq": True}, "reason": {"code": "SINKS", "message": "m"},
+             "scope": [{"library": "vllm"}]}
+    cc80 = vs.rows(vs.load(CC90.with_name("cc8.0.json.gz")))
+    got = by_claim(vs.judge_grid([sinks], cc80, "0.33.0"))["s"]
+    assert got["refused"] and all(p["sink"] for p, _ in got["refused"])
+
+
+def test_one_point_against_a_claim_contradicts_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    seed = claim("seed", {"var": "head_dim", "in": [64, 128, 256]})
+    obs = [{"outcome": "OK", "metrics": {"raw": str(CC90)}}]
+    mine = [*flashinfer_claims(), seed]
+    monkeypatch.setattr(vs, "engine_claims", lambda: mine)
+    got = {v["claim"]: v for v in vs.judge(obs, {})}
+    assert got["seed"]["verdict"] == "contradicted" and "512" in got["seed"]["detail"]
+    assert got["vllm-flashinfer-head-size-0.33.0"]["verdict"] == "confirmed"
