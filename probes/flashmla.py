@@ -29,6 +29,8 @@ SPEC = ProbeSpec(
         "flashmla-fp4-kv-bytes-per-token", "flashmla-hopper-pinned-checkout", "flashmla-kv-format-not-portable",
         "flashmla-prefill-dense-sm100", "flashmla-prefill-requires-nvidia", "flashmla-sparse-decode-requires-nvidia",
         "flashmla-sparse-decode-shape",
+        # vLLM's FLASHMLA fp8 KV against FlashMLA's own source: settling it needs FlashMLA's dense decode with fp8 KV
+        "vllm-flashmla-dense-fp8-kv-vs-flashmla-source",
     ],
     requires={"archs": None, "packages": ["torch", "flashmla"]},
     timeout_s=300,
