@@ -94,7 +94,7 @@ def test_a_stale_plan_is_rebased_not_lost(tmp_path: Path, rebase: bool) -> None:
     """Writer B plans from an old read; writer A lands first; B's write keeps A's change (and would not
     without the rebase, which is what makes this test able to fail)."""
     root = _tree_with_unapplied_claims(tmp_path)
-    (ev_path,) = (root / "evidence").glob("*-fa4-arch.yaml")
+    ev_path = sorted((root / "evidence").glob("*-fa4-arch.yaml"))[0]  # the first fa4-arch run
     evidence = [load_evidence(ev_path)]
     claims = load_claims(root)
     updates, _ = plan(evidence, {k: c for k, (c, _) in claims.items()}, "2026-11-30")
