@@ -45,7 +45,9 @@ def test_every_config_imports_and_cites_its_source(path: Path) -> None:
 # Totals as the model cards state them (nominal, so a 3% band): the derived count is from the shapes.
 PUBLISHED = {"llama-3.1-8b": 8.0e9, "llama-3.1-70b": 70.6e9, "llama-3.1-405b": 405e9, "deepseek-v3": 671e9,
              "qwen3-235b-a22b": 235e9, "qwen3-30b-a3b": 30.5e9, "mixtral-8x7b": 46.7e9, "gpt-oss-120b": 117e9,
-             "gpt-oss-20b": 21e9, "qwen3-32b": 32.8e9, "glm-5": 744e9, "llama-4-maverick-17b-128e": 400e9}
+             "gpt-oss-20b": 21e9, "qwen3-32b": 32.8e9, "glm-5": 744e9, "llama-4-maverick-17b-128e": 400e9,
+             # GLM-4.5 and -Air: 355B and 106B total (transformers docs/source/en/model_doc/glm4_moe.md)
+             "glm-4.5": 355e9, "glm-4.5-air": 106e9}
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
@@ -120,6 +122,15 @@ def test_quantization_config_sets_the_weights() -> None:
 def test_moe_expert_counts() -> None:
     e = rec("deepseek-v3")["experts"]
     assert (e["routed"], e["active"], e["shared"], e["moe_layers"]) == (256, 8, 1, 58)
+
+
+@pytest.mark.parametrize("name", ["glm-4.5", "glm-4.5-air"])
+def test_glm4_moe_dense_prefix_is_not_counted_as_moe(name: str) -> None:
+    cfg = json.loads((HF / name / "config.json").read_text())
+    e = rec(name)["experts"]
+    assert (e["routed"], e["active"], e["shared"]) == (cfg["n_routed_experts"], cfg["num_experts_per_tok"],
+                                                       cfg["n_shared_experts"])
+    assert e["moe_layers"] == cfg["num_hidden_layers"] - cfg["first_k_dense_replace"]
 
 
 def test_a_missing_field_is_named() -> None:
