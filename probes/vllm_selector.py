@@ -171,14 +171,14 @@ def rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """The grid points as dicts: params, the selected backend, and vLLM's reasons per backend."""
     names, reasons, sets = doc["backends"], doc["reasons"], doc["reason_sets"]
     heads = (doc.get("grid") or {}).get("num_heads") or {}
+    texts = [tuple(reasons[i] for i in s) for s in sets]  # one shared tuple per reason set
     out = []
     for r in doc["rows"]:
         cc, trt, layout, head, dt, kv, block, sink, chosen, prio, per = r
         out.append({"cc": cc, "trtllm": trt, "layout": layout, "head_size": head, "dtype": dt, "kv": kv,
                     "block": block, "sink": sink, "num_heads": heads.get(layout), "selected": chosen,
                     "priority": doc["priorities"][prio],
-                    "reasons": {n: [reasons[i] for i in sets[s]] for n, s in zip(names, per, strict=True)
-                                if s >= 0}})
+                    "reasons": {n: texts[s] for n, s in zip(names, per, strict=True) if s >= 0}})
     return out
 
 
@@ -209,7 +209,7 @@ def grid_env(p: dict[str, Any]) -> dict[str, Any]:
 
 def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], version: str) -> list[dict[str, Any]]:
     """Per claim: (agree, disagree examples, ccs) over the grid points of one vLLM release."""
-    from kbtool.solve.conditions import evaluate
+    from kbtool.solve.conditions import condition_vars, evaluate
 
     records = {p.stem: _load_yaml(p) for p in (ROOT / "records" / "engine-backends").glob("*.yaml")}
     name_of = {k: r.get("backend_name") for k, r in records.items()}
@@ -223,26 +223,36 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
     for c, when, req in compiled:
         preds: list[bool | None] = []
         backend, served = name_of.get(rec_id[c["id"]]), layouts.get(rec_id[c["id"]], [])
+        names = sorted(condition_vars(when) | condition_vars(req))
+        seen: dict[tuple[Any, ...], bool | None] = {}  # the prediction depends only on the variables it reads
         for p, env in envs:
             if backend not in p["reasons"] or (served and env["attention"] not in served):
                 preds.append(None)  # a point the judge below skips: no need to evaluate the claim there
                 continue
-            w = evaluate(when, env) if when is not None else True
-            preds.append(None if w is not True else evaluate(req, env) if req is not None else True)
+            key = tuple(env.get(n) for n in names)
+            if key not in seen:
+                w = evaluate(when, env) if when is not None else True
+                seen[key] = None if w is not True else evaluate(req, env) if req is not None else True
+            preds.append(seen[key])
         predictions[c["id"]] = preds
+    kinds: dict[tuple[str, tuple[str, ...]], list[str]] = {}  # reasons are shared tuples (rows)
     for c, _when, _req in compiled:
         backend = name_of.get(rec_id[c["id"]])
         code = c["reason"]["code"]
-        rivals = [o["id"] for o, _, _ in compiled if rec_id[o["id"]] == rec_id[c["id"]] and o["id"] != c["id"]]
+        rivals = [predictions[o["id"]] for o, _, _ in compiled
+                  if rec_id[o["id"]] == rec_id[c["id"]] and o["id"] != c["id"]]
         agree, refused_ok, ran_bad = 0, [], []
         ccs: set[str] = set()
-        served = layouts.get(rec_id[c["id"]], [])
-        for i, (p, env) in enumerate(envs):
-            want = predictions[c["id"]][i]
-            if want is None or backend not in p["reasons"] or (served and env["attention"] not in served):
+        for i, want in enumerate(predictions[c["id"]]):
+            if want is None:
                 continue  # no prediction, or a layout the backend does not serve (vLLM: "MLA not supported" ...)
-            got = of_kind(code, p["reasons"][backend])
-            explained = any(predictions[r][i] is False for r in rivals)
+            p = envs[i][0]
+            reasons = p["reasons"][backend]
+            key = (code, reasons)
+            if key not in kinds:
+                kinds[key] = of_kind(code, list(reasons))
+            got = kinds[key]
+            explained = any(r[i] is False for r in rivals)
             if want is False and not got and p["reasons"][backend]:
                 continue  # refused for other reasons only: the point did not run, so it says nothing here
             ok = bool(got) if want is False else not got or explained

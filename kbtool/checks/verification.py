@@ -5,15 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kbtool.checks import check
+from kbtool.checks import FOCUS, check
 from kbtool.findings import Finding
 from kbtool.kb import KB
 from kbtool.model import Claim, Evidence
 
 _AGREES = {"verified": {"confirmed"}, "refuted": {"contradicted"}, "disputed": {"partial", "contradicted",
                                                                                 "confirmed", "inconclusive"}}
-VerdictSource = Callable[[KB], dict[str, dict[str, Any]]]
-"""evidence id -> claim -> {"verdict", "scope"}: how KB303 reads what each evidence record says."""
+VerdictSource = Callable[[KB], Any]
+"""evidence id -> claim -> {"verdict", "scope"} (a mapping with .get): how KB303 reads what each evidence record
+says."""
 
 
 def stored_verdicts(kb: KB) -> dict[str, dict[str, Any]]:
@@ -26,7 +27,7 @@ VERDICTS: list[VerdictSource] = [stored_verdicts]
 `kb validate`): the probe layer sits above the checks, so the checks do not import it."""
 
 
-def judged(kb: KB) -> dict[str, dict[str, Any]]:
+def judged(kb: KB) -> Any:
     return VERDICTS[-1](kb)
 
 
@@ -57,7 +58,10 @@ def find_status_without_evidence(kb: KB) -> list[Finding]:
 @check("KB303", "evidence-disagrees", "the evidence a claim cites agrees with its status")
 def find_evidence_disagreement(kb: KB) -> list[Finding]:
     out = []
+    focus = FOCUS.get()  # `kb validate FILE`: only the claims in those files
     for c in _claims(kb):
+        if focus is not None and kb.location(c.id)[0] not in focus:
+            continue
         v = c.verification
         allowed = _AGREES.get(v.status)
         for i, eid in enumerate(v.evidence):

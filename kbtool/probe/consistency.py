@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbtool.checks import check
+from kbtool.checks import FOCUS, check
 from kbtool.checks.verification import VERDICTS
 from kbtool.findings import Finding
 from kbtool.kb import KB
@@ -17,27 +17,47 @@ from kbtool.model import Claim, Evidence
 from kbtool.probe.scoping import in_range
 
 _SCOPED = {"verified": "confirmed", "refuted": "contradicted", "untestable": "inconclusive"}
-_JUDGED: list[tuple[KB, dict[str, dict[str, Any]]]] = []  # the last KB judged, held so its id is not reused
+_JUDGED: list[tuple[KB, Any]] = []  # the last KB judged, held so its id is not reused
 
 
 def _claims(kb: KB) -> list[Claim]:
     return [r for r in kb if isinstance(r, Claim)]
 
 
-def judged(kb: KB) -> dict[str, dict[str, Any]]:
-    """evidence id -> claim -> {"verdict", "scope"}: each record's cases judged by today's probe (kbtool.probe.rejudge;
-    the record's own verdicts where its probe cannot judge it again). Computed once per KB."""
-    if not _JUDGED or _JUDGED[0][0] is not kb:
-        from kbtool.probe.rejudge import probes_by_id, rejudge
+class _Rejudged:
+    """evidence id -> claim -> {"verdict", "scope"}, each record judged again only when first asked for (a
+    `kb validate FILE` that cites no evidence judges nothing)."""
 
-        claims = {c.id: c for c in _claims(kb)}
-        probes = probes_by_id()
-        out: dict[str, dict[str, Any]] = {}
-        for ev in kb.of_kind("evidence", Evidence):
-            again = rejudge(ev, claims, probes)
-            out[ev.id] = {v.claim: {"verdict": v.verdict, "scope": v.scope} for v in again.verdicts}
-        _JUDGED[:] = [(kb, out)]
+    def __init__(self, kb: KB) -> None:
+        from kbtool.probe.rejudge import probes_by_id
+
+        self.kb, self.claims, self.probes = kb, {c.id: c for c in _claims(kb)}, probes_by_id()
+        self.done: dict[str, dict[str, Any]] = {}
+
+    def get(self, eid: str, default: Any = None) -> Any:
+        if eid not in self.done:
+            from kbtool.probe.rejudge import rejudge
+
+            ev = self.kb.get(eid)
+            if not isinstance(ev, Evidence):
+                return default
+            again = rejudge(ev, self.claims, self.probes)
+            self.done[eid] = {v.claim: {"verdict": v.verdict, "scope": v.scope} for v in again.verdicts}
+        return self.done[eid]
+
+
+def judged(kb: KB) -> Any:
+    """evidence id -> claim -> {"verdict", "scope"}: each record's cases judged by today's probe (kbtool.probe.rejudge;
+    the record's own verdicts where its probe cannot judge it again), lazily, once per KB."""
+    if not _JUDGED or _JUDGED[0][0] is not kb:
+        _JUDGED[:] = [(kb, _Rejudged(kb))]
     return _JUDGED[0][1]
+
+
+def in_focus(kb: KB, c: Claim) -> bool:
+    """With `kb validate FILE ...`, only the claims in those files are checked against their evidence."""
+    focus = FOCUS.get()
+    return focus is None or kb.location(c.id)[0] in focus
 
 
 def _finding(kb: KB, c: Claim, message: str, path: tuple[str | int, ...], fix: str) -> Finding:
@@ -84,6 +104,8 @@ def _range_findings(kb: KB, c: Claim) -> list[Finding]:
 def find_scope_disagreement(kb: KB) -> list[Finding]:
     out = []
     for c in _claims(kb):
+        if not in_focus(kb, c):
+            continue
         out += _range_findings(kb, c)
         for i, sv in enumerate(c.verification.verdicts):
             want = _SCOPED[sv.status]
