@@ -35,6 +35,23 @@ from typing import Any
 from kbtool.probe.spec import ProbeSpec
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _records() -> Path:
+    """The records tree in use: the checkout's, $KB_RECORDS, or the installed copy (kbtool.paths)."""
+    from kbtool.paths import records_dir
+
+    return records_dir()
+
+
+def _raw(path: str) -> Path:
+    """A recorded grid named in evidence (tests/data/vllm/...): in the checkout, or in the installed copy."""
+    p = Path(path)
+    if p.is_absolute() or (ROOT / p).exists():
+        return p if p.is_absolute() else ROOT / p
+    import kbtool
+
+    return Path(kbtool.__file__).parent / "_data" / "vllm" / p.relative_to("tests/data/vllm")
 GRID = Path(__file__).with_name("_vllm_grid.py")
 CCS = ["8.0", "8.6", "8.9", "9.0", "10.0", "12.0"]
 RAW_DIR_ENV = "KB_VLLM_RAW_DIR"
@@ -62,9 +79,10 @@ JUDGED_EFFECTS = ("reject", "supports")
 
 
 @functools.cache
-def backends_of(records: Path = ROOT / "records") -> dict[str, tuple[tuple[str, str], ...]]:
+def backends_of(records: Path | None = None) -> dict[str, tuple[tuple[str, str], ...]]:
     """Claim subject -> the vllm-* engine-backend records (id, vLLM name) it may be judged as: each backend record
     itself, and each kernel the backend records list under `kernels` (cutlass-mla-decode -> vllm-cutlass-mla)."""
+    records = records or _records()
     own: dict[str, tuple[tuple[str, str], ...]] = {}
     users: dict[str, list[tuple[str, str]]] = {}
     for path in sorted((records / "engine-backends").glob("vllm-*.yaml")):
@@ -89,10 +107,11 @@ def backend_record(claim: dict[str, Any]) -> str | None:
 
 
 @functools.cache
-def engine_claims(records: Path = ROOT / "records") -> list[dict[str, Any]]:
+def engine_claims(records: Path | None = None) -> list[dict[str, Any]]:
     """Claims about vLLM engine backends (or a kernel only one backend runs) that reject, or that say the backend
     supports something vLLM gates by one of REASON_KIND's codes, as records (dicts); read once per process (the
     spec and the judge both ask). Callers must not mutate the list."""
+    records = records or _records()
     subjects = backends_of(records)
     out = []
     for path in sorted((records / "claims").glob("*.yaml")):
@@ -211,7 +230,7 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
     """Per claim: (agree, disagree examples, ccs) over the grid points of one vLLM release."""
     from kbtool.solve.conditions import condition_vars, evaluate
 
-    records = {p.stem: _load_yaml(p) for p in (ROOT / "records" / "engine-backends").glob("*.yaml")}
+    records = {p.stem: _load_yaml(p) for p in (_records() / "engine-backends").glob("*.yaml")}
     name_of = {k: r.get("backend_name") for k, r in records.items()}
     layouts = {k: list(r.get("attention") or ["mha", "gqa"]) for k, r in records.items()}
     compiled = [(c, _condition(c.get("when")), _condition(c.get("requires"))) for c in claims
@@ -310,8 +329,7 @@ def _points(observations: list[dict[str, Any]]) -> tuple[str | None, list[dict[s
         m = obs.get("metrics") or {}
         if obs.get("outcome") != "OK" or not m.get("raw"):
             continue
-        path = Path(m["raw"]) if Path(m["raw"]).is_absolute() else ROOT / m["raw"]
-        doc = load(path)
+        doc = load(_raw(m["raw"]))
         version = version or str(doc["vllm"])
         points += rows(doc)
     return version, points
