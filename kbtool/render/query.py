@@ -416,6 +416,9 @@ def _name(e: dict[str, Any], bid: str) -> str:
 def _fit_options(a: Answer, m: Any) -> str:
     """What a user can change when the KV cache does not fit (each a query option)."""
     opts = []
+    ctx = a.query.get("ctx")
+    if getattr(m, "ctx_limit", None) == "model" and ctx and ctx > m.max_ctx:  # only a shorter ctx helps
+        return f"--ctx {m.max_ctx:,} or less (the model's max_position_embeddings; memory would then fit)"
     if m.available_bytes > 0 and m.max_ctx:
         opts.append(f"--ctx {m.max_ctx:,} or less")
     if getattr(m, "weights_dtype", None) in ("bf16", "fp16"):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kbtool.solve.conditions import compare_versions, evaluate
+from kbtool.solve.context import ctx_over_model
 from kbtool.solve.gates import Judge, apply_claims, structural
 
 TYPE_CHECKING = False
@@ -299,8 +300,8 @@ def apply_to_answer(cx: Any, acc: Any, envs: dict[str, dict[str, Any]], assumed:
                         getattr(q, "kv_cache_dtype", None))
     where = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "")
     engine["preflight"] = preflight(engine, memory, q.ctx or (model.max_context if model is not None else None),
-                                    q.batch)
-    if memory is not None and memory.fits is False:
+                                    q.batch, getattr(model, "max_context", None))
+    if (memory is not None and memory.fits is False) or ctx_over_model(cx):
         return engine, verdict, summary
     if engine.get("error"):
         return engine, "no" if engine["error"] != "depends on inputs not given" else "conditional", \
@@ -332,8 +333,13 @@ def pin_release(img: Image, q: Any) -> None:
     q.libs["vllm"] = version
 
 
-def preflight(engine: dict[str, Any], memory: Any, ctx: int | None, batch: int | None) -> str:
+def preflight(engine: dict[str, Any], memory: Any, ctx: int | None, batch: int | None,
+              model_max: int | None = None) -> str:
     """What `vllm serve` would say at startup: the backend and KV capacity, or the error it raises."""
+    if ctx and model_max and ctx > model_max:  # vllm/config/model.py, _get_and_verify_max_len
+        return (f"ValueError: User-specified max_model_len ({ctx}) is greater than the derived max_model_len "
+                f"(max_position_embeddings={model_max} ...). To allow overriding this maximum, set the env var "
+                "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.")
     if engine.get("error"):
         if engine.get("requested"):
             return f"ValueError: {engine['error']}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from kbtool.errors import UsageError
 from kbtool.names import resolve_name
 from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer, Reason, kernel_answer
-from kbtool.solve.context import Ctx
+from kbtool.solve.context import Ctx, ctx_over_model
 from kbtool.solve.gates import SEVERITY, Judge, Outcome, apply_claims, apply_claims_phases, best, structural, worst
 from kbtool.solve.image import Image
 from kbtool.solve.query import Query, check_libs
@@ -530,6 +530,9 @@ def _verdict(cx: Ctx, acc: AcceleratorV, kernels: list[KernelAnswer], memory: An
     if not kernels or any(v is None for v in per_phase.values()):
         missing = ", ".join(p for p, v in per_phase.items() if v is None)
         return "unknown", f"{where}: no kernel in the KB covers {missing}"
+    over = ctx_over_model(cx)
+    if over:
+        return "no", f"{where}: {over}"
     mem = ""
     if memory is not None and fits is not None:
         gb = 1e9

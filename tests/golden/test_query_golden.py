@@ -99,6 +99,9 @@ CASES: dict[str, list[str]] = {
     "seen-7-h100-pcie-128k-fp8": ["--gpu", "h100-pcie", "--ctx", "128k", "--kv", "fp8"],
     "seen-7-h100-ctx-131072": ["--gpu", "h100", "--ctx", "131072", "--kv", "fp8"],
     "seen-7-h100-vllm-order": ["--gpu", "h100", "--ctx", "128k", "--kv", "fp8", "--engine", "vllm"],
+    # session 4 audit: a ctx beyond the model's max_position_embeddings is a "no" even where memory fits
+    "audit-ctx-over-model-b200": ["--gpu", "b200", "--model", "llama-3.1-8b", "--ctx", "256k"],
+    "audit-ctx-over-model-vllm": ["--gpu", "b200", "--model", "llama-3.1-8b", "--ctx", "256k", "--engine", "vllm"],
 }
 
 

@@ -57,6 +57,8 @@ CASES: dict[str, tuple[list[str], dict[str, str]]] = {
                                              "--engine", "vllm"], {"COLUMNS": "80"}),
     "seen-8-a100-columns-80": (["--gpu", "a100", "--head-dim", "128", "--kv", "bf16", "--ctx", "8k"],
                                {"COLUMNS": "80"}),
+    # session 4 audit: past the model's max_position_embeddings only a shorter ctx helps
+    "audit-llama-8b-1m-columns-80": (["--gpu", "h100", "--model", "llama-3.1-8b", "--ctx", "1m"], {"COLUMNS": "80"}),
     # the fixture KB
     "fx-head-dim-reject": ([*F, "--gpu", "hop", "--head-dim", "96", "--lib", "cuda=12.8", "--batch", "1"], {}),
     "fx-unknown-cuda": ([*F, "--gpu", "hop", "--head-dim", "128", "--kernel", "k-gqa"], {}),
