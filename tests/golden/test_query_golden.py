@@ -102,6 +102,11 @@ CASES: dict[str, list[str]] = {
     # session 4 audit: a ctx beyond the model's max_position_embeddings is a "no" even where memory fits
     "audit-ctx-over-model-b200": ["--gpu", "b200", "--model", "llama-3.1-8b", "--ctx", "256k"],
     "audit-ctx-over-model-vllm": ["--gpu", "b200", "--model", "llama-3.1-8b", "--ctx", "256k", "--engine", "vllm"],
+    # FA-4 takes fp16/bf16/fp8 only (no NVFP4 KV), with q, k, v of one dtype
+    "audit-b200-nvfp4-fa4": ["--gpu", "b200", "--model", "llama-3.1-8b", "--ctx", "128k", "--kv", "nvfp4",
+                             "--kernel", "flash-attention-4"],
+    "audit-b200-dsv3-fp8-fa4": ["--gpu", "b200", "--gpus", "8", "--model", "deepseek-v3", "--ctx", "128k", "--kv",
+                                "fp8"],
 }
 
 
