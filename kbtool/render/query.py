@@ -423,7 +423,7 @@ def _fit_options(a: Answer, m: Any) -> str:
         opts.append(f"--ctx {m.max_ctx:,} or less")
     if getattr(m, "weights_dtype", None) in ("bf16", "fp16"):
         opts.append("quantized weights (--weights fp8)")
-    if a.query.get("kv") in (None, "bf16", "fp16"):
+    if a.query.get("kv") in (None, "bf16", "fp16") and m.available_bytes > 0:  # a smaller KV cannot free weights
         opts.append("--kv fp8")
     g = int(a.query.get("gpus") or 1)
     usable = m.capacity_bytes * m.utilization - (getattr(m, "reserve_bytes", 0) or 0)

@@ -59,6 +59,9 @@ CASES: dict[str, tuple[list[str], dict[str, str]]] = {
                                {"COLUMNS": "80"}),
     # session 4 audit: past the model's max_position_embeddings only a shorter ctx helps
     "audit-llama-8b-1m-columns-80": (["--gpu", "h100", "--model", "llama-3.1-8b", "--ctx", "1m"], {"COLUMNS": "80"}),
+    # weights alone exceed the GPU: fp8 KV is no way to fit
+    "audit-h200-qwen3-next-weights-exceed": (["--gpu", "h200", "--model", "qwen3-next-80b-a3b", "--ctx", "128k"],
+                                             {"COLUMNS": "80"}),
     # the fixture KB
     "fx-head-dim-reject": ([*F, "--gpu", "hop", "--head-dim", "96", "--lib", "cuda=12.8", "--batch", "1"], {}),
     "fx-unknown-cuda": ([*F, "--gpu", "hop", "--head-dim", "128", "--kernel", "k-gqa"], {}),
