@@ -93,11 +93,17 @@ def model_layout(model: ModelV) -> dict[str, Any]:
 
 
 def phase_dims(model: ModelV, phase: str) -> tuple[int, int]:
-    """(head_dim, head_dim_v) a kernel sees: MLA decode runs absorbed on the latent (576/512 for DeepSeek)."""
+    """(head_dim, head_dim_v) a kernel sees: MLA decode runs absorbed on the latent (576/512 for DeepSeek); a
+    model whose attention layers differ in head size is checked at its widest."""
     mla = next((g for g in model.layers if g.type == "mla"), None)
     if mla is not None and phase == "decode":
         assert mla.kv_lora_rank is not None and mla.rope_dim is not None
         return mla.kv_lora_rank + mla.rope_dim, mla.kv_lora_rank
+    if mla is None:  # a kernel serves every attention layer: the widest heads decide (Gemma 4's full layers: 512)
+        dims = [(g.head_dim or model.head_dim, g.head_dim_v or g.head_dim or model.head_dim)
+                for g in model.layers if g.type in ("full", "sliding", "chunked")]
+        if dims:
+            return max(dims)
     attn = next((g for g in model.layers if g.head_dim), None)
     hd = model.head_dim
     hv = (attn.head_dim_v or attn.head_dim or hd) if attn is not None else hd

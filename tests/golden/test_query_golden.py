@@ -107,6 +107,8 @@ CASES: dict[str, list[str]] = {
                              "--kernel", "flash-attention-4"],
     "audit-b200-dsv3-fp8-fa4": ["--gpu", "b200", "--gpus", "8", "--model", "deepseek-v3", "--ctx", "128k", "--kv",
                                 "fp8"],
+    # Gemma 4's full-attention layers have head_dim 512: FA-3 (<= 256) cannot serve the model
+    "audit-h100-gemma4-head-dim-512": ["--gpu", "h100", "--model", "gemma-4-26b-a4b", "--ctx", "128k"],
 }
 
 
