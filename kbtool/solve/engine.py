@@ -138,9 +138,15 @@ def _layout_reason(lay: str, served: list[str]) -> str:
     return "sparse not supported" if lay == "sparse-mla" else "non-sparse not supported"
 
 
+def platform_of(env: dict[str, Any]) -> str:
+    """vLLM's platform for the accelerator: its ROCm lists on AMD GPUs, its CUDA lists otherwise."""
+    return "rocm" if env.get("vendor") == "amd" else "cuda"
+
+
 def select(img: Image, env: dict[str, Any], version: str | None = None, requested: str | None = None,
-           platform: str = "cuda") -> Selection:
+           platform: str | None = None) -> Selection:
     """vLLM's choice in `env` (a query environment: cc, dtype, kv_dtype, head_dim, attention, ...)."""
+    platform = platform or platform_of(env)
     version = version or default_version(img)
     if version is None:
         return Selection(None, [], {}, None, requested, "the KB has no vLLM priority records")
@@ -168,7 +174,7 @@ def select(img: Image, env: dict[str, Any], version: str | None = None, requeste
         if any(checks[b].status == "unknown" for b in checks):
             error = "depends on inputs not given"
         else:
-            error = "No valid attention backend found for cuda"
+            error = f"No valid attention backend found for {platform}"
     return Selection(version, order, checks, chosen, None, error)
 
 
@@ -238,6 +244,8 @@ def answer_for(img: Image, env: dict[str, Any], assumed: dict[str, Any], version
     if e.get("sparse") and e["attention"] == "mla":
         e["attention"] = "sparse-mla"
     for var, default in (("sinks", False), ("sparse", False), ("trtllm_kernels", True)):
+        if var == "trtllm_kernels" and e.get("vendor") not in (None, "nvidia"):
+            continue  # FlashInfer's TRT-LLM cubins are NVIDIA's
         if var not in e:
             e[var] = default
             assumed[var] = f"{default} (vLLM engine default)" if var != "trtllm_kernels" else (

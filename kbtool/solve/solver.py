@@ -485,10 +485,10 @@ def _engine_priority(cx: Ctx, env: dict[str, Any]) -> list[str]:
     """The engine's backend ids in its own order of preference for this query (its engine-priority record)."""
     if cx.q.engine != "vllm":
         return []
-    from kbtool.solve.engine import default_version, priority_order
+    from kbtool.solve.engine import default_version, platform_of, priority_order
 
     version = cx.q.vllm or cx.q.libs.get("vllm") or default_version(cx.img)
-    return priority_order(cx.img, env, version) if version else []
+    return priority_order(cx.img, env, version, platform_of(env)) if version else []
 
 
 def _handled(engine: str, kernels: list[KernelAnswer]) -> None:

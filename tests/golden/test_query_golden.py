@@ -109,6 +109,11 @@ CASES: dict[str, list[str]] = {
                                 "fp8"],
     # Gemma 4's full-attention layers have head_dim 512: FA-3 (<= 256) cannot serve the model
     "audit-h100-gemma4-head-dim-512": ["--gpu", "h100", "--model", "gemma-4-26b-a4b", "--ctx", "128k"],
+    # vLLM on AMD walks its ROCm list (ROCM_ATTN first; sink models fall through to TRITON_ATTN)
+    "audit-mi300x-llama70-vllm-rocm": ["--gpu", "mi300x", "--model", "llama-3.1-70b", "--ctx", "128k", "--kv", "fp8",
+                                       "--engine", "vllm"],
+    "audit-mi300x-gpt-oss-vllm-rocm": ["--gpu", "mi300x", "--model", "gpt-oss-120b", "--ctx", "128k", "--engine",
+                                       "vllm"],
 }
 
 
