@@ -376,6 +376,9 @@ def render_multi(target: Sink, m: MultiAnswer, *, explain: bool = False) -> None
         mem = ""
         if a.memory is not None:
             mem = {True: "fits", False: "no fit", None: ""}[a.memory.fits] + f" max ctx {a.memory.max_ctx:,}; "
+            ctx = a.query.get("ctx")
+            if getattr(a.memory, "ctx_limit", None) == "model" and ctx and ctx > a.memory.max_ctx:
+                mem = f"ctx past the model's max {a.memory.max_ctx:,}; "
         kern = ", ".join(good) or "no kernel passes"
         unk = sum(k.status in ("unknown", "disputed") for k in a.kernels)
         tail = f" ({unk} unknown or disputed)" if unk else ""
