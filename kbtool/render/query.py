@@ -456,7 +456,9 @@ def _engine_headline(e: dict[str, Any]) -> str:
     mla = e.get("mla")
     if mla:
         text += f" (decode); prefill {mla['prefill'][0]}, {mla['prefill_shape']}"
-    before = [b for b in e["backends"] if b["id"] != e["selected"] and b["status"] == "rejected"][:2]
+    ids = [b["id"] for b in e["backends"]]  # vLLM's priority order: the refusals that matter come first
+    ahead = e["backends"][:ids.index(e["selected"])] if e["selected"] in ids else e["backends"]
+    before = [b for b in ahead if b["status"] == "rejected"][:2]
     if before:
         text += "; refused: " + ", ".join(f"{b['name']} ({b['reasons'][0].split(' (')[0]})" for b in before
                                           if b["reasons"])

@@ -59,6 +59,9 @@ CASES: dict[str, tuple[list[str], dict[str, str]]] = {
                                {"COLUMNS": "80"}),
     # session 4 audit: past the model's max_position_embeddings only a shorter ctx helps
     "audit-llama-8b-1m-columns-80": (["--gpu", "h100", "--model", "llama-3.1-8b", "--ctx", "1m"], {"COLUMNS": "80"}),
+    # vLLM's headline names the backends it refused ahead of its choice, not those behind it
+    "audit-h100-llama-8b-vllm-columns-80": (["--gpu", "h100", "--model", "llama-3.1-8b", "--ctx", "32k", "--engine",
+                                             "vllm"], {"COLUMNS": "80"}),
     "audit-rows-llama-8b-256k-columns-80": (["--model", "llama-3.1-8b", "--ctx", "256k"], {"COLUMNS": "80"}),
     # weights alone exceed the GPU: fp8 KV is no way to fit
     "audit-h200-qwen3-next-weights-exceed": (["--gpu", "h200", "--model", "qwen3-next-80b-a3b", "--ctx", "128k"],
