@@ -424,6 +424,9 @@ def _fit_options(a: Answer, m: Any) -> str:
         return f"--ctx {m.max_ctx:,} or less (the model's max_position_embeddings; memory would then fit)"
     if m.available_bytes > 0 and m.max_ctx:
         opts.append(f"--ctx {m.max_ctx:,} or less")
+    batch = a.query.get("batch") or 1
+    if batch > 1 and m.available_bytes > 0 and getattr(m, "max_sequences", None):  # fewer sequences at this ctx
+        opts.append(f"--batch {m.max_sequences:,} or less")
     if getattr(m, "weights_dtype", None) in ("bf16", "fp16"):
         opts.append("quantized weights (--weights fp8)")
     if a.query.get("kv") in (None, "bf16", "fp16") and m.available_bytes > 0:  # a smaller KV cannot free weights

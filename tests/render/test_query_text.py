@@ -62,6 +62,10 @@ CASES: dict[str, tuple[list[str], dict[str, str]]] = {
     # vLLM's headline names the backends it refused ahead of its choice, not those behind it
     "audit-h100-llama-8b-vllm-columns-80": (["--gpu", "h100", "--model", "llama-3.1-8b", "--ctx", "32k", "--engine",
                                              "vllm"], {"COLUMNS": "80"}),
+    # a decode batch that does not fit: a smaller batch is one way out
+    "audit-h100x2-llama-70b-decode-batch-64": (["--gpu", "h100", "--gpus", "2", "--model", "llama-3.1-70b", "--ctx",
+                                                "8k", "--kv", "fp8", "--weights", "fp8", "--phase", "decode",
+                                                "--batch", "64"], {"COLUMNS": "80"}),
     "audit-rows-llama-8b-256k-columns-80": (["--model", "llama-3.1-8b", "--ctx", "256k"], {"COLUMNS": "80"}),
     # weights alone exceed the GPU: fp8 KV is no way to fit
     "audit-h200-qwen3-next-weights-exceed": (["--gpu", "h200", "--model", "qwen3-next-80b-a3b", "--ctx", "128k"],
