@@ -431,13 +431,11 @@ def _fit_options(a: Answer, m: Any) -> str:
         opts.append("quantized weights (--weights fp8)")
     if a.query.get("kv") in (None, "bf16", "fp16") and m.available_bytes > 0:  # a smaller KV cannot free weights
         opts.append("--kv fp8")
-    g = int(a.query.get("gpus") or 1)
-    usable = m.capacity_bytes * m.utilization - (getattr(m, "reserve_bytes", 0) or 0)
-    need = (m.weights_bytes + m.kv_bytes) * g  # the whole model and its KV, spread over p GPUs
-    p = 2 * g
-    while p < 64 and usable > 0 and need / p > usable:
-        p *= 2
-    opts.append(f"more GPUs (--gpus {p}, an estimate)")
+    more = getattr(m, "gpus_to_fit", None)  # the same budget at 2x, 4x, ... the GPUs (solve/memory.py)
+    if more:
+        opts.append(f"more GPUs (--gpus {more}, an estimate)")
+    else:
+        opts.append("no GPU count up to 64 (the KV cache per GPU stops shrinking)")
     return ", ".join(opts)
 
 

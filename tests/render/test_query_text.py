@@ -66,6 +66,9 @@ CASES: dict[str, tuple[list[str], dict[str, str]]] = {
     "audit-h100x2-llama-70b-decode-batch-64": (["--gpu", "h100", "--gpus", "2", "--model", "llama-3.1-70b", "--ctx",
                                                 "8k", "--kv", "fp8", "--weights", "fp8", "--phase", "decode",
                                                 "--batch", "64"], {"COLUMNS": "80"}),
+    # MLA's latent is replicated on every GPU: more GPUs cannot fit this batch
+    "audit-h200x8-dsr1-decode-batch-64": (["--gpu", "h200", "--gpus", "8", "--model", "deepseek-r1", "--ctx", "128k",
+                                           "--kv", "fp8", "--phase", "decode", "--batch", "64"], {"COLUMNS": "80"}),
     "audit-rows-llama-8b-256k-columns-80": (["--model", "llama-3.1-8b", "--ctx", "256k"], {"COLUMNS": "80"}),
     # weights alone exceed the GPU: fp8 KV is no way to fit
     "audit-h200-qwen3-next-weights-exceed": (["--gpu", "h200", "--model", "qwen3-next-80b-a3b", "--ctx", "128k"],
