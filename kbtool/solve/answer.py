@@ -237,7 +237,7 @@ class Memory(_Plain):
         "max_sequences": (opt(INT), "Sequences of the asked ctx that fit at once"),
         "max_ctx_memory": (INT, "Largest context memory allows, before the model's cap"),
         "ctx_limit": ({"enum": ["memory", "model"]}, "What binds max_ctx: memory or the model's limit"),
-        "gpus_to_fit": (opt(INT), "Fewest GPUs (doubling --gpus, up to 64) at which it fits; null if it fits or none does"),
+        "gpus_to_fit": (opt(INT), "Fewest GPUs (doubling --gpus, up to 64) that fit; null if it fits or none does"),
     }
     FIELDS = tuple(SPEC)
     __slots__ = FIELDS
