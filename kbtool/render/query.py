@@ -376,6 +376,9 @@ def render_multi(target: Sink, m: MultiAnswer, *, explain: bool = False) -> None
         mem = ""
         if a.memory is not None:
             mem = {True: "fits", False: "no fit", None: ""}[a.memory.fits] + f" max ctx {a.memory.max_ctx:,}; "
+            ctx = a.query.get("ctx")
+            if getattr(a.memory, "ctx_limit", None) == "model" and ctx and ctx > a.memory.max_ctx:
+                mem = f"ctx past the model's max {a.memory.max_ctx:,}; "
         kern = ", ".join(good) or "no kernel passes"
         unk = sum(k.status in ("unknown", "disputed") for k in a.kernels)
         tail = f" ({unk} unknown or disputed)" if unk else ""
@@ -416,19 +419,23 @@ def _name(e: dict[str, Any], bid: str) -> str:
 def _fit_options(a: Answer, m: Any) -> str:
     """What a user can change when the KV cache does not fit (each a query option)."""
     opts = []
+    ctx = a.query.get("ctx")
+    if getattr(m, "ctx_limit", None) == "model" and ctx and ctx > m.max_ctx:  # only a shorter ctx helps
+        return f"--ctx {m.max_ctx:,} or less (the model's max_position_embeddings; memory would then fit)"
     if m.available_bytes > 0 and m.max_ctx:
         opts.append(f"--ctx {m.max_ctx:,} or less")
+    batch = a.query.get("batch") or 1
+    if batch > 1 and m.available_bytes > 0 and getattr(m, "max_sequences", None):  # fewer sequences at this ctx
+        opts.append(f"--batch {m.max_sequences:,} or less")
     if getattr(m, "weights_dtype", None) in ("bf16", "fp16"):
         opts.append("quantized weights (--weights fp8)")
-    if a.query.get("kv") in (None, "bf16", "fp16"):
+    if a.query.get("kv") in (None, "bf16", "fp16") and m.available_bytes > 0:  # a smaller KV cannot free weights
         opts.append("--kv fp8")
-    g = int(a.query.get("gpus") or 1)
-    usable = m.capacity_bytes * m.utilization - (getattr(m, "reserve_bytes", 0) or 0)
-    need = (m.weights_bytes + m.kv_bytes) * g  # the whole model and its KV, spread over p GPUs
-    p = 2 * g
-    while p < 64 and usable > 0 and need / p > usable:
-        p *= 2
-    opts.append(f"more GPUs (--gpus {p}, an estimate)")
+    more = getattr(m, "gpus_to_fit", None)  # the same budget at 2x, 4x, ... the GPUs (solve/memory.py)
+    if more:
+        opts.append(f"more GPUs (--gpus {more}, an estimate)")
+    else:
+        opts.append("no GPU count up to 64 (the KV cache per GPU stops shrinking)")
     return ", ".join(opts)
 
 
@@ -450,7 +457,9 @@ def _engine_headline(e: dict[str, Any]) -> str:
     mla = e.get("mla")
     if mla:
         text += f" (decode); prefill {mla['prefill'][0]}, {mla['prefill_shape']}"
-    before = [b for b in e["backends"] if b["id"] != e["selected"] and b["status"] == "rejected"][:2]
+    ids = [b["id"] for b in e["backends"]]  # vLLM's priority order: the refusals that matter come first
+    ahead = e["backends"][:ids.index(e["selected"])] if e["selected"] in ids else e["backends"]
+    before = [b for b in ahead if b["status"] == "rejected"][:2]
     if before:
         text += "; refused: " + ", ".join(f"{b['name']} ({b['reasons'][0].split(' (')[0]})" for b in before
                                           if b["reasons"])

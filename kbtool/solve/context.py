@@ -23,3 +23,16 @@ class Ctx:
         self.gate_counts: dict[str, int] = {}  # kernel id -> reject/caveat claims on it and its families
         self.memory_left: int | None = None  # bytes left after weights and KV, for the workspace gate
         self.chosen: dict[str, list[str]] = {}  # kernel id -> inputs the typical profile chose for it
+
+
+def ctx_over_model(cx: Ctx) -> str | None:
+    """Why --ctx is beyond what the model serves (its max_position_embeddings, RoPE scaling included), or None.
+
+    vLLM refuses a max_model_len above the length it derives from config.json unless
+    VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (vllm/config/model.py, _get_and_verify_max_len)."""
+    model, ctx = cx.model, cx.q.ctx
+    limit = model.max_context if model is not None else None
+    if model is None or not ctx or not limit or ctx <= limit:
+        return None
+    return (f"ctx {ctx:,} exceeds {model.id}'s max_position_embeddings {limit:,} (vLLM refuses a longer "
+            "max_model_len unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, which it warns against)")

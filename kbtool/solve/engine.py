@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kbtool.solve.conditions import compare_versions, evaluate
+from kbtool.solve.context import ctx_over_model
 from kbtool.solve.gates import Judge, apply_claims, structural
 
 TYPE_CHECKING = False
@@ -137,9 +138,15 @@ def _layout_reason(lay: str, served: list[str]) -> str:
     return "sparse not supported" if lay == "sparse-mla" else "non-sparse not supported"
 
 
+def platform_of(env: dict[str, Any]) -> str:
+    """vLLM's platform for the accelerator: its ROCm lists on AMD GPUs, its CUDA lists otherwise."""
+    return "rocm" if env.get("vendor") == "amd" else "cuda"
+
+
 def select(img: Image, env: dict[str, Any], version: str | None = None, requested: str | None = None,
-           platform: str = "cuda") -> Selection:
+           platform: str | None = None) -> Selection:
     """vLLM's choice in `env` (a query environment: cc, dtype, kv_dtype, head_dim, attention, ...)."""
+    platform = platform or platform_of(env)
     version = version or default_version(img)
     if version is None:
         return Selection(None, [], {}, None, requested, "the KB has no vLLM priority records")
@@ -167,7 +174,7 @@ def select(img: Image, env: dict[str, Any], version: str | None = None, requeste
         if any(checks[b].status == "unknown" for b in checks):
             error = "depends on inputs not given"
         else:
-            error = "No valid attention backend found for cuda"
+            error = f"No valid attention backend found for {platform}"
     return Selection(version, order, checks, chosen, None, error)
 
 
@@ -237,6 +244,8 @@ def answer_for(img: Image, env: dict[str, Any], assumed: dict[str, Any], version
     if e.get("sparse") and e["attention"] == "mla":
         e["attention"] = "sparse-mla"
     for var, default in (("sinks", False), ("sparse", False), ("trtllm_kernels", True)):
+        if var == "trtllm_kernels" and e.get("vendor") not in (None, "nvidia"):
+            continue  # FlashInfer's TRT-LLM cubins are NVIDIA's
         if var not in e:
             e[var] = default
             assumed[var] = f"{default} (vLLM engine default)" if var != "trtllm_kernels" else (
@@ -299,8 +308,8 @@ def apply_to_answer(cx: Any, acc: Any, envs: dict[str, dict[str, Any]], assumed:
                         getattr(q, "kv_cache_dtype", None))
     where = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "")
     engine["preflight"] = preflight(engine, memory, q.ctx or (model.max_context if model is not None else None),
-                                    q.batch)
-    if memory is not None and memory.fits is False:
+                                    q.batch, getattr(model, "max_context", None))
+    if (memory is not None and memory.fits is False) or ctx_over_model(cx):
         return engine, verdict, summary
     if engine.get("error"):
         return engine, "no" if engine["error"] != "depends on inputs not given" else "conditional", \
@@ -332,8 +341,13 @@ def pin_release(img: Image, q: Any) -> None:
     q.libs["vllm"] = version
 
 
-def preflight(engine: dict[str, Any], memory: Any, ctx: int | None, batch: int | None) -> str:
+def preflight(engine: dict[str, Any], memory: Any, ctx: int | None, batch: int | None,
+              model_max: int | None = None) -> str:
     """What `vllm serve` would say at startup: the backend and KV capacity, or the error it raises."""
+    if ctx and model_max and ctx > model_max:  # vllm/config/model.py, _get_and_verify_max_len
+        return (f"ValueError: User-specified max_model_len ({ctx}) is greater than the derived max_model_len "
+                f"(max_position_embeddings={model_max} ...). To allow overriding this maximum, set the env var "
+                "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.")
     if engine.get("error"):
         if engine.get("requested"):
             return f"ValueError: {engine['error']}"

@@ -37,11 +37,20 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[Ke
         assumed["ctx"] = f"{ctx} (the model's max context, for the memory check only)"
     f = fit(model, kv, capacity, ctx, batch=batch, tp=q.gpus, utilization=q.utilization,
             weights=getattr(q, "weights", None), reserve=getattr(q, "reserve", None), batched_tokens=tokens)
+    more = None
+    if f.fits is False:  # the fewest GPUs that fit, by the same budget: MLA's latent does not shard, weights do
+        p = 2 * q.gpus
+        while p <= 64 and more is None:
+            g = fit(model, kv, capacity, ctx, batch=batch, tp=p, utilization=q.utilization,
+                    weights=getattr(q, "weights", None), reserve=getattr(q, "reserve", None), batched_tokens=tokens)
+            more = p if g.fits else None
+            p *= 2
     cap_note = "driver-reported bytes" if acc.driver_memory else "marketed GB x 1e9 (no driver figure recorded)"
     notes = [*f.notes, f"capacity: {cap_note}"]
     mem = Memory(fits=f.fits, kv_bytes=f.kv_bytes, kv_bytes_per_token=f.kv_bytes_per_token,
                  weights_bytes=f.weights_bytes, available_bytes=f.pool_bytes, capacity_bytes=f.capacity_bytes,
                  max_ctx=f.max_ctx, formula=f.formula, notes=notes, weights_dtype=f.weights_dtype,
                  reserve_bytes=f.reserve_bytes, pool_tokens=f.pool_tokens, max_sequences=f.max_sequences,
-                 max_ctx_memory=f.max_ctx_memory, ctx_limit=f.ctx_limit, utilization=q.utilization)
+                 max_ctx_memory=f.max_ctx_memory, ctx_limit=f.ctx_limit, utilization=q.utilization,
+                 gpus_to_fit=more)
     return mem, []

@@ -10,7 +10,7 @@ from __future__ import annotations
 from kbtool.errors import UsageError
 from kbtool.names import resolve_name
 from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer, Reason, kernel_answer
-from kbtool.solve.context import Ctx
+from kbtool.solve.context import Ctx, ctx_over_model
 from kbtool.solve.gates import SEVERITY, Judge, Outcome, apply_claims, apply_claims_phases, best, structural, worst
 from kbtool.solve.image import Image
 from kbtool.solve.query import Query, check_libs
@@ -93,11 +93,17 @@ def model_layout(model: ModelV) -> dict[str, Any]:
 
 
 def phase_dims(model: ModelV, phase: str) -> tuple[int, int]:
-    """(head_dim, head_dim_v) a kernel sees: MLA decode runs absorbed on the latent (576/512 for DeepSeek)."""
+    """(head_dim, head_dim_v) a kernel sees: MLA decode runs absorbed on the latent (576/512 for DeepSeek); a
+    model whose attention layers differ in head size is checked at its widest."""
     mla = next((g for g in model.layers if g.type == "mla"), None)
     if mla is not None and phase == "decode":
         assert mla.kv_lora_rank is not None and mla.rope_dim is not None
         return mla.kv_lora_rank + mla.rope_dim, mla.kv_lora_rank
+    if mla is None:  # a kernel serves every attention layer: the widest heads decide (Gemma 4's full layers: 512)
+        dims = [(g.head_dim or model.head_dim, g.head_dim_v or g.head_dim or model.head_dim)
+                for g in model.layers if g.type in ("full", "sliding", "chunked")]
+        if dims:
+            return max(dims)
     attn = next((g for g in model.layers if g.head_dim), None)
     hd = model.head_dim
     hv = (attn.head_dim_v or attn.head_dim or hd) if attn is not None else hd
@@ -479,10 +485,10 @@ def _engine_priority(cx: Ctx, env: dict[str, Any]) -> list[str]:
     """The engine's backend ids in its own order of preference for this query (its engine-priority record)."""
     if cx.q.engine != "vllm":
         return []
-    from kbtool.solve.engine import default_version, priority_order
+    from kbtool.solve.engine import default_version, platform_of, priority_order
 
     version = cx.q.vllm or cx.q.libs.get("vllm") or default_version(cx.img)
-    return priority_order(cx.img, env, version) if version else []
+    return priority_order(cx.img, env, version, platform_of(env)) if version else []
 
 
 def _handled(engine: str, kernels: list[KernelAnswer]) -> None:
@@ -530,6 +536,9 @@ def _verdict(cx: Ctx, acc: AcceleratorV, kernels: list[KernelAnswer], memory: An
     if not kernels or any(v is None for v in per_phase.values()):
         missing = ", ".join(p for p, v in per_phase.items() if v is None)
         return "unknown", f"{where}: no kernel in the KB covers {missing}"
+    over = ctx_over_model(cx)
+    if over:
+        return "no", f"{where}: {over}"
     mem = ""
     if memory is not None and fits is not None:
         gb = 1e9

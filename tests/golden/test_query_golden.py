@@ -99,6 +99,21 @@ CASES: dict[str, list[str]] = {
     "seen-7-h100-pcie-128k-fp8": ["--gpu", "h100-pcie", "--ctx", "128k", "--kv", "fp8"],
     "seen-7-h100-ctx-131072": ["--gpu", "h100", "--ctx", "131072", "--kv", "fp8"],
     "seen-7-h100-vllm-order": ["--gpu", "h100", "--ctx", "128k", "--kv", "fp8", "--engine", "vllm"],
+    # session 4 audit: a ctx beyond the model's max_position_embeddings is a "no" even where memory fits
+    "audit-ctx-over-model-b200": ["--gpu", "b200", "--model", "llama-3.1-8b", "--ctx", "256k"],
+    "audit-ctx-over-model-vllm": ["--gpu", "b200", "--model", "llama-3.1-8b", "--ctx", "256k", "--engine", "vllm"],
+    # FA-4 takes fp16/bf16/fp8 only (no NVFP4 KV), with q, k, v of one dtype
+    "audit-b200-nvfp4-fa4": ["--gpu", "b200", "--model", "llama-3.1-8b", "--ctx", "128k", "--kv", "nvfp4",
+                             "--kernel", "flash-attention-4"],
+    "audit-b200-dsv3-fp8-fa4": ["--gpu", "b200", "--gpus", "8", "--model", "deepseek-v3", "--ctx", "128k", "--kv",
+                                "fp8"],
+    # Gemma 4's full-attention layers have head_dim 512: FA-3 (<= 256) cannot serve the model
+    "audit-h100-gemma4-head-dim-512": ["--gpu", "h100", "--model", "gemma-4-26b-a4b", "--ctx", "128k"],
+    # vLLM on AMD walks its ROCm list (ROCM_ATTN first; sink models fall through to TRITON_ATTN)
+    "audit-mi300x-llama70-vllm-rocm": ["--gpu", "mi300x", "--model", "llama-3.1-70b", "--ctx", "128k", "--kv", "fp8",
+                                       "--engine", "vllm"],
+    "audit-mi300x-gpt-oss-vllm-rocm": ["--gpu", "mi300x", "--model", "gpt-oss-120b", "--ctx", "128k", "--engine",
+                                       "vllm"],
 }
 
 

@@ -57,6 +57,22 @@ CASES: dict[str, tuple[list[str], dict[str, str]]] = {
                                              "--engine", "vllm"], {"COLUMNS": "80"}),
     "seen-8-a100-columns-80": (["--gpu", "a100", "--head-dim", "128", "--kv", "bf16", "--ctx", "8k"],
                                {"COLUMNS": "80"}),
+    # session 4 audit: past the model's max_position_embeddings only a shorter ctx helps
+    "audit-llama-8b-1m-columns-80": (["--gpu", "h100", "--model", "llama-3.1-8b", "--ctx", "1m"], {"COLUMNS": "80"}),
+    # vLLM's headline names the backends it refused ahead of its choice, not those behind it
+    "audit-h100-llama-8b-vllm-columns-80": (["--gpu", "h100", "--model", "llama-3.1-8b", "--ctx", "32k", "--engine",
+                                             "vllm"], {"COLUMNS": "80"}),
+    # a decode batch that does not fit: a smaller batch is one way out
+    "audit-h100x2-llama-70b-decode-batch-64": (["--gpu", "h100", "--gpus", "2", "--model", "llama-3.1-70b", "--ctx",
+                                                "8k", "--kv", "fp8", "--weights", "fp8", "--phase", "decode",
+                                                "--batch", "64"], {"COLUMNS": "80"}),
+    # MLA's latent is replicated on every GPU: more GPUs cannot fit this batch
+    "audit-h200x8-dsr1-decode-batch-64": (["--gpu", "h200", "--gpus", "8", "--model", "deepseek-r1", "--ctx", "128k",
+                                           "--kv", "fp8", "--phase", "decode", "--batch", "64"], {"COLUMNS": "80"}),
+    "audit-rows-llama-8b-256k-columns-80": (["--model", "llama-3.1-8b", "--ctx", "256k"], {"COLUMNS": "80"}),
+    # weights alone exceed the GPU: fp8 KV is no way to fit
+    "audit-h200-qwen3-next-weights-exceed": (["--gpu", "h200", "--model", "qwen3-next-80b-a3b", "--ctx", "128k"],
+                                             {"COLUMNS": "80"}),
     # the fixture KB
     "fx-head-dim-reject": ([*F, "--gpu", "hop", "--head-dim", "96", "--lib", "cuda=12.8", "--batch", "1"], {}),
     "fx-unknown-cuda": ([*F, "--gpu", "hop", "--head-dim", "128", "--kernel", "k-gqa"], {}),
