@@ -21,31 +21,39 @@ from typing import Any
 
 from kbtool.probe.judging import claim_gates, default_reason, env_vars, judge_gates, values
 from kbtool.probe.spec import ProbeSpec
+from kbtool.probe.verdicts import UNTESTABLE_HERE
 
 SPEC = ProbeSpec(
     id="fa4-arch",
-    version=2,
+    version=3,
     order=30,
     title="FlashAttention-4 architecture, head-dim and fp8 gates",
     claims=["fa4-requires-blackwell", "fa4-head-dims", "fa4-fp8-sm100-only", "fa4-arch-range", "fa4-requires-nvidia",
-            "fa4-sinks", "flash-attention-4-sliding-window"],
+            "fa4-sinks", "flash-attention-4-sliding-window", "fa4-dtypes", "fa4-fp8-kv-needs-fp8-query"],
     requires={"archs": None, "packages": ["torch", "flash-attn-4"]},
     timeout_s=300,
     workers=2,
-    rejudges=(1,),
+    rejudges=(1, 2),  # v3 only added cases
 )
 
 HEAD_DIMS = [64, 128, 192, 256, 512]
 DTYPES = ["bf16", "fp8_e4m3"]
 BATCH, SEQ, HEADS, KV_HEADS = 2, 512, 8, 2
-TOLERANCE = {"bf16": 3e-2, "fp8_e4m3": 6e-2}
+TOLERANCE = {"bf16": 3e-2, "fp8_e4m3": 6e-2, "fp32": 1e-3}
 WINDOW = 128
 FEATURES = [{"head_dim": 128, "dtype": "bf16", "sinks": True, "sliding_window": 0},
             {"head_dim": 128, "dtype": "bf16", "sinks": False, "sliding_window": WINDOW}]
+INPUT_DTYPES = [{"head_dim": 128, "dtype": "fp32"}, {"head_dim": 128, "dtype": "bf16", "kv_dtype": "nvfp4"}]
+"""v3: inputs outside FA-4's dtype list (fa4-dtypes): fp32 q/k/v, and a bf16 query with K/V stored as uint8 the way
+an NVFP4 cache is (full head dim, so the dtype assertion, not a shape check, answers)."""
+FP8_ARCHS = ("sm100", "sm103")
+OFF_ARCH_UNTESTABLE = ("fa4-fp8-kv-needs-fp8-query",)
+"""How FA-4 treats the query of an fp8 KV cache can only be seen where its FP8 path runs (fa4-fp8-sm100-only)."""
 
 
 def cases() -> list[dict[str, Any]]:
-    return [{"head_dim": d, "dtype": t} for t in DTYPES for d in HEAD_DIMS] + [dict(f) for f in FEATURES]
+    return ([{"head_dim": d, "dtype": t} for t in DTYPES for d in HEAD_DIMS] + [dict(f) for f in FEATURES]
+            + [dict(c) for c in INPUT_DTYPES])
 
 
 def run(case: dict[str, Any]) -> dict[str, Any]:
@@ -53,11 +61,16 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
     from flash_attn.cute import flash_attn_func
 
     d = case["head_dim"]
-    dtype = {"bf16": torch.bfloat16, "fp8_e4m3": torch.float8_e4m3fn}[case["dtype"]]
+    names = {"bf16": torch.bfloat16, "fp8_e4m3": torch.float8_e4m3fn, "fp32": torch.float32, "nvfp4": torch.uint8}
+    dtype, kv = names[case["dtype"]], names[case.get("kv_dtype", case["dtype"])]
     torch.manual_seed(0)
     q = torch.randn(BATCH, SEQ, HEADS, d, device="cuda", dtype=torch.bfloat16).to(dtype)
-    k = torch.randn(BATCH, SEQ, KV_HEADS, d, device="cuda", dtype=torch.bfloat16).to(dtype)
-    v = torch.randn(BATCH, SEQ, KV_HEADS, d, device="cuda", dtype=torch.bfloat16).to(dtype)
+    if kv == torch.uint8:  # bytes as an NVFP4 cache stores them (values are not decoded: the dtype gate answers)
+        k = torch.randint(0, 256, (BATCH, SEQ, KV_HEADS, d), device="cuda", dtype=torch.uint8)
+        v = torch.randint(0, 256, (BATCH, SEQ, KV_HEADS, d), device="cuda", dtype=torch.uint8)
+    else:
+        k = torch.randn(BATCH, SEQ, KV_HEADS, d, device="cuda", dtype=torch.bfloat16).to(kv)
+        v = torch.randn(BATCH, SEQ, KV_HEADS, d, device="cuda", dtype=torch.bfloat16).to(kv)
     window = int(case.get("sliding_window") or 0)
     sink = torch.randn(HEADS, device="cuda", dtype=torch.float32) if case.get("sinks") else None
     kwargs: dict[str, Any] = {"causal": bool(window)}
@@ -109,13 +122,18 @@ def head_dims_allowed(sm: str | None, d: int) -> bool | None:
 
 def _label(p: dict[str, Any]) -> str:
     extra = " sinks" if p.get("sinks") else f" window {p['sliding_window']}" if p.get("sliding_window") else ""
-    return f"hd{p.get('head_dim')} {p.get('dtype')}{extra}"
+    kv = f" kv {p['kv_dtype']}" if p.get("kv_dtype") else ""
+    return f"hd{p.get('head_dim')} {p.get('dtype')}{kv}{extra}"
 
 
 def reason_of(obs: dict[str, Any]) -> str | None:
     """FA-4's assertions about sinks (learnable_sink) and local attention (window) name those features; every other
     message by the shared keyword families (head dims, FP8, architecture)."""
     text = str(obs.get("message") or "").lower()
+    if "inputs must be float16, bfloat16" in text:
+        return "KV_DTYPE"  # interface.py's assertion on v's dtype (fa4-dtypes)
+    if "must have the same dtype" in text:
+        return "Q_DTYPE"
     if re.search(r"\bsink|learnable_sink", text):
         return "SINKS"
     if re.search(r"window|local attention|\bis_local\b", text):
@@ -130,7 +148,8 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
     version = (env.get("libraries") or {}).get("flash-attn-4")
 
     def bind(p: dict[str, Any]) -> dict[str, Any]:
-        out = {"dtype": p.get("dtype"), "kv_dtype": p.get("dtype"), "kv_dtype_differs": False,
+        kv = p.get("kv_dtype", p.get("dtype"))
+        out = {"dtype": p.get("dtype"), "kv_dtype": kv, "kv_dtype_differs": kv != p.get("dtype"),
                "head_dim": p.get("head_dim"), "head_dim_v": p.get("head_dim"), "phase": "prefill",
                "sinks": p.get("sinks"), "sliding_window": p.get("sliding_window")}
         out.update(env_vars(env))
@@ -140,6 +159,12 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
     scope = {"sm": env.get("architecture"), "flash-attn-4": version, "phase": "prefill",
              "dtypes": values(observations, "dtype", lambda p: True),
              "head_dims": values(observations, "head_dim", lambda p: True)}
-    return judge_gates(gates, observations, lambda g: scope, _label, reason_of=reason_of)
+    out = judge_gates(gates, observations, lambda g: scope, _label, reason_of=reason_of)
+    if env.get("architecture") not in FP8_ARCHS:
+        for v in out:
+            if v["claim"] in OFF_ARCH_UNTESTABLE and v["verdict"] == "inconclusive":
+                v["detail"] += (f"; {UNTESTABLE_HERE}: FA-4 runs FP8 on {'/'.join(FP8_ARCHS)} only "
+                                f"(fa4-fp8-sm100-only), so a run on {env.get('architecture')} cannot show it")
+    return out
 
 

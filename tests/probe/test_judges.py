@@ -210,6 +210,8 @@ def test_flashinfer_paths_fp8_xqa_is_read_with_an_fp8_error_budget() -> None:
 
 
 def fa4_on(sm: str, c: dict[str, Any]) -> dict[str, Any]:
+    if c["dtype"] == "fp32" or c.get("kv_dtype") == "nvfp4":
+        return obs(c, "UNSUPPORTED", message="AssertionError: inputs must be float16, bfloat16, fp8 e4m3fn, or fp8")
     if c["dtype"] == "fp8_e4m3" and sm != "sm100":
         return obs(c, "UNSUPPORTED", message="AssertionError: FP8 is only supported on SM100 (compute capability 10.x)")
     if not fa4_arch.head_dims_allowed(sm, c["head_dim"]):
@@ -222,7 +224,8 @@ def test_fa4_running_on_hopper_refutes_requires_blackwell() -> None:
     got = verdicts(fa4_arch, [fa4_on("sm90", c) for c in fa4_arch.cases()], H200)
     assert got == {"fa4-requires-blackwell": "contradicted", "fa4-head-dims": "confirmed",
                    "fa4-fp8-sm100-only": "confirmed", "fa4-arch-range": "confirmed", "fa4-requires-nvidia": "confirmed",
-                   "fa4-sinks": "confirmed", "flash-attention-4-sliding-window": "confirmed"}
+                   "fa4-sinks": "confirmed", "flash-attention-4-sliding-window": "confirmed",
+                   "fa4-dtypes": "confirmed", "fa4-fp8-kv-needs-fp8-query": "inconclusive"}
 
 
 def test_fa4_on_blackwell_confirms_requires_blackwell() -> None:

@@ -40,3 +40,18 @@ def test_feature_cases_decide_the_feature_claims() -> None:
     got = verdicts(RECORD["cases"] + refused)
     assert got["fa4-sinks"] == "contradicted"  # a supports claim refused for its own reason (SINKS)
     assert got["flash-attention-4-sliding-window"] == "inconclusive"  # a wrong result is no clear answer
+
+
+def test_v3_input_dtype_cases_judge_fa4_dtypes() -> None:
+    dtype_gate = "AssertionError: inputs must be float16, bfloat16, fp8 e4m3fn, or fp8 e5m2"
+    refused = [{"params": dict(c), "outcome": "UNSUPPORTED", "message": dtype_gate} for c in P.INPUT_DTYPES]
+    assert verdicts(RECORD["cases"] + refused)["fa4-dtypes"] == "confirmed"
+    ran = [{"params": dict(c), **OK} for c in P.INPUT_DTYPES]
+    assert verdicts(RECORD["cases"] + ran)["fa4-dtypes"] == "contradicted"
+
+
+def test_the_fp8_query_caveat_is_untestable_off_blackwell() -> None:
+    got = {v["claim"]: v for v in P.judge(RECORD["cases"], ENV)}
+    assert "untestable on this architecture" in got["fa4-fp8-kv-needs-fp8-query"]["detail"]
+    on_b200 = {v["claim"]: v for v in P.judge(RECORD["cases"], {**ENV, "architecture": "sm100"})}
+    assert "untestable on this architecture" not in on_b200["fa4-fp8-kv-needs-fp8-query"]["detail"]
