@@ -112,13 +112,20 @@ def select(
     return chosen
 
 
-def load_claims(records: Path) -> dict[str, tuple[Claim, Path]]:
+def load_claims(records: Path, *, strict: bool = False) -> dict[str, tuple[Claim, Path]]:
+    """The claims under records/claims. With `strict` (before writing verdicts), a claim file that does not load
+    stops the command: judging without it would rewrite other claims from a partial tree."""
     from kbtool.store.records import load_tree
 
     folder = records / "claims"
     if not folder.is_dir():
         return {}
     result = load_tree(records, [folder])
+    bad = [f for f in result.findings if f.severity == "error"]
+    if strict and bad:
+        where = "; ".join(f"{f.file}:{f.line or 1} {f.message}" for f in bad[:3])
+        raise UsageError(f"{len(bad)} claim file(s) do not load, so no verdicts are written: {where}",
+                         fix="fix them first (`kb validate` locates each), then run again")
     return {x.record.id: (x.record, x.path) for x in result.loaded if isinstance(x.record, Claim)}
 
 
@@ -220,7 +227,7 @@ def run(
         probes = [p for p in probes if not engine.needs_gpu(p.spec)]
         if not probes:
             return report
-    claims = load_claims(records)
+    claims = load_claims(records, strict=write)
     folder = out or records / "evidence"
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     for probe in probes:
@@ -337,7 +344,7 @@ def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update
         raise UsageError("no evidence files given", fix="pass the folder or files written by `kb probe run --out`")
     last = {(c, sm): why for c, why, sm in untestable}  # one reason a claim and host: today's probe lists win
     untestable = [(c, why, sm) for (c, sm), why in last.items()]
-    claims = load_claims(records)
+    claims = load_claims(records, strict=write)
     if not claims:
         raise ProbeError(f"no claims under {records / 'claims'}")
     evidence, imported = import_evidence(records / "evidence", [ev_io.load(p) for p in files], write=write)

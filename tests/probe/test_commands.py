@@ -121,3 +121,16 @@ def test_a_second_run_the_same_day_gets_a_new_evidence_id(records: Path, tmp_pat
     first = commands.run(records=records, out=out, env=GPU_ENV).runs[0].evidence
     second = commands.run(records=records, out=out, env=GPU_ENV).runs[0].evidence
     assert first is not None and second is not None and second.id == f"{first.id}-2"
+
+
+def test_apply_refuses_to_write_from_a_tree_with_a_broken_claim(records: Path, tmp_path: Path) -> None:
+    """A claim file that does not load would leave the judge a partial tree: nothing is written, the file is named."""
+    out = tmp_path / "out"
+    commands.run(records=records, out=out, env=GPU_ENV)
+    (records / "claims" / "broken.yaml").write_text("id: broken\nwhen:\n  all:\n  - {var: a, eq: 1}\n  var: b\n")
+    before = {p: p.read_bytes() for p in (records / "claims").glob("*.yaml")}
+    with pytest.raises(UsageError, match=r"broken\.yaml"):
+        commands.apply(records, [out], write=True)
+    assert {p: p.read_bytes() for p in (records / "claims").glob("*.yaml")} == before
+    updates, _, written = commands.apply(records, [out], write=False)  # a dry run still reports
+    assert written == [] and updates
