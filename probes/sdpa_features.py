@@ -25,6 +25,7 @@ from typing import Any
 
 from kbtool.probe.judging import claim_gates, default_reason, env_vars, judge_gates, values
 from kbtool.probe.spec import ProbeSpec
+from probes.sdpa_gates import BACKENDS, sdpa_backend
 
 SPEC = ProbeSpec(
     id="sdpa-features",
@@ -45,7 +46,6 @@ SPEC = ProbeSpec(
     timeout_s=120,
 )
 
-BACKENDS = ["flash", "efficient", "cudnn", "math"]
 BATCH, HEADS, SEQ, D = 2, 8, 256, 128
 WINDOW = 128
 TOLERANCE = 3e-2
@@ -80,13 +80,6 @@ def cases() -> list[dict[str, Any]]:
 
 # ---- run (GPU) -----------------------------------------------------------------------------------
 
-def _backend(name: str) -> Any:
-    from torch.nn.attention import SDPBackend
-
-    return {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
-            "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}[name]
-
-
 def _compare(out: Any, ref: Any) -> dict[str, Any]:
     err = (out.float() - ref).abs().max().item()
     rel = err / max(ref.abs().max().item(), 1e-12)
@@ -113,7 +106,7 @@ def _sinks(case: dict[str, Any]) -> dict[str, Any]:
     q, k, v = (torch.randn(BATCH, HEADS, SEQ, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     sink = torch.randn(HEADS, device="cuda", dtype=torch.float32)
     keyword = sink_args[0] if sink_args else "sinks"
-    with warnings.catch_warnings(record=True) as caught, sdpa_kernel([_backend(case["backend"])]):
+    with warnings.catch_warnings(record=True) as caught, sdpa_kernel([sdpa_backend(case["backend"])]):
         warnings.simplefilter("always")
         try:
             out = F.scaled_dot_product_attention(q, k, v, **{keyword: sink})
@@ -138,7 +131,7 @@ def _window(case: dict[str, Any]) -> dict[str, Any]:
     i = torch.arange(SEQ, device="cuda")[:, None]
     j = torch.arange(SEQ, device="cuda")[None, :]
     band = (j <= i) & (j > i - case["sliding_window"])
-    with warnings.catch_warnings(record=True) as caught, sdpa_kernel([_backend(case["backend"])]):
+    with warnings.catch_warnings(record=True) as caught, sdpa_kernel([sdpa_backend(case["backend"])]):
         warnings.simplefilter("always")
         try:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=band)

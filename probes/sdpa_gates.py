@@ -41,6 +41,15 @@ SPEC = ProbeSpec(
 )
 
 BACKENDS = ["flash", "efficient", "cudnn", "math"]
+"""SDPA's four backends by this probe's names (sdpa-mixed and sdpa-features use the same)."""
+
+
+def sdpa_backend(name: str) -> Any:
+    """torch's SDPBackend for one of BACKENDS (imported here, on the GPU host, not at module import)."""
+    from torch.nn.attention import SDPBackend
+
+    return {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+            "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}[name]
 HEAD_DIMS = [64, 96, 128, 192, 256, 512]
 DTYPES = ["bf16", "fp16", "fp32"]
 TOLERANCE = {"bf16": 3e-2, "fp16": 5e-3, "fp32": 2e-3}  # max |out - ref| / max |ref|
@@ -76,11 +85,10 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
 
     import torch
     import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import sdpa_kernel
     from torch.profiler import ProfilerActivity, profile
 
-    backend = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
-               "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}[case["backend"]]
+    backend = sdpa_backend(case["backend"])
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[case["dtype"]]
     torch.manual_seed(0)
     shape = (BATCH, HEADS, SEQ, case["head_dim"])

@@ -16,7 +16,7 @@ from typing import Any
 
 from kbtool.probe.judging import claim_gates, env_vars, judge_gates, values
 from kbtool.probe.spec import ProbeSpec
-from probes.sdpa_gates import dispatched  # which SDPA implementation the profiled kernel names belong to
+from probes.sdpa_gates import BACKENDS, dispatched, sdpa_backend  # dispatched: whose kernels a profile shows
 
 SPEC = ProbeSpec(
     id="sdpa-mixed",
@@ -46,7 +46,6 @@ SPEC = ProbeSpec(
     timeout_s=120,
 )
 
-BACKENDS = ["flash", "efficient", "cudnn", "math"]
 MIXED_KV = ["fp8_e4m3", "fp8_e5m2", "fp4_e2m1"]
 MEMORY_LENGTHS = [1024, 2048, 4096, 8192, 16384]
 BATCH, HEADS, SEQ, D = 2, 8, 256, 128
@@ -106,7 +105,7 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
 
     import torch
     import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import sdpa_kernel
     from torch.profiler import ProfilerActivity, profile
 
     torch.manual_seed(0)
@@ -119,9 +118,7 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
     k = _tensor((BATCH, hkv, SEQ, case["head_dim"]), case["kv_dtype"])
     v = _tensor((BATCH, hkv, SEQ, dv), case["kv_dtype"])
     kwargs = {"enable_gqa": True} if hkv != hq else {}
-    backends = None if case["backend"] == "default" else [
-        {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
-         "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}[case["backend"]]]
+    backends = None if case["backend"] == "default" else [sdpa_backend(case["backend"])]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ctx = sdpa_kernel(backends) if backends else contextlib.nullcontext()
