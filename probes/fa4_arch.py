@@ -21,7 +21,7 @@ from typing import Any
 
 from kbtool.probe.judging import claim_gates, default_reason, env_vars, judge_gates, values
 from kbtool.probe.spec import ProbeSpec
-from kbtool.probe.verdicts import UNTESTABLE_HERE
+from kbtool.probe.verdicts import untestable_here
 
 SPEC = ProbeSpec(
     id="fa4-arch",
@@ -161,10 +161,8 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
              "head_dims": values(observations, "head_dim", lambda p: True)}
     out = judge_gates(gates, observations, lambda g: scope, _label, reason_of=reason_of)
     if env.get("architecture") not in FP8_ARCHS:
-        for v in out:
-            if v["claim"] in OFF_ARCH_UNTESTABLE and v["verdict"] == "inconclusive":
-                v["detail"] += (f"; {UNTESTABLE_HERE}: FA-4 runs FP8 on {'/'.join(FP8_ARCHS)} only "
-                                f"(fa4-fp8-sm100-only), so a run on {env.get('architecture')} cannot show it")
+        untestable_here(out, OFF_ARCH_UNTESTABLE, f"FA-4 runs FP8 on {'/'.join(FP8_ARCHS)} only "
+                        f"(fa4-fp8-sm100-only), so a run on {env.get('architecture')} cannot show it")
     return out
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from kbtool.probe.judging import claim_gates, default_reason, env_vars, judge_gates, values
 from kbtool.probe.spec import ProbeSpec
-from kbtool.probe.verdicts import UNTESTABLE_HERE
+from kbtool.probe.verdicts import untestable_here
 
 SPEC = ProbeSpec(
     id="flashinfer-paths",
@@ -525,11 +525,10 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
 
     out = judge_gates(gates, observations, scope_of, _label, reason_of=reason_of)
     if env.get("architecture") not in TRTLLM_GEN_ARCHS:
-        for v in out:
-            if v["claim"] in OFF_ARCH_UNTESTABLE and v["verdict"] == "inconclusive":
-                v["detail"] += (f"; {UNTESTABLE_HERE}: FlashInfer builds its trtllm-gen kernels for "
-                                f"{'/'.join(TRTLLM_GEN_ARCHS)} only (flashinfer-trtllm-gen-requires-sm100), so a run "
-                                f"on {env.get('architecture')} cannot show what they take")
+        untestable_here(out, OFF_ARCH_UNTESTABLE,
+                        f"FlashInfer builds its trtllm-gen kernels for {'/'.join(TRTLLM_GEN_ARCHS)} only "
+                        f"(flashinfer-trtllm-gen-requires-sm100), so a run on {env.get('architecture')} cannot show "
+                        "what they take")
     return out
 
 

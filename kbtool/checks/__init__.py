@@ -15,6 +15,12 @@ CheckFn = Callable[[KB], list[Finding]]
 FOCUS: ContextVar[frozenset[str] | None] = ContextVar("kb_check_focus", default=None)
 
 
+def in_focus(kb: KB, record_id: str) -> bool:
+    """Whether the record's file is one the caller reports on (`kb validate FILE ...`; always, without files)."""
+    focus = FOCUS.get()
+    return focus is None or kb.location(record_id)[0] in focus
+
+
 @dataclass(frozen=True)
 class Check:
     code: str

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kbtool.checks import FOCUS, check
+from kbtool.checks import check, in_focus
 from kbtool.findings import Finding
 from kbtool.kb import KB
 from kbtool.model import Claim, Evidence
@@ -58,9 +58,8 @@ def find_status_without_evidence(kb: KB) -> list[Finding]:
 @check("KB303", "evidence-disagrees", "the evidence a claim cites agrees with its status")
 def find_evidence_disagreement(kb: KB) -> list[Finding]:
     out = []
-    focus = FOCUS.get()  # `kb validate FILE`: only the claims in those files
     for c in _claims(kb):
-        if focus is not None and kb.location(c.id)[0] not in focus:
+        if not in_focus(kb, c.id):  # `kb validate FILE`: only the claims in those files
             continue
         v = c.verification
         allowed = _AGREES.get(v.status)

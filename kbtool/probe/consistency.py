@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbtool.checks import FOCUS, check
+from kbtool.checks import check, in_focus
 from kbtool.checks.verification import VERDICTS
 from kbtool.findings import Finding
 from kbtool.kb import KB
@@ -52,12 +52,6 @@ def judged(kb: KB) -> Any:
     if not _JUDGED or _JUDGED[0][0] is not kb:
         _JUDGED[:] = [(kb, _Rejudged(kb))]
     return _JUDGED[0][1]
-
-
-def in_focus(kb: KB, c: Claim) -> bool:
-    """With `kb validate FILE ...`, only the claims in those files are checked against their evidence."""
-    focus = FOCUS.get()
-    return focus is None or kb.location(c.id)[0] in focus
 
 
 def _finding(kb: KB, c: Claim, message: str, path: tuple[str | int, ...], fix: str) -> Finding:
@@ -104,7 +98,7 @@ def _range_findings(kb: KB, c: Claim) -> list[Finding]:
 def find_scope_disagreement(kb: KB) -> list[Finding]:
     out = []
     for c in _claims(kb):
-        if not in_focus(kb, c):
+        if not in_focus(kb, c.id):  # `kb validate FILE`: only the claims in those files
             continue
         out += _range_findings(kb, c)
         for i, sv in enumerate(c.verification.verdicts):

@@ -95,6 +95,18 @@ _STATUS_OF = {"confirmed": "verified", "contradicted": "refuted"}
 UNTESTABLE_HERE = "untestable on this architecture"
 """A judge appends this (with why) to an inconclusive verdict on a claim the run's architecture cannot exercise: the
 kernel it is about does not run there, so no run on it can confirm or contradict the claim."""
+
+
+def untestable_here(verdicts: list[dict[str, Any]], claims: Iterable[str], why: str) -> list[dict[str, Any]]:
+    """Mark the inconclusive verdicts on `claims` as UNTESTABLE_HERE, saying `why` (what the architecture lacks).
+    Judges call it where the run's architecture is not one the claims' kernel runs on."""
+    wanted = set(claims)
+    for v in verdicts:
+        if v["claim"] in wanted and v["verdict"] == "inconclusive":
+            v["detail"] += f"; {UNTESTABLE_HERE}: {why}"
+    return verdicts
+
+
 _MISSING = re.compile(r"\((NETWORK|CUBINS)\)|not installed|attributed to flashinfer-trtllm-gen-cubins|"
                       + UNTESTABLE_HERE)
 """An inconclusive verdict whose detail names what the probe host (or its architecture) lacks makes that scope
