@@ -6,8 +6,8 @@
 # What it installs into /tmp/site, once per machine:
 #   - every wheel in the carried folders .whl-run/ and .whl/ (kb's own needs the host lacks, FlashInfer's needs,
 #     flash-attn-4 and quack; see CONTRIBUTING.md "Probes on the H200");
-#   - every ~/stash/*.tar.xz unpacked into /tmp/site (a recompressed FlashInfer wheel, the CuTe DSL CUDA
-#     libraries), after joining split files ~/stash/NAME-part-* into ~/stash/NAME.tar.xz.
+#   - every ~/stash/*.tar.xz and carried .whl-vk*/*.tar.xz unpacked into /tmp/site (a recompressed FlashInfer wheel,
+#     the CuTe DSL CUDA libraries, vLLM's kernels without vLLM, whose release goes to vllm/KB_RELEASE), after joining split files ~/stash/NAME-part-* into ~/stash/NAME.tar.xz.
 # A device call carries at most 64 MiB with the checkout, so the big archives go in earlier calls with
 # `stash`; the machine keeps ~/stash while warm (30 s after a call).
 set -uo pipefail
@@ -29,9 +29,14 @@ if [ ! -f "$site/.kb-installed" ]; then
     name=${first%-part-aa}
     cat "$name"-part-* > "$name.tar.xz" && rm "$name"-part-*
   done
-  for archive in ~/stash/*.tar.xz; do
+  for archive in ~/stash/*.tar.xz .whl-vk*/*.tar.xz; do
     [ -e "$archive" ] || continue
     tar xJf "$archive" -C "$site" || exit 1
+    # vLLM's kernels without vLLM (../shared/gpu/fetch-wheels.sh --vllm-kernels): name the release they came from
+    case $(basename "$archive") in
+      vllm-kernels-*.tar.xz|vllm-fa2-*.tar.xz)
+        release=$(basename "$archive" .tar.xz); echo "${release##*-}" > "$site/vllm/KB_RELEASE" ;;
+    esac
   done
   touch "$site/.kb-installed"
 fi

@@ -160,6 +160,10 @@ class VersionRange(Strict):
     last_affected: Version | None = Field(default=None, description="Last version known to hold")
     evidence: list[Ref] = Field(default_factory=list,
                                 description="Evidence records that set or moved a bound (scope events, kb probe apply)")
+    fork_of: str | None = Field(
+        default=None,
+        description="This range is of a fork whose code for this claim is that library's (the claim's sources cite "
+                    "the fork's lines): a run on the fork inside the range counts as a run on the library")
 
     @model_validator(mode="after")
     def _one_end(self) -> VersionRange:

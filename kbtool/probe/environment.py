@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kbtool.probe.spec import PACKAGES, package_info
+from kbtool.probe.spec import PACKAGES, PackageInfo, package_info
 
 ARCH_BY_CC = {
     "7.5": "sm75",
@@ -88,7 +88,25 @@ def installed_version(name: str) -> str | None:
     try:
         return importlib.metadata.version(info.dist)
     except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+        pass
+    return _release_file(info) or "unknown"
+
+
+def _release_file(info: PackageInfo) -> str | None:
+    """The release named in `info.release_file`, searched in the top-level package's folders."""
+    if not info.release_file:
+        return None
+    try:
+        top = importlib.util.find_spec(info.module.split(".")[0])
+    except (ImportError, ValueError):
+        return None
+    for folder in (top.submodule_search_locations or []) if top else []:
+        path = Path(folder) / info.release_file
+        if path.is_file():
+            first = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[:1]
+            if first and re.fullmatch(r"[0-9][0-9A-Za-z.+-]{0,40}", first[0].strip()):
+                return first[0].strip()
+    return None
 
 
 def _driver_version() -> str | None:

@@ -15,8 +15,9 @@ REFUSAL_PHRASES = (
     "not supported",
     "no supported",  # FlashInfer: "No supported CUDA architectures found for major versions [10, 11, 12]."
     "unsupported",
-    "only supports",
-    "only supported",
+    "only support",  # also "only supports", "only supported"; FA-3: "we only support Q/K headdim in ..."
+    "must have",  # FA-3: "query and key must have the same dtype", "q_descale must have shape ..."
+    "must divide",
     "no available kernel",
     "not implemented",
     "is not available",

@@ -60,6 +60,10 @@ class PackageInfo:
 
     dist: str
     module: str
+    release_file: str | None = None
+    """For code that ships inside another package's wheel with no metadata of its own (vLLM's kernel forks,
+    unpacked from the vllm wheel without vLLM): a file beside `module`'s package naming the release it came
+    from, written by the host script that unpacked it. Its first line is the version."""
 
 
 # Probe package names -> distribution and a module that exists only if the real thing is installed.
@@ -71,7 +75,13 @@ PACKAGES: dict[str, PackageInfo] = {
     "flash-attn": PackageInfo("flash-attn", "flash_attn_2_cuda"),
     "flash-attn-3": PackageInfo("flash-attn-3", "flash_attn_interface"),
     "flashmla": PackageInfo("flash-mla", "flash_mla"),
-    "vllm": PackageInfo("vllm", "vllm"),
+    # a real vLLM install (vllm/entrypoints); vLLM's kernels unpacked alone have a bare vllm/ package
+    "vllm": PackageInfo("vllm", "vllm.entrypoints"),
+    # vLLM's forks of FlashAttention (FA-3 for sm90, FA-2) and FlashMLA, compiled inside the vllm wheel; their version
+    # is the vLLM release whose wheel they came from (probes/host-run.sh writes vllm/KB_RELEASE when it unpacks them)
+    "vllm-flash-attn-3": PackageInfo("vllm", "vllm.vllm_flash_attn._vllm_fa3_C", "KB_RELEASE"),
+    "vllm-flash-attn-2": PackageInfo("vllm", "vllm.vllm_flash_attn._vllm_fa2_C", "KB_RELEASE"),
+    "vllm-flashmla": PackageInfo("vllm", "vllm._flashmla_C", "KB_RELEASE"),
     "triton": PackageInfo("triton", "triton"),
     "cudnn-frontend": PackageInfo("nvidia-cudnn-frontend", "cudnn"),
     # Triton's tutorial 06 (python/tutorials/06-fused-attention.py) is no package: a host that has the file puts it

@@ -76,15 +76,16 @@ def out_of_scope(claim: Claim, rvars: Mapping[str, Any], verdict_scope: Mapping[
     bound.update({k: v for k, v in verdict_scope.items() if isinstance(v, (str, int, float, bool))})
     if evaluate(claim.when, bound) is False:
         return "the claim's `when` does not hold for this run"
-    libraries: dict[str, list[Any]] = {}
+    families: dict[str, list[Any]] = {}  # a library and the forks that share its code for this claim
     for r in claim.scope:
-        libraries.setdefault(r.library, []).append(r)
-    for lib, ranges in libraries.items():
-        version = verdict_scope.get(lib) or rvars.get(lib)  # the judge may name the library it tested
-        if version is None:
+        families.setdefault(r.fork_of or r.library, []).append(r)
+    for lib, ranges in families.items():
+        used = [(r, v) for r in ranges if (v := verdict_scope.get(r.library) or rvars.get(r.library)) is not None]
+        if not used:  # the judge may name the library it tested
             return f"the run did not use {lib}"
-        if not any(_in_range(str(version), r.introduced, r.fixed, r.last_affected) for r in ranges):
-            return f"{lib} {version} is outside the claim's version scope"
+        if not any(_in_range(str(v), r.introduced, r.fixed, r.last_affected) for r, v in used):
+            names = ", ".join(sorted({f"{r.library} {v}" for r, v in used}))
+            return f"{names} is outside the claim's version scope"
     sm = rvars.get("sm")
     if claim.archs and sm not in claim.archs and not (condition_vars(claim.requires) & ARCH_VARS):
         return f"the claim is about {', '.join(claim.archs)}, the run was on {sm or 'an unknown architecture'}"

@@ -80,9 +80,12 @@ def effective(claim: ClaimV, env: Env) -> tuple[str, str | None]:
         got = {v[3] for v in inside}
         st = ("disputed" if {"verified", "refuted"} <= got else "refuted" if "refuted" in got
               else "verified" if "verified" in got else "untestable")
+        words = scope_words(inside)
+        if st == "untestable":  # what runs elsewhere showed (another build of the same code, say) is worth saying
+            words += "".join(f"; {scope_words(out)}" for out in [[v for v in vs if v not in inside]] if out)
         if st == "untestable" and claim.sides:  # no run decides it here: the sources' dispute stands
-            return "disputed", f"disputed; {scope_words(inside)}"
-        return st, scope_words(inside)
+            return "disputed", f"disputed; {words}"
+        return st, words
     own = "disputed" if claim.sides else "unverified" if claim.status in ("verified", "refuted") else claim.status
     return own, f"{own} here; {scope_words(vs)} only"
 
@@ -192,6 +195,23 @@ def status_here(claim: ClaimV, j: Judge) -> tuple[str, str | None]:
     return j.once(("eff", claim.id), lambda: effective(claim, j.env))  # type: ignore[no-any-return]
 
 
+def measured_words(rows: Iterable[tuple[Any, ...]], env: Env) -> str:
+    """'; measured on nvidia-h200-sxm (vllm-flash-attn-3 0.24.0): 1.9e-03 to 2.2e-03 at ctx 131072, head_dim 128':
+    the values the claim's verifying runs measured, at the query's head dim where they cover it."""
+    rows = list(rows)
+    hd = env.get("head_dim")
+    same = [r for r in rows if dict(r[3]).get("head_dim") in (hd, None)] or rows
+    values = sorted(r[1] for r in same)
+    conds = dict(same[0][3])
+    where = ", ".join(f"{k} {conds[k]}" for k in ("ctx", "head_dim") if k in conds and all(
+        dict(r[3]).get(k) == conds[k] for r in same))
+    lib = conds.get("library")
+    what = f"{values[0]:.1e}" if values[0] == values[-1] else f"{values[0]:.1e} to {values[-1]:.1e}"
+    ref = f" against {conds['reference']}" if conds.get("reference") else ""
+    on = f" on {same[0][4]}" if same[0][4] else ""
+    return f"; measured{on}{f' ({lib})' if lib else ''}: relative error {what}{ref}{f' at {where}' if where else ''}"
+
+
 def _reason(claim: ClaimV, j: Judge, layer: str, *, observed: Any = None, allowed: Any = None,
             depends: list[str] | None = None, message: str | None = None) -> Reason:
     status, where = status_here(claim, j)
@@ -199,6 +219,8 @@ def _reason(claim: ClaimV, j: Judge, layer: str, *, observed: Any = None, allowe
                         layer, list(depends) if depends else [], list(claim.evidence), list(claim.sources),
                         j.env.get("phase"), claim.subject, claim.scope_text, claim.workaround)
     r.verdict = where
+    if claim.measured and claim.effect != "reject":
+        r.message += measured_words(claim.measured, j.env)
     if claim.sides and status == "disputed":
         r.sides = [{"position": pos, "sources": list(srcs)} for pos, srcs in claim.sides]
     return r

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 7  # 7: engine-priority records (kbtool/solve/engine.py)
+IMAGE_VERSION = 8  # 7: engine-priority records (kbtool/solve/engine.py); 8: claims carry measured values
 
 
 def _at(i: int) -> Any:
@@ -70,9 +70,11 @@ class ClaimV(tuple):  # type: ignore[type-arg]
         # per-scope verdicts: (sm, ((library, version), ...), phase, status, evidence ids)
         verdicts: tuple[tuple[Any, ...], ...]
         sides: tuple[tuple[str, tuple[str, ...]], ...]  # disputed: (position, source locators) per side
+        # values the probe runs behind its verdicts measured: (quantity, value, unit, conditions, accelerator)
+        measured: tuple[tuple[str, float, str, tuple[tuple[str, Any], ...], str | None], ...]
     else:
         (id, subject, effect, when, requires, scope, scope_text, status, evidence, code, message, workaround,
-         sources, reads, verdicts, sides) = (_at(i) for i in range(16))
+         sources, reads, verdicts, sides, measured) = (_at(i) for i in range(17))
 
 
 class BackendV:
@@ -180,7 +182,8 @@ class BenchRow:
 # ---- building from records ----------------------------------------------------------------------
 
 
-def _claim_row(c: Any, share: dict[bytes, Any], arch: dict[str, str]) -> tuple[Any, ...]:
+def _claim_row(c: Any, share: dict[bytes, Any], arch: dict[str, str],
+               measured: dict[str, list[tuple[Any, ...]]]) -> tuple[Any, ...]:
     from kbtool.solve.conditions import compile_condition
     from kbtool.solve.templates import scope_text
 
@@ -200,8 +203,20 @@ def _claim_row(c: Any, share: dict[bytes, Any], arch: dict[str, str]) -> tuple[A
     sides = tuple((s.position, tuple(src.locator() for src in s.sources)) for s in v.sides)
     row = (c.id, c.subject, c.effect, when, requires, scope, scope_text(scope), v.status,
            tuple(v.evidence), c.reason.code, c.reason.message, c.reason.workaround,
-           tuple(s.locator() for s in c.sources), tuple(sorted(reads)), verdicts, sides)
+           tuple(s.locator() for s in c.sources), tuple(sorted(reads)), verdicts, sides,
+           tuple(m for d in v.verdicts if d.status == "verified" for e in d.evidence for m in measured.get(e, ())))
     return tuple(_shared(x, share) for x in row)
+
+
+def _measured_rows(records: list[Any]) -> dict[str, list[tuple[Any, ...]]]:
+    """Probe-measured values by the evidence record they came from (measurement records with `evidence`)."""
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    for m in records:
+        if getattr(m, "evidence", None) and m.basis == "measured":
+            for r in m.rows:
+                conds = tuple(sorted((k, v) for k, v in r.conditions.items() if isinstance(v, (str, int, float))))
+                out.setdefault(m.evidence, []).append((r.quantity, float(r.value), r.unit, conds, m.accelerator))
+    return out
 
 
 def _shared(x: Any, share: dict[bytes, Any]) -> Any:
@@ -249,8 +264,9 @@ def build(kb: KB) -> dict[str, Any]:
     by_subject: dict[str, list[tuple[Any, ...]]] = {}
     evidence_arch = {e.id: e.environment.architecture for e in by_kind.get("evidence", [])
                      if getattr(e, "environment", None) is not None and e.environment.architecture}
+    measured = _measured_rows(by_kind.get("measurement", []))
     for c in claims:
-        by_subject.setdefault(c.subject, []).append(_claim_row(c, share, evidence_arch))
+        by_subject.setdefault(c.subject, []).append(_claim_row(c, share, evidence_arch, measured))
     libs = {k.library for k in kernels} | {s.library for c in claims for s in c.scope}
     bench: dict[str, list[tuple[Any, ...]]] = {}
     for case in bench_records(kb):
