@@ -27,7 +27,8 @@ SPEC = ProbeSpec(
     claims=[
         "fa3-requires-sm90", "fa3-head-dims", "fa3-fp8-e4m3-forward-only", "fa3-fp8-head-dim-multiple-16",
         "fa3-fp8-output-bf16", "fa3-fp8-kv-needs-fp8-query", "fa3-no-fp4-kv", "fa3-sinks",
-        "flash-attention-3-sliding-window", "vllm-fa3-sinks-bf16-max-64-heads",
+        "flash-attention-3-sliding-window", "vllm-fa3-sinks-bf16-max-64-heads", "vllm-fa3-paged-any-block-size",
+        "fa3-num-splits-max-256",
     ],
     requires={"archs": ["sm90"], "packages": ["torch", LIB]},
     timeout_s=240,
@@ -243,6 +244,12 @@ def gates(sm: str | None) -> list[Gate]:
     def window(p: dict[str, Any]) -> bool | None:
         return True if p["window"][0] >= 0 else None
 
+    def any_block(p: dict[str, Any]) -> bool | None:
+        return True if p["block"] and not p["num_splits"] else None
+
+    def splits(p: dict[str, Any]) -> bool | None:
+        return p["num_splits"] <= 256 if p["num_splits"] else None
+
     def sink_heads(p: dict[str, Any]) -> bool | None:  # the fp16 cases pass an fp16 sink tensor: another gate
         return p["heads"][0] <= 64 if p["sinks"] and p["dtype"] != "fp16" else None
 
@@ -251,7 +258,9 @@ def gates(sm: str | None) -> list[Gate]:
             Gate("fa3-fp8-head-dim-multiple-16", fp8_mult16, "HEAD_DIM"),
             Gate("fa3-fp8-kv-needs-fp8-query", fp8_query, "Q_DTYPE"), Gate("fa3-no-fp4-kv", no_fp4, None),
             Gate("fa3-sinks", sinks, "SINKS"), Gate("flash-attention-3-sliding-window", window, "SLIDING_WINDOW"),
-            Gate("vllm-fa3-sinks-bf16-max-64-heads", sink_heads, "SINKS")]
+            Gate("vllm-fa3-sinks-bf16-max-64-heads", sink_heads, "SINKS"),
+            Gate("vllm-fa3-paged-any-block-size", any_block, "BLOCK_SIZE"),
+            Gate("fa3-num-splits-max-256", splits, "SPLITS")]
 
 
 def _output_verdict(obs: list[dict[str, Any]], scope: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,98 @@
+"""Probe: boot vLLM for real with dummy weights and record the memory numbers it reports (issue 25).
+
+Each case (probes/vllm_boot/cases.json: a model config under probes/vllm_boot/models/, max_model_len, memory
+utilization, KV dtype, eager or CUDA graphs) is one `LLM(..., load_format="dummy")` in a fresh process
+(probes/vllm_boot/boot_case.py: vLLM is configured once per process). The case's metrics are what vLLM itself
+reports: the backend and FlashAttention version, weights, activation peak, non-torch memory, CUDA-graph estimate
+and actual, requested and available KV memory, block size and number of blocks, the KV cache groups with their
+page sizes and padding lines, and the "GPU KV cache size" and "Maximum concurrency" lines verbatim.
+
+vLLM travels to the GPU host as a trimmed bundle (probes/vllm_boot/pack.sh). No claim is judged here: kb's memory
+model is held to these records by tests/probe/test_vllm_boot_memory.py, which recomputes every boot's prediction.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kbtool.probe.spec import ProbeSpec
+
+HERE = Path(__file__).resolve().parent / "vllm_boot"
+SPEC = ProbeSpec(
+    id="vllm-boot",
+    version=1,
+    order=90,
+    title="vLLM boots with dummy weights: its memory numbers",
+    claims=[],
+    requires={"archs": None, "packages": ["torch", "vllm"]},
+    timeout_s=260,
+    untestable="vLLM is installed on the GPU host from probes/vllm_boot/pack.sh's bundle (no network there).",
+)
+
+KEEP = ("attention_backend", "attention_backends_all", "mla_prefill_backend", "flash_attn_version", "model_runner",
+        "weights_gib", "activation_peak_gib", "non_torch_gib", "cudagraph_estimate_gib", "cudagraph_actual_gib",
+        "requested_gib", "available_kv_gib", "block_size", "num_gpu_blocks", "kv_cache_tokens", "max_concurrency",
+        "kv_cache_groups", "padding_lines", "kv_tokens_line", "concurrency_line", "graph_capture_s")
+
+
+def cases() -> list[dict[str, Any]]:
+    """The cases of probes/vllm_boot/cases.json, from the KB_BOOT_FROM-th (1-based; a later call resumes), or those
+    KB_BOOT_ONLY names (comma-separated ids, in that order)."""
+    import os
+
+    out: list[dict[str, Any]] = json.loads((HERE / "cases.json").read_text(encoding="utf-8"))
+    out = out[max(0, int(os.environ.get("KB_BOOT_FROM", "1")) - 1):]
+    only = [x for x in os.environ.get("KB_BOOT_ONLY", "").split(",") if x]
+    if only:
+        out = sorted((c for c in out if c.get("id") in only), key=lambda c: only.index(c["id"]))
+    for c in out:
+        c.pop("est_s", None)
+        c.pop("why", None)
+    return out
+
+
+def run(case: dict[str, Any]) -> dict[str, Any]:
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out.json"
+        limit = float(case.get("timeout_s") or SPEC.timeout_s) - 10
+        try:
+            proc = subprocess.run([sys.executable, str(HERE / "boot_case.py"), json.dumps(case), str(out)],
+                                  capture_output=True, text=True, timeout=limit, check=False)
+        except subprocess.TimeoutExpired:
+            return {"outcome": "ERROR", "message": f"vLLM did not finish booting within {limit:.0f} s"}
+        if not out.is_file():
+            return {"outcome": "ERROR", "message": f"boot_case.py wrote nothing (exit {proc.returncode}): "
+                                                   f"{(proc.stderr or '')[-600:]}"}
+        rec = json.loads(out.read_text(encoding="utf-8"))
+    summary = rec.get("summary") or {}
+    metrics = {k: summary.get(k) for k in KEEP}
+    metrics.update(release=rec.get("release"), flags=rec.get("flags"), boot_s=rec.get("boot_s"),
+                   weights_gib_source=summary.get("weights_gib_source"),
+                   available_kv_gib_source=summary.get("available_kv_gib_source"))
+    if rec.get("outcome") == "OK":
+        return {"outcome": "OK", "metrics": metrics}
+    exc = rec.get("exception") or {}
+    outcome = "OOM" if rec.get("outcome") == "OOM" else "ERROR"
+    metrics["last_log_lines"] = (rec.get("last_log_lines") or [])[-12:]
+    return {"outcome": outcome, "message": f"{exc.get('type')}: {str(exc.get('message'))[-800:]}",
+            "metrics": metrics}
+
+
+def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
+    return []
+
+
+def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:
+    rows = []
+    for o in observations:
+        p, m = o.get("params") or {}, o.get("metrics") or {}
+        rows.append(f"{p.get('id')}: {o.get('outcome')} {m.get('attention_backend')} fa{m.get('flash_attn_version')} "
+                    f"kv {m.get('available_kv_gib')} GiB, {m.get('kv_cache_tokens')} tokens, "
+                    f"{m.get('max_concurrency')}x" + (f" | {str(o.get('message'))[:160]}" if o.get("message") else ""))
+    return {"outcomes": rows}
