@@ -440,6 +440,8 @@ def to_record(data: dict[str, Any], rid: str, *, where: str, name: str | None = 
                      "only for speculative decoding)")
     rec: dict[str, Any] = {
         "id": rid, "kind": "model", "name": name or rid, "family": str(c.get("model_type") or rid),
+        **({"architecture": str(arch[0])} if isinstance(arch := c.get("architectures"), list) and arch
+           and isinstance(arch[0], str) else {}),
         "parameters": sum(params.values()), "parameters_basis": "derived",
         "parameter_groups": {k: v for k, v in params.items() if v},
         "weight_dtype": wdtype, "unquantized_dtype": dtype,

@@ -112,6 +112,8 @@ class ParameterGroups(Strict):
 class Model(_Record):
     kind: Literal["model"] = Field(description="Record kind")
     family: str = Field(description="Model family")
+    architecture: str | None = Field(
+        default=None, description="The config's architectures[0] (Qwen3ForCausalLM): which vLLM model runner serves it")
     parameters: int = Field(ge=1, description="Total parameter count (text model, without MTP/vision towers)")
     parameters_basis: Literal["recorded", "derived"] = Field(
         default="recorded", description="recorded from a source, or derived from the config's shapes")

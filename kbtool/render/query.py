@@ -210,6 +210,9 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
                        f" {room}{f' ({bind})' if bind and m.available_bytes >= 0 else ''}{seqs}", width)
         if m.fits is False:
             used += _lines(sink, "  to fit: " + _fit_options(a, m), width)
+        report = getattr(m, "vllm_report", None)
+        if a.engine and report and ctx:
+            used += _lines(sink, "  " + vllm_report_text(report, ctx), width, "", "    ")
     cav: dict[str, tuple[str, Reason]] = {}
     for r in a.caveats:
         cav.setdefault(r.claim, (r.subject or "", r))
@@ -247,13 +250,20 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
               for s in ("ok", "caveat", "disputed", "unknown", "rejected")}
     rest = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     if left:
-        rest += f"{', ' if rest else ''}{left} more caveats"
+        rest += f"{', ' if rest else ''}{left} more caveat{'s' if left != 1 else ''}"
     if a.depends_on:
         rest += f"{'; ' if rest else ''}depends on {', '.join(a.depends_on)}"
     if rest:
         _lines(sink, f"{rest}: --explain", width, style="dim")
     if explain:
         _explain_all(sink, a)
+
+
+def vllm_report_text(r: dict[str, Any], ctx: int) -> str:
+    """The two numbers vLLM prints at start-up, in its words."""
+    pad = f"; {r['padding'][0]}" if r.get("padding") else ""
+    return (f"vLLM will report: GPU KV cache size {r['kv_cache_tokens']:,} tokens; maximum concurrency for "
+            f"{ctx:,} tokens per request {r['max_concurrency']:.2f}x ({r['basis']} from vLLM 0.24.0's accounting{pad})")
 
 
 def _memory(sink: Sink, m: Any, ctx: int | None) -> None:
@@ -270,6 +280,8 @@ def _memory(sink: Sink, m: Any, ctx: int | None) -> None:
            w, "", "    ")
     for part in m.formula.split("; "):
         _lines(sink, part, w, "  ", "    ")
+    if getattr(m, "vllm_report", None) and ctx:
+        _lines(sink, vllm_report_text(m.vllm_report, ctx), w, "  ", "    ")
     for n in m.notes:
         _lines(sink, n, w, "  ", "    ", style="dim")
 

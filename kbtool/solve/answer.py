@@ -238,6 +238,10 @@ class Memory(_Plain):
         "max_ctx_memory": (INT, "Largest context memory allows, before the model's cap"),
         "ctx_limit": ({"enum": ["memory", "model"]}, "What binds max_ctx: memory or the model's limit"),
         "gpus_to_fit": (opt(INT), "Fewest GPUs (doubling --gpus, up to 64) that fit; null if it fits or none does"),
+        "vllm_report": (opt(OBJ), "What vLLM will print at start-up for this pool, in its own terms: kv_cache_tokens "
+                                  "('GPU KV cache size'), max_concurrency ('Maximum concurrency for ctx tokens per "
+                                  "request'), num_blocks, block_size, its KV cache groups and padding; basis "
+                                  "estimated (kb's model of vLLM 0.24.0's accounting)"),
     }
     FIELDS = tuple(SPEC)
     __slots__ = FIELDS
@@ -246,7 +250,8 @@ class Memory(_Plain):
                  available_bytes: int, capacity_bytes: int = 0, max_ctx: int, formula: str,
                  notes: list[str] | None = None, weights_dtype: str | None = None, reserve_bytes: int = 0,
                  utilization: float = 0.9, pool_tokens: int = 0, max_sequences: int | None = None,
-                 max_ctx_memory: int = 0, ctx_limit: str = "memory", gpus_to_fit: int | None = None) -> None:
+                 max_ctx_memory: int = 0, ctx_limit: str = "memory", gpus_to_fit: int | None = None,
+                 vllm_report: dict[str, Any] | None = None) -> None:
         self.fits, self.kv_bytes, self.kv_bytes_per_token = fits, kv_bytes, kv_bytes_per_token
         self.weights_bytes, self.available_bytes, self.capacity_bytes = weights_bytes, available_bytes, capacity_bytes
         self.max_ctx, self.formula = max_ctx, formula
@@ -254,6 +259,7 @@ class Memory(_Plain):
         self.weights_dtype, self.reserve_bytes, self.utilization = weights_dtype, reserve_bytes, utilization
         self.pool_tokens, self.max_sequences = pool_tokens, max_sequences
         self.max_ctx_memory, self.ctx_limit, self.gpus_to_fit = max_ctx_memory, ctx_limit, gpus_to_fit
+        self.vllm_report = vllm_report
 
 
 class Answer(_Plain):

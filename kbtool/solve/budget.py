@@ -7,18 +7,18 @@
   `quant_group_size` overrides), nvfp4 0.5 + one fp8 E4M3 scale per 16 values = 0.5625 (NVIDIA, "Introducing
   NVFP4"), mxfp4 0.5 + one E8M0 scale per 32 values = 0.53125 (OCP Microscaling Formats v1.0). Embeddings,
   lm_head and the groups a checkpoint leaves unquantized stay at the unquantized dtype.
-- Reserve: vLLM measures peak activation memory with a dummy forward of max_num_batched_tokens tokens and a
-  dummy sampler run over max_num_seqs rows, then subtracts CUDA-graph and other non-torch memory. kb
-  estimates it from the model's shape, labelled as an estimate (`--reserve` overrides it):
-  activations T x (4 x hidden + (q + 2 kv heads) x head_dim / tp + 2 x intermediate / tp) x 2 bytes, logits
-  1024 x vocab x 4 bytes (fp32, vLLM's default max_num_seqs 1024 for `vllm serve` on >= 70 GiB GPUs), and
-  1 GiB for CUDA graphs and non-torch allocations.
+- Reserve: what vLLM takes off besides the weights (the peak of its profile run, non-torch memory, and the
+  CUDA-graph estimate where its model runner applies one), estimated as kbtool/solve/vllm_pool.py says from
+  vLLM 0.24.0's code and held to real boots; `--reserve` overrides it.
+- The pool as vLLM reports it ("GPU KV cache size", "Maximum concurrency"): vllm_pool.report, from its KV cache
+  groups (sliding-window groups hold window - 1 + max_num_batched_tokens tokens, padding layers included).
 """
 
 from __future__ import annotations
 
 import math
 
+from kbtool.solve import vllm_pool
 from kbtool.solve.kvcache import DEFAULT_BATCHED_TOKENS, UNBOUNDED_CTX, KvModel, kv_model, max_context
 
 TYPE_CHECKING = False
@@ -30,7 +30,6 @@ WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0, "fp8": 1.0, "int8": 1.0, 
                 "nvfp4": 0.5 + 1 / 16, "mxfp4": 0.5 + 1 / 32}
 WEIGHT_FORMATS = tuple(WEIGHT_BYTES)
 QUANTIZABLE = ("attention", "mlp", "experts")
-GRAPHS_BYTES = 1 << 30  # CUDA graphs and non-torch allocations (estimate)
 SAMPLER_ROWS = 1024  # vLLM's default max_num_seqs for `vllm serve` on >= 70 GiB GPUs
 GIB = 1 << 30
 
@@ -67,32 +66,19 @@ def weight_bytes(model: Model | ModelV, deploy: str | None = None) -> tuple[int,
     return total, how
 
 
-def reserve_estimate(model: Model | ModelV, tp: int, batched_tokens: int) -> tuple[int, str]:
-    """Activation + logits + CUDA-graph reserve per GPU (an estimate; see the module docstring)."""
-    hidden = model.hidden_size or model.num_heads * model.head_dim
-    inter = model.intermediate_size or 4 * hidden
-    kvh = max((g.kv_heads or 1) for g in model.layers)
-    qkv = (model.num_heads + 2 * kvh) * model.head_dim
-    act = batched_tokens * (4 * hidden + qkv / tp + 2 * inter / tp) * 2
-    logits = SAMPLER_ROWS * (model.vocab_size or 128_000) * 4
-    total = int(act + logits + GRAPHS_BYTES)
-    how = (f"activations {act / 1e9:,.2f} GB at {batched_tokens:,} batched tokens + logits {logits / 1e9:,.2f} GB"
-           f" + CUDA graphs 1 GiB (an estimate, --reserve overrides)")
-    return total, how
-
-
 class Fit:
     """The memory answer for one GPU (bytes per GPU)."""
 
     def __init__(self, *, fits: bool | None, kv_bytes: int, kv_bytes_per_token: float, weights_bytes: int,
                  weights_dtype: str, reserve_bytes: int, pool_bytes: int, pool_tokens: int, capacity_bytes: int,
                  max_ctx: int, max_ctx_memory: int, ctx_limit: str, max_sequences: int | None, formula: str,
-                 notes: list[str]) -> None:
+                 notes: list[str], engine_report: vllm_pool.Report | None = None) -> None:
         self.fits, self.kv_bytes, self.kv_bytes_per_token = fits, kv_bytes, kv_bytes_per_token
         self.weights_bytes, self.weights_dtype, self.reserve_bytes = weights_bytes, weights_dtype, reserve_bytes
         self.pool_bytes, self.pool_tokens, self.capacity_bytes = pool_bytes, pool_tokens, capacity_bytes
         self.max_ctx, self.max_ctx_memory, self.ctx_limit = max_ctx, max_ctx_memory, ctx_limit
         self.max_sequences, self.formula, self.notes = max_sequences, formula, notes
+        self.engine_report = engine_report
 
 
 def _gb(x: float) -> str:
@@ -101,13 +87,14 @@ def _gb(x: float) -> str:
 
 def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *, batch: int = 1, tp: int = 1,
         utilization: float = 0.9, weights: str | None = None, reserve: int | None = None,
-        batched_tokens: int = DEFAULT_BATCHED_TOKENS, mla_format: str | None = None) -> Fit:
+        batched_tokens: int = DEFAULT_BATCHED_TOKENS, mla_format: str | None = None, max_num_seqs: int = SAMPLER_ROWS,
+        eager: bool = False, block_size: int | None = None) -> Fit:
     """Whether `batch` sequences of `ctx` tokens fit in the KV pool of each of `tp` GPUs, and how many do."""
     kv: KvModel = kv_model(model, kv_dtype, tp, batched_tokens, mla_format)
     wtotal, whow = weight_bytes(model, weights)
     wgpu = math.ceil(wtotal / tp)
     if reserve is None:
-        res, rhow = reserve_estimate(model, tp, batched_tokens)
+        res, rhow = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager)
     else:
         res, rhow = reserve, "given with --reserve"
     usable = int(capacity * utilization)
@@ -151,7 +138,12 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         notes.append("memory does not limit the context (no layer grows with it)")
     if ctx is not None and model_max and ctx > model_max:
         notes.append(f"ctx {ctx:,} exceeds the model's max_position_embeddings {model_max:,}")
-    return Fit(fits=fits, kv_bytes=need, kv_bytes_per_token=per_tok, weights_bytes=wgpu, weights_dtype=weights
-               or model.weight_dtype, reserve_bytes=res, pool_bytes=pool, pool_tokens=pool_tokens,
+    report = None
+    block = block_size or kv.block
+    grouped = vllm_pool.groups(model, kv_dtype, block, tp) if ctx and pool > 0 else None
+    if grouped is not None and ctx:
+        report = vllm_pool.report(pool, grouped, block, ctx, batched_tokens)
+    return Fit(engine_report=report, fits=fits, kv_bytes=need, kv_bytes_per_token=per_tok, weights_bytes=wgpu,
+               weights_dtype=weights or model.weight_dtype, reserve_bytes=res, pool_bytes=pool, pool_tokens=pool_tokens,
                capacity_bytes=capacity, max_ctx=mctx, max_ctx_memory=mem_ctx, ctx_limit=limit,
                max_sequences=seqs, formula="; ".join(lines), notes=notes)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 8  # 7: engine-priority records (kbtool/solve/engine.py); 8: claims carry measured values
+IMAGE_VERSION = 9  # 7: engine-priority records; 8: claims carry measured values; 9: models carry their architecture
 
 
 def _at(i: int) -> Any:
@@ -99,9 +99,9 @@ class AcceleratorV:
 LAYER_FIELDS = ("type", "count", "kv_heads", "head_dim", "head_dim_v", "window", "chunk", "sinks", "kv_lora_rank",
                 "rope_dim", "qk_nope_head_dim", "index_head_dim", "index_n_heads", "index_topk", "state",
                 "state_bytes")
-MODEL_FIELDS = ("id", "parameters", "parameter_groups", "weight_dtype", "unquantized_dtype", "quantized",
-                "quant_group_size", "weight_bytes", "num_heads", "head_dim", "hidden_size", "intermediate_size",
-                "vocab_size", "max_context", "softcap", "alibi", "layers")
+MODEL_FIELDS = ("id", "architecture", "parameters", "parameter_groups", "weight_dtype", "unquantized_dtype",
+                "quantized", "quant_group_size", "weight_bytes", "num_heads", "head_dim", "hidden_size",
+                "intermediate_size", "vocab_size", "max_context", "softcap", "alibi", "layers")
 
 
 class LayerV:
@@ -138,6 +138,7 @@ class ModelV:
     kind = "model"
     if TYPE_CHECKING:
         id: str
+        architecture: str | None
         parameters: int
         parameter_groups: dict[str, int] | None
         weight_dtype: str

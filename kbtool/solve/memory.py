@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kbtool.solve.answer import Memory
-from kbtool.solve.budget import fit
+from kbtool.solve.budget import SAMPLER_ROWS, Fit, fit
 from kbtool.solve.kvcache import DEFAULT_BATCHED_TOKENS
 
 TYPE_CHECKING = False
@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from kbtool.solve.answer import KernelAnswer
     from kbtool.solve.context import Ctx
     from kbtool.solve.image import AcceleratorV
+    from kbtool.solve.vllm_pool import Report
 
 
 def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[KernelAnswer],
@@ -35,22 +36,50 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[Ke
     if ctx is None and model.max_context:
         ctx = model.max_context
         assumed["ctx"] = f"{ctx} (the model's max context, for the memory check only)"
-    f = fit(model, kv, capacity, ctx, batch=batch, tp=q.gpus, utilization=q.utilization,
-            weights=getattr(q, "weights", None), reserve=getattr(q, "reserve", None), batched_tokens=tokens)
+    weights = getattr(q, "weights", None)
+    notes_in: list[str] = []
+    if weights is None and model.weight_dtype == "fp32":  # vLLM's --dtype auto downcasts fp32 checkpoints
+        weights = "bf16" if _sm_number(acc.architecture) >= 80 else "fp16"
+        kv = weights if kv == "fp32" else kv
+        notes_in.append(f"fp32 checkpoint: vLLM's --dtype auto loads it as {weights} (vllm/config/model.py, "
+                        "'Downcast for float32 models')")
+    seqs = getattr(q, "max_num_seqs", None) or SAMPLER_ROWS
+    eager = bool(getattr(q, "enforce_eager", False))
+    block = env.get("block_size") if isinstance(env.get("block_size"), int) else None
+    reserve = getattr(q, "reserve", None)
+
+    def on(tp: int) -> Fit:
+        return fit(model, kv, capacity, ctx, batch=batch, tp=tp, utilization=q.utilization, weights=weights,
+                   reserve=reserve, batched_tokens=tokens, max_num_seqs=seqs, eager=eager, block_size=block)
+
+    f = on(q.gpus)
     more = None
     if f.fits is False:  # the fewest GPUs that fit, by the same budget: MLA's latent does not shard, weights do
         p = 2 * q.gpus
         while p <= 64 and more is None:
-            g = fit(model, kv, capacity, ctx, batch=batch, tp=p, utilization=q.utilization,
-                    weights=getattr(q, "weights", None), reserve=getattr(q, "reserve", None), batched_tokens=tokens)
+            g = on(p)
             more = p if g.fits else None
             p *= 2
     cap_note = "driver-reported bytes" if acc.driver_memory else "marketed GB x 1e9 (no driver figure recorded)"
-    notes = [*f.notes, f"capacity: {cap_note}"]
+    notes = [*notes_in, *f.notes, f"capacity: {cap_note}"]
     mem = Memory(fits=f.fits, kv_bytes=f.kv_bytes, kv_bytes_per_token=f.kv_bytes_per_token,
                  weights_bytes=f.weights_bytes, available_bytes=f.pool_bytes, capacity_bytes=f.capacity_bytes,
                  max_ctx=f.max_ctx, formula=f.formula, notes=notes, weights_dtype=f.weights_dtype,
                  reserve_bytes=f.reserve_bytes, pool_tokens=f.pool_tokens, max_sequences=f.max_sequences,
                  max_ctx_memory=f.max_ctx_memory, ctx_limit=f.ctx_limit, utilization=q.utilization,
-                 gpus_to_fit=more)
+                 gpus_to_fit=more, vllm_report=_report(f.engine_report))
     return mem, []
+
+
+def _report(r: Report | None) -> dict[str, Any] | None:
+    if r is None:
+        return None
+    return {"kv_cache_tokens": r.tokens, "max_concurrency": round(r.concurrency, 2), "num_blocks": r.num_blocks,
+            "block_size": r.block_size, "groups": [{"type": g.kind, "layers": g.layers, "page_bytes": g.page_bytes,
+                                                    **({"window": g.window} if g.window else {})} for g in r.groups],
+            "padding": list(r.padding), "basis": "estimated"}
+
+
+def _sm_number(arch: str | None) -> int:
+    digits = "".join(ch for ch in (arch or "") if ch.isdigit())
+    return int(digits) if digits else 0

@@ -195,6 +195,7 @@ class Query:
         "block_size",
         "ctx",
         "dtype",
+        "enforce_eager",
         "engine",
         "gpu",
         "gpus",
@@ -204,6 +205,7 @@ class Query:
         "kv",
         "kv_cache_dtype",
         "libs",
+        "max_num_seqs",
         "model",
         "phases",
         "reserve",
@@ -233,6 +235,8 @@ class Query:
         self.attention_backend: str | None = None
         self.kv_cache_dtype: str | None = None
         self.vllm_ignored: list[str] = []
+        self.max_num_seqs: int | None = None  # from --vllm-args; None: vLLM's default
+        self.enforce_eager = False
 
     def __repr__(self) -> str:
         return f"Query({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
@@ -247,9 +251,11 @@ class Query:
             "weights": self.weights, "reserve": self.reserve, "max_num_batched_tokens": self.batched_tokens,
             "assume": self.assume,
         }
-        for k in ("vllm", "attention_backend", "kv_cache_dtype"):  # only when given
+        for k in ("vllm", "attention_backend", "kv_cache_dtype", "max_num_seqs"):  # only when given
             if getattr(self, k) is not None:
                 d[k] = getattr(self, k)
+        if self.enforce_eager:
+            d["enforce_eager"] = True
         return d
 
 
@@ -314,4 +320,5 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
         q.attention_backend = serve.attention_backend
         q.kv_cache_dtype = serve.kv_cache_dtype
         q.vllm_ignored = serve.ignored
+        q.max_num_seqs, q.enforce_eager = serve.max_num_seqs, serve.enforce_eager
     return q

@@ -2,7 +2,8 @@
 
 Only what the pre-flight answer needs is read: the model (a KB id, a Hugging Face id whose last part is a KB
 id or alias, or a config path), --kv-cache-dtype, --attention-backend, --max-model-len, -tp /
---tensor-parallel-size, --gpu-memory-utilization, --block-size and --max-num-batched-tokens. Other flags are
+--tensor-parallel-size, --gpu-memory-utilization, --block-size, --max-num-batched-tokens, --max-num-seqs and
+--enforce-eager (the last two move vLLM's reserve: its sampler profile and CUDA-graph estimate). Other flags are
 ignored and listed, so the answer can say what it did not consider.
 """
 
@@ -18,8 +19,10 @@ _FLAGS = {
     "--max-model-len": "max_model_len", "-tp": "tp", "--tensor-parallel-size": "tp",
     "--gpu-memory-utilization": "gpu_memory_utilization", "--block-size": "block_size",
     "--max-num-batched-tokens": "max_num_batched_tokens", "--model": "model", "--dtype": "dtype",
+    "--max-num-seqs": "max_num_seqs",
 }
-_INTS = {"max_model_len", "tp", "block_size", "max_num_batched_tokens"}
+_INTS = {"max_model_len", "tp", "block_size", "max_num_batched_tokens", "max_num_seqs"}
+_SWITCHES = {"--enforce-eager": "enforce_eager"}  # flags without a value
 
 
 @dataclass
@@ -33,6 +36,8 @@ class ServeArgs:
     block_size: int | None = None
     max_num_batched_tokens: int | None = None
     dtype: str | None = None
+    max_num_seqs: int | None = None
+    enforce_eager: bool = False
     ignored: list[str] = field(default_factory=list)
 
 
@@ -63,6 +68,10 @@ def parse(text: str) -> ServeArgs:
     while i < len(words):
         w = words[i]
         flag, _, inline = w.partition("=") if w.startswith("--") else (w, "", "")
+        if flag in _SWITCHES and not inline:
+            setattr(out, _SWITCHES[flag], True)
+            i += 1
+            continue
         key = _FLAGS.get(flag)
         if key is None:
             if not w.startswith("-") and out.model is None:

@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kbtool.model import Model
-from kbtool.solve.budget import GRAPHS_BYTES, fit, reserve_estimate, weight_bytes
+from kbtool.solve import vllm_pool
+from kbtool.solve.budget import fit, weight_bytes
 from kbtool.solve.kvcache import UNBOUNDED_CTX, kv_model, max_context, state_page
 
 SRC = [{"type": "seed", "seed": "fixture.txt"}]
@@ -132,12 +133,18 @@ def test_budget_subtracts_weights_and_reserve() -> None:
     assert "- reserve 1,000,000,000 B" in g.formula and "0.9" in g.formula
 
 
-def test_reserve_estimate_grows_with_batched_tokens_and_has_the_graph_floor() -> None:
+def test_reserve_follows_vllms_model_runner_sampler_and_graphs() -> None:
     m = model(LLAMA70, hidden_size=8192, intermediate_size=28672, vocab_size=128256)
-    small, _ = reserve_estimate(m, 1, 1024)
-    big, how = reserve_estimate(m, 1, 8192)
-    assert GRAPHS_BYTES < small < big
-    assert "estimate" in how and "8,192 batched tokens" in how
+    v1_eager, how = vllm_pool.reserve(m, 8192, 1024, eager=True)
+    v1_graphs, _ = vllm_pool.reserve(m, 8192, 1024)
+    assert v1_graphs - v1_eager == vllm_pool.GRAPH_ESTIMATE_BYTES  # V1 subtracts its graph estimate first
+    assert v1_eager == int(1024 * 128256 * vllm_pool.V1_SAMPLER_BYTES) + vllm_pool.NON_TORCH_BYTES
+    assert "V1 runner" in how and "estimated" in how
+    v2 = model(LLAMA70, hidden_size=8192, intermediate_size=28672, vocab_size=128256, architecture="LlamaForCausalLM")
+    small, _ = vllm_pool.reserve(v2, 1024, 256)
+    big, how2 = vllm_pool.reserve(v2, 8192, 1024)
+    assert small < big and "V2 runner" in how2
+    assert big == vllm_pool.reserve(v2, 8192, 1024, eager=True)[0]  # V2 captures its graphs after the pool
 
 
 def test_max_ctx_is_capped_at_the_model_limit_and_says_so() -> None:

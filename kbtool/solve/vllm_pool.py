@@ -1,0 +1,150 @@
+"""vLLM's own accounting of its KV pool, as vLLM 0.24.0 does it, and the two numbers it prints at start-up.
+
+What vLLM sizes (vllm/v1/worker/gpu_worker.py:456-493 in the 0.24.0 wheel): available KV memory = utilization x
+the device's memory - (weights + the torch peak of a profile run + non-torch memory) - the CUDA-graph estimate where
+it is applied. The parts kb cannot read off a config are estimated here, each from what vLLM's code does:
+
+- the profile run's peak (gpu_model_runner.py:6060-6101, gpu/model_runner.py:633-663): a forward pass of
+  max_num_batched_tokens tokens, then a dummy sampler over max_num_seqs rows of logits. The V1 model runner runs the
+  full sampler (fp32 logits, penalties, top-k/top-p with a sort of fp32 values and int64 indices): about 15 bytes
+  per logit element, and that step sets the peak. The V2 runner (the default for the architectures
+  DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES lists, vllm/config/vllm.py:68-77) skips top-k/top-p (4 bytes per element) on
+  top of the forward's MLP activations (4 bytes per token and MLP width). The two constants were read against the
+  11 H200 boots in records/evidence (vllm-boot): errors are in tests/probe/test_vllm_boot_memory.py.
+- non-torch memory: 0.2246 GiB in every H200 boot (CUDA context, cuBLAS workspaces); used for every GPU.
+- CUDA graphs: the V1 runner profiles graph memory before the pool and subtracts it (the estimate is 1 GiB here);
+  the V2 runner returns 0 (gpu/model_runner.py:684-686) and captures its graphs after the pool is sized.
+
+The KV cache groups (vllm/v1/core/kv_cache_utils.py:1180-1225, 1344-1395, 919-937, 1788-1798): layers of one
+attention type form one group; with several types the group size is the smallest type's layer count (the largest
+when it is under 1.5x the smallest), each type is padded to whole groups ("Add N padding layers"), and every group
+shares one pool of blocks of one page size. A request needs ceil(max_model_len / block) blocks in a full-attention
+group and ceil(min(window - 1 + max_num_batched_tokens, max_model_len) / block) + 1 in a sliding-window group.
+"GPU KV cache size" = int(concurrency x max_model_len) tokens, concurrency = blocks / blocks per request.
+"""
+
+from __future__ import annotations
+
+import math
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kbtool.model import Model
+    from kbtool.solve.image import ModelV
+
+GIB = 1 << 30
+NON_TORCH_BYTES = int(0.2246 * GIB)
+V1_SAMPLER_BYTES = 15.04  # per logit element: fp32 logits + the top-k/top-p sort (values fp32, indices int64)
+V2_SAMPLER_BYTES = 4.0  # fp32 logits; no top-k/top-p during the profile run
+V2_MLP_BYTES = 4.0  # per token and MLP width: the gate/up projection's bf16 output
+GRAPH_ESTIMATE_BYTES = GIB
+V2_ARCHITECTURES = frozenset({"Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM",
+                              "GraniteMoeForCausalLM", "LlamaForCausalLM", "MistralForCausalLM"})
+KV_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8": 1}
+ATTENTION_TYPES = ("full", "sliding", "mla")
+
+
+def runner(model: Model | ModelV) -> str:
+    """'V2' or 'V1': which model runner vLLM 0.24.0 uses by default for this architecture (unknown: V1)."""
+    return "V2" if getattr(model, "architecture", None) in V2_ARCHITECTURES else "V1"
+
+
+def activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, tp: int = 1) -> tuple[int, str]:
+    """The torch peak of vLLM's profile run (an estimate), and how it was computed."""
+    vocab = model.vocab_size or 128_000
+    which = runner(model)
+    if which == "V2":
+        inter = math.ceil((model.intermediate_size or 4 * (model.hidden_size or 4096)) / tp)
+        sampler, mlp = max_num_seqs * vocab * V2_SAMPLER_BYTES, batched_tokens * inter * V2_MLP_BYTES
+        return int(sampler + mlp), (f"V2 runner: logits {max_num_seqs} x {vocab:,} x 4 B + MLP {batched_tokens:,} x "
+                                    f"{inter:,} x 4 B")
+    return int(max_num_seqs * vocab * V1_SAMPLER_BYTES), f"V1 runner: sampler {max_num_seqs} x {vocab:,} x 15 B"
+
+
+def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp: int = 1,
+            eager: bool = False) -> tuple[int, str]:
+    """What vLLM takes off the budget besides the weights: activation peak + non-torch + graphs where applied."""
+    act, how = activation_bytes(model, batched_tokens, max_num_seqs, tp)
+    graphs = GRAPH_ESTIMATE_BYTES if runner(model) == "V1" and not eager else 0
+    words = f"{how} = {act / 1e9:,.2f} GB; non-torch {NON_TORCH_BYTES / 1e9:.2f} GB"
+    words += "; CUDA graphs 1 GiB (V1 runner subtracts its estimate)" if graphs else (
+        "; no CUDA-graph estimate (eager)" if eager else "; CUDA graphs captured after the pool (V2 runner)")
+    return act + NON_TORCH_BYTES + graphs, words + " (estimated from vLLM 0.24.0's accounting)"
+
+
+class Group:
+    """One KV cache group: its attention type (full, sliding, mla), layers (padding included), page bytes."""
+
+    __slots__ = ("kind", "layers", "page_bytes", "window")
+
+    def __init__(self, kind: str, layers: int, page_bytes: int, window: int | None = None) -> None:
+        self.kind, self.layers, self.page_bytes, self.window = kind, layers, page_bytes, window
+
+
+class Report:
+    """What vLLM prints and sizes at start-up."""
+
+    __slots__ = ("block_size", "concurrency", "groups", "num_blocks", "padding", "tokens")
+
+    def __init__(self, *, num_blocks: int, block_size: int, tokens: int, concurrency: float, groups: list[Group],
+                 padding: list[str]) -> None:
+        self.num_blocks, self.block_size, self.tokens, self.concurrency = num_blocks, block_size, tokens, concurrency
+        self.groups, self.padding = groups, padding
+
+
+def _page_bytes(g: object, kv_dtype: str, block: int, tp: int) -> int | None:
+    kind = getattr(g, "type", None)
+    per = KV_BYTES.get(kv_dtype)
+    if per is None:
+        return None
+    if kind == "mla":
+        width = (getattr(g, "kv_lora_rank", None) or 512) + (getattr(g, "rope_dim", None) or 64)
+        return block * width * per
+    heads = max(1, (getattr(g, "kv_heads", None) or 1) // tp)
+    hd = getattr(g, "head_dim", None) or 128
+    return block * heads * (hd + (getattr(g, "head_dim_v", None) or hd)) * per
+
+
+def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1) -> tuple[list[Group], list[str]] | None:
+    """vLLM's KV cache groups for this model (None where kb does not model them: linear-attention layers, mixed
+    page sizes), with the padding warnings vLLM logs."""
+    by_type: dict[tuple[str, int | None, int], int] = {}
+    for g in model.layers:
+        if g.type not in ATTENTION_TYPES:
+            return None
+        page = _page_bytes(g, kv_dtype, block, tp)
+        if page is None:
+            return None
+        key = (g.type, g.window if g.type == "sliding" else None, page)
+        by_type[key] = by_type.get(key, 0) + g.count
+    pages = {k[2] for k in by_type}
+    if len(pages) != 1:
+        return None
+    counts = list(by_type.values())
+    size = min(counts)
+    if max(counts) < 1.5 * size:
+        size = max(counts)
+    out, padding = [], []
+    for (kind, window, page), n in by_type.items():
+        pad = size - n % size
+        if pad != size:
+            padding.append(f"Add {pad} padding layers, may waste at most {pad / n * 100:.2f}% KV cache memory")
+        out += [Group(kind, size, page, window) for _ in range(math.ceil(n / size))]
+    return out, padding
+
+
+def report(available_bytes: int, grouped: tuple[list[Group], list[str]], block: int, max_model_len: int,
+           batched_tokens: int) -> Report:
+    """num_blocks, "GPU KV cache size" and "Maximum concurrency" for this pool."""
+    gs, padding = grouped
+    size = max(g.layers for g in gs)
+    num_blocks = max(0, available_bytes // gs[0].page_bytes // size)
+    per_request = 0
+    for g in gs:
+        if g.kind == "sliding" and g.window:
+            per_request += math.ceil(min(g.window - 1 + batched_tokens, max_model_len) / block) + 1
+        else:
+            per_request += math.ceil(max_model_len / block)
+    conc = num_blocks / per_request if per_request else 0.0
+    return Report(num_blocks=num_blocks, block_size=block, tokens=int(conc * max_model_len), concurrency=conc,
+                  groups=gs, padding=padding)
