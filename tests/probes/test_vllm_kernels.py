@@ -45,7 +45,7 @@ def test_fa3_head_dim_claim_is_contradicted_when_hd320_runs() -> None:
 
 
 def test_fa3_off_hopper_is_untestable_there() -> None:
-    obs, env = recorded("2026-12-01-nvidia-h200-sxm-vllm-fa3-2.yaml")
+    _, env = recorded("2026-12-01-nvidia-h200-sxm-vllm-fa3-2.yaml")
     out = vllm_fa3.judge([], {**env, "architecture": "sm100"})
     assert all(v["verdict"] == "inconclusive" for v in out)
     assert any("untestable on this architecture" in v["detail"] for v in out)
