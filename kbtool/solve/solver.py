@@ -447,8 +447,10 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
         from kbtool.solve.engine import apply_to_answer
 
         engine, verdict, summary = apply_to_answer(cx, acc, envs, assumed, verdict, summary, memory)
-    if verdict == "yes" and glob_caveats:
-        verdict, summary = "conditional", summary.replace(": yes with", ": yes, with hardware caveats, with", 1)
+    if verdict == "yes" and glob_caveats:  # one verdict, said once: "conditional", and the summary says why
+        verdict = "conditional"
+        summary = (summary.replace(": yes with", ": yes, with hardware caveats, with", 1) if ": yes with" in summary
+                   else summary.replace(": yes (", ": yes with hardware caveats (", 1))
     depends = sorted({d for k in kernels if k.status != "rejected" for rs in (k.reasons, k.caveats) for r in rs
                       for d in r.depends_on})
     qd = q.as_dict()

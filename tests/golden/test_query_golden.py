@@ -153,3 +153,19 @@ def test_error_goldens_exit_2_with_a_fix() -> None:
 
 def test_no_golden_without_a_case() -> None:
     assert {p.stem for p in HERE.glob("*.json")} <= set(CASES)
+
+
+def test_a_verdict_and_its_summary_never_disagree() -> None:
+    """'conditional' is never summarized as a plain 'yes (...)', nor 'yes' as 'yes with caveats' (issue 26)."""
+    import re
+
+    bad = []
+    for path in sorted(HERE.glob("*.json")):
+        answer = json.loads(path.read_text()).get("answer") or {}
+        for a in [answer] if "verdict" in answer else answer.get("rows", []):
+            summary, verdict = a.get("summary") or "", a.get("verdict")
+            if verdict == "conditional" and re.search(r": yes \(", summary):
+                bad.append((path.name, summary))
+            if verdict == "yes" and "caveat" in summary:
+                bad.append((path.name, summary))
+    assert bad == []
