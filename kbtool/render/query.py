@@ -213,6 +213,9 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
         report = getattr(m, "vllm_report", None)
         if a.engine and report and ctx:
             used += _lines(sink, "  " + vllm_report_text(report, ctx), width, "", "    ")
+    ignored = a.query.get("vllm_ignored")
+    if ignored:
+        used += _lines(sink, f"vllm-args not considered: {', '.join(ignored)}", width, "", "    ", style="dim")
     cav: dict[str, tuple[str, Reason]] = {}
     for r in a.caveats:
         cav.setdefault(r.claim, (r.subject or "", r))

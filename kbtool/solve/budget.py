@@ -88,11 +88,15 @@ def _gb(x: float) -> str:
 def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *, batch: int = 1, tp: int = 1,
         utilization: float = 0.9, weights: str | None = None, reserve: int | None = None,
         batched_tokens: int = DEFAULT_BATCHED_TOKENS, mla_format: str | None = None, max_num_seqs: int = SAMPLER_ROWS,
-        eager: bool = False, block_size: int | None = None) -> Fit:
+        eager: bool = False, block_size: int | None = None, pp: int = 1) -> Fit:
     """Whether `batch` sequences of `ctx` tokens fit in the KV pool of each of `tp` GPUs, and how many do."""
     kv: KvModel = kv_model(model, kv_dtype, tp, batched_tokens, mla_format)
+    if pp > 1:  # each pipeline stage holds its share of the layers, their KV cache and their weights
+        for t in kv.terms:
+            t.per_token, t.fixed = t.per_token / pp, t.fixed / pp
+        kv.notes.append(f"pipeline parallel {pp}: each stage holds 1/{pp} of the layers (KV and weights per GPU)")
     wtotal, whow = weight_bytes(model, weights)
-    wgpu = math.ceil(wtotal / tp)
+    wgpu = math.ceil(wtotal / (tp * pp))
     if reserve is None:
         res, rhow = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager)
     else:
@@ -118,7 +122,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     if ctx:
         one = kv.per_sequence(ctx)
         seqs = int(pool // one) if pool > 0 and one > 0 else 0
-    tp_txt = f" / tp {tp}" if tp > 1 else ""
+    tp_txt = (f" / tp {tp}" if tp > 1 else "") + (f" / pp {pp}" if pp > 1 else "")
     lines = [f"KV/token = {' + '.join(t.text for t in kv.terms)}"]
     if len(kv.terms) > 1:
         lines.append(f"KV/token = {per_tok:,.0f} B" + (f" + {kv.fixed():,.0f} B/sequence" if kv.fixed() else ""))
@@ -140,7 +144,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         notes.append(f"ctx {ctx:,} exceeds the model's max_position_embeddings {model_max:,}")
     report = None
     block = block_size or kv.block
-    grouped = vllm_pool.groups(model, kv_dtype, block, tp) if ctx and pool > 0 else None
+    grouped = vllm_pool.groups(model, kv_dtype, block, tp, pp) if ctx and pool > 0 else None
     if grouped is not None and ctx:
         report = vllm_pool.report(pool, grouped, block, ctx, batched_tokens)
     return Fit(engine_report=report, fits=fits, kv_bytes=need, kv_bytes_per_token=per_tok, weights_bytes=wgpu,

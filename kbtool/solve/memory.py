@@ -47,10 +47,15 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[Ke
     eager = bool(getattr(q, "enforce_eager", False))
     block = env.get("block_size") if isinstance(env.get("block_size"), int) else None
     reserve = getattr(q, "reserve", None)
+    pp, dp = getattr(q, "pp", 1) or 1, getattr(q, "dp", 1) or 1
+    if pp > 1 or dp > 1:
+        notes_in.append(f"{q.gpus * pp} GPUs per replica (tp {q.gpus} x pp {pp})"
+                        + (f"; {dp} data-parallel replicas, each sized as shown" if dp > 1 else ""))
 
     def on(tp: int) -> Fit:
         return fit(model, kv, capacity, ctx, batch=batch, tp=tp, utilization=q.utilization, weights=weights,
-                   reserve=reserve, batched_tokens=tokens, max_num_seqs=seqs, eager=eager, block_size=block)
+                   reserve=reserve, batched_tokens=tokens, max_num_seqs=seqs, eager=eager, block_size=block,
+                   pp=pp)
 
     f = on(q.gpus)
     more = None

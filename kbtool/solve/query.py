@@ -194,6 +194,7 @@ class Query:
         "batched_tokens",
         "block_size",
         "ctx",
+        "dp",
         "dtype",
         "enforce_eager",
         "engine",
@@ -208,6 +209,7 @@ class Query:
         "max_num_seqs",
         "model",
         "phases",
+        "pp",
         "reserve",
         "utilization",
         "vllm",
@@ -237,6 +239,7 @@ class Query:
         self.vllm_ignored: list[str] = []
         self.max_num_seqs: int | None = None  # from --vllm-args; None: vLLM's default
         self.enforce_eager = False
+        self.pp, self.dp = 1, 1  # pipeline stages and data-parallel replicas (--vllm-args)
 
     def __repr__(self) -> str:
         return f"Query({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
@@ -256,6 +259,11 @@ class Query:
                 d[k] = getattr(self, k)
         if self.enforce_eager:
             d["enforce_eager"] = True
+        for k in ("pp", "dp"):
+            if getattr(self, k) > 1:
+                d[k] = getattr(self, k)
+        if self.vllm_ignored:
+            d["vllm_ignored"] = list(self.vllm_ignored)
         return d
 
 
@@ -292,6 +300,12 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
         if dtype is None and serve.dtype and serve.dtype != "auto":
             dtype = serve.dtype
         max_num_batched_tokens = max_num_batched_tokens or serve.max_num_batched_tokens
+        if serve.quantization and weights is None:
+            from kbtool.solve.vllm_args import QUANT_WEIGHTS
+
+            weights = QUANT_WEIGHTS.get(serve.quantization.lower())
+            if weights is None:
+                serve.ignored.append(f"--quantization {serve.quantization} (weights sized as the checkpoint says)")
     q = Query(
         gpu=gpu.strip() if gpu else None,
         gpus=positive_int(gpus, "--gpus", "8") or 1,
@@ -321,4 +335,5 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
         q.kv_cache_dtype = serve.kv_cache_dtype
         q.vllm_ignored = serve.ignored
         q.max_num_seqs, q.enforce_eager = serve.max_num_seqs, serve.enforce_eager
+        q.pp, q.dp = max(1, serve.pp or 1), max(1, serve.dp or 1)
     return q

@@ -3,7 +3,9 @@
 Only what the pre-flight answer needs is read: the model (a KB id, a Hugging Face id whose last part is a KB
 id or alias, or a config path), --kv-cache-dtype, --attention-backend, --max-model-len, -tp /
 --tensor-parallel-size, --gpu-memory-utilization, --block-size, --max-num-batched-tokens, --max-num-seqs and
---enforce-eager (the last two move vLLM's reserve: its sampler profile and CUDA-graph estimate). Other flags are
+--enforce-eager (the last two move vLLM's reserve: its sampler profile and CUDA-graph estimate), --quantization
+(the weights' bytes), -pp / --pipeline-parallel-size (layers and weights per stage) and -dp /
+--data-parallel-size (replicas: the memory per GPU does not change). Other flags are
 ignored and listed, so the answer can say what it did not consider.
 """
 
@@ -19,9 +21,14 @@ _FLAGS = {
     "--max-model-len": "max_model_len", "-tp": "tp", "--tensor-parallel-size": "tp",
     "--gpu-memory-utilization": "gpu_memory_utilization", "--block-size": "block_size",
     "--max-num-batched-tokens": "max_num_batched_tokens", "--model": "model", "--dtype": "dtype",
-    "--max-num-seqs": "max_num_seqs",
+    "--max-num-seqs": "max_num_seqs", "--quantization": "quantization", "-q": "quantization",
+    "--pipeline-parallel-size": "pp", "-pp": "pp", "--data-parallel-size": "dp", "-dp": "dp",
 }
-_INTS = {"max_model_len", "tp", "block_size", "max_num_batched_tokens", "max_num_seqs"}
+_INTS = {"max_model_len", "tp", "block_size", "max_num_batched_tokens", "max_num_seqs", "pp", "dp"}
+QUANT_WEIGHTS = {"fp8": "fp8", "fbgemm_fp8": "fp8", "ptpc_fp8": "fp8", "awq": "int4", "awq_marlin": "int4",
+                 "gptq": "int4", "gptq_marlin": "int4", "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4",
+                 "bitsandbytes": "int4"}
+"""--quantization methods whose weight bytes per parameter kb knows (kbtool/solve/budget.py WEIGHT_BYTES)."""
 _SWITCHES = {"--enforce-eager": "enforce_eager"}  # flags without a value
 
 
@@ -38,6 +45,9 @@ class ServeArgs:
     dtype: str | None = None
     max_num_seqs: int | None = None
     enforce_eager: bool = False
+    quantization: str | None = None
+    pp: int | None = None
+    dp: int | None = None
     ignored: list[str] = field(default_factory=list)
 
 

@@ -105,9 +105,10 @@ def _page_bytes(g: object, kv_dtype: str, block: int, tp: int) -> int | None:
     return block * heads * (hd + (getattr(g, "head_dim_v", None) or hd)) * per
 
 
-def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1) -> tuple[list[Group], list[str]] | None:
+def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1,
+           pp: int = 1) -> tuple[list[Group], list[str]] | None:
     """vLLM's KV cache groups for this model (None where kb does not model them: linear-attention layers, mixed
-    page sizes), with the padding warnings vLLM logs."""
+    page sizes), with the padding warnings vLLM logs; with pipeline parallel `pp`, those of one stage."""
     by_type: dict[tuple[str, int | None, int], int] = {}
     for g in model.layers:
         if g.type not in ATTENTION_TYPES:
@@ -116,7 +117,7 @@ def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1) -> tup
         if page is None:
             return None
         key = (g.type, g.window if g.type == "sliding" else None, page)
-        by_type[key] = by_type.get(key, 0) + g.count
+        by_type[key] = by_type.get(key, 0) + math.ceil(g.count / pp)  # the stage with the most layers
     pages = {k[2] for k in by_type}
     if len(pages) != 1:
         return None

@@ -69,3 +69,25 @@ def test_older_release_and_unknown_release() -> None:
     assert a["engine"]["vllm"] == "0.19.1" and a["query"]["engine"] == "vllm"
     r = run_kb("query", "--gpu", "h100", "--head-dim", "128", "--vllm", "0.1.0")
     assert r.code == 2 and "the KB records vLLM's selection for 0.19.1, 0.33.0 only" in r.err
+
+
+def test_parse_reads_the_flags_that_move_memory() -> None:
+    a = parse("vllm serve m --quantization fp8 -pp 4 --data-parallel-size 2 --max-num-seqs 256 --enforce-eager "
+              "--swap-space 4")
+    assert (a.quantization, a.pp, a.dp, a.max_num_seqs, a.enforce_eager) == ("fp8", 4, 2, 256, True)
+    assert a.ignored == ["--swap-space"]
+
+
+def test_pipeline_parallel_and_quantization_change_the_answer() -> None:
+    base = ["query", "--gpu", "h100", "--json", "--vllm-args"]
+    plain = json.loads(run_kb(*base, "serve llama-3.1-70b --max-model-len 32768").out)["memory"]
+    staged = json.loads(run_kb(*base, "serve llama-3.1-70b --max-model-len 32768 -pp 4 --quantization fp8 "
+                                      "--enable-prefix-caching").out)
+    m = staged["memory"]
+    # fp8 halves the quantized groups (embeddings and lm_head stay bf16); each of 4 stages holds a quarter
+    assert m["weights_dtype"] == "fp8" and 0.5 < m["weights_bytes"] * 4 / plain["weights_bytes"] < 0.55
+    assert m["kv_bytes_per_token"] * 4 == plain["kv_bytes_per_token"]
+    assert plain["fits"] is False and m["fits"] is True
+    assert staged["query"]["vllm_ignored"] == ["--enable-prefix-caching"] and staged["query"]["pp"] == 4
+    text = run_kb(*base[:-2], "--vllm-args", "serve llama-3.1-70b --max-model-len 32768 --enable-prefix-caching").out
+    assert "vllm-args not considered: --enable-prefix-caching" in text
