@@ -142,8 +142,11 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
     env.update(q.libs)
     kv, dtype = q.kv, q.dtype
     if dtype is None:
-        dtype = "fp16" if kv == "fp16" else "bf16"
-        assumed["dtype"] = dtype
+        old_gpu = env.get("vendor") == "nvidia" and 0 < float(env.get("cc") or 0) < 8.0
+        dtype = "fp16" if kv == "fp16" or old_gpu else "bf16"
+        # vLLM's --dtype auto takes fp16 where the GPU has no bf16 (cc < 8.0: vllm/config/model.py picks the
+        # platform's first supported dtype)
+        assumed["dtype"] = "fp16 (no bf16 below sm80; vLLM's --dtype auto picks fp16)" if old_gpu else dtype
     if kv is None:
         kv = dtype if dtype in ("bf16", "fp16", "fp8_e4m3", "fp8_e5m2") else "bf16"
         assumed["kv"] = f"{kv} (the q dtype)"

@@ -91,3 +91,11 @@ def test_pipeline_parallel_and_quantization_change_the_answer() -> None:
     assert staged["query"]["vllm_ignored"] == ["--enable-prefix-caching"] and staged["query"]["pp"] == 4
     text = run_kb(*base[:-2], "--vllm-args", "serve llama-3.1-70b --max-model-len 32768 --enable-prefix-caching").out
     assert "vllm-args not considered: --enable-prefix-caching" in text
+
+
+def test_a_gpu_without_bf16_is_asked_in_fp16_by_default() -> None:
+    t4 = json.loads(run_kb("query", "--gpu", "t4", "--model", "llama-3.1-8b", "--ctx", "8k", "--engine", "vllm",
+                           "--json").out)
+    assert str(t4["assumed"]["dtype"]).startswith("fp16") and t4["assumed"]["kv"].startswith("fp16")
+    h100 = json.loads(run_kb("query", "--gpu", "h100", "--model", "llama-3.1-8b", "--ctx", "8k", "--json").out)
+    assert h100["assumed"]["dtype"] == "bf16"
