@@ -34,8 +34,9 @@ SPEC = ProbeSpec(
     untestable=("No wheel installs there: PyPI has flash-attn (FA-2) only as a source distribution and flash-attn-3 "
                 "only as a 0.0.0 placeholder (checked 2026-11-30), and FA-3 (hopper/) is built from source; a "
                 "source build of either is needed to probe these gates, and it takes longer than a device lease "
-                "(10 minutes a command, 30 a session). vLLM's fork (vllm-flash-attn) ships compiled only inside "
-                "the vllm wheel, hundreds of MB against the 64 MiB a device call carries."),
+                "(10 minutes a command, 30 a session). vLLM's fork, compiled inside the vllm wheel, runs in "
+                "probes/vllm_fa3.py and vllm_fa2.py and judges the claims whose code it shares (fork ranges); "
+                "what is left here is upstream's own build and behaviour."),
 )
 
 HEAD_DIMS = {"fa2": [64, 128, 256, 512], "fa3": [64, 128, 192, 256, 512]}

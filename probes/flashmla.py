@@ -36,7 +36,8 @@ SPEC = ProbeSpec(
     timeout_s=300,
     untestable=("No wheel installs there: PyPI has no flash-mla distribution (checked 2026-11-30); FlashMLA is "
                 "built from source (nvcc >= 12.8, >= 12.9 for sm100), which takes longer than a device lease "
-                "(10 minutes a command, 30 a session)."),
+                "(10 minutes a command, 30 a session). vLLM's copy (upstream 48c6dc4 plus an out= argument) "
+                "runs in probes/vllm_flashmla.py and judges the claims whose code it shares."),
 )
 
 KV_DTYPES = ["bf16", "fp8_e4m3"]

@@ -296,7 +296,9 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
 
     def scope_of(gate: Gate) -> dict[str, Any]:
         picked = lambda p: gate.expect(p) is not None  # noqa: E731
-        return {"sm": sm, LIB: version, "phase": "prefill",
+        decode = all(set(p["lens_q"]) == {1} for p in (o.get("params") or {} for o in observations) if picked(p))
+        return {"sm": sm, LIB: version, "phase": "decode" if decode and any(
+                    picked(o.get("params") or {}) for o in observations) else "prefill",
                 "dtypes": values(observations, "dtype", picked), "head_dims": values(observations, "head_dim", picked)}
 
     out = judge_gates(gs, observations, scope_of, _label, reason_of=reason_of)
