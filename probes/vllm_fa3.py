@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbtool.probe.judging import PROBE_FAULT, Gate, default_reason, judge_gates, values
+from kbtool.probe.judging import PROBE_FAULT, Gate, default_reason, judge_gates, outcome_rows, values
 from kbtool.probe.spec import ProbeSpec
 from kbtool.probe.verdicts import untestable_here
 
@@ -82,15 +82,10 @@ def cases() -> list[dict[str, Any]]:
 
 def run(case: dict[str, Any]) -> dict[str, Any]:
     """One call of the fork's varlen entry point (fa_version from the case: 3 here, 2 for probes/vllm_fa2.py)."""
-    import importlib.util
-    import pathlib
-
     import torch
 
-    spec = importlib.util.spec_from_file_location("_vllm_kernels", pathlib.Path(__file__).with_name("_vllm_kernels.py"))
-    assert spec is not None and spec.loader is not None
-    kx = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(kx)
+    from probes import _vllm_kernels as kx
+
     fa = kx.flash_attn()
     torch.manual_seed(0)
     dev = "cuda"
@@ -309,13 +304,4 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
 
 
 def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:
-    rows = []
-    for o in observations:
-        p, m = o.get("params") or {}, o.get("metrics") or {}
-        outcome = str(o.get("outcome"))
-        if outcome == "OK" and m.get("correct") is False:
-            outcome = "OK-but-wrong"
-        err = f" rel_l2 {m['rel_l2']:.1e}" if "rel_l2" in m else ""
-        why = f": {str(o.get('message'))[:120]}" if o.get("message") else ""
-        rows.append(f"{_label(p)}: {outcome}{err}{why}")
-    return {"outcomes": rows}
+    return {"outcomes": outcome_rows(observations, _label)}

@@ -47,16 +47,10 @@ def cases() -> list[dict[str, Any]]:
 
 
 def run(case: dict[str, Any]) -> dict[str, Any]:
-    import importlib.util
-    import pathlib
-
     import torch
-
-    spec = importlib.util.spec_from_file_location("_fp8_gpu", pathlib.Path(__file__).with_name("_fp8_gpu.py"))
-    assert spec is not None and spec.loader is not None
-    gpu = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gpu)
     from vllm.vllm_flash_attn import flash_attn_interface as fa
+
+    from probes import _fp8_gpu as gpu
 
     c = {**acc.sys_consts(), "head_dim": case["head_dim"]}
     n, g = int(case["ctx"]), int(case["gqa"])

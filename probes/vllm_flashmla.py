@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbtool.probe.judging import Gate, default_reason, judge_gates, values
+from kbtool.probe.judging import Gate, default_reason, judge_gates, outcome_rows, values
 from kbtool.probe.spec import ProbeSpec
 from kbtool.probe.verdicts import untestable_here
 
@@ -315,13 +315,4 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
 
 
 def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:
-    rows = []
-    for o in observations:
-        p, m = o.get("params") or {}, o.get("metrics") or {}
-        outcome = str(o.get("outcome"))
-        if outcome == "OK" and m.get("correct") is False:
-            outcome = "OK-but-wrong"
-        err = f" rel_l2 {m['rel_l2']:.1e}" if "rel_l2" in m else ""
-        why = f": {str(o.get('message'))[:120]}" if o.get("message") else ""
-        rows.append(f"{_label(p)}: {outcome}{err}{why}")
-    return {"outcomes": rows}
+    return {"outcomes": outcome_rows(observations, _label)}

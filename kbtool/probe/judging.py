@@ -252,3 +252,18 @@ def values(observations: list[dict[str, Any]], key: str, where: Callable[[dict[s
     """Sorted distinct values of one parameter among the cases that match `where` (for verdict scopes)."""
     out = {(obs.get("params") or {}).get(key) for obs in observations if where(obs.get("params") or {})}
     return sorted((v for v in out if v is not None), key=str)
+
+
+def outcome_rows(observations: list[dict[str, Any]], label: Callable[[dict[str, Any]], str]) -> list[str]:
+    """One line per case for an evidence record's `data.outcomes`: label, outcome (OK-but-wrong when the result was
+    wrong), the relative error where measured, and the library's message."""
+    rows = []
+    for o in observations:
+        p, m = o.get("params") or {}, o.get("metrics") or {}
+        outcome = str(o.get("outcome"))
+        if outcome == "OK" and m.get("correct") is False:
+            outcome = "OK-but-wrong"
+        err = f" rel_l2 {m['rel_l2']:.1e}" if "rel_l2" in m else ""
+        why = f": {str(o.get('message'))[:120]}" if o.get("message") else ""
+        rows.append(f"{label(p)}: {outcome}{err}{why}")
+    return rows

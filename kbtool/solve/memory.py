@@ -39,7 +39,7 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[Ke
     weights = getattr(q, "weights", None)
     notes_in: list[str] = []
     if weights is None and model.weight_dtype == "fp32":  # vLLM's --dtype auto downcasts fp32 checkpoints
-        weights = "bf16" if _sm_number(acc.architecture) >= 80 else "fp16"
+        weights = "fp16" if env.get("vendor") == "nvidia" and 0 < float(env.get("cc") or 0) < 8.0 else "bf16"
         kv = weights if kv == "fp32" else kv
         notes_in.append(f"fp32 checkpoint: vLLM's --dtype auto loads it as {weights} (vllm/config/model.py, "
                         "'Downcast for float32 models')")
@@ -84,7 +84,3 @@ def _report(r: Report | None) -> dict[str, Any] | None:
                                                     **({"window": g.window} if g.window else {})} for g in r.groups],
             "padding": list(r.padding), "basis": "estimated"}
 
-
-def _sm_number(arch: str | None) -> int:
-    digits = "".join(ch for ch in (arch or "") if ch.isdigit())
-    return int(digits) if digits else 0

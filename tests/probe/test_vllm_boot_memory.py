@@ -16,6 +16,7 @@ import yaml
 
 from kbtool.model import Model
 from kbtool.model.hfconfig import to_record
+from kbtool.query_cli import image
 from kbtool.solve import vllm_pool
 from kbtool.solve.query import build_query
 from kbtool.solve.solver import solve
@@ -47,7 +48,7 @@ def serve_line(p: dict) -> str:
 
 def predicted(p: dict, env: dict) -> dict:
     q = build_query(gpu=env["accelerator"], vllm_args=serve_line(p))
-    answer = solve(__import__("kbtool.query_cli", fromlist=["image"]).image(), q)
+    answer = solve(image(), q)
     assert answer.memory is not None and answer.memory.vllm_report is not None, p["id"]
     return answer.memory.vllm_report
 
