@@ -1,4 +1,4 @@
-"""`--model NAME`: a record id or alias, a config.json path, or a clear error for a Hugging Face id.
+"""`--model NAME`: a record id or alias, a config.json path, or a Hugging Face id (its config.json from the Hub).
 
 (A model record that does not validate never reaches here: kbtool/query_cli.py refuses to answer from a
 records tree with errors and names the record's file, line and field.)"""
@@ -24,14 +24,16 @@ def resolve_model(img: Models, name: str, row_of: Callable[[Any], dict[str, Any]
     key = name.strip()
     if key.lower() in img.names("model"):
         return None
-    from kbtool.store.hfconfig_file import HF_ID, hf_id_error, looks_like_path, read_config
+    from kbtool.model.model_card import Model
+    from kbtool.store.hfconfig_file import HF_ID, default_id, looks_like_path, read_config
 
     if looks_like_path(key):
-        rec = read_config(key)
-        from kbtool.model.model_card import Model
+        return img.add_model(row_of(Model.model_validate(read_config(key))))
+    if HF_ID.match(key):  # a Hugging Face id with no record: its config.json from the Hub (cached)
+        from kbtool.store.hub import fetch_config
 
-        return img.add_model(row_of(Model.model_validate(rec)))
-    if HF_ID.match(key):
-        raise hf_id_error(key)
+        folder = fetch_config(key)
+        rid = default_id(folder / key.partition("/")[2] / "config.json")
+        return img.add_model(row_of(Model.model_validate(read_config(str(folder), rid=rid))))
     return None
 

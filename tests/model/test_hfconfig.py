@@ -157,10 +157,11 @@ def test_cli_bad_config_exits_2_without_traceback(tmp_path: Path) -> None:
     assert "field 'linear_num_value_heads' is missing" in r.err and "Traceback" not in r.err
 
 
-def test_a_hugging_face_id_asks_for_the_config_path() -> None:
-    r = run_kb("query", "--gpu", "h100", "--model", "acme-labs/Super-Model-9B", env={"KB_NO_CACHE": "1"})
-    assert r.code == 2
-    assert "give the path to its config.json" in r.err
+def test_an_unknown_hugging_face_id_offline_asks_for_the_config_path(tmp_path: Path) -> None:
+    r = run_kb("query", "--gpu", "h100", "--model", "acme-labs/Super-Model-9B",
+               env={"KB_NO_CACHE": "1", "KB_OFFLINE": "1", "KB_HF_CACHE": str(tmp_path)})
+    assert r.code == 2 and "Traceback" not in r.err
+    assert "has no KB record and kb is offline" in r.err
     assert "huggingface-cli download acme-labs/Super-Model-9B config.json" in r.err
 
 
