@@ -25,7 +25,7 @@ SPEC = ProbeSpec(
     version=1,
     order=90,
     title="vLLM boots with dummy weights: its memory numbers",
-    claims=[],
+    claims=["vllm-fa3-fp8-kv-needs-bf16-model"],
     requires={"archs": None, "packages": ["torch", "vllm"]},
     timeout_s=260,
     untestable="vLLM is installed on the GPU host from probes/vllm_boot/pack.sh's bundle (no network there).",
@@ -73,6 +73,7 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
     summary = rec.get("summary") or {}
     metrics = {k: summary.get(k) for k in KEEP}
     metrics.update(release=rec.get("release"), flags=rec.get("flags"), boot_s=rec.get("boot_s"),
+                   config_patch=rec.get("config_patch"),
                    weights_gib_source=summary.get("weights_gib_source"),
                    available_kv_gib_source=summary.get("available_kv_gib_source"))
     if rec.get("outcome") == "OK":
@@ -84,8 +85,45 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
             "metrics": metrics}
 
 
+FP16_FP8 = "vllm-fa3-fp8-kv-needs-bf16-model"
+FP8_OUT_BF16 = "output must have dtype BF16"  # FA-3's check (vllm-project/flash-attention hopper/flash_api.cpp)
+
+
+def model_dtype(case: dict[str, Any]) -> str | None:
+    """The dtype vLLM's --dtype auto gives the case's model: its config's torch_dtype (fp32 checkpoints run bf16)."""
+    path = HERE / "models" / str(case.get("model")) / "config.json"
+    if not path.is_file():
+        return None
+    cfg = json.loads(path.read_text(encoding="utf-8"))
+    dt = cfg.get("torch_dtype") or cfg.get("dtype") or (cfg.get("text_config") or {}).get("torch_dtype")
+    return {"float16": "fp16", "bfloat16": "bf16", "float32": "bf16"}.get(str(dt))
+
+
 def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
-    return []
+    """FLASH_ATTN (FA-3) with fp8 KV: an fp16 model must fail at its first attention call with FA-3's bf16-output
+    error; a bf16 model with fp8 KV on the same backend is the control that must boot."""
+    sm, version = env.get("architecture"), (env.get("libraries") or {}).get("vllm")
+    scope = {"sm": sm, "vllm": version}
+    fp16, bf16 = [], []
+    for o in observations:
+        p, m = o.get("params") or {}, o.get("metrics") or {}
+        if p.get("kv_cache_dtype") != "fp8" or m.get("attention_backend") != "FLASH_ATTN":
+            continue
+        (fp16 if model_dtype(p) == "fp16" else bf16).append(o)
+    if not fp16:
+        return []
+    failed = [o for o in fp16 if o.get("outcome") == "ERROR" and FP8_OUT_BF16 in str(o.get("message"))]
+    booted = [o for o in bf16 if o.get("outcome") == "OK"]
+    names = ", ".join(str((o.get("params") or {}).get("id")) for o in fp16)
+    if len(failed) == len(fp16) and booted:
+        return [{"claim": FP16_FP8, "verdict": "confirmed", "scope": scope,
+                 "detail": f"vLLM {version} FLASH_ATTN fa3, fp8 KV: fp16 model ({names}) sized its KV cache, then "
+                           f"failed: '{FP8_OUT_BF16}'; {len(booted)} bf16 models with fp8 KV booted (control)"}]
+    if any(o.get("outcome") == "OK" for o in fp16):
+        return [{"claim": FP16_FP8, "verdict": "contradicted", "scope": scope,
+                 "detail": f"vLLM {version} FLASH_ATTN with fp8 KV booted an fp16 model ({names})"}]
+    return [{"claim": FP16_FP8, "verdict": "inconclusive", "scope": scope,
+             "detail": f"fp16 model with fp8 KV ({names}) failed otherwise or no bf16 control booted"}]
 
 
 def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:

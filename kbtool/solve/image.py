@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 9  # 7: engine-priority records; 8: claims carry measured values; 9: models carry their architecture
+IMAGE_VERSION = 10  # 10: models carry their experts (vLLM's MoE workspace); 7: engine-priority records; 8: claims carry measured values; 9: models carry their architecture
 
 
 def _at(i: int) -> Any:
@@ -101,7 +101,7 @@ LAYER_FIELDS = ("type", "count", "kv_heads", "head_dim", "head_dim_v", "window",
                 "state_bytes")
 MODEL_FIELDS = ("id", "architecture", "parameters", "parameter_groups", "weight_dtype", "unquantized_dtype",
                 "quantized", "quant_group_size", "weight_bytes", "num_heads", "head_dim", "hidden_size",
-                "intermediate_size", "vocab_size", "max_context", "softcap", "alibi", "layers")
+                "intermediate_size", "vocab_size", "max_context", "softcap", "alibi", "layers", "experts")
 
 
 class LayerV:
@@ -141,6 +141,7 @@ class ModelV:
         architecture: str | None
         parameters: int
         parameter_groups: dict[str, int] | None
+        experts: dict[str, int] | None
         weight_dtype: str
         unquantized_dtype: str
         quantized: list[str] | None

@@ -18,14 +18,19 @@ it is applied. The parts kb cannot read off a config are estimated here, each fr
 The KV cache groups (vllm/v1/core/kv_cache_utils.py:1180-1225, 1344-1395, 919-937, 1788-1798): layers of one
 attention type form one group; with several types the group size is the smallest type's layer count (the largest
 when it is under 1.5x the smallest), each type is padded to whole groups ("Add N padding layers"), and every group
-shares one pool of blocks of one page size. A request needs ceil(max_model_len / block) blocks in a full-attention
-group and ceil(min(window - 1 + max_num_batched_tokens, max_model_len) / block) + 1 in a sliding-window group.
+shares one pool of blocks of one page size; layer i of a type goes to group i mod n (kv_cache_utils.py:1223-1226),
+so a padded type's last groups hold a layer fewer. A request needs ceil(max_model_len / block) blocks in a
+full-attention group and ceil(min(window - 1 + max_num_batched_tokens, max_model_len) / block) + 1 in a
+sliding-window group. Mamba layers (vllm_mamba): the attention block is widened until one attention page holds a
+layer's state, the state page is padded to it, and a request needs one block in each Mamba group.
 "GPU KV cache size" = int(concurrency x max_model_len) tokens, concurrency = blocks / blocks per request.
 """
 
 from __future__ import annotations
 
 import math
+
+from kbtool.solve import vllm_mamba
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,6 +45,7 @@ V2_MLP_BYTES = 4.0  # per token and MLP width: the gate/up projection's bf16 out
 GRAPH_ESTIMATE_BYTES = GIB
 V2_ARCHITECTURES = frozenset({"Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM",
                               "GraniteMoeForCausalLM", "LlamaForCausalLM", "MistralForCausalLM"})
+NON_GATED_MOE = frozenset({"NemotronHForCausalLM"})  # relu2 experts (models/nemotron_h.py, is_non_gated_moe)
 KV_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8": 1}
 ATTENTION_TYPES = ("full", "sliding", "mla")
 
@@ -49,16 +55,46 @@ def runner(model: Model | ModelV) -> str:
     return "V2" if getattr(model, "architecture", None) in V2_ARCHITECTURES else "V1"
 
 
+def moe_workspace_bytes(model: Model | ModelV, batched_tokens: int, tp: int = 1) -> int:
+    """The fused-MoE scratch buffer vLLM keeps for the whole run (0 for a dense model).
+
+    vLLM 0.24.0's modular MoE kernel takes its scratch space from the worker's workspace manager
+    (fused_moe/modular_kernel.py:1093-1100, v1/worker/workspace.py:92-117), which grows to the largest request and
+    never shrinks, so the profile run's forward leaves it allocated while the sampler runs. Its size, in the
+    activation dtype, for M batched tokens, top-k experts, expert width I (per TP rank) and hidden size K: the Triton
+    experts (experts/triton_moe.py:181-196) hold max(M*topk*max(I, K), M*K) + M*topk*max(2I, K) elements (gated
+    MLP; I + I when not gated); gpt-oss's mxfp4 experts (experts/gpt_oss_triton_kernels_moe.py:671-686) hold M*K +
+    M*topk*I.
+    """
+    ex = getattr(model, "experts", None)
+    ex = ex if isinstance(ex, dict) or ex is None else ex.model_dump()
+    active, shared = ((ex or {}).get("active") or 0), ((ex or {}).get("shared") or 0)
+    width, hidden = getattr(model, "intermediate_size", None), getattr(model, "hidden_size", None)
+    if not active or not width or not hidden:
+        return 0
+    inter = math.ceil(width / (active + shared) / tp)  # kb's intermediate_size is the active MLP width
+    m, k = batched_tokens, int(hidden)
+    active = int(active)
+    if getattr(model, "weight_dtype", None) == "mxfp4":
+        elems = m * k + m * active * inter
+    else:
+        n = inter if getattr(model, "architecture", None) in NON_GATED_MOE else 2 * inter
+        elems = max(m * active * max(inter, k), m * k) + m * active * max(n, k)
+    return int(elems) * 2
+
+
 def activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, tp: int = 1) -> tuple[int, str]:
     """The torch peak of vLLM's profile run (an estimate), and how it was computed."""
     vocab = model.vocab_size or 128_000
-    which = runner(model)
-    if which == "V2":
+    moe = moe_workspace_bytes(model, batched_tokens, tp)
+    moe_words = f" + MoE workspace {moe / 1e9:,.2f} GB" if moe else ""
+    if runner(model) == "V2":
         inter = math.ceil((model.intermediate_size or 4 * (model.hidden_size or 4096)) / tp)
         sampler, mlp = max_num_seqs * vocab * V2_SAMPLER_BYTES, batched_tokens * inter * V2_MLP_BYTES
-        return int(sampler + mlp), (f"V2 runner: logits {max_num_seqs} x {vocab:,} x 4 B + MLP {batched_tokens:,} x "
-                                    f"{inter:,} x 4 B")
-    return int(max_num_seqs * vocab * V1_SAMPLER_BYTES), f"V1 runner: sampler {max_num_seqs} x {vocab:,} x 15 B"
+        return int(sampler + mlp + moe), (f"V2 runner: logits {max_num_seqs} x {vocab:,} x 4 B + MLP "
+                                          f"{batched_tokens:,} x {inter:,} x 4 B{moe_words}")
+    return int(max_num_seqs * vocab * V1_SAMPLER_BYTES + moe), (f"V1 runner: sampler {max_num_seqs} x {vocab:,} x "
+                                                                f"15 B{moe_words}")
 
 
 def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp: int = 1,
@@ -73,12 +109,25 @@ def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp
 
 
 class Group:
-    """One KV cache group: its attention type (full, sliding, mla), layers (padding included), page bytes."""
+    """One KV cache group: its type (full, sliding, mla, mamba), its layers as vLLM counts them (a padded type's
+    last groups hold one layer fewer: vLLM deals layers i, i + n, ... to group i), page bytes."""
 
     __slots__ = ("kind", "layers", "page_bytes", "window")
 
     def __init__(self, kind: str, layers: int, page_bytes: int, window: int | None = None) -> None:
         self.kind, self.layers, self.page_bytes, self.window = kind, layers, page_bytes, window
+
+
+class Grouped(tuple):  # type: ignore[type-arg]
+    """What groups() returns: the pair (groups, padding lines), with `block`, the attention block size vLLM
+    settles on (wider than the one asked for in a Mamba hybrid)."""
+
+    block: int
+
+    def __new__(cls, gs: list[Group], padding: list[str], block: int) -> Grouped:
+        self = super().__new__(cls, (gs, padding))
+        self.block = block
+        return self
 
 
 class Report:
@@ -105,12 +154,24 @@ def _page_bytes(g: object, kv_dtype: str, block: int, tp: int) -> int | None:
     return block * heads * (hd + (getattr(g, "head_dim_v", None) or hd)) * per
 
 
-def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1,
-           pp: int = 1) -> tuple[list[Group], list[str]] | None:
-    """vLLM's KV cache groups for this model (None where kb does not model them: linear-attention layers, mixed
-    page sizes), with the padding warnings vLLM logs; with pipeline parallel `pp`, those of one stage."""
+def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: int = 1) -> Grouped | None:
+    """vLLM's KV cache groups for this model (None where kb does not model them: mixed page sizes, Mamba layers
+    without attention layers or with several state sizes), with the padding warnings vLLM logs and the attention
+    block vLLM uses (`block`, widened for Mamba state: vllm_mamba); with pipeline parallel `pp`, one stage's."""
     by_type: dict[tuple[str, int | None, int], int] = {}
+    mamba = [g for g in model.layers if g.type == "linear"]
+    attention = [g for g in model.layers if g.type != "linear"]
+    state = {vllm_mamba.layer_state_bytes(g, tp) for g in mamba}
+    if mamba:
+        one = _page_bytes(attention[0], kv_dtype, 1, tp) if attention else None
+        if len(state) != 1 or None in state or not one:
+            return None
+        block = vllm_mamba.aligned_block(state.pop(), one, block)  # type: ignore[arg-type]
     for g in model.layers:
+        if g.type == "linear":
+            padded: tuple[str, int | None, int] = ("mamba", None, _page_bytes(attention[0], kv_dtype, block, tp) or 0)
+            by_type[padded] = by_type.get(padded, 0) + math.ceil(g.count / pp)  # the state page padded to attention's
+            continue
         if g.type not in ATTENTION_TYPES:
             return None
         page = _page_bytes(g, kv_dtype, block, tp)
@@ -130,20 +191,25 @@ def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1,
         pad = size - n % size
         if pad != size:
             padding.append(f"Add {pad} padding layers, may waste at most {pad / n * 100:.2f}% KV cache memory")
-        out += [Group(kind, size, page, window) for _ in range(math.ceil(n / size))]
-    return out, padding
+        k = math.ceil(n / size)
+        out += [Group(kind, math.ceil((n - i) / k), page, window) for i in range(k)]
+    return Grouped(out, padding, block)
 
 
 def report(available_bytes: int, grouped: tuple[list[Group], list[str]], block: int, max_model_len: int,
            batched_tokens: int) -> Report:
-    """num_blocks, "GPU KV cache size" and "Maximum concurrency" for this pool."""
+    """num_blocks, "GPU KV cache size" and "Maximum concurrency" for this pool (at the block groups() settled
+    on, where `grouped` carries one)."""
     gs, padding = grouped
+    block = getattr(grouped, "block", block)
     size = max(g.layers for g in gs)
     num_blocks = max(0, available_bytes // gs[0].page_bytes // size)
     per_request = 0
     for g in gs:
         if g.kind == "sliding" and g.window:
             per_request += math.ceil(min(g.window - 1 + batched_tokens, max_model_len) / block) + 1
+        elif g.kind == "mamba":
+            per_request += 1  # one state page per request, whatever its length (vllm_mamba)
         else:
             per_request += math.ceil(max_model_len / block)
     conc = num_blocks / per_request if per_request else 0.0

@@ -428,6 +428,32 @@ def classify(exc_text: str) -> str:
     return "ERROR"
 
 
+GPTQ_BLOCK_LAYERS = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
+                     "mlp.up_proj", "mlp.down_proj"]
+
+
+def as_real_checkpoint(mdir: Path) -> tuple[Path, str | None]:
+    """The model folder to boot, and what was patched so a config-only folder boots as its checkpoint would.
+
+    vLLM 0.24.0 finds a GPTQ checkpoint's quantized layers in its safetensors headers when the quantization_config
+    does not list them (auto_gptq.py maybe_update_config); a folder with config.json alone has none, so every
+    layer would be built unquantized (2 bytes per weight). The copy names the layers AutoGPTQ quantizes in a
+    decoder block instead."""
+    cfg = json.loads((mdir / "config.json").read_text(encoding="utf-8"))
+    q = cfg.get("quantization_config") or {}
+    if q.get("quant_method") != "gptq" or q.get("modules_in_block_to_quantize") or any(mdir.glob("*.safetensors")):
+        return mdir, None
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix="kb-boot-model-"))
+    for f in mdir.iterdir():
+        if f.is_file() and f.name != "config.json":
+            (tmp / f.name).write_bytes(f.read_bytes())
+    q["modules_in_block_to_quantize"] = GPTQ_BLOCK_LAYERS
+    (tmp / "config.json").write_text(json.dumps(cfg, indent=1), encoding="utf-8")
+    return tmp, "quantization_config.modules_in_block_to_quantize = " + ",".join(GPTQ_BLOCK_LAYERS)
+
+
 def main() -> int:
     if len(sys.argv) != 3:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
@@ -438,6 +464,7 @@ def main() -> int:
     os.environ.update({k: str(v) for k, v in case.get("env", {}).items()})
     model = case["model"]
     mdir = Path(model) if Path(model).is_dir() else HERE / "models" / model
+    mdir, patched = as_real_checkpoint(mdir)
     tee = TeeStderr()
     cap = Capture()
     result: dict = {
@@ -445,6 +472,7 @@ def main() -> int:
         "case": case,
         "model_dir": str(mdir),
         "host": os.uname().nodename,
+        "config_patch": patched,
         "env": {k: os.environ.get(k) for k in sorted(set(ENV) | set(case.get("env", {})))},
     }
     t0 = time.time()

@@ -17,7 +17,7 @@ import yaml
 from kbtool.model import Model
 from kbtool.model.hfconfig import to_record
 from kbtool.query_cli import image
-from kbtool.solve import vllm_pool
+from kbtool.solve import vllm_mamba, vllm_pool
 from kbtool.solve.query import build_query
 from kbtool.solve.solver import solve
 from tests.util import ROOT
@@ -26,17 +26,43 @@ MODELS = ROOT / "probes" / "vllm_boot" / "models"
 GIB = 1 << 30
 
 
-def boots() -> list[tuple[str, dict, dict, dict]]:
+def unquantized_by_dummy_load(model: str, metrics: dict) -> bool:
+    """True where vLLM 0.24.0 boots a GPTQ checkpoint unquantized because only its config.json is there: with no
+    `modules_in_block_to_quantize` in the quantization_config, AutoGPTQConfig.maybe_update_config
+    (layers/quantization/auto_gptq.py:270-294) lists the quantized layers from the checkpoint's safetensors
+    headers, finds none, and every linear layer is built in the model dtype. A real checkpoint does not boot so.
+    (boot_case.py now patches such a folder and says so in the boot's `config_patch`.)"""
+    if metrics.get("config_patch"):
+        return False
+    d = MODELS / model
+    q = json.loads((d / "config.json").read_text(encoding="utf-8")).get("quantization_config") or {}
+    return (q.get("quant_method") == "gptq" and not q.get("modules_in_block_to_quantize")
+            and not any(d.glob("*.safetensors")))
+
+
+def boots(*, representative: bool = True) -> list[tuple[str, dict, dict, dict]]:
+    """Every boot that came up; by default only those that boot the model as a real checkpoint would."""
     out = []
     for path in sorted((ROOT / "records" / "evidence").glob("*-vllm-boot*.yaml")):
         ev = yaml.safe_load(path.read_text(encoding="utf-8"))
         for c in ev["cases"]:
             if c["outcome"] == "OK" and (c.get("metrics") or {}).get("kv_cache_tokens"):
+                if unquantized_by_dummy_load(c["params"]["model"], c["metrics"]) == representative:
+                    continue
                 out.append((f"{path.stem}:{c['params']['id']}", c["params"], c["metrics"], ev["environment"]))
     return out
 
 
 BOOTS = boots()
+
+
+def test_boots_left_out_did_boot_unquantized() -> None:
+    """The boots left out above really show the model-dtype weights (2 bytes per parameter), not int4."""
+    left = boots(representative=False)
+    for name, p, m, _env in left:
+        cfg = json.loads((MODELS / p["model"] / "config.json").read_text(encoding="utf-8"))
+        params = to_record(cfg, p["model"], where=str(MODELS / p["model"]))["parameters"]
+        assert m["weights_gib"] * GIB == pytest.approx(params * 2, rel=0.05), name
 
 
 def serve_line(p: dict) -> str:
@@ -54,8 +80,9 @@ def predicted(p: dict, env: dict) -> dict:
 
 
 def test_there_are_enough_boots_to_judge() -> None:
-    assert len(BOOTS) >= 10
-    assert len({b[1]["model"] for b in BOOTS}) >= 7  # dense, MoE, MLA (bf16, fp8), sliding window, sinks
+    assert len(BOOTS) >= 24
+    # dense, MoE, MLA (bf16, fp8 KV), sliding window, sinks, fp8 and int4 checkpoints, a Mamba hybrid
+    assert len({b[1]["model"] for b in BOOTS}) >= 12
 
 
 def test_predictions_are_within_the_bounds_of_real_boots() -> None:
@@ -79,8 +106,11 @@ def test_the_kv_manager_model_reproduces_vllm_from_its_own_available_memory(name
     rec["sources"] = [{"type": "doc", "url": "https://huggingface.co"}]
     model = Model.model_validate(rec)
     kv = {"auto": "bf16", "fp8": "fp8_e4m3"}[p["kv_cache_dtype"]]
-    grouped = vllm_pool.groups(model, kv, m["block_size"])
-    assert grouped is not None
+    # a Mamba hybrid starts from FLASH_ATTN's block (16), which vLLM widens to cover the state page (vllm_mamba)
+    hybrid = any(g.type == "linear" for g in model.layers)
+    grouped = vllm_pool.groups(model, kv, 16 if hybrid else m["block_size"])
+    assert grouped is not None and grouped.block == m["block_size"]
+    assert grouped[1] == [line.split("] ", 1)[1] for line in m.get("padding_lines") or []]
     assert [g.layers for g in grouped[0]] == [g["num_layers"] for g in m["kv_cache_groups"]]
     assert {g.page_bytes for g in grouped[0]} == {g["page_size_bytes"] for g in m["kv_cache_groups"]}
     available = round(m["available_kv_gib"] * GIB)  # vLLM logs GiB to 4 decimals: a few blocks of slack
@@ -106,5 +136,29 @@ def test_uneven_hybrids_are_padded_as_vllm_warns() -> None:
                                                 window=w)
     m = SimpleNamespace(layers=[layer("sliding", 52, 1024), layer("full", 10)])
     gs, padding = vllm_pool.groups(m, "bf16", 16)  # type: ignore[arg-type,misc]
-    assert [g.layers for g in gs] == [10] * 7 and padding == ["Add 8 padding layers, may waste at most 15.38% KV "
-                                                              "cache memory"]
+    # 52 sliding layers dealt to 6 groups of at most 10 (vLLM's layers[i::6]), then the 10 full layers
+    assert [g.layers for g in gs] == [9, 9, 9, 9, 8, 8, 10]
+    assert padding == ["Add 8 padding layers, may waste at most 15.38% KV cache memory"]
+
+
+def test_a_mamba_hybrid_widens_the_attention_block_until_one_page_holds_a_state() -> None:
+    from types import SimpleNamespace
+
+    # NemotronH: conv state (64 x 64 + 2 x 8 x 128 = 6144, conv_kernel - 1 = 3) bf16 + SSM state (64, 64, 128) fp32
+    state = [{"shape": [6144, 3], "tp_dim": 0, "dtype": "bf16"}, {"shape": [64, 64, 128], "tp_dim": 0, "dtype": "fp32"}]
+    assert vllm_mamba.layer_state_bytes(SimpleNamespace(state=state), 1) == 36_864 + 2_097_152
+    # 16 x cdiv(2,134,016, 16 x 1,024 B/token) = 16 x 131; fp8 KV: 16 x cdiv(2,134,016, 16 x 512) = 16 x 261
+    assert vllm_mamba.aligned_block(2_134_016, 1024, 16) == 2096
+    assert vllm_mamba.aligned_block(2_134_016, 512, 16) == 4176
+    assert vllm_mamba.aligned_block(2_134_016, 1024, 32) == 32 * 66  # a larger asked block is the step
+    assert vllm_mamba.aligned_block(16_384, 1024, 16) == 16  # one 16-token page holds the state exactly
+    full = SimpleNamespace(type="full", count=6, kv_heads=2, head_dim=128, head_dim_v=None, window=None)
+    m = SimpleNamespace(layers=[SimpleNamespace(type="linear", count=23, state=state), full])
+    grouped = vllm_pool.groups(m, "bf16", 16)  # type: ignore[arg-type]
+    assert grouped is not None and grouped.block == 2096
+    page = 2096 * 1024  # the state page padded to the attention page
+    assert [(g.kind, g.layers, g.page_bytes) for g in grouped[0]] == [("mamba", 6, page)] * 3 + [
+        ("mamba", 5, page), ("full", 6, page)]
+    r = vllm_pool.report(5360 * 6 * page, grouped, 16, 8192, 8192)
+    # a request: one page in each of the 4 Mamba groups + cdiv(8192, 2096) = 4 blocks of the full group
+    assert r.block_size == 2096 and r.num_blocks == 5360 and r.concurrency == 670.0 and r.tokens == 670 * 8192
