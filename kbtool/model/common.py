@@ -121,6 +121,9 @@ class Side(Strict):
 
     position: str = Field(description="What this side says")
     sources: list[Source] = Field(min_length=1, description="Who says it")
+    requires: Condition | None = Field(
+        default=None, description="For a reject gate: what this side says must hold for the subject to run. Where "
+        "every side gives one and none holds, the sides agree and the gate rejects (it is disputed elsewhere)")
 
 
 class VerdictScope(Strict):

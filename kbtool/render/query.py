@@ -232,7 +232,7 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
         for who, r in cav.values():
             note = f" ({r.handled})" if r.handled else ""
             one = _wrap(f"{who}: {r.message} [{r.claim}, {_label(r)}]{note}", width, "  ", "    ")
-            if len(block) + len(one) > budget:
+            if len(block) + len(one) > budget and block:  # the first caveat is always shown
                 left += 1
                 continue
             block += one

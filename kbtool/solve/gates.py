@@ -74,6 +74,8 @@ def effective(claim: ClaimV, env: Env) -> tuple[str, str | None]:
     """
     vs = claim.verdicts
     if not vs:
+        if claim.status == "disputed" and sides_agree(claim, env):
+            return "unverified", "every side agrees here"
         return claim.status, None
     inside = [v for v in vs if _covers(v, env)]
     if inside:
@@ -84,10 +86,21 @@ def effective(claim: ClaimV, env: Env) -> tuple[str, str | None]:
         if st == "untestable":  # what runs elsewhere showed (another build of the same code, say) is worth saying
             words += "".join(f"; {scope_words(out)}" for out in [[v for v in vs if v not in inside]] if out)
         if st == "untestable" and claim.sides:  # no run decides it here: the sources' dispute stands
+            if sides_agree(claim, env):
+                return "unverified", f"every side agrees here; {words}"
             return "disputed", f"disputed; {words}"
         return st, words
     own = "disputed" if claim.sides else "unverified" if claim.status in ("verified", "refuted") else claim.status
+    if own == "disputed" and sides_agree(claim, env):
+        return "unverified", f"every side agrees here; {scope_words(vs)} only"
     return own, f"{own} here; {scope_words(vs)} only"
+
+
+def sides_agree(claim: ClaimV, env: Env) -> bool:
+    """Whether a disputed reject gate's sides all say the subject cannot run here (each side's own requires
+    fails): the dispute is about other environments, and here the gate rejects."""
+    conds = [s[2] for s in claim.sides]
+    return bool(conds) and all(c is not None for c in conds) and all(evaluate(c, env) is False for c in conds)
 
 
 def worst(statuses: Iterable[KernelStatus]) -> KernelStatus:
@@ -222,7 +235,7 @@ def _reason(claim: ClaimV, j: Judge, layer: str, *, observed: Any = None, allowe
     if claim.measured and claim.effect != "reject":
         r.message += measured_words(claim.measured, j.env)
     if claim.sides and status == "disputed":
-        r.sides = [{"position": pos, "sources": list(srcs)} for pos, srcs in claim.sides]
+        r.sides = [{"position": pos, "sources": list(srcs)} for pos, srcs, _req in claim.sides]
     return r
 
 

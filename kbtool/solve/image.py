@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 10  # 10: models carry their experts (vLLM's MoE workspace); 7: engine-priority records; 8: claims carry measured values; 9: models carry their architecture
+IMAGE_VERSION = 11  # 11: dispute sides carry their own requires; 10: models carry their experts (vLLM's MoE workspace); 7: engine-priority records; 8: claims carry measured values; 9: models carry their architecture
 
 
 def _at(i: int) -> Any:
@@ -69,7 +69,8 @@ class ClaimV(tuple):  # type: ignore[type-arg]
         reads: tuple[str, ...]  # the query variables its conditions and message read
         # per-scope verdicts: (sm, ((library, version), ...), phase, status, evidence ids)
         verdicts: tuple[tuple[Any, ...], ...]
-        sides: tuple[tuple[str, tuple[str, ...]], ...]  # disputed: (position, source locators) per side
+        sides: tuple[tuple[str, tuple[str, ...], tuple[Any, ...] | None], ...]  # disputed: (position, source
+        # locators, what the side says must hold) per side
         # values the probe runs behind its verdicts measured: (quantity, value, unit, conditions, accelerator)
         measured: tuple[tuple[str, float, str, tuple[tuple[str, Any], ...], str | None], ...]
     else:
@@ -202,7 +203,10 @@ def _claim_row(c: Any, share: dict[bytes, Any], arch: dict[str, str],
         verdicts = tuple((arch.get(e), (), None, v.status, (e,)) for e in v.evidence if arch.get(e))
     if any(d[2] for d in verdicts):
         reads.add("phase")  # a verdict limited to a phase: the claim's status differs between phases
-    sides = tuple((s.position, tuple(src.locator() for src in s.sources)) for s in v.sides)
+    sides = tuple((s.position, tuple(src.locator() for src in s.sources), compile_condition(s.requires))
+                  for s in v.sides)
+    for s in v.sides:
+        reads |= condition_vars(compile_condition(s.requires))
     row = (c.id, c.subject, c.effect, when, requires, scope, scope_text(scope), v.status,
            tuple(v.evidence), c.reason.code, c.reason.message, c.reason.workaround,
            tuple(s.locator() for s in c.sources), tuple(sorted(reads)), verdicts, sides,

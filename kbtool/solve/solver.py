@@ -143,10 +143,13 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
     kv, dtype = q.kv, q.dtype
     if dtype is None:
         old_gpu = env.get("vendor") == "nvidia" and 0 < float(env.get("cc") or 0) < 8.0
-        dtype = "fp16" if kv == "fp16" or old_gpu else "bf16"
-        # vLLM's --dtype auto takes fp16 where the GPU has no bf16 (cc < 8.0: vllm/config/model.py picks the
-        # platform's first supported dtype)
-        assumed["dtype"] = "fp16 (no bf16 below sm80; vLLM's --dtype auto picks fp16)" if old_gpu else dtype
+        # vLLM's --dtype auto (vllm/config/model.py _resolve_auto_dtype) takes the checkpoint's torch_dtype, bf16
+        # for an fp32 checkpoint, and fp16 where the GPU has no bf16 (cc < 8.0)
+        ckpt = getattr(cx.model, "unquantized_dtype", None) if cx.model is not None else None
+        dtype = "fp16" if kv == "fp16" or old_gpu or ckpt == "fp16" else "bf16"
+        assumed["dtype"] = ("fp16 (no bf16 below sm80; vLLM's --dtype auto picks fp16)" if old_gpu else
+                            f"{dtype} (the checkpoint's torch_dtype, as vLLM's --dtype auto)" if ckpt == "fp16"
+                            else dtype)
     if kv is None:
         kv = dtype if dtype in ("bf16", "fp16", "fp8_e4m3", "fp8_e5m2") else "bf16"
         assumed["kv"] = f"{kv} (the q dtype)"
@@ -450,6 +453,16 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
         from kbtool.solve.engine import apply_to_answer
 
         engine, verdict, summary = apply_to_answer(cx, acc, envs, assumed, verdict, summary, memory)
+        picked = next((b for b in backends if engine and b.id == engine.get("selected")), None)
+        own = [r for r in (picked.caveats if picked else []) if r.layer == "engine" and not r.handled]
+        if own and verdict == "yes":  # the backend vLLM picks carries its own caveat (e.g. fails at first use)
+            verdict = "conditional"
+            summary = summary.replace(": yes with", ": yes with caveats, with", 1)
+        glob_caveats = _merge(own + glob_caveats)
+    held = _merge(glob_out.reasons)  # a hardware gate that holds (vLLM refusing bf16 below sm80) decides
+    if held and verdict != "no":
+        verdict = "no"
+        summary = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "") + f": {held[0].message}"
     if verdict == "yes" and glob_caveats:  # one verdict, said once: "conditional", and the summary says why
         verdict = "conditional"
         summary = (summary.replace(": yes with", ": yes, with hardware caveats, with", 1) if ": yes with" in summary
