@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 11  # 11: dispute sides carry their own requires; 10: models carry their experts (vLLM's MoE workspace); 7: engine-priority records; 8: claims carry measured values; 9: models carry their architecture
+IMAGE_VERSION = 11  # 11: dispute sides carry their own requires; 10: models carry their experts (vLLM's MoE
+# workspace); 7: engine-priority records; 8: claims carry measured values; 9: models carry their architecture
 
 
 def _at(i: int) -> Any:

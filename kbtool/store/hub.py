@@ -34,7 +34,7 @@ def _get(url: str) -> bytes:
     token = os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")
     if token:
         req.add_header("Authorization", f"Bearer {token}")
-    with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:  # noqa: S310 (https only: HUB is fixed)
+    with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:  # https only: HUB is fixed
         data: bytes = resp.read()
         return data
 
