@@ -49,10 +49,23 @@ def _side(folder: Path) -> dict[str, Any] | None:
     return doc.data if doc is not None and not errs and isinstance(doc.data, dict) else {}
 
 
+# Fields published configs leave to their transformers config class (which vLLM loads too), by model type: the
+# Gemma-3 multimodal configs omit text_config.vocab_size, heads, head_dim and the sliding-window pattern.
+GEMMA3_TEXT = {"vocab_size": 262208, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+               "max_position_embeddings": 131072, "rope_theta": 1000000.0, "query_pre_attn_scalar": 256,
+               "sliding_window_pattern": 6, "rope_local_base_freq": 10000.0}
+CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
+    t: {"repo": "huggingface/transformers", "path": "src/transformers/models/gemma3/configuration_gemma3.py",
+        "commit": "008f5c8c29be84d4721dc6d1e0fcd72300580be4", "section": "Gemma3TextConfig.__init__ keyword defaults",
+        "text_config": GEMMA3_TEXT}
+    for t in ("gemma3", "gemma3_text")}
+
+
 def _defaults(data: dict[str, Any], side: dict[str, Any] | None) -> dict[str, Any] | None:
     """Fill the fields a published config leaves to its transformers config class, from the `defaults` block
-    of SOURCE.yaml (which cites that class); return the block's source, or None when there is none."""
-    d = (side or {}).get("defaults")
+    of SOURCE.yaml (which cites that class), else from CLASS_DEFAULTS for the config's model type; return the
+    source of what was filled, or None when there is none."""
+    d = (side or {}).get("defaults") or CLASS_DEFAULTS.get(str(data.get("model_type")))
     if not isinstance(d, dict) or not isinstance(d.get("text_config"), dict) or not d.get("repo"):
         return None
     nested = data.get("text_config")

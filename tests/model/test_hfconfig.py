@@ -195,3 +195,16 @@ def test_model_import_writes_a_record_that_validates(tmp_path: Path) -> None:
     assert again.code == 2 and "already exists" in again.err
     other = run_kb("model", "import", str(HF / "qwen3-8b" / "config.json"), "--id", "my-qwen", "--kb", str(root))
     assert other.code == 0 and (root / "models" / "my-qwen.yaml").is_file()
+
+
+def test_a_published_gemma3_config_alone_takes_its_config_class_defaults(tmp_path: Path) -> None:
+    """google/gemma-3-27b-it's config.json has no text_config.vocab_size (nor heads, sliding-window pattern):
+    transformers fills them from Gemma3TextConfig, and so does kb, citing that class, with no SOURCE.yaml beside."""
+    from kbtool.store.hfconfig_file import read_config
+
+    (tmp_path / "config.json").write_text((HF / "gemma-3-27b" / "config.json").read_text())
+    assert "vocab_size" not in json.loads((tmp_path / "config.json").read_text())["text_config"]
+    rec = read_config(str(tmp_path / "config.json"))
+    assert rec["vocab_size"] == 262208
+    assert any(s.get("repo") == "huggingface/transformers" for s in rec["sources"])
+    assert sum(g["count"] for g in rec["layers"] if g["type"] == "full") == 62 // 6
