@@ -432,26 +432,18 @@ def _name(e: dict[str, Any], bid: str) -> str:
 
 
 def _fit_options(a: Answer, m: Any) -> str:
-    """What a user can change when the KV cache does not fit (each a query option)."""
-    opts = []
+    """The changes that make it fit, as the solver sized them again (Memory.to_fit, solve/memory.py)."""
     ctx = a.query.get("ctx")
     if getattr(m, "ctx_limit", None) == "model" and ctx and ctx > m.max_ctx:  # only a shorter ctx helps
         return f"--ctx {m.max_ctx:,} or less (the model's max_position_embeddings; memory would then fit)"
-    if m.available_bytes > 0 and m.max_ctx:
-        opts.append(f"--ctx {m.max_ctx:,} or less")
-    batch = a.query.get("batch") or 1
-    if batch > 1 and m.available_bytes > 0 and getattr(m, "max_sequences", None):  # fewer sequences at this ctx
-        opts.append(f"--batch {m.max_sequences:,} or less")
-    if getattr(m, "weights_dtype", None) in ("bf16", "fp16"):
-        opts.append("quantized weights (--weights fp8)")
-    if a.query.get("kv") in (None, "bf16", "fp16") and m.available_bytes > 0:  # a smaller KV cannot free weights
-        opts.append("--kv fp8")
-    more = getattr(m, "gpus_to_fit", None)  # the same budget at 2x, 4x, ... the GPUs (solve/memory.py)
-    if more:
-        opts.append(f"more GPUs (--gpus {more}, an estimate)")
-    else:
-        opts.append("no GPU count up to 64 (the KV cache per GPU stops shrinking)")
-    return ", ".join(opts)
+    opts = []
+    for o in getattr(m, "to_fit", None) or []:
+        n = o.get("max_sequences")
+        at = ctx if not o["change"].startswith("--ctx") else None  # a shorter ctx: one sequence of that length
+        opts.append(o["change"] + (f" ({n:,} sequence{'s' if n != 1 else ''} of {at:,})" if n and at else ""))
+    if not opts:
+        return "nothing kb can change fits (shorter ctx, fp8 KV or weights, up to 64 GPUs)"
+    return "; ".join(opts)
 
 
 def _engine_choice(e: dict[str, Any] | None, phase: str) -> str | None:

@@ -242,6 +242,9 @@ class Memory(_Plain):
                                   "('GPU KV cache size'), max_concurrency ('Maximum concurrency for ctx tokens per "
                                   "request'), num_blocks, block_size, its KV cache groups and padding; basis "
                                   "estimated (kb's model of vLLM 0.24.0's accounting)"),
+        "to_fit": ({"type": "array", "items": OBJ}, "When it does not fit: each change that makes it fit, sized again with the same budget "
+                            "before it is offered ({change: the query option(s), max_sequences, max_ctx}); empty "
+                            "when nothing kb can change fits or when it fits"),
     }
     FIELDS = tuple(SPEC)
     __slots__ = FIELDS
@@ -251,7 +254,7 @@ class Memory(_Plain):
                  notes: list[str] | None = None, weights_dtype: str | None = None, reserve_bytes: int = 0,
                  utilization: float = 0.9, pool_tokens: int = 0, max_sequences: int | None = None,
                  max_ctx_memory: int = 0, ctx_limit: str = "memory", gpus_to_fit: int | None = None,
-                 vllm_report: dict[str, Any] | None = None) -> None:
+                 vllm_report: dict[str, Any] | None = None, to_fit: list[dict[str, Any]] | None = None) -> None:
         self.fits, self.kv_bytes, self.kv_bytes_per_token = fits, kv_bytes, kv_bytes_per_token
         self.weights_bytes, self.available_bytes, self.capacity_bytes = weights_bytes, available_bytes, capacity_bytes
         self.max_ctx, self.formula = max_ctx, formula
@@ -260,6 +263,7 @@ class Memory(_Plain):
         self.pool_tokens, self.max_sequences = pool_tokens, max_sequences
         self.max_ctx_memory, self.ctx_limit, self.gpus_to_fit = max_ctx_memory, ctx_limit, gpus_to_fit
         self.vllm_report = vllm_report
+        self.to_fit = to_fit if to_fit is not None else []
 
 
 class Answer(_Plain):

@@ -52,10 +52,11 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[Ke
         notes_in.append(f"{q.gpus * pp} GPUs per replica (tp {q.gpus} x pp {pp})"
                         + (f"; {dp} data-parallel replicas, each sized as shown" if dp > 1 else ""))
 
-    def on(tp: int) -> Fit:
-        return fit(model, kv, capacity, ctx, batch=batch, tp=tp, utilization=q.utilization, weights=weights,
-                   reserve=reserve, batched_tokens=tokens, max_num_seqs=seqs, eager=eager, block_size=block,
-                   pp=pp)
+    def on(tp: int, *, kv_as: str | None = None, weights_as: str | None = None, ctx_as: int | None = None,
+           batch_as: int | None = None) -> Fit:
+        return fit(model, kv_as or kv, capacity, ctx_as or ctx, batch=batch_as or batch, tp=tp,
+                   utilization=q.utilization, weights=weights_as or weights, reserve=reserve, batched_tokens=tokens,
+                   max_num_seqs=seqs, eager=eager, block_size=block, pp=pp)
 
     f = on(q.gpus)
     more = None
@@ -65,6 +66,7 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[Ke
             g = on(p)
             more = p if g.fits else None
             p *= 2
+    to_fit = _to_fit(f, on, q.gpus, kv, ctx, batch, more) if f.fits is False else []
     cap_note = "driver-reported bytes" if acc.driver_memory else "marketed GB x 1e9 (no driver figure recorded)"
     notes = [*notes_in, *f.notes, f"capacity: {cap_note}"]
     mem = Memory(fits=f.fits, kv_bytes=f.kv_bytes, kv_bytes_per_token=f.kv_bytes_per_token,
@@ -72,8 +74,46 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[Ke
                  max_ctx=f.max_ctx, formula=f.formula, notes=notes, weights_dtype=f.weights_dtype,
                  reserve_bytes=f.reserve_bytes, pool_tokens=f.pool_tokens, max_sequences=f.max_sequences,
                  max_ctx_memory=f.max_ctx_memory, ctx_limit=f.ctx_limit, utilization=q.utilization,
-                 gpus_to_fit=more, vllm_report=_report(f.engine_report))
+                 gpus_to_fit=more, vllm_report=_report(f.engine_report), to_fit=to_fit)
     return mem, []
+
+
+def _to_fit(f: Fit, on: Any, gpus: int, kv: str, ctx: int | None, batch: int, more: int | None) -> list[dict[str, Any]]:
+    """The changes that make it fit, each sized again with the same budget before it is offered (one change
+    alone first; fp8 weights and fp8 KV together only where neither fits alone; more GPUs with fp8 KV only where
+    more GPUs alone do not): [{"change": "--kv fp8", "max_sequences": 4, "max_ctx": 131072}, ...]."""
+    tries: list[tuple[str, dict[str, Any]]] = []
+    if f.ctx_limit == "memory" and f.max_ctx and ctx and f.max_ctx < ctx:
+        tries.append((f"--ctx {f.max_ctx}", {"ctx_as": f.max_ctx}))
+    if batch > 1 and f.max_sequences:
+        tries.append((f"--batch {f.max_sequences}", {"batch_as": f.max_sequences}))
+    low_kv = kv in ("bf16", "fp16", "fp32")
+    if low_kv:
+        tries.append(("--kv fp8", {"kv_as": "fp8_e4m3"}))
+    if f.weights_dtype in ("bf16", "fp16", "fp32"):
+        tries.append(("--weights fp8", {"weights_as": "fp8"}))
+    out: list[dict[str, Any]] = []
+    for change, kw in tries:
+        g = on(gpus, **kw)
+        if g.fits:
+            out.append({"change": change, "max_sequences": g.max_sequences, "max_ctx": g.max_ctx})
+    if not any(o["change"] in ("--kv fp8", "--weights fp8") for o in out) and low_kv and \
+            f.weights_dtype in ("bf16", "fp16", "fp32"):
+        g = on(gpus, kv_as="fp8_e4m3", weights_as="fp8")
+        if g.fits:
+            out.append({"change": "--weights fp8 --kv fp8", "max_sequences": g.max_sequences, "max_ctx": g.max_ctx})
+    if more:
+        g = on(more)
+        out.append({"change": f"--gpus {more}", "max_sequences": g.max_sequences, "max_ctx": g.max_ctx})
+    elif low_kv:
+        p = 2 * gpus
+        while p <= 64:
+            g = on(p, kv_as="fp8_e4m3")
+            if g.fits:
+                out.append({"change": f"--gpus {p} --kv fp8", "max_sequences": g.max_sequences, "max_ctx": g.max_ctx})
+                break
+            p *= 2
+    return out
 
 
 def _report(r: Report | None) -> dict[str, Any] | None:
