@@ -231,7 +231,8 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
         extra: dict[int, list[str]] = {}
         for who, r in cav.values():
             note = f" ({r.handled})" if r.handled else ""
-            one = _wrap(f"{who}: {r.message} [{r.claim}, {_label(r)}]{note}", width, "  ", "    ")
+            tag = f" [{r.claim}, {_label(r)}]" if r.claim else ""  # a structural caveat has no claim to cite
+            one = _wrap(f"{who}: {r.message}{tag}{note}", width, "  ", "    ")
             if len(block) + len(one) > budget and block:  # the first caveat is always shown
                 left += 1
                 continue

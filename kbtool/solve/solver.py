@@ -459,6 +459,17 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
             verdict = "conditional"
             summary = summary.replace(": yes with", ": yes with caveats, with", 1)
         glob_caveats = _merge(own + glob_caveats)
+        gone = next((r for r in (picked.reasons if picked else []) if r.code == "KERNELS_REJECTED"), None)
+        if gone is not None and verdict in ("yes", "conditional"):  # vLLM validates it; kb's kernel claims do not
+            verdict = "conditional"
+            summary = summary.replace(": yes with caveats, with", ": starts with", 1).replace(": yes with",
+                                                                                           ": starts with", 1)
+            ks = gone.message.partition(": ")[2]
+            summary = summary.replace("'s choice)", "'s choice), but kb rejects every kernel it runs here", 1) + \
+                f" ({ks}): expect a failure at first use"
+            glob_caveats = _merge([structural("KERNELS_REJECTED", f"vLLM validates this backend, but kb's kernel "
+                                              f"claims reject every kernel it runs here ({ks}; --explain): expect a "
+                                              "failure at first use", "engine", subject=gone.subject), *glob_caveats])
     held = _merge(glob_out.reasons)  # a hardware gate that holds (vLLM refusing bf16 below sm80) decides
     if held and verdict != "no":
         verdict = "no"

@@ -1,0 +1,21 @@
+"""The engine's pick and the kernel layer must agree, or the answer says which holds (issue 26)."""
+
+from __future__ import annotations
+
+from kbtool.query_cli import image
+from kbtool.solve.query import build_query
+from kbtool.solve.solver import solve
+
+
+def test_a_backend_vllm_picks_whose_every_kernel_kb_rejects_is_not_a_plain_yes() -> None:
+    a = solve(image(), build_query(gpu="h100", ctx="32k", head_dim=512, engine="vllm"))
+    picked = next(b for b in a.backends if a.engine and b.id == a.engine["selected"])
+    assert picked.status == "rejected"  # the premise: every kernel this backend runs is rejected here
+    assert a.verdict == "conditional"
+    assert "kb rejects every kernel it runs" in a.summary and "yes" not in a.summary.split(":", 1)[1][:12]
+    assert any(r.code == "KERNELS_REJECTED" and r.subject == picked.id for r in a.caveats)
+
+
+def test_a_backend_with_a_kernel_that_passes_stays_yes() -> None:
+    a = solve(image(), build_query(gpu="h100", ctx="32k", head_dim=128, engine="vllm"))
+    assert a.verdict == "yes" and not any(r.code == "KERNELS_REJECTED" for r in a.caveats)
