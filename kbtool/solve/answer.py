@@ -242,9 +242,10 @@ class Memory(_Plain):
                                   "('GPU KV cache size'), max_concurrency ('Maximum concurrency for ctx tokens per "
                                   "request'), num_blocks, block_size, its KV cache groups and padding; basis "
                                   "estimated (kb's model of vLLM 0.24.0's accounting)"),
-        "to_fit": ({"type": "array", "items": OBJ}, "When it does not fit: each change that makes it fit, sized again with the same budget "
-                            "before it is offered ({change: the query option(s), max_sequences, max_ctx}); empty "
-                            "when nothing kb can change fits or when it fits"),
+        "to_fit": ({"type": "array", "items": OBJ},
+                   "When it does not fit: each change that makes it fit, sized again with the same budget before it "
+                   "is offered ({change: the query option(s), max_sequences, max_ctx}); empty when nothing kb can "
+                   "change fits or when it fits"),
     }
     FIELDS = tuple(SPEC)
     __slots__ = FIELDS
