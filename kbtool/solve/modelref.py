@@ -29,7 +29,10 @@ def resolve_model(img: Models, name: str, row_of: Callable[[Any], dict[str, Any]
 
     if looks_like_path(key):
         return img.add_model(row_of(Model.model_validate(read_config(key))))
-    if HF_ID.match(key):  # a Hugging Face id with no record: its config.json from the Hub (cached)
+    if HF_ID.match(key):  # a Hugging Face id: a record named by its model part, else its config.json from the Hub
+        last = key.rsplit("/", 1)[-1].lower()
+        if last in img.names("model"):
+            return img.names("model")[last]
         from kbtool.store.hub import fetch_config
 
         folder = fetch_config(key)

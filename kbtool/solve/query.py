@@ -285,11 +285,11 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
     if vllm is not None:
         engine = engine or "vllm"
     if vllm_args is not None:  # a pasted `vllm serve` command; explicit kb options win over its flags
-        from kbtool.solve.vllm_args import model_name, parse
+        from kbtool.solve.vllm_args import parse
 
         serve = parse(vllm_args)
         engine = engine or "vllm"
-        model = model or (model_name(serve.model) if serve.model else None)
+        model = model or serve.model  # an id, alias, config path or Hugging Face id (kbtool/solve/modelref.py)
         if ctx is None and serve.max_model_len:
             ctx = str(serve.max_model_len)
         if kv is None and serve.kv_cache_dtype and serve.kv_cache_dtype != "auto":

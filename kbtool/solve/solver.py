@@ -460,16 +460,21 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
             summary = summary.replace(": yes with", ": yes with caveats, with", 1)
         glob_caveats = _merge(own + glob_caveats)
         gone = next((r for r in (picked.reasons if picked else []) if r.code == "KERNELS_REJECTED"), None)
-        if gone is not None and verdict in ("yes", "conditional"):  # vLLM validates it; kb's kernel claims do not
+        ks = list(picked.kernels) if picked else []
+        by_id = {k.id: k for k in kernels}
+        shape = bool(ks) and all(any(r.code == "HEAD_DIM" for r in by_id[k].reasons) for k in ks if k in by_id)
+        if gone is not None and shape and picked is not None and verdict in ("yes", "conditional"):
+            # vLLM validates the head size; kb's kernel claims refuse it for every kernel the backend runs
             verdict = "conditional"
-            summary = summary.replace(": yes with caveats, with", ": starts with", 1).replace(": yes with",
-                                                                                           ": starts with", 1)
-            ks = gone.message.partition(": ")[2]
-            summary = summary.replace("'s choice)", "'s choice), but kb rejects every kernel it runs here", 1) + \
-                f" ({ks}): expect a failure at first use"
+            where = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "")
+            release = (engine or {}).get("vllm")
+            summary = (f"{where}: starts with {picked.backend_name} (vLLM {release}'s choice), but kb's kernel "
+                       f"claims refuse this head size for every kernel it runs ({', '.join(ks)}): expect a failure "
+                       "at first use")
             glob_caveats = _merge([structural("KERNELS_REJECTED", f"vLLM validates this backend, but kb's kernel "
-                                              f"claims reject every kernel it runs here ({ks}; --explain): expect a "
-                                              "failure at first use", "engine", subject=gone.subject), *glob_caveats])
+                                              f"claims refuse this head size for every kernel it runs "
+                                              f"({', '.join(ks)}; --explain): expect a failure at first use",
+                                              "engine", subject=picked.id), *glob_caveats])
     held = _merge(glob_out.reasons)  # a hardware gate that holds (vLLM refusing bf16 below sm80) decides
     if held and verdict != "no":
         verdict = "no"

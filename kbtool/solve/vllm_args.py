@@ -102,10 +102,3 @@ def parse(text: str) -> ServeArgs:
         i += 1
         setattr(out, key, _number(flag, key, value) if key in _INTS or key == "gpu_memory_utilization" else value)
     return out
-
-
-def model_name(name: str) -> str:
-    """A Hugging Face id's model part, lowercased (deepseek-ai/DeepSeek-V3 -> deepseek-v3); paths are kept."""
-    if name.endswith(".json") or name.startswith((".", "/")):
-        return name
-    return name.rsplit("/", 1)[-1].lower()

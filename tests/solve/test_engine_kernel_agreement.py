@@ -12,7 +12,8 @@ def test_a_backend_vllm_picks_whose_every_kernel_kb_rejects_is_not_a_plain_yes()
     picked = next(b for b in a.backends if a.engine and b.id == a.engine["selected"])
     assert picked.status == "rejected"  # the premise: every kernel this backend runs is rejected here
     assert a.verdict == "conditional"
-    assert "kb rejects every kernel it runs" in a.summary and "yes" not in a.summary.split(":", 1)[1][:12]
+    assert "refuse this head size for every kernel it runs" in a.summary
+    assert "yes" not in a.summary.split(":", 1)[1][:12]
     assert any(r.code == "KERNELS_REJECTED" and r.subject == picked.id for r in a.caveats)
 
 

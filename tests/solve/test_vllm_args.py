@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kbtool.errors import UsageError
-from kbtool.solve.vllm_args import model_name, parse
+from kbtool.solve.vllm_args import parse
 from tests.util import run_kb
 
 
@@ -19,7 +19,13 @@ def test_parse_reads_the_flags_that_matter() -> None:
             a.block_size, a.max_num_batched_tokens) == ("deepseek-ai/DeepSeek-V3", "fp8", "FLASHINFER", 131072, 2,
                                                         0.85, 32, 8192)
     assert a.ignored == ["--enable-prefix-caching", "--seed"]
-    assert model_name(a.model) == "deepseek-v3"
+
+
+def test_a_hugging_face_id_in_a_serve_line_names_the_record_of_its_model_part() -> None:
+    r = run_kb("query", "--gpu", "h200", "--vllm-args", "serve deepseek-ai/DeepSeek-V3 --max-model-len 32k", "--json",
+               env={"KB_NO_CACHE": "1", "KB_OFFLINE": "1"})
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["query"]["model"] == "deepseek-v3"
 
 
 @pytest.mark.parametrize(("text", "message"), [
