@@ -453,28 +453,11 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
         from kbtool.solve.engine import apply_to_answer
 
         engine, verdict, summary = apply_to_answer(cx, acc, envs, assumed, verdict, summary, memory)
-        picked = next((b for b in backends if engine and b.id == engine.get("selected")), None)
-        own = [r for r in (picked.caveats if picked else []) if r.layer == "engine" and not r.handled]
-        if own and verdict == "yes":  # the backend vLLM picks carries its own caveat (e.g. fails at first use)
-            verdict = "conditional"
-            summary = summary.replace(": yes with", ": yes with caveats, with", 1)
-        glob_caveats = _merge(own + glob_caveats)
-        gone = next((r for r in (picked.reasons if picked else []) if r.code == "KERNELS_REJECTED"), None)
-        ks = list(picked.kernels) if picked else []
-        by_id = {k.id: k for k in kernels}
-        shape = bool(ks) and all(any(r.code == "HEAD_DIM" for r in by_id[k].reasons) for k in ks if k in by_id)
-        if gone is not None and shape and picked is not None and verdict in ("yes", "conditional"):
-            # vLLM validates the head size; kb's kernel claims refuse it for every kernel the backend runs
-            verdict = "conditional"
-            where = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "")
-            release = (engine or {}).get("vllm")
-            summary = (f"{where}: starts with {picked.backend_name} (vLLM {release}'s choice), but kb's kernel "
-                       f"claims refuse this head size for every kernel it runs ({', '.join(ks)}): expect a failure "
-                       "at first use")
-            glob_caveats = _merge([structural("KERNELS_REJECTED", f"vLLM validates this backend, but kb's kernel "
-                                              f"claims refuse this head size for every kernel it runs "
-                                              f"({', '.join(ks)}; --explain): expect a failure at first use",
-                                              "engine", subject=picked.id), *glob_caveats])
+        from kbtool.solve.pick import with_pick
+
+        where = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "")
+        verdict, summary, first = with_pick(engine, backends, kernels, where, verdict, summary)
+        glob_caveats = _merge(first + glob_caveats)
     held = _merge(glob_out.reasons)  # a hardware gate that holds (vLLM refusing bf16 below sm80) decides
     if held and verdict != "no":
         verdict = "no"
