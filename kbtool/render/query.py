@@ -349,7 +349,10 @@ def _backends(sink: Sink, backends: list[BackendAnswer]) -> None:
     w = _width()
     for b in sorted(backends, key=lambda b: (_ORDER[b.status], b.id)):
         ks = ", ".join(f"{k}:{s}" for k, s in b.kernels.items()) or "-"
-        _lines(sink, f"{b.status:<9}{b.id} {b.backend_name}; kernels {ks}", w, "  ", " " * 11)
+        starts = getattr(b, "engine_status", b.status)
+        note = "; vLLM's own checks pass (it starts), kb's kernel layer refuses" if b.status == "rejected" and \
+            starts in ("ok", "caveat") else ""
+        _lines(sink, f"{b.status:<9}{b.id} {b.backend_name}; kernels {ks}{note}", w, "  ", " " * 11)
         for r in sorted(b.reasons, key=lambda r: bool(r.depends_on)):
             _lines(sink, _text(_short(r)), w, f"{_IND}- ", _IND + "  ")
         for r in b.caveats:

@@ -201,6 +201,9 @@ class BackendAnswer(_Plain):
         "reasons": (many(ref("Reason")), "Engine-layer (and kernel-layer) reasons"),
         "caveats": (many(ref("Reason")), "Caveats that apply"),
         "refuted": (many(ref("Reason")), "Refuted gates, not enforced"),
+        "engine_status": (STATUS, "The engine's own gates alone (vLLM's validation): ok or caveat means it starts "
+                                  "this backend; `status` adds kb's kernel layer (its kernels refused, or none "
+                                  "recorded: it may start, then fail at first use)"),
     }
     FIELDS = tuple(SPEC)
     __slots__ = FIELDS
@@ -208,8 +211,9 @@ class BackendAnswer(_Plain):
     def __init__(self, *, id: str, backend_name: str, status: KernelStatus,
                  phase_status: dict[str, KernelStatus] | None = None, kernels: dict[str, KernelStatus] | None = None,
                  reasons: list[Reason] | None = None, caveats: list[Reason] | None = None,
-                 refuted: list[Reason] | None = None) -> None:
+                 refuted: list[Reason] | None = None, engine_status: KernelStatus | None = None) -> None:
         self.id, self.backend_name, self.status = id, backend_name, status
+        self.engine_status = engine_status or status
         self.phase_status = phase_status if phase_status is not None else {}
         self.kernels = kernels if kernels is not None else {}
         self.reasons = reasons if reasons is not None else []

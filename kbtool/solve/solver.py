@@ -368,7 +368,8 @@ def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]], kstat: dict[str, tupl
         answers.append(BackendAnswer(
             id=b.id, backend_name=b.backend_name, status=status,
             phase_status={p: o.status for p, o in phases.items()}, kernels=kernel_status,
-            reasons=_merge(reasons), caveats=_merge(own.caveats), refuted=_merge(own.refuted)))
+            reasons=_merge(reasons), caveats=_merge(own.caveats), refuted=_merge(own.refuted),
+            engine_status=own.status))
     return answers, via, per_phase
 
 
