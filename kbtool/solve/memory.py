@@ -59,6 +59,14 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[Ke
                    max_num_seqs=seqs, eager=eager, block_size=block, pp=pp)
 
     f = on(q.gpus)
+    if getattr(q, "ctx_auto", False) and f.fits is False and f.max_ctx > 0 and f.ctx_limit == "memory":
+        # --max-model-len auto: vLLM lowers the context to what one request's KV fits (kv_cache_utils.py
+        # _auto_fit_max_model_len), instead of refusing to start
+        notes_in.append(f"--max-model-len auto: vLLM fits the context to memory: {f.max_ctx:,} tokens "
+                        f"(the model allows {ctx:,})")
+        ctx = f.max_ctx
+        assumed["ctx"] = f"{ctx} (--max-model-len auto: vLLM fits the context to memory)"
+        f = on(q.gpus)
     more = None
     if f.fits is False:  # the fewest GPUs that fit, by the same budget: MLA's latent does not shard, weights do
         p = 2 * q.gpus

@@ -194,6 +194,7 @@ class Query:
         "batched_tokens",
         "block_size",
         "ctx",
+        "ctx_auto",
         "dp",
         "dtype",
         "enforce_eager",
@@ -240,6 +241,7 @@ class Query:
         self.max_num_seqs: int | None = None  # from --vllm-args; None: vLLM's default
         self.enforce_eager = False
         self.pp, self.dp = 1, 1  # pipeline stages and data-parallel replicas (--vllm-args)
+        self.ctx_auto = False  # --max-model-len auto / -1 (--vllm-args): vLLM fits the context to memory
 
     def __repr__(self) -> str:
         return f"Query({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
@@ -290,7 +292,7 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
         serve = parse(vllm_args)
         engine = engine or "vllm"
         model = model or serve.model  # an id, alias, config path or Hugging Face id (kbtool/solve/modelref.py)
-        if ctx is None and serve.max_model_len:
+        if ctx is None and serve.max_model_len and serve.max_model_len > 0:
             ctx = str(serve.max_model_len)
         if kv is None and serve.kv_cache_dtype and serve.kv_cache_dtype != "auto":
             kv = serve.kv_cache_dtype
@@ -336,4 +338,5 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
         q.vllm_ignored = serve.ignored
         q.max_num_seqs, q.enforce_eager = serve.max_num_seqs, serve.enforce_eager
         q.pp, q.dp = max(1, serve.pp or 1), max(1, serve.dp or 1)
+        q.ctx_auto = serve.max_model_len == -1 and q.ctx is None
     return q

@@ -5,8 +5,9 @@ id or alias, or a config path), --kv-cache-dtype, --attention-backend, --max-mod
 --tensor-parallel-size, --gpu-memory-utilization, --block-size, --max-num-batched-tokens, --max-num-seqs and
 --enforce-eager (the last two move vLLM's reserve: its sampler profile and CUDA-graph estimate), --quantization
 (the weights' bytes), -pp / --pipeline-parallel-size (layers and weights per stage) and -dp /
---data-parallel-size (replicas: the memory per GPU does not change). Other flags are
-ignored and listed, so the answer can say what it did not consider.
+--data-parallel-size (replicas: the memory per GPU does not change); `--max-model-len auto` (or -1) lets
+vLLM fit the context to memory. Numbers are read as vLLM reads them (32k = 32,000; 32K = 32,768). Other flags
+are ignored and listed, so the answer can say what it did not consider.
 """
 
 from __future__ import annotations
@@ -51,16 +52,35 @@ class ServeArgs:
     ignored: list[str] = field(default_factory=list)
 
 
+_HUMAN = {"max_model_len", "max_num_batched_tokens"}  # vLLM parses these with human_readable_int
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def human_int(text: str) -> int:
+    """vLLM's reading of --max-model-len / --max-num-batched-tokens (vllm/utils/argparse_utils.py
+    human_readable_int): 32k = 32,000 and 32K = 32,768; decimals only with the decimal suffixes; 'auto' or -1 for
+    --max-model-len is -1 (fit to memory)."""
+    t = text.strip()
+    if t == "-1" or t.lower() == "auto":
+        return -1
+    if t[-1:] in _DECIMAL:
+        return int(float(t[:-1]) * _DECIMAL[t[-1]])
+    if t[-1:] in _BINARY:
+        return int(t[:-1]) * _BINARY[t[-1]]
+    return int(t)
+
+
 def _number(flag: str, key: str, text: str) -> int | float:
     try:
+        if key in _HUMAN:
+            return human_int(text)
         if key in _INTS:
-            t = text.lower().replace("_", "")
-            mult = {"k": 1024, "m": 1024 * 1024}.get(t[-1:], 1)
-            return int(t[:-1] if mult > 1 else t) * mult
+            return int(text)
         return float(text)
     except ValueError:
-        raise UsageError(f"--vllm-args: {flag} takes a number; got '{text}'",
-                         fix=f"e.g. {flag} {'131072' if key in _INTS else '0.9'}") from None
+        example = "131072 (128k = 128,000; 128K = 131,072)" if key in _HUMAN else "2" if key in _INTS else "0.9"
+        raise UsageError(f"--vllm-args: {flag} takes a number; got '{text}'", fix=f"e.g. {flag} {example}") from None
 
 
 def parse(text: str) -> ServeArgs:

@@ -16,7 +16,7 @@ def test_parse_reads_the_flags_that_matter() -> None:
               "--max-model-len 128k -tp 2 --gpu-memory-utilization 0.85 --block-size=32 "
               "--max-num-batched-tokens 8192 --enable-prefix-caching --seed 1")
     assert (a.model, a.kv_cache_dtype, a.attention_backend, a.max_model_len, a.tp, a.gpu_memory_utilization,
-            a.block_size, a.max_num_batched_tokens) == ("deepseek-ai/DeepSeek-V3", "fp8", "FLASHINFER", 131072, 2,
+            a.block_size, a.max_num_batched_tokens) == ("deepseek-ai/DeepSeek-V3", "fp8", "FLASHINFER", 128_000, 2,
                                                         0.85, 32, 8192)
     assert a.ignored == ["--enable-prefix-caching", "--seed"]
 
@@ -105,3 +105,25 @@ def test_a_gpu_without_bf16_is_asked_in_fp16_by_default() -> None:
     assert str(t4["assumed"]["dtype"]).startswith("fp16") and t4["assumed"]["kv"].startswith("fp16")
     h100 = json.loads(run_kb("query", "--gpu", "h100", "--model", "llama-3.1-8b", "--ctx", "8k", "--json").out)
     assert h100["assumed"]["dtype"] == "bf16"
+
+
+@pytest.mark.parametrize(("text", "tokens"), [("32k", 32_000), ("32K", 32_768), ("128k", 128_000),
+                                             ("131072", 131_072), ("1.5k", 1_500), ("auto", -1), ("-1", -1)])
+def test_numbers_are_read_as_vllm_reads_them(text: str, tokens: int) -> None:
+    assert parse(f"serve m --max-model-len {text}").max_model_len == tokens
+
+
+def test_binary_suffixes_take_no_decimals_and_plain_ints_take_no_suffix() -> None:
+    with pytest.raises(UsageError):
+        parse("serve m --max-model-len 1.5K")
+    with pytest.raises(UsageError):
+        parse("serve m -tp 2k")
+
+
+def test_max_model_len_auto_fits_the_context_to_memory() -> None:
+    full = answer("--gpu", "rtx4090", "--vllm-args", "serve llama-3.1-8b")
+    auto = answer("--gpu", "rtx4090", "--vllm-args", "serve llama-3.1-8b --max-model-len auto")
+    assert full["memory"]["fits"] is False  # the premise: the model's 131,072 tokens do not fit a 4090
+    assert auto["memory"]["fits"] is True
+    assert auto["memory"]["max_ctx"] == full["memory"]["max_ctx"] < 131_072
+    assert "--max-model-len auto" in auto["assumed"]["ctx"]
