@@ -99,7 +99,7 @@ def effective(claim: ClaimV, env: Env) -> tuple[str, str | None]:
 def sides_agree(claim: ClaimV, env: Env) -> bool:
     """Whether a disputed reject gate's sides all say the subject cannot run here (each side's own requires
     fails): the dispute is about other environments, and here the gate rejects."""
-    conds = [s[2] for s in claim.sides]
+    conds = [s[2] if len(s) > 2 else None for s in claim.sides]
     return bool(conds) and all(c is not None for c in conds) and all(evaluate(c, env) is False for c in conds)
 
 
@@ -235,7 +235,7 @@ def _reason(claim: ClaimV, j: Judge, layer: str, *, observed: Any = None, allowe
     if claim.measured and claim.effect != "reject":
         r.message += measured_words(claim.measured, j.env)
     if claim.sides and status == "disputed":
-        r.sides = [{"position": pos, "sources": list(srcs)} for pos, srcs, _req in claim.sides]
+        r.sides = [{"position": s[0], "sources": list(s[1])} for s in claim.sides]
     return r
 
 

@@ -56,6 +56,20 @@ def test_untestable_there_leaves_a_dispute_between_sources_standing() -> None:
     assert effective(plain, {"sm": "sm90"}) == ("untestable", "untestable on sm90")
 
 
+def test_a_dispute_whose_sides_all_refuse_here_is_no_dispute_here() -> None:
+    from kbtool.model.common import Leaf
+    from kbtool.solve.conditions import compile_condition
+
+    only90 = compile_condition(Leaf.model_validate({"var": "sm", "in": ["sm90"]}))
+    ampere = compile_condition(Leaf.model_validate({"var": "sm", "in": ["sm80", "sm86", "sm89", "sm90"]}))
+    c = _C(((("sm90", (), None, "untestable", ()),), (("a", ("s",), only90), ("b", ("t",), ampere)), "disputed"))
+    assert effective(c, {"sm": "sm100"})[0] == "unverified"  # both sides say it cannot run on Blackwell
+    assert effective(c, {"sm": "sm80"})[0] == "disputed"  # one side says it runs on Ampere
+    one_silent = _C(((("sm90", (), None, "untestable", ()),), (("a", ("s",), only90), ("b", ("t",), None)),
+                     "disputed"))
+    assert effective(one_silent, {"sm": "sm100"})[0] == "disputed"  # a side without a condition keeps it open
+
+
 def test_scope_words_group_versions() -> None:
     vs = [("sm90", (("flashinfer", "0.6.18"),), None, "refuted", ()),
           ("sm90", (("flashinfer", "0.7.2.post1"),), None, "refuted", ())]
