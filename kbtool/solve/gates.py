@@ -219,7 +219,8 @@ def measured_words(rows: Iterable[tuple[Any, ...]], env: Env) -> str:
     where = ", ".join(f"{k} {conds[k]}" for k in ("ctx", "head_dim") if k in conds and all(
         dict(r[3]).get(k) == conds[k] for r in same))
     lib = conds.get("library")
-    what = f"{values[0]:.1e}" if values[0] == values[-1] else f"{values[0]:.1e} to {values[-1]:.1e}"
+    lo, hi = f"{values[0]:.1e}", f"{values[-1]:.1e}"
+    what = lo if lo == hi else f"{lo} to {hi}"  # one figure where the range rounds to one
     ref = f" against {conds['reference']}" if conds.get("reference") else ""
     on = f" on {same[0][4]}" if same[0][4] else ""
     return f"; measured{on}{f' ({lib})' if lib else ''}: relative error {what}{ref}{f' at {where}' if where else ''}"
