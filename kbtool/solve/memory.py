@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from kbtool.solve.vllm_pool import Report
 
 
+LOW_DTYPES = ("bf16", "fp16", "fp32")  # what fp8 would halve (KV) or shrink (weights)
+
+
 def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[KernelAnswer],
                assumed: dict[str, Any]) -> tuple[Memory | None, list[str]]:
     """Memory for the model on this accelerator; None (with a note) when there is no model or no capacity."""
@@ -67,13 +70,8 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[Ke
         ctx = f.max_ctx
         assumed["ctx"] = f"{ctx} (--max-model-len auto: vLLM fits the context to memory)"
         f = on(q.gpus)
-    more = None
-    if f.fits is False:  # the fewest GPUs that fit, by the same budget: MLA's latent does not shard, weights do
-        p = 2 * q.gpus
-        while p <= 64 and more is None:
-            g = on(p)
-            more = p if g.fits else None
-            p *= 2
+    # the fewest GPUs that fit, by the same budget: MLA's latent does not shard, weights do
+    more = _fewest_gpus(on, q.gpus) if f.fits is False else None
     to_fit = _to_fit(f, on, q.gpus, kv, ctx, batch, more) if f.fits is False else []
     cap_note = "driver-reported bytes" if acc.driver_memory else "marketed GB x 1e9 (no driver figure recorded)"
     notes = [*notes_in, *f.notes, f"capacity: {cap_note}"]
@@ -82,46 +80,56 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[Ke
                  max_ctx=f.max_ctx, formula=f.formula, notes=notes, weights_dtype=f.weights_dtype,
                  reserve_bytes=f.reserve_bytes, pool_tokens=f.pool_tokens, max_sequences=f.max_sequences,
                  max_ctx_memory=f.max_ctx_memory, ctx_limit=f.ctx_limit, utilization=q.utilization,
-                 gpus_to_fit=more, vllm_report=_report(f.engine_report), to_fit=to_fit)
+                 gpus_to_fit=more[0] if more else None, vllm_report=_report(f.engine_report), to_fit=to_fit)
     return mem, []
 
 
-def _to_fit(f: Fit, on: Any, gpus: int, kv: str, ctx: int | None, batch: int, more: int | None) -> list[dict[str, Any]]:
+def _fewest_gpus(on: Any, gpus: int, **change: Any) -> tuple[int, Fit] | None:
+    """The fewest GPUs (doubling from `gpus`, up to 64) at which it fits with `change`, and that fit."""
+    p = 2 * gpus
+    while p <= 64:
+        g = on(p, **change)
+        if g.fits:
+            return p, g
+        p *= 2
+    return None
+
+
+def _to_fit(f: Fit, on: Any, gpus: int, kv: str, ctx: int | None, batch: int,
+            more: tuple[int, Fit] | None) -> list[dict[str, Any]]:
     """The changes that make it fit, each sized again with the same budget before it is offered (one change
     alone first; fp8 weights and fp8 KV together only where neither fits alone; more GPUs with fp8 KV only where
     more GPUs alone do not): [{"change": "--kv fp8", "max_sequences": 4, "max_ctx": 131072}, ...]."""
+    low_kv, low_weights = kv in LOW_DTYPES, f.weights_dtype in LOW_DTYPES
     tries: list[tuple[str, dict[str, Any]]] = []
     if f.ctx_limit == "memory" and f.max_ctx and ctx and f.max_ctx < ctx:
         tries.append((f"--ctx {f.max_ctx}", {"ctx_as": f.max_ctx}))
     if batch > 1 and f.max_sequences:
         tries.append((f"--batch {f.max_sequences}", {"batch_as": f.max_sequences}))
-    low_kv = kv in ("bf16", "fp16", "fp32")
     if low_kv:
         tries.append(("--kv fp8", {"kv_as": "fp8_e4m3"}))
-    if f.weights_dtype in ("bf16", "fp16", "fp32"):
+    if low_weights:
         tries.append(("--weights fp8", {"weights_as": "fp8"}))
+    if low_kv and low_weights:
+        tries.append(("--weights fp8 --kv fp8", {"kv_as": "fp8_e4m3", "weights_as": "fp8"}))
     out: list[dict[str, Any]] = []
     for change, kw in tries:
+        if change == "--weights fp8 --kv fp8" and any(o["change"] in ("--kv fp8", "--weights fp8") for o in out):
+            continue  # together only where neither fits alone
         g = on(gpus, **kw)
         if g.fits:
-            out.append({"change": change, "max_sequences": g.max_sequences, "max_ctx": g.max_ctx})
-    if not any(o["change"] in ("--kv fp8", "--weights fp8") for o in out) and low_kv and \
-            f.weights_dtype in ("bf16", "fp16", "fp32"):
-        g = on(gpus, kv_as="fp8_e4m3", weights_as="fp8")
-        if g.fits:
-            out.append({"change": "--weights fp8 --kv fp8", "max_sequences": g.max_sequences, "max_ctx": g.max_ctx})
-    if more:
-        g = on(more)
-        out.append({"change": f"--gpus {more}", "max_sequences": g.max_sequences, "max_ctx": g.max_ctx})
-    elif low_kv:
-        p = 2 * gpus
-        while p <= 64:
-            g = on(p, kv_as="fp8_e4m3")
-            if g.fits:
-                out.append({"change": f"--gpus {p} --kv fp8", "max_sequences": g.max_sequences, "max_ctx": g.max_ctx})
-                break
-            p *= 2
+            out.append(_offer(change, g))
+    if more is None and low_kv:
+        got = _fewest_gpus(on, gpus, kv_as="fp8_e4m3")
+        if got:
+            out.append(_offer(f"--gpus {got[0]} --kv fp8", got[1]))
+    elif more is not None:
+        out.append(_offer(f"--gpus {more[0]}", more[1]))
     return out
+
+
+def _offer(change: str, g: Fit) -> dict[str, Any]:
+    return {"change": change, "max_sequences": g.max_sequences, "max_ctx": g.max_ctx}
 
 
 def _report(r: Report | None) -> dict[str, Any] | None:
