@@ -29,6 +29,7 @@ layer's state, the state page is padded to it, and a request needs one block in 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from kbtool.solve import vllm_mamba
 
@@ -66,15 +67,14 @@ def moe_workspace_bytes(model: Model | ModelV, batched_tokens: int, tp: int = 1)
     MLP; I + I when not gated); gpt-oss's mxfp4 experts (experts/gpt_oss_triton_kernels_moe.py:671-686) hold M*K +
     M*topk*I.
     """
-    ex = getattr(model, "experts", None)
-    ex = ex if isinstance(ex, dict) or ex is None else ex.model_dump()
-    active, shared = ((ex or {}).get("active") or 0), ((ex or {}).get("shared") or 0)
+    raw: Any = getattr(model, "experts", None)  # a dict in the query image, the pydantic block on a Model
+    ex: dict[str, Any] = (raw.model_dump() if hasattr(raw, "model_dump") else raw) or {}
+    active, shared = int(ex.get("active") or 0), int(ex.get("shared") or 0)
     width, hidden = getattr(model, "intermediate_size", None), getattr(model, "hidden_size", None)
     if not active or not width or not hidden:
         return 0
     inter = math.ceil(width / (active + shared) / tp)  # kb's intermediate_size is the active MLP width
     m, k = batched_tokens, int(hidden)
-    active = int(active)
     if getattr(model, "weight_dtype", None) == "mxfp4":
         elems = m * k + m * active * inter
     else:
@@ -161,16 +161,16 @@ def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: in
     by_type: dict[tuple[str, int | None, int], int] = {}
     mamba = [g for g in model.layers if g.type == "linear"]
     attention = [g for g in model.layers if g.type != "linear"]
-    state = {vllm_mamba.layer_state_bytes(g, tp) for g in mamba}
     if mamba:
+        state = {vllm_mamba.layer_state_bytes(g, tp) for g in mamba}
         one = _page_bytes(attention[0], kv_dtype, 1, tp) if attention else None
         if len(state) != 1 or None in state or not one:
             return None
         block = vllm_mamba.aligned_block(state.pop(), one, block)  # type: ignore[arg-type]
+        padded = ("mamba", None, _page_bytes(attention[0], kv_dtype, block, tp) or 0)  # state page padded to it
     for g in model.layers:
         if g.type == "linear":
-            padded: tuple[str, int | None, int] = ("mamba", None, _page_bytes(attention[0], kv_dtype, block, tp) or 0)
-            by_type[padded] = by_type.get(padded, 0) + math.ceil(g.count / pp)  # the state page padded to attention's
+            by_type[padded] = by_type.get(padded, 0) + math.ceil(g.count / pp)
             continue
         if g.type not in ATTENTION_TYPES:
             return None
