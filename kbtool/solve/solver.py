@@ -450,19 +450,18 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
         memory, mem_notes = memory_for(cx, acc, env, kernels, assumed)
     verdict, summary = _verdict(cx, acc, kernels, memory, rec)
     engine = None
+    where = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "")
     if q.engine == "vllm":  # vLLM's own backend selection (kbtool/solve/engine.py, issue 18)
         from kbtool.solve.engine import apply_to_answer
 
         engine, verdict, summary = apply_to_answer(cx, acc, envs, assumed, verdict, summary, memory)
         from kbtool.solve.pick import with_pick
 
-        where = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "")
         verdict, summary, first = with_pick(engine, backends, kernels, where, verdict, summary)
         glob_caveats = _merge(first + glob_caveats)
     held = _merge(glob_out.reasons)  # a hardware gate that holds (vLLM refusing bf16 below sm80) decides
     if held and verdict != "no":
-        verdict = "no"
-        summary = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "") + f": {held[0].message}"
+        verdict, summary = "no", f"{where}: {held[0].message}"
     if verdict == "yes" and glob_caveats:  # one verdict, said once: "conditional", and the summary says why
         verdict = "conditional"
         summary = (summary.replace(": yes with", ": yes, with hardware caveats, with", 1) if ": yes with" in summary

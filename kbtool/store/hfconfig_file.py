@@ -23,15 +23,6 @@ def looks_like_path(name: str) -> bool:
     return name.endswith(".json") or p.is_file() or (p.is_dir() and (p / "config.json").is_file())
 
 
-def hf_id_error(name: str) -> UsageError:
-    repo = name.partition("/")[2]
-    return UsageError(f"--model: '{name}' looks like a Hugging Face id; kb reads models from the KB or from a "
-                      "config file: give the path to its config.json",
-                      fix=f"huggingface-cli download {name} config.json --local-dir {repo.lower()} && "
-                          f"kb query --model {repo.lower()}/config.json (or `kb model import "
-                          f"{repo.lower()}/config.json` to add it to the KB)")
-
-
 def default_id(path: Path) -> str:
     """The record id for a config: its folder's name, lowercased and kebab-cased."""
     stem = path.parent.name if path.name == "config.json" else path.stem
