@@ -80,7 +80,7 @@ def predicted(p: dict, env: dict) -> dict:
 
 
 def test_there_are_enough_boots_to_judge() -> None:
-    assert len(BOOTS) >= 24
+    assert len(BOOTS) >= 40
     # dense, MoE, MLA (bf16, fp8 KV), sliding window, sinks, fp8 and int4 checkpoints, a Mamba hybrid
     assert len({b[1]["model"] for b in BOOTS}) >= 12
 
@@ -96,6 +96,26 @@ def test_predictions_are_within_the_bounds_of_real_boots() -> None:
         within2 = sum(1 for e in errors if e[which] <= 0.02)
         assert within2 >= 0.9 * len(errors), [e for e in errors if e[which] > 0.02]
         assert all(e[which] <= 0.05 for e in errors), [e for e in errors if e[which] > 0.05]
+
+
+def refusals() -> list[tuple[str, dict, dict]]:
+    """Every boot vLLM refused because nothing was left for the KV cache after weights and activations."""
+    out = []
+    for path in sorted((ROOT / "records" / "evidence").glob("*-vllm-boot*.yaml")):
+        ev = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for c in ev["cases"]:
+            if c["outcome"] == "OOM" and "No available memory for the cache blocks" in str(c.get("message")):
+                out.append((f"{path.stem}:{c['params']['id']}", c["params"], ev["environment"]))
+    return out
+
+
+def test_kb_refuses_where_vllm_found_no_memory_for_the_cache() -> None:
+    refused = refusals()
+    assert refused, "no recorded refusal to hold kb to"
+    for name, p, env in refused:
+        answer = solve(image(), build_query(gpu=env["accelerator"], vllm_args=serve_line(p)))
+        assert answer.memory is not None and answer.memory.fits is False, name
+        assert answer.memory.to_fit, name  # and says what would make it fit
 
 
 @pytest.mark.parametrize("name,p,m,env", BOOTS, ids=[b[0].split(":")[1] for b in BOOTS])
