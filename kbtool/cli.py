@@ -5,6 +5,7 @@ Exit codes: 0 ok, 1 findings (or a "no" the user asked to fail on), 2 usage or i
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from enum import StrEnum
@@ -654,6 +655,33 @@ def probe_apply(
 
     updates, skips, written = apply(_records(kb), paths, write=write)
     render.apply_text(updates, skips, written, write)
+
+
+@probe_app.command("boot-error")
+def probe_boot_error(
+    write: Annotated[bool, typer.Option("--write", help="Rewrite records/measurements/vllm-boot-estimate-error.yaml.")]
+    = False,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Hold kb's memory answer to every recorded vLLM boot: kb's pool beside vLLM's, and the error per model class
+    that answers quote as "estimated" (needs a checkout: the boots' configs are in probes/vllm_boot/models)."""
+    from kbtool.probe import boot_error
+    from kbtool.query_cli import image
+    from kbtool.render import probe as render
+
+    img = image(str(kb) if kb else None)
+    errors = boot_error.errors(img)
+    if write:
+        path, rec = boot_error.write(_records(kb), img)
+    else:
+        path, rec = None, boot_error.record(img)
+    if json_:
+        print(json.dumps({"boots": errors, "by_class": [r.model_dump(mode="json", exclude_defaults=True)
+                                                         for r in rec.rows], "written": str(path) if path else None},
+                         indent=2))
+    else:
+        render.boot_error_text(errors, rec.rows, path)
 
 
 # ---- entry point --------------------------------------------------------------------------------

@@ -126,6 +126,61 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
              "detail": f"fp16 model with fp8 KV ({names}) failed otherwise or no bf16 control booted"}]
 
 
+def boots_unquantized(model: str, metrics: dict[str, Any]) -> bool:
+    """True where vLLM 0.24.0 booted a GPTQ checkpoint unquantized because only its config.json was there: with no
+    `modules_in_block_to_quantize` in the quantization_config, AutoGPTQConfig.maybe_update_config
+    (layers/quantization/auto_gptq.py:270-294) lists the quantized layers from the checkpoint's safetensors
+    headers, finds none, and every linear layer is built in the model dtype. A real checkpoint does not boot so;
+    boot_case.py now patches such a folder and says so in the boot's `config_patch`."""
+    if metrics.get("config_patch"):
+        return False
+    d = HERE / "models" / model
+    if not (d / "config.json").is_file():
+        return False
+    q = json.loads((d / "config.json").read_text(encoding="utf-8")).get("quantization_config") or {}
+    return (q.get("quant_method") == "gptq" and not q.get("modules_in_block_to_quantize")
+            and not any(d.glob("*.safetensors")))
+
+
+def model_facts(model: str) -> dict[str, Any] | None:
+    """What identifies the booted model for a query to match it: the fields of kb's model record that the memory
+    answer reads, from the case's config.json (None where the folder is not there)."""
+    from kbtool.model.hfconfig import to_record
+
+    path = HERE / "models" / model / "config.json"
+    if not path.is_file():
+        return None
+    rec = to_record(json.loads(path.read_text(encoding="utf-8")), model, where=str(path))
+    return {"architecture": rec.get("architecture"), "parameters": rec.get("parameters"),
+            "layers": sum(int(g.get("count") or 0) for g in rec.get("layers") or []),
+            "hidden_size": rec.get("hidden_size"), "vocab_size": rec.get("vocab_size"),
+            "weight_dtype": rec.get("weight_dtype")}
+
+
+def measured(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per boot that came up as a real checkpoint would: vLLM's "GPU KV cache size" (tokens) with its
+    "Maximum concurrency" and pool, under the flags and the model facts a query is matched on."""
+    rows = []
+    for o in observations:
+        p, m = o.get("params") or {}, o.get("metrics") or {}
+        model = str(p.get("model"))
+        if o.get("outcome") != "OK" or not m.get("kv_cache_tokens") or boots_unquantized(model, m):
+            continue
+        facts = model_facts(model)
+        if facts is None:
+            continue
+        flags = m.get("flags") or {}
+        rows.append({"quantity": "kv_cache_tokens", "value": int(m["kv_cache_tokens"]), "unit": "tokens",
+                     "case": p.get("id"), "model": model, **facts, "vllm": m.get("release"),
+                     "max_model_len": p.get("max_model_len"), "gpu_memory_utilization": p.get("gpu_memory_utilization"),
+                     "kv_cache_dtype": p.get("kv_cache_dtype"), "enforce_eager": bool(p.get("enforce_eager")),
+                     "max_num_batched_tokens": flags.get("max_num_batched_tokens"),
+                     "max_num_seqs": flags.get("max_num_seqs"),
+                     "metrics": {"max_concurrency": m.get("max_concurrency"), "num_gpu_blocks": m.get("num_gpu_blocks"),
+                                 "block_size": m.get("block_size"), "available_kv_gib": m.get("available_kv_gib")}})
+    return rows
+
+
 def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:
     rows = []
     for o in observations:
@@ -133,4 +188,4 @@ def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[s
         rows.append(f"{p.get('id')}: {o.get('outcome')} {m.get('attention_backend')} fa{m.get('flash_attn_version')} "
                     f"kv {m.get('available_kv_gib')} GiB, {m.get('kv_cache_tokens')} tokens, "
                     f"{m.get('max_concurrency')}x" + (f" | {str(o.get('message'))[:160]}" if o.get("message") else ""))
-    return {"outcomes": rows}
+    return {"outcomes": rows, "measured": measured(observations)}

@@ -354,7 +354,7 @@ def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update
                 for e in evidence]
     today = max([e.started[:10] for e in evidence] + dates)
     updates, skips, written = _apply(evidence, untestable, claims, today, write=write)
-    return updates, skips, imported + written + (measured.write(records, evidence) if write else [])
+    return updates, skips, imported + written + (measured.write(records, evidence, probes) if write else [])
 
 
 def untestable_today(manifest: dict[str, Any]) -> list[tuple[str, str, str | None]]:

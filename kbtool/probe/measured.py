@@ -1,4 +1,4 @@
-"""Measurement records from a probe run's measured values (the hardware probe's `data.measured`).
+"""Measurement records from a probe run's measured values (`data.measured`: the hardware probe's, a boot's pool).
 
 A run's numeric values become one `measurement` record with basis `measured`, pointing at its evidence record,
 one row per value saying whether it agrees with the value the KB records. Written by `kb probe run --write` /
@@ -13,23 +13,36 @@ from typing import Any
 from kbtool.fmt.core import canonical
 from kbtool.model import Evidence, Measurement, Source
 from kbtool.model.measurement import Row
+from kbtool.probe.rejudge import observations
 from kbtool.store.writer import atomic_write, dump, file_lock
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
-def records_from(ev: Evidence) -> list[Measurement]:
-    """The probe run's measured values as one record (none when the run measured no number)."""
-    measured = ev.data.get("measured")
-    if not isinstance(measured, dict):
+    from kbtool.probe.spec import Probe
+
+
+def records_from(ev: Evidence, probe: Probe | None = None) -> list[Measurement]:
+    """The probe run's measured values as one record (none when the run measured no number). A run recorded before
+    its probe measured anything is read again by the probe's own `summarize`, where the probe is given."""
+    measured: Any = ev.data.get("measured")
+    if measured is None and probe is not None and probe.summarize is not None:
+        env = ev.environment.model_dump(mode="json")
+        measured = probe.summarize(observations(ev), env).get("measured")
+    if isinstance(measured, dict):  # {quantity: {value, unit, condition: ...}}
+        measured = [{"quantity": q, **m} for q, m in sorted(measured.items()) if isinstance(m, dict)]
+    if not isinstance(measured, list):
         return []
     rows = []
-    for quantity, m in sorted(measured.items()):
-        if not isinstance(m, dict) or isinstance(m.get("value"), bool):
-            continue
+    for m in measured:
         value = m.get("value")
-        if not isinstance(value, int | float):
+        if not isinstance(m, dict) or isinstance(value, bool) or not isinstance(value, int | float):
             continue
-        conditions = {k: v for k, v in m.items() if k not in ("value", "unit", "basis") and v is not None}
-        rows.append(Row(quantity=quantity, value=value, unit=str(m.get("unit") or "1"), conditions=conditions))
+        conditions = {k: v for k, v in m.items()
+                      if k not in ("quantity", "value", "unit", "basis", "metrics") and v is not None}
+        rows.append(Row(quantity=str(m["quantity"]), value=value, unit=str(m.get("unit") or "1"),
+                        conditions=conditions, metrics=dict(m.get("metrics") or {})))
     if not rows:
         return []
     return [Measurement(
@@ -45,11 +58,11 @@ def records_from(ev: Evidence) -> list[Measurement]:
     )]
 
 
-def write(records: Path, evidence: list[Evidence]) -> list[Path]:
+def write(records: Path, evidence: list[Evidence], probes: Mapping[str, Probe] | None = None) -> list[Path]:
     """Write the measurement records that do not exist yet; returns the new paths."""
     written = []
     for ev in evidence:
-        for m in records_from(ev):
+        for m in records_from(ev, (probes or {}).get(ev.probe.id)):
             path = records / "measurements" / f"{m.id}.yaml"
             if path.exists():
                 continue

@@ -126,3 +126,25 @@ def apply_text(updates: list[Update], skips: list[Skip], written: list[Any], wri
     else:
         n_meas = sum(1 for p in written if "measurements" in str(p))
         out.print(f"{len(written) - n_meas} claim file(s) updated, {n_meas} measurement record(s) written.")
+
+
+def boot_error_text(errors: list[dict[str, Any]], rows: list[Any], written: Any | None) -> None:
+    """`kb probe boot-error`: kb's pool beside vLLM's for every recorded boot, then the error per model class."""
+    t = Table(title="kb's 'GPU KV cache size' against vLLM's, per recorded boot", title_justify="left")
+    for col in ("boot", "class", "vLLM", "kb", "error", "concurrency"):
+        t.add_column(col, justify="left" if col in ("boot", "class") else "right")
+    for e in sorted(errors, key=lambda e: -abs(e["error"])):
+        conc = e["concurrency_error"]
+        t.add_row(str(e["case"]), e["class"], f"{e['measured']:,}", f"{e['predicted']:,}", f"{e['error']:+.2%}",
+                  f"{conc:+.2%}" if conc is not None else "-")
+    out.print(t)
+    s = Table(title="by model class", title_justify="left")
+    for col in ("accelerator", "vLLM", "class", "boots", "lowest", "highest"):
+        s.add_column(col)
+    for r in rows:
+        c = r.conditions
+        s.add_row(str(r.accelerator), str(c["vllm"]), str(c["class"]), str(c["boots"]), f"{c['lowest']:+.2%}",
+                  f"{c['highest']:+.2%}")
+    out.print(s)
+    if written:
+        out.print(f"wrote {written}")

@@ -264,10 +264,25 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
 
 
 def vllm_report_text(r: dict[str, Any], ctx: int) -> str:
-    """The two numbers vLLM prints at start-up, in its words."""
+    """The two numbers vLLM prints at start-up, in its words, and how far to trust them: measured (a recorded boot
+    asked this question), or estimated with the error kb showed on recorded boots of the model's class."""
     pad = f"; {r['padding'][0]}" if r.get("padding") else ""
-    return (f"vLLM will report: GPU KV cache size {r['kv_cache_tokens']:,} tokens; maximum concurrency for "
-            f"{ctx:,} tokens per request {r['max_concurrency']:.2f}x ({r['basis']} from vLLM 0.24.0's accounting{pad})")
+    head = (f"vLLM will report: GPU KV cache size {r['kv_cache_tokens']:,} tokens; maximum concurrency for "
+            f"{ctx:,} tokens per request {r['max_concurrency']:.2f}x")
+    if r.get("basis") == "measured":
+        m = r["measured"]
+        return f"{head} (measured: vLLM {m['vllm']} booted this on {m['accelerator']}, {m['row']}{pad})"
+    why = f"estimated from vLLM {r.get('accounting', '0.24.0')}'s accounting{pad}"
+    other = r.get("other_release")
+    if other:
+        why += (f"; vLLM {other['vllm']} booted the same line on this GPU: {other['kv_cache_tokens']:,} tokens, "
+                f"{other['max_concurrency']:.2f}x ({other['row']})")
+    err = r.get("error")
+    if err:
+        n = int(err["boots"])
+        why += (f"; kb was {err['lowest']:+.1%} to {err['highest']:+.1%} off vLLM {err['vllm']} on {n} boot"
+                f"{'s' if n != 1 else ''} of {err['class']} models on {err['accelerator']}")
+    return f"{head} ({why})"
 
 
 def _memory(sink: Sink, m: Any, ctx: int | None) -> None:

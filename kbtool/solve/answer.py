@@ -245,7 +245,10 @@ class Memory(_Plain):
         "vllm_report": (opt(OBJ), "What vLLM will print at start-up for this pool, in its own terms: kv_cache_tokens "
                                   "('GPU KV cache size'), max_concurrency ('Maximum concurrency for ctx tokens per "
                                   "request'), num_blocks, block_size, its KV cache groups and padding; basis "
-                                  "estimated (kb's model of vLLM 0.24.0's accounting)"),
+                                  "'measured' (a recorded boot of the same model, GPU, flags and release: "
+                                  "`measured` cites it) or 'estimated' (kb's model of vLLM 0.24.0's accounting; "
+                                  "`error`: kb against the recorded boots of the model's `class`; `other_release`: "
+                                  "a boot of the same line on another release); `estimate`: kb's own figures"),
         "to_fit": ({"type": "array", "items": OBJ},
                    "When it does not fit: each change that makes it fit, sized again with the same budget before it "
                    "is offered ({change: the query option(s), max_sequences, max_ctx}); empty when nothing kb can "

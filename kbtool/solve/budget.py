@@ -88,8 +88,11 @@ def _gb(x: float) -> str:
 def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *, batch: int = 1, tp: int = 1,
         utilization: float = 0.9, weights: str | None = None, reserve: int | None = None,
         batched_tokens: int = DEFAULT_BATCHED_TOKENS, mla_format: str | None = None, max_num_seqs: int = SAMPLER_ROWS,
-        eager: bool = False, block_size: int | None = None, pp: int = 1) -> Fit:
-    """Whether `batch` sequences of `ctx` tokens fit in the KV pool of each of `tp` GPUs, and how many do."""
+        eager: bool = False, block_size: int | None = None, pp: int = 1, release: str | None = None,
+        kv_cache_memory: int | None = None) -> Fit:
+    """Whether `batch` sequences of `ctx` tokens fit in the KV pool of each of `tp` GPUs, and how many do, as vLLM
+    `release` sizes that pool (vllm_pool.accounting); `kv_cache_memory` (--kv-cache-memory-bytes) is the pool."""
+    acct = vllm_pool.accounting(release)
     kv: KvModel = kv_model(model, kv_dtype, tp, batched_tokens, mla_format)
     if pp > 1:  # each pipeline stage holds its share of the layers, their KV cache and their weights
         for t in kv.terms:
@@ -98,11 +101,16 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     wtotal, whow = weight_bytes(model, weights)
     wgpu = math.ceil(wtotal / (tp * pp))
     if reserve is None:
-        res, rhow = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager)
+        res, rhow = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct)
     else:
         res, rhow = reserve, "given with --reserve"
     usable = int(capacity * utilization)
     pool = usable - wgpu - res
+    given = ""
+    if kv_cache_memory:  # vLLM skips profiling and returns the value as the pool (gpu_worker.py:430 in 0.24.0)
+        pool = kv_cache_memory if wgpu + kv_cache_memory <= capacity else 0
+        given = (" (--kv-cache-memory-bytes: vLLM skips profiling and the utilization arithmetic)" if pool else
+                 " (--kv-cache-memory-bytes: the weights and this pool exceed the GPU's memory)")
     need = math.ceil(batch * kv.per_sequence(ctx)) if ctx else 0
     fits = None if ctx is None else (pool > 0 and need <= pool)
     mem_ctx = max_context(kv, pool, batch) if pool > 0 else 0
@@ -132,9 +140,9 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     lines.append(f"- weights {wgpu:,} B ({_gb(wgpu)}) = {whow}{tp_txt}")
     lines.append(f"- reserve {res:,} B ({_gb(res)}): {rhow}")
     lines.append(f"= KV pool {pool:,} B ({_gb(pool)})" + (f" = {pool_tokens:,} tokens" if 0 < pool_tokens <
-                                                           UNBOUNDED_CTX else ""))
+                                                           UNBOUNDED_CTX else "") + given)
     notes = list(dict.fromkeys(kv.notes))
-    if pool <= 0:
+    if pool <= 0 and not kv_cache_memory:
         hint = " or quantize the weights (--weights fp8)" if (weights or model.weight_dtype) in ("bf16", "fp16",
                                                                                                "fp32") else ""
         notes.append(f"the weights and reserve exceed the usable memory; add GPUs (--gpus){hint}")
@@ -146,7 +154,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     block = block_size or kv.block
     grouped = vllm_pool.groups(model, kv_dtype, block, tp, pp) if ctx and pool > 0 else None
     if grouped is not None and ctx:
-        report = vllm_pool.report(pool, grouped, block, ctx, batched_tokens)
+        report = vllm_pool.report(pool, grouped, block, ctx, batched_tokens, acct, pp)
     return Fit(engine_report=report, fits=fits, kv_bytes=need, kv_bytes_per_token=per_tok, weights_bytes=wgpu,
                weights_dtype=weights or model.weight_dtype, reserve_bytes=res, pool_bytes=pool, pool_tokens=pool_tokens,
                capacity_bytes=capacity, max_ctx=mctx, max_ctx_memory=mem_ctx, ctx_limit=limit,

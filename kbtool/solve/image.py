@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 11  # 11: dispute sides carry their own requires; 10: models carry their experts (vLLM's MoE
+IMAGE_VERSION = 12  # 12: recorded vLLM boots (measured pools); 11: dispute sides carry their own requires; 10: models carry their experts (vLLM's MoE
 # workspace); 7: engine-priority records; 8: claims carry measured values; 9: models carry their architecture
 
 
@@ -219,11 +219,37 @@ def _measured_rows(records: list[Any]) -> dict[str, list[tuple[Any, ...]]]:
     """Probe-measured values by the evidence record they came from (measurement records with `evidence`)."""
     out: dict[str, list[tuple[Any, ...]]] = {}
     for m in records:
-        if getattr(m, "evidence", None) and m.basis == "measured":
+        if getattr(m, "evidence", None) and m.basis == "measured" and not _is_boot(m):
             for r in m.rows:
                 conds = tuple(sorted((k, v) for k, v in r.conditions.items() if isinstance(v, (str, int, float))))
                 out.setdefault(m.evidence, []).append((r.quantity, float(r.value), r.unit, conds, m.accelerator))
     return out
+
+
+def _is_boot(m: Any) -> bool:
+    return str(m.conditions.get("probe", "")).startswith("vllm-boot ")
+
+
+def _boot_rows(records: list[Any]) -> list[tuple[Any, ...]]:
+    """(accelerator, conditions, kv_cache_tokens, max_concurrency, measurement row id) of every recorded vLLM boot
+    (kbtool/solve/boots.py matches a query to them)."""
+    out = []
+    for m in records:
+        if m.basis == "measured" and _is_boot(m):
+            for r in m.rows:
+                c = {k: v for k, v in r.conditions.items() if isinstance(v, (str, int, float, bool))}
+                out.append((r.accelerator or m.accelerator, c, int(r.value), float(r.metrics.get("max_concurrency") or 0),
+                            f"{m.id}#{c.get('case')}"))
+    return sorted(out, key=lambda t: t[4])
+
+
+def _boot_errors(records: list[Any]) -> list[tuple[Any, ...]]:
+    """(accelerator, {vllm, class, boots, lowest, highest, error}) of the derived record kbtool/probe/boot_error.py
+    writes: kb's estimate against the recorded boots, per model class."""
+    from kbtool.solve.boots import RECORD_ID
+
+    return [(r.accelerator or m.accelerator, {**r.conditions, "error": float(r.value)})
+            for m in records if m.id == RECORD_ID for r in m.rows]
 
 
 def _shared(x: Any, share: dict[bytes, Any]) -> Any:
@@ -301,6 +327,8 @@ def build(kb: KB) -> dict[str, Any]:
         "priorities": lazy([_priority_row(p) for p in sorted(by_kind.get("engine-priority", []),  # solve/engine.py
                                                               key=lambda r: r.id)]),
         "bench": {acc: lazy(rows) for acc, rows in bench.items()},
+        "boots": lazy(_boot_rows(by_kind.get("measurement", []))),
+        "boot_errors": lazy(_boot_errors(by_kind.get("measurement", []))),
     }
 
 
@@ -340,7 +368,8 @@ class Image:
         self._claim_rows: dict[str, list[tuple[Any, ...]]] = data["claims"]  # subject -> rows
         self._claims: dict[str, list[ClaimV]] = {}
         self.libraries: list[str] = data["libraries"]
-        self._raw = {k: data[k] for k in ("accelerators", "models", "backends", "priorities")}
+        self._raw = {k: data[k] for k in ("accelerators", "models", "backends", "priorities", "boots",
+                                               "boot_errors")}
         self._open: dict[str, Any] = {}
         self.cc: dict[str, str | None] = data["cc"]
         self.evidence_arch: dict[str, str] = data["evidence_arch"]
@@ -401,6 +430,14 @@ class Image:
     def priorities(self, engine: str) -> list[tuple[Any, ...]]:
         """(id, engine, platform, scope, [(when, order)]) of the engine's priority records (kbtool/solve/engine.py)."""
         return [t for t in self._section("priorities") if t[1] == engine]
+
+    def boots(self) -> list[tuple[Any, ...]]:
+        """The recorded vLLM boots (see _boot_rows)."""
+        return list(self._section("boots"))
+
+    def boot_errors(self) -> list[tuple[Any, ...]]:
+        """kb's estimate against the recorded boots, per model class (see _boot_errors)."""
+        return list(self._section("boot_errors"))
 
     def bench_rows(self, accelerator: str) -> list[BenchRow]:
         blob = self._bench.get(accelerator)

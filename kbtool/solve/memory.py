@@ -51,6 +51,8 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[Ke
     block = env.get("block_size") if isinstance(env.get("block_size"), int) else None
     reserve = getattr(q, "reserve", None)
     pp, dp = getattr(q, "pp", 1) or 1, getattr(q, "dp", 1) or 1
+    release = q.vllm or q.libs.get("vllm") if q.engine == "vllm" else None  # None: the measured line (0.24.0)
+    kv_memory = getattr(q, "kv_cache_memory", None)
     if pp > 1 or dp > 1:
         notes_in.append(f"{q.gpus * pp} GPUs per replica (tp {q.gpus} x pp {pp})"
                         + (f"; {dp} data-parallel replicas, each sized as shown" if dp > 1 else ""))
@@ -59,7 +61,8 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[Ke
            batch_as: int | None = None) -> Fit:
         return fit(model, kv_as or kv, capacity, ctx_as or ctx, batch=batch_as or batch, tp=tp,
                    utilization=q.utilization, weights=weights_as or weights, reserve=reserve, batched_tokens=tokens,
-                   max_num_seqs=seqs, eager=eager, block_size=block, pp=pp)
+                   max_num_seqs=seqs, eager=eager, block_size=block, pp=pp, release=release,
+                   kv_cache_memory=kv_memory)
 
     f = on(q.gpus)
     if getattr(q, "ctx_auto", False) and f.fits is False and f.max_ctx > 0 and f.ctx_limit == "memory":
@@ -80,8 +83,47 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[Ke
                  max_ctx=f.max_ctx, formula=f.formula, notes=notes, weights_dtype=f.weights_dtype,
                  reserve_bytes=f.reserve_bytes, pool_tokens=f.pool_tokens, max_sequences=f.max_sequences,
                  max_ctx_memory=f.max_ctx_memory, ctx_limit=f.ctx_limit, utilization=q.utilization,
-                 gpus_to_fit=more[0] if more else None, vllm_report=_report(f.engine_report), to_fit=to_fit)
+                 gpus_to_fit=more[0] if more else None, to_fit=to_fit,
+                 vllm_report=_held_to_boots(cx, acc, _report(f.engine_report, release), {
+                     "max_model_len": ctx, "kv_cache_dtype": _vllm_kv(kv, env), "enforce_eager": eager,
+                     "gpu_memory_utilization": q.utilization, "max_num_batched_tokens": tokens,
+                     "max_num_seqs": seqs, "tp": q.gpus, "pp": pp}))
     return mem, []
+
+
+def _vllm_kv(kv: str, env: dict[str, Any]) -> str:
+    """kb's KV dtype as vLLM's --kv-cache-dtype names it (auto: the model dtype; fp8 is e4m3 on CUDA)."""
+    return "auto" if kv == env.get("dtype") else {"fp8_e4m3": "fp8"}.get(kv, kv)
+
+
+def _held_to_boots(cx: Ctx, acc: AcceleratorV, report: dict[str, Any] | None,
+                   flags: dict[str, Any]) -> dict[str, Any] | None:
+    """The report with what the recorded vLLM boots say of it (kbtool/solve/boots.py): vLLM's own numbers where
+    a boot asked this question on this release ("measured"), else kb's estimate with its class's error."""
+    from kbtool.solve import boots
+
+    if report is None or cx.model is None:
+        return report
+    release = cx.q.vllm or cx.q.libs.get("vllm")
+    if getattr(cx.q, "kv_cache_memory", None):
+        return report  # --kv-cache-memory-bytes: no recorded boot was sized so
+    report["class"] = cls = boots.model_class(cx.model)
+    report["estimate"] = {"kv_cache_tokens": report["kv_cache_tokens"], "max_concurrency": report["max_concurrency"]}
+    rows = boots.matches(cx.img, acc.id, cx.model, flags)
+    same = [r for r in rows if r[1].get("vllm") == release]
+    if same:
+        _acc, c, tokens, concurrency, row_id = same[-1]
+        report.update(kv_cache_tokens=tokens, max_concurrency=round(concurrency, 2), basis="measured",
+                      measured={"row": row_id, "vllm": release, "accelerator": acc.id})
+        return report
+    if rows:
+        _acc, c, tokens, concurrency, row_id = rows[-1]
+        report["other_release"] = {"row": row_id, "vllm": c.get("vllm"), "kv_cache_tokens": tokens,
+                                   "max_concurrency": round(concurrency, 2)}
+    err = boots.class_error(cx.img, acc.id, release, cls)
+    if err:
+        report["error"] = err
+    return report
 
 
 def _fewest_gpus(on: Any, gpus: int, **change: Any) -> tuple[int, Fit] | None:
@@ -132,11 +174,13 @@ def _offer(change: str, g: Fit) -> dict[str, Any]:
     return {"change": change, "max_sequences": g.max_sequences, "max_ctx": g.max_ctx}
 
 
-def _report(r: Report | None) -> dict[str, Any] | None:
+def _report(r: Report | None, release: str | None) -> dict[str, Any] | None:
     if r is None:
         return None
+    from kbtool.solve.vllm_pool import accounting
+
     return {"kv_cache_tokens": r.tokens, "max_concurrency": round(r.concurrency, 2), "num_blocks": r.num_blocks,
             "block_size": r.block_size, "groups": [{"type": g.kind, "layers": g.layers, "page_bytes": g.page_bytes,
                                                     **({"window": g.window} if g.window else {})} for g in r.groups],
-            "padding": list(r.padding), "basis": "estimated"}
+            "padding": list(r.padding), "basis": "estimated", "accounting": accounting(release).release}
 

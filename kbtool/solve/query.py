@@ -206,6 +206,7 @@ class Query:
         "kernels",
         "kv",
         "kv_cache_dtype",
+        "kv_cache_memory",
         "libs",
         "max_num_seqs",
         "model",
@@ -242,6 +243,7 @@ class Query:
         self.enforce_eager = False
         self.pp, self.dp = 1, 1  # pipeline stages and data-parallel replicas (--vllm-args)
         self.ctx_auto = False  # --max-model-len auto / -1 (--vllm-args): vLLM fits the context to memory
+        self.kv_cache_memory: int | None = None  # --kv-cache-memory-bytes (--vllm-args): the pool, per GPU
 
     def __repr__(self) -> str:
         return f"Query({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
@@ -256,7 +258,7 @@ class Query:
             "weights": self.weights, "reserve": self.reserve, "max_num_batched_tokens": self.batched_tokens,
             "assume": self.assume,
         }
-        for k in ("vllm", "attention_backend", "kv_cache_dtype", "max_num_seqs"):  # only when given
+        for k in ("vllm", "attention_backend", "kv_cache_dtype", "max_num_seqs", "kv_cache_memory"):  # when given
             if getattr(self, k) is not None:
                 d[k] = getattr(self, k)
         if self.enforce_eager:
@@ -339,4 +341,5 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
         q.max_num_seqs, q.enforce_eager = serve.max_num_seqs, serve.enforce_eager
         q.pp, q.dp = max(1, serve.pp or 1), max(1, serve.dp or 1)
         q.ctx_auto = serve.max_model_len == -1 and q.ctx is None
+        q.kv_cache_memory = serve.kv_cache_memory
     return q

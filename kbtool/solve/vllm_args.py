@@ -4,9 +4,9 @@ Only what the pre-flight answer needs is read: the model (a KB id, a Hugging Fac
 id or alias, or a config path), --kv-cache-dtype, --attention-backend, --max-model-len, -tp /
 --tensor-parallel-size, --gpu-memory-utilization, --block-size, --max-num-batched-tokens, --max-num-seqs and
 --enforce-eager (the last two move vLLM's reserve: its sampler profile and CUDA-graph estimate), --quantization
-(the weights' bytes), -pp / --pipeline-parallel-size (layers and weights per stage) and -dp /
---data-parallel-size (replicas: the memory per GPU does not change); `--max-model-len auto` (or -1) lets
-vLLM fit the context to memory. Numbers are read as vLLM reads them (32k = 32,000; 32K = 32,768). Other flags
+(the weights' bytes), -pp / --pipeline-parallel-size (layers and weights per stage), -dp /
+--data-parallel-size (replicas: the memory per GPU does not change) and --kv-cache-memory-bytes (the pool itself,
+per GPU); `--max-model-len auto` (or -1) lets vLLM fit the context to memory. Numbers are read as vLLM reads them (32k = 32,000; 32K = 32,768). Other flags
 are ignored and listed, so the answer can say what it did not consider.
 """
 
@@ -24,8 +24,9 @@ _FLAGS = {
     "--max-num-batched-tokens": "max_num_batched_tokens", "--model": "model", "--dtype": "dtype",
     "--max-num-seqs": "max_num_seqs", "--quantization": "quantization", "-q": "quantization",
     "--pipeline-parallel-size": "pp", "-pp": "pp", "--data-parallel-size": "dp", "-dp": "dp",
+    "--kv-cache-memory-bytes": "kv_cache_memory", "--kv-cache-memory": "kv_cache_memory",
 }
-_INTS = {"max_model_len", "tp", "block_size", "max_num_batched_tokens", "max_num_seqs", "pp", "dp"}
+_INTS = {"max_model_len", "tp", "block_size", "max_num_batched_tokens", "max_num_seqs", "pp", "dp", "kv_cache_memory"}
 QUANT_WEIGHTS = {"fp8": "fp8", "fbgemm_fp8": "fp8", "ptpc_fp8": "fp8", "awq": "int4", "awq_marlin": "int4",
                  "gptq": "int4", "gptq_marlin": "int4", "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4",
                  "bitsandbytes": "int4"}
@@ -49,10 +50,11 @@ class ServeArgs:
     quantization: str | None = None
     pp: int | None = None
     dp: int | None = None
+    kv_cache_memory: int | None = None
     ignored: list[str] = field(default_factory=list)
 
 
-_HUMAN = {"max_model_len", "max_num_batched_tokens"}  # vLLM parses these with human_readable_int
+_HUMAN = {"max_model_len", "max_num_batched_tokens", "kv_cache_memory"}  # vLLM reads these with human_readable_int
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 

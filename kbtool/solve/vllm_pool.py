@@ -1,4 +1,5 @@
-"""vLLM's own accounting of its KV pool, as vLLM 0.24.0 does it, and the two numbers it prints at start-up.
+"""vLLM's own accounting of its KV pool, as vLLM 0.24.0 does it (and where 0.19.1 and 0.33.0 differ: Accounting),
+and the two numbers it prints at start-up.
 
 What vLLM sizes (vllm/v1/worker/gpu_worker.py:456-493 in the 0.24.0 wheel): available KV memory = utilization x
 the device's memory - (weights + the torch peak of a profile run + non-torch memory) - the CUDA-graph estimate where
@@ -40,20 +41,67 @@ if TYPE_CHECKING:
 
 GIB = 1 << 30
 NON_TORCH_BYTES = int(0.2246 * GIB)
-V1_SAMPLER_BYTES = 15.04  # per logit element: fp32 logits + the top-k/top-p sort (values fp32, indices int64)
-V2_SAMPLER_BYTES = 4.0  # fp32 logits; no top-k/top-p during the profile run
 V2_MLP_BYTES = 4.0  # per token and MLP width: the gate/up projection's bf16 output
 GRAPH_ESTIMATE_BYTES = GIB
-V2_ARCHITECTURES = frozenset({"Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM",
-                              "GraniteMoeForCausalLM", "LlamaForCausalLM", "MistralForCausalLM"})
 NON_GATED_MOE = frozenset({"NemotronHForCausalLM"})  # relu2 experts (models/nemotron_h.py, is_non_gated_moe)
 KV_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8": 1}
 ATTENTION_TYPES = ("full", "sliding", "mla")
 
 
-def runner(model: Model | ModelV) -> str:
-    """'V2' or 'V1': which model runner vLLM 0.24.0 uses by default for this architecture (unknown: V1)."""
-    return "V2" if getattr(model, "architecture", None) in V2_ARCHITECTURES else "V1"
+class Accounting:
+    """What one recorded vLLM release does when it sizes the pool, where releases differ (cited per field).
+
+    - `v2`: the architectures its V2 model runner serves by default ("all" in 0.33.0: vllm/config/vllm.py:731-767
+      returns True; 0.24.0: DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES, config/vllm.py:68-77; 0.19.1: none, the V2
+      runner only by VLLM_USE_V2_MODEL_RUNNER, v1/worker/gpu_worker.py:153).
+    - `graphs`: which runners' CUDA-graph estimate is subtracted before the pool is sized, unless eager. 0.19.1
+      logs it only (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to "0", envs.py:1655); 0.24.0 subtracts it
+      (default "1", envs.py:1895) but its V2 runner's profile_cudagraph_memory returns 0
+      (v1/worker/gpu/model_runner.py:684-686); 0.33.0's V2 runner estimates for real (gpu/cudagraph_utils.py:922).
+    - `v2_sampler`: bytes per logit element of the V2 runner's profiled sampler; 0.33.0 adds a warm-up pass with
+      top-k/top-p, penalties and logprobs (gpu/model_runner.py:1001-1014), so it costs what V1's sampler does.
+    - `in_flight`: batches of max_num_batched_tokens a sliding-window request must hold beyond its window; 0.33.0
+      counts the in-flight batches of async scheduling, pp + 1 (kv_cache_interface.py:937-944,
+      config/vllm.py:588-609).
+    - `tokens`: how "GPU KV cache size" is computed: 0.19.1 `num_blocks // groups x block_size`
+      (v1/core/kv_cache_utils.py:1302-1317); later `int(concurrency x max_model_len)` (0.24.0 :1788-1798).
+    """
+
+    __slots__ = ("graphs", "in_flight", "release", "tokens", "v2", "v2_sampler")
+
+    def __init__(self, release: str, v2: frozenset[str] | str, graphs: str, v2_sampler: float, in_flight: str,
+                 tokens: str) -> None:
+        self.release, self.v2, self.graphs, self.v2_sampler = release, v2, graphs, v2_sampler
+        self.in_flight, self.tokens = in_flight, tokens
+
+
+V2_ARCHITECTURES = frozenset({"Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM",
+                              "GraniteMoeForCausalLM", "LlamaForCausalLM", "MistralForCausalLM"})
+V1_SAMPLER_BYTES = 15.04  # per logit element: fp32 logits + the top-k/top-p sort (values fp32, indices int64)
+V2_SAMPLER_BYTES = 4.0  # fp32 logits; no top-k/top-p during the profile run
+ACCOUNTING = (  # newest first; a release takes the line of the newest recorded release at or below it
+    Accounting("0.33.0", "all", "all", V1_SAMPLER_BYTES, "pp+1", "concurrency"),
+    Accounting("0.24.0", V2_ARCHITECTURES, "V1", V2_SAMPLER_BYTES, "1", "concurrency"),
+    Accounting("0.19.1", frozenset(), "none", V2_SAMPLER_BYTES, "1", "blocks per group"),
+)
+MEASURED = ACCOUNTING[1]  # the line the H200 boots measured; used where no release is given
+
+
+def accounting(release: str | None) -> Accounting:
+    """The accounting of `release` (the newest recorded line at or below it; older than all: the oldest)."""
+    if not release:
+        return MEASURED
+    from kbtool.solve.conditions import compare_versions
+
+    for a in ACCOUNTING:
+        if compare_versions(release, a.release) >= 0:
+            return a
+    return ACCOUNTING[-1]
+
+
+def runner(model: Model | ModelV, acct: Accounting = MEASURED) -> str:
+    """'V2' or 'V1': which model runner this vLLM release uses by default for this architecture."""
+    return "V2" if acct.v2 == "all" or getattr(model, "architecture", None) in acct.v2 else "V1"
 
 
 def moe_workspace_bytes(model: Model | ModelV, batched_tokens: int, tp: int = 1) -> int:
@@ -83,29 +131,38 @@ def moe_workspace_bytes(model: Model | ModelV, batched_tokens: int, tp: int = 1)
     return int(elems) * 2
 
 
-def activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, tp: int = 1) -> tuple[int, str]:
+def activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, tp: int = 1,
+                     acct: Accounting = MEASURED) -> tuple[int, str]:
     """The torch peak of vLLM's profile run (an estimate), and how it was computed."""
     vocab = model.vocab_size or 128_000
     moe = moe_workspace_bytes(model, batched_tokens, tp)
     moe_words = f" + MoE workspace {moe / 1e9:,.2f} GB" if moe else ""
-    if runner(model) == "V2":
+    if runner(model, acct) == "V2":
         inter = math.ceil((model.intermediate_size or 4 * (model.hidden_size or 4096)) / tp)
-        sampler, mlp = max_num_seqs * vocab * V2_SAMPLER_BYTES, batched_tokens * inter * V2_MLP_BYTES
-        return int(sampler + mlp + moe), (f"V2 runner: logits {max_num_seqs} x {vocab:,} x 4 B + MLP "
+        per = acct.v2_sampler
+        sampler, mlp = max_num_seqs * vocab * per, batched_tokens * inter * V2_MLP_BYTES
+        return int(sampler + mlp + moe), (f"V2 runner: logits {max_num_seqs} x {vocab:,} x {per:g} B + MLP "
                                           f"{batched_tokens:,} x {inter:,} x 4 B{moe_words}")
     return int(max_num_seqs * vocab * V1_SAMPLER_BYTES + moe), (f"V1 runner: sampler {max_num_seqs} x {vocab:,} x "
                                                                 f"15 B{moe_words}")
 
 
 def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp: int = 1,
-            eager: bool = False) -> tuple[int, str]:
+            eager: bool = False, acct: Accounting = MEASURED) -> tuple[int, str]:
     """What vLLM takes off the budget besides the weights: activation peak + non-torch + graphs where applied."""
-    act, how = activation_bytes(model, batched_tokens, max_num_seqs, tp)
-    graphs = GRAPH_ESTIMATE_BYTES if runner(model) == "V1" and not eager else 0
+    act, how = activation_bytes(model, batched_tokens, max_num_seqs, tp, acct)
+    run = runner(model, acct)
+    graphs = GRAPH_ESTIMATE_BYTES if not eager and acct.graphs in ("all", run) else 0
     words = f"{how} = {act / 1e9:,.2f} GB; non-torch {NON_TORCH_BYTES / 1e9:.2f} GB"
-    words += "; CUDA graphs 1 GiB (V1 runner subtracts its estimate)" if graphs else (
-        "; no CUDA-graph estimate (eager)" if eager else "; CUDA graphs captured after the pool (V2 runner)")
-    return act + NON_TORCH_BYTES + graphs, words + " (estimated from vLLM 0.24.0's accounting)"
+    if graphs:
+        words += f"; CUDA graphs 1 GiB ({run} runner: vLLM {acct.release} subtracts its estimate)"
+    elif eager:
+        words += "; no CUDA-graph estimate (eager)"
+    elif acct.graphs == "none":
+        words += f"; no CUDA-graph estimate subtracted (vLLM {acct.release} only logs it)"
+    else:
+        words += f"; CUDA graphs captured after the pool ({run} runner)"
+    return act + NON_TORCH_BYTES + graphs, words + f" (estimated from vLLM {acct.release}'s accounting)"
 
 
 class Group:
@@ -197,21 +254,23 @@ def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: in
 
 
 def report(available_bytes: int, grouped: tuple[list[Group], list[str]], block: int, max_model_len: int,
-           batched_tokens: int) -> Report:
+           batched_tokens: int, acct: Accounting = MEASURED, pp: int = 1) -> Report:
     """num_blocks, "GPU KV cache size" and "Maximum concurrency" for this pool (at the block groups() settled
-    on, where `grouped` carries one)."""
+    on, where `grouped` carries one), as this release computes them."""
     gs, padding = grouped
     block = getattr(grouped, "block", block)
     size = max(g.layers for g in gs)
     num_blocks = max(0, available_bytes // gs[0].page_bytes // size)
+    in_flight = batched_tokens * ((pp + 1) if acct.in_flight == "pp+1" else 1)
     per_request = 0
     for g in gs:
         if g.kind == "sliding" and g.window:
-            per_request += math.ceil(min(g.window - 1 + batched_tokens, max_model_len) / block) + 1
+            per_request += math.ceil(min(g.window - 1 + in_flight, max_model_len) / block) + 1
         elif g.kind == "mamba":
             per_request += 1  # one state page per request, whatever its length (vllm_mamba)
         else:
             per_request += math.ceil(max_model_len / block)
     conc = num_blocks / per_request if per_request else 0.0
-    return Report(num_blocks=num_blocks, block_size=block, tokens=int(conc * max_model_len), concurrency=conc,
-                  groups=gs, padding=padding)
+    tokens = num_blocks // len(gs) * block if acct.tokens == "blocks per group" else int(conc * max_model_len)
+    return Report(num_blocks=num_blocks, block_size=block, tokens=tokens, concurrency=conc, groups=gs,
+                  padding=padding)

@@ -36,3 +36,33 @@ def test_apply_writes_it_once_and_it_validates(tmp_path: Path) -> None:
     assert path.read_bytes() == shipped
     v = run_kb("validate", "--kb", str(root), "--strict", str(path))
     assert v.code == 0, v.out
+
+
+BOOT = sorted((RECORDS / "evidence").glob("*-vllm-boot.yaml"))[-1]
+
+
+def test_a_boot_run_recorded_before_it_measured_anything_is_read_by_its_probe() -> None:
+    from kbtool.probe.rejudge import probes_by_id
+
+    ev = load(BOOT)
+    assert "measured" not in ev.data or ev.data["measured"]  # older runs have no data.measured
+    (m,) = measured.records_from(ev.model_copy(update={"data": {}}), probes_by_id()["vllm-boot"])
+    ok = [c for c in ev.cases if c.outcome == "OK"]
+    assert len(m.rows) == len(ok) and all(r.quantity == "kv_cache_tokens" and r.unit == "tokens" for r in m.rows)
+    by_case = {r.conditions["case"]: r for r in m.rows}
+    for c in ok:
+        r = by_case[c.params["id"]]
+        assert r.value == c.metrics["kv_cache_tokens"] and r.metrics["max_concurrency"] == c.metrics["max_concurrency"]
+        assert r.conditions["vllm"] == c.metrics["release"] and r.conditions["architecture"]
+    # without the probe, a run with no data.measured measures nothing
+    assert measured.records_from(ev.model_copy(update={"data": {}})) == []
+
+
+def test_measured_values_may_be_a_list_of_rows_with_metrics() -> None:
+    ev = load(HW).model_copy(update={"data": {"measured": [
+        {"quantity": "kv_cache_tokens", "value": 10, "unit": "tokens", "case": "a", "metrics": {"x": 1}},
+        {"quantity": "flag", "value": True}, {"quantity": "text", "value": "n/a"}]}})
+    (m,) = measured.records_from(ev)
+    (r,) = m.rows  # a yes/no or a text is not a figure
+    assert (r.quantity, r.value, r.unit, r.conditions, r.metrics) == ("kv_cache_tokens", 10, "tokens", {"case": "a"},
+                                                                       {"x": 1})

@@ -20,24 +20,11 @@ from kbtool.query_cli import image
 from kbtool.solve import vllm_mamba, vllm_pool
 from kbtool.solve.query import build_query
 from kbtool.solve.solver import solve
+from probes.vllm_boot import boots_unquantized
 from tests.util import ROOT
 
 MODELS = ROOT / "probes" / "vllm_boot" / "models"
 GIB = 1 << 30
-
-
-def unquantized_by_dummy_load(model: str, metrics: dict) -> bool:
-    """True where vLLM 0.24.0 boots a GPTQ checkpoint unquantized because only its config.json is there: with no
-    `modules_in_block_to_quantize` in the quantization_config, AutoGPTQConfig.maybe_update_config
-    (layers/quantization/auto_gptq.py:270-294) lists the quantized layers from the checkpoint's safetensors
-    headers, finds none, and every linear layer is built in the model dtype. A real checkpoint does not boot so.
-    (boot_case.py now patches such a folder and says so in the boot's `config_patch`.)"""
-    if metrics.get("config_patch"):
-        return False
-    d = MODELS / model
-    q = json.loads((d / "config.json").read_text(encoding="utf-8")).get("quantization_config") or {}
-    return (q.get("quant_method") == "gptq" and not q.get("modules_in_block_to_quantize")
-            and not any(d.glob("*.safetensors")))
 
 
 def boots(*, representative: bool = True) -> list[tuple[str, dict, dict, dict]]:
@@ -47,7 +34,7 @@ def boots(*, representative: bool = True) -> list[tuple[str, dict, dict, dict]]:
         ev = yaml.safe_load(path.read_text(encoding="utf-8"))
         for c in ev["cases"]:
             if c["outcome"] == "OK" and (c.get("metrics") or {}).get("kv_cache_tokens"):
-                if unquantized_by_dummy_load(c["params"]["model"], c["metrics"]) == representative:
+                if boots_unquantized(c["params"]["model"], c["metrics"]) == representative:
                     continue
                 out.append((f"{path.stem}:{c['params']['id']}", c["params"], c["metrics"], ev["environment"]))
     return out
@@ -73,7 +60,7 @@ def serve_line(p: dict) -> str:
 
 
 def predicted(p: dict, env: dict) -> dict:
-    q = build_query(gpu=env["accelerator"], vllm_args=serve_line(p))
+    q = build_query(gpu=env["accelerator"], vllm_args=serve_line(p), lib=[f"vllm={env['libraries']['vllm']}"])
     answer = solve(image(), q)
     assert answer.memory is not None and answer.memory.vllm_report is not None, p["id"]
     return answer.memory.vllm_report
@@ -182,3 +169,42 @@ def test_a_mamba_hybrid_widens_the_attention_block_until_one_page_holds_a_state(
     r = vllm_pool.report(5360 * 6 * page, grouped, 16, 8192, 8192)
     # a request: one page in each of the 4 Mamba groups + cdiv(8192, 2096) = 4 blocks of the full group
     assert r.block_size == 2096 and r.num_blocks == 5360 and r.concurrency == 670.0 and r.tokens == 670 * 8192
+
+
+def test_the_shipped_estimate_error_record_is_current() -> None:
+    """records/measurements/vllm-boot-estimate-error.yaml is what `kb probe boot-error --write` writes today."""
+    from kbtool.probe import boot_error
+    from kbtool.solve.boots import RECORD_ID
+
+    shipped = yaml.safe_load((ROOT / "records" / "measurements" / f"{RECORD_ID}.yaml").read_text(encoding="utf-8"))
+    now = boot_error.record(image())
+    assert shipped["rows"] == [r.model_dump(mode="json", exclude_defaults=True) for r in now.rows], \
+        "stale: run `kb probe boot-error --write` and commit the record"
+    assert sum(r.conditions["boots"] for r in now.rows) == len(BOOTS)
+
+
+def test_a_query_that_repeats_a_boot_is_answered_with_vllms_numbers() -> None:
+    from kbtool.solve.memory import memory_for
+    from kbtool.solve.solver import base_env, prepare
+
+    name, p, m, env = next(b for b in BOOTS if b[1]["model"] == "qwen3-8b")
+    img = image()
+    cx = prepare(img, build_query(gpu=env["accelerator"], vllm_args=serve_line(p)))
+    acc = img.accelerator(img.resolve(env["accelerator"], "accelerator", "--gpu"))
+    benv, assumed = base_env(cx, acc)
+    mem, _ = memory_for(cx, acc, benv, [], assumed)
+    r = mem.vllm_report
+    # the query's release (the newest recorded) is not the boot's: kb's estimate, with the boot beside it
+    assert r["basis"] == "estimated" and r["other_release"]["kv_cache_tokens"] == m["kv_cache_tokens"]
+    assert r["error"]["class"] == "dense" and r["error"]["boots"] >= 10
+    cx.q.vllm = m["release"]  # the boot's own release: vLLM's numbers are the answer
+    mem, _ = memory_for(cx, acc, benv, [], assumed)
+    r = mem.vllm_report
+    assert r["basis"] == "measured" and r["kv_cache_tokens"] == m["kv_cache_tokens"]
+    assert r["max_concurrency"] == pytest.approx(m["max_concurrency"], abs=0.01)
+    assert r["estimate"]["kv_cache_tokens"] != m["kv_cache_tokens"]  # kb's own figure stays beside it
+    # another utilization is another question
+    cx2 = prepare(img, build_query(gpu=env["accelerator"], vllm_args=serve_line({**p, "gpu_memory_utilization": 0.85})))
+    cx2.q.vllm = m["release"]
+    mem, _ = memory_for(cx2, acc, base_env(cx2, acc)[0], [], {})
+    assert mem.vllm_report["basis"] == "estimated"

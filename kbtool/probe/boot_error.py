@@ -1,0 +1,88 @@
+"""How far kb's memory estimate is from what vLLM reported, per model class: one derived measurement record.
+
+Every recorded vLLM boot (the measurement rows of the vllm-boot probe's runs) is asked again as a user would ask
+it: the boot's flags as a `vllm serve` line, its model's config.json (probes/vllm_boot/models/), its GPU. kb's
+"GPU KV cache size" is compared with vLLM's, and the errors are summed up per accelerator, vLLM release and model
+class (kbtool/solve/boots.py: model_class). A query the boots do not cover says "estimated" and quotes its class's
+row. `kb probe boot-error --write` writes the record; tests/probe/test_vllm_boot_memory.py fails when it is stale.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kbtool.errors import UsageError
+from kbtool.model import Measurement, Source
+from kbtool.model.measurement import Row
+
+RECORD_ID = "vllm-boot-estimate-error"
+MODELS = Path(__file__).resolve().parents[2] / "probes" / "vllm_boot" / "models"
+
+
+def serve_line(c: dict[str, Any], config: Path) -> str:
+    """The `vllm serve` line a boot's conditions stand for."""
+    line = (f"serve {config} --max-model-len {c['max_model_len']} --gpu-memory-utilization "
+            f"{c['gpu_memory_utilization']} --kv-cache-dtype {c['kv_cache_dtype']} --max-num-batched-tokens "
+            f"{c['max_num_batched_tokens']} --max-num-seqs {c['max_num_seqs']}")
+    return line + (" --enforce-eager" if c.get("enforce_eager") else "")
+
+
+def errors(image: Any, models: Path = MODELS) -> list[dict[str, Any]]:
+    """kb's prediction beside vLLM's for every recorded boot: {case, accelerator, vllm, class, measured,
+    predicted, error, concurrency_error}."""
+    from kbtool.solve.query import build_query
+    from kbtool.solve.solver import solve
+
+    out = []
+    for acc, c, tokens, concurrency, row_id in image.boots():
+        config = models / str(c.get("model")) / "config.json"
+        if not config.is_file():
+            raise UsageError(f"{row_id}: no config.json for boot model {c.get('model')!r} under {models}",
+                             fix="run this from a checkout of the repository (probes/vllm_boot/models)")
+        q = build_query(gpu=acc, vllm_args=serve_line(c, config), lib=[f"vllm={c.get('vllm')}"])  # its release
+        answer = solve(image, q)
+        r = answer.memory.vllm_report if answer.memory is not None else None
+        if not r or not r.get("estimate"):
+            raise UsageError(f"{row_id}: kb gave no vLLM pool for this boot", fix="see `kb query --vllm-args` for it")
+        est = r["estimate"]
+        out.append({"case": c.get("case"), "accelerator": acc, "vllm": str(c.get("vllm")),
+                    "class": r.get("class", "unknown"), "measured": tokens,
+                    "predicted": est["kv_cache_tokens"], "error": est["kv_cache_tokens"] / tokens - 1,
+                    "concurrency_error": est["max_concurrency"] / concurrency - 1 if concurrency else None})
+    return out
+
+
+def record(image: Any, models: Path = MODELS) -> Measurement:
+    """The derived record: one row per accelerator, vLLM release and model class, citing the boots' evidence."""
+    evidence_ids = sorted({row[4].split("#", 1)[0].removesuffix("-measured") for row in image.boots()})
+    groups: dict[tuple[str, str, str], list[float]] = {}
+    for e in errors(image, models):
+        groups.setdefault((e["accelerator"], e["vllm"], e["class"]), []).append(e["error"])
+    rows = [Row(quantity="kv_cache_tokens_error", value=round(max(abs(x) for x in errs), 4), unit="ratio",
+                accelerator=acc, conditions={"vllm": vllm, "class": cls, "boots": len(errs),
+                                             "lowest": round(min(errs), 4), "highest": round(max(errs), 4)})
+            for (acc, vllm, cls), errs in sorted(groups.items())]
+    return Measurement(
+        id=RECORD_ID, kind="measurement", basis="derived",
+        name="kb's vLLM KV-pool estimate against recorded vLLM boots, by model class",
+        conditions={"compared": "kb's 'GPU KV cache size' for the boot's own serve line vs the one vLLM logged"},
+        rows=rows, sources=[Source(type="probe", ref=f"evidence/{e}") for e in sorted(evidence_ids)],
+        notes="Written by `kb probe boot-error --write` (kbtool/probe/boot_error.py); value: the largest error "
+              "in absolute terms, lowest/highest: signed (prediction / vLLM - 1).",
+    )
+
+
+def write(records: Path, image: Any, models: Path = MODELS) -> tuple[Path, Measurement]:
+    """Write (or rewrite: it is derived, not evidence) records/measurements/<RECORD_ID>.yaml."""
+    from kbtool.fmt.core import canonical
+    from kbtool.store.writer import atomic_write, dump, file_lock
+
+    rec = record(image, models)
+    path = records / "measurements" / f"{RECORD_ID}.yaml"
+    data: dict[str, Any] = rec.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    text = canonical(dump({"id": data.pop("id"), "kind": "measurement", **data}), path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(path):
+        atomic_write(path, text)
+    return path, rec
