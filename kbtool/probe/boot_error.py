@@ -42,7 +42,8 @@ def errors(image: Any, models: Path = MODELS) -> list[dict[str, Any]]:
                              fix="run this from a checkout of the repository (probes/vllm_boot/models)")
         q = build_query(gpu=acc, vllm_args=serve_line(c, config), lib=[f"vllm={c.get('vllm')}"])  # its release
         answer = solve(image, q)
-        r = answer.memory.vllm_report if answer.memory is not None else None
+        memory = getattr(answer, "memory", None)  # one GPU asked: one answer
+        r = memory.vllm_report if memory is not None else None
         if not r or not r.get("estimate"):
             raise UsageError(f"{row_id}: kb gave no vLLM pool for this boot", fix="see `kb query --vllm-args` for it")
         est = r["estimate"]

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 12  # 12: recorded vLLM boots (measured pools); 11: dispute sides carry their own requires; 10: models carry their experts (vLLM's MoE
-# workspace); 7: engine-priority records; 8: claims carry measured values; 9: models carry their architecture
+IMAGE_VERSION = 12  # 12: recorded vLLM boots (measured pools); 11: dispute sides carry their own requires;
+# 10: models carry their experts (vLLM's MoE workspace); 9: models carry their architecture; 8: claims carry
+# measured values; 7: engine-priority records
 
 
 def _at(i: int) -> Any:
@@ -238,8 +239,8 @@ def _boot_rows(records: list[Any]) -> list[tuple[Any, ...]]:
         if m.basis == "measured" and _is_boot(m):
             for r in m.rows:
                 c = {k: v for k, v in r.conditions.items() if isinstance(v, (str, int, float, bool))}
-                out.append((r.accelerator or m.accelerator, c, int(r.value), float(r.metrics.get("max_concurrency") or 0),
-                            f"{m.id}#{c.get('case')}"))
+                conc = float(r.metrics.get("max_concurrency") or 0)
+                out.append((r.accelerator or m.accelerator, c, int(r.value), conc, f"{m.id}#{c.get('case')}"))
     return sorted(out, key=lambda t: t[4])
 
 

@@ -6,8 +6,9 @@ id or alias, or a config path), --kv-cache-dtype, --attention-backend, --max-mod
 --enforce-eager (the last two move vLLM's reserve: its sampler profile and CUDA-graph estimate), --quantization
 (the weights' bytes), -pp / --pipeline-parallel-size (layers and weights per stage), -dp /
 --data-parallel-size (replicas: the memory per GPU does not change) and --kv-cache-memory-bytes (the pool itself,
-per GPU); `--max-model-len auto` (or -1) lets vLLM fit the context to memory. Numbers are read as vLLM reads them (32k = 32,000; 32K = 32,768). Other flags
-are ignored and listed, so the answer can say what it did not consider.
+per GPU); `--max-model-len auto` (or -1) lets vLLM fit the context to memory. Numbers are read as vLLM reads
+them (32k = 32,000; 32K = 32,768). Other flags are ignored and listed, so the answer can say what it did not
+consider.
 """
 
 from __future__ import annotations

@@ -187,7 +187,7 @@ def test_a_query_that_repeats_a_boot_is_answered_with_vllms_numbers() -> None:
     from kbtool.solve.memory import memory_for
     from kbtool.solve.solver import base_env, prepare
 
-    name, p, m, env = next(b for b in BOOTS if b[1]["model"] == "qwen3-8b")
+    _name, p, m, env = next(b for b in BOOTS if b[1]["model"] == "qwen3-8b")
     img = image()
     cx = prepare(img, build_query(gpu=env["accelerator"], vllm_args=serve_line(p)))
     acc = img.accelerator(img.resolve(env["accelerator"], "accelerator", "--gpu"))
