@@ -20,15 +20,12 @@ PASSING = ("ok", "caveat")
 LIBRARY_RANK = {"flash-attn": 0, "flash-attn-4": 0, "flashinfer": 1, "flashmla": 1, "cudnn-frontend": 2, "vllm": 3,
                 "triton": 4, "torch": 5}
 
-_VLLM_HANDLED = {
-    "fa3-fp8-long-context-two-level-accumulation":
-        "handled: vLLM's flash-attention fork keeps two-level FP8 accumulation on by default",
-}
-
-
 def handled(engine: str, claim: str) -> str | None:
-    """How the engine already deals with a caveat by default, or None."""
-    return _VLLM_HANDLED.get(claim) if engine == "vllm" else None
+    """How the engine already deals with a caveat by default, or None (kbtool/solve/engines.py)."""
+    from kbtool.solve import engines
+
+    eng = engines.get(engine)
+    return eng.handled(claim) if eng is not None else None
 
 
 def _fa_default(sm: str | None) -> str:

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 CUDA = "12.9"
 HEAD_DIM = 128
 BATCH = 1
-ENGINE_BLOCK_SIZE = {"vllm": 16}
 NO_FEATURES = {"sinks": False, "sliding_window": 0, "softcap": 0, "alibi": False, "sparse": False}
 # inputs a gate may leave to the profile to choose ("the library's paged-KV requirement")
 CHOSEN = frozenset({"block_size"})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from kbtool.errors import UsageError
 from kbtool.names import resolve_name
+from kbtool.solve import engines
 from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer, Reason, kernel_answer
 from kbtool.solve.context import Ctx, ctx_over_model
 from kbtool.solve.gates import SEVERITY, Judge, Outcome, apply_claims, apply_claims_phases, best, structural, worst
@@ -73,10 +74,9 @@ def prepare(img: Image, q: Query) -> Ctx:
         if not cx.backends:
             raise UsageError(f"--engine {q.engine}: the KB has no engine-backend records for it",
                              fix="use --engine none")
-        if q.engine == "vllm":  # one vLLM release's gates apply (kbtool/solve/engine.py, issue 18)
-            from kbtool.solve.engine import pin_release
-
-            pin_release(img, q)
+        eng = engines.get(q.engine)
+        if eng is not None:  # one release's gates apply (kbtool/solve/engines.py)
+            eng.pin_release(img, q)
     return cx
 
 
@@ -173,8 +173,9 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
             env["batch"] = assumed["batch"] = profile.BATCH
         # vLLM forces the MLA backends' own block sizes (64, 128, 32 x n): there the block size is what the
         # backend needs (chosen per gate below), not the engine's default
-        if "block_size" not in env and q.engine in profile.ENGINE_BLOCK_SIZE and env.get("attention") not in MLA_ONLY:
-            env["block_size"] = assumed["block_size"] = profile.ENGINE_BLOCK_SIZE[q.engine]
+        eng = engines.get(q.engine)
+        if "block_size" not in env and eng is not None and eng.block_size and env.get("attention") not in MLA_ONLY:
+            env["block_size"] = assumed["block_size"] = eng.block_size
         if cx.model is None:
             for k, v in profile.NO_FEATURES.items():
                 env.setdefault(k, v)
@@ -451,13 +452,10 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     verdict, summary = _verdict(cx, acc, kernels, memory, rec)
     engine = None
     where = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "")
-    if q.engine == "vllm":  # vLLM's own backend selection (kbtool/solve/engine.py, issue 18)
-        from kbtool.solve.engine import apply_to_answer
-
-        engine, verdict, summary = apply_to_answer(cx, acc, envs, assumed, verdict, summary, memory)
-        from kbtool.solve.pick import with_pick
-
-        verdict, summary, first = with_pick(engine, backends, kernels, where, verdict, summary)
+    eng = engines.get(q.engine)
+    if eng is not None:  # the engine's own backend selection (kbtool/solve/engines.py)
+        engine, verdict, summary, first = eng.decide(cx, acc, envs, assumed, verdict, summary, memory, backends,
+                                                     kernels)
         glob_caveats = _merge(first + glob_caveats)
     held = _merge(glob_out.reasons)  # a hardware gate that holds (vLLM refusing bf16 below sm80) decides
     if held and verdict != "no":
@@ -500,12 +498,8 @@ def _memory_left(cx: Ctx, acc: AcceleratorV, env: dict[str, Any]) -> int | None:
 
 def _engine_priority(cx: Ctx, env: dict[str, Any]) -> list[str]:
     """The engine's backend ids in its own order of preference for this query (its engine-priority record)."""
-    if cx.q.engine != "vllm":
-        return []
-    from kbtool.solve.engine import default_version, platform_of, priority_order
-
-    version = cx.q.vllm or cx.q.libs.get("vllm") or default_version(cx.img)
-    return priority_order(cx.img, env, version, platform_of(env)) if version else []
+    eng = engines.get(cx.q.engine)
+    return eng.priority(cx, env) if eng is not None else []
 
 
 def _handled(engine: str, kernels: list[KernelAnswer]) -> None:

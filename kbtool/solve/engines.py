@@ -1,0 +1,58 @@
+"""Serving engines behind one interface (design.md §3), as pre-commit keeps its languages: a protocol and a
+registry of modules that implement it. The solver asks `get(q.engine)` and never branches on an engine's name.
+
+An engine module says how the engine is pinned to a release (`pin_release`), its own order of preference among
+its backends for a query (`priority`), what it decides about the answer once kb's kernel layer has spoken
+(`decide`: its selection, the verdict and summary, the caveats of the backend it picks), the paged block size it
+uses by default (`block_size`) and which kernel caveats it already handles by default (`handled`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Protocol
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kbtool.solve.answer import BackendAnswer, KernelAnswer, Memory, Reason
+    from kbtool.solve.context import Ctx
+    from kbtool.solve.image import AcceleratorV, Image
+
+REGISTRY = {"vllm": "kbtool.solve.engine_vllm"}
+"""Engine name -> the module whose ENGINE implements Engine (imported on first use)."""
+
+
+class Engine(Protocol):
+    name: str
+    block_size: int | None  # the paged KV block size it uses where the backend does not force one
+
+    def pin_release(self, img: Image, q: Any) -> None:
+        """Fix the query's engine release (a usage error names the recorded ones)."""
+
+    def priority(self, cx: Ctx, env: dict[str, Any]) -> list[str]:
+        """Its backend ids in its own order of preference for this query."""
+
+    def handled(self, claim: str) -> str | None:
+        """How it deals with a kernel caveat by default (the caveat is then shown as handled), or None."""
+
+    def decide(self, cx: Ctx, acc: AcceleratorV, envs: dict[str, dict[str, Any]], assumed: dict[str, Any],
+               verdict: str, summary: str, memory: Memory | None, backends: list[BackendAnswer],
+               kernels: list[KernelAnswer]) -> tuple[dict[str, Any] | None, str, str, list[Reason]]:
+        """Its selection for this accelerator: (engine block of the answer, verdict, summary, caveats first)."""
+
+
+_LOADED: dict[str, Engine] = {}
+
+
+def get(name: str | None) -> Engine | None:
+    """The engine named (None for "none" or no name)."""
+    if not name or name == "none":
+        return None
+    eng = _LOADED.get(name)
+    if eng is None:
+        eng = _LOADED[name] = importlib.import_module(REGISTRY[name]).ENGINE
+    return eng
+
+
+def names() -> list[str]:
+    return sorted(REGISTRY)
