@@ -28,6 +28,10 @@ class Vllm:
     def handled(self, claim: str) -> str | None:
         return HANDLED.get(claim)
 
+    def release(self, q: Any) -> str | None:
+        version: str | None = q.vllm or q.libs.get("vllm")
+        return version
+
     def decide(self, cx: Any, acc: Any, envs: dict[str, dict[str, Any]], assumed: dict[str, Any], verdict: str,
                summary: str, memory: Any, backends: list[Any], kernels: list[Any]) -> tuple[Any, str, str, list[Any]]:
         from kbtool.solve.pick import with_pick

@@ -4,7 +4,8 @@ registry of modules that implement it. The solver asks `get(q.engine)` and never
 An engine module says how the engine is pinned to a release (`pin_release`), its own order of preference among
 its backends for a query (`priority`), what it decides about the answer once kb's kernel layer has spoken
 (`decide`: its selection, the verdict and summary, the caveats of the backend it picks), the paged block size it
-uses by default (`block_size`) and which kernel caveats it already handles by default (`handled`).
+uses by default (`block_size`), which kernel caveats it already handles by default (`handled`) and the release
+whose memory accounting sizes the pool (`release`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ class Engine(Protocol):
 
     def handled(self, claim: str) -> str | None:
         """How it deals with a kernel caveat by default (the caveat is then shown as handled), or None."""
+
+    def release(self, q: Any) -> str | None:
+        """The release whose memory accounting sizes this query's pool (None: the one its boots measured)."""
 
     def decide(self, cx: Ctx, acc: AcceleratorV, envs: dict[str, dict[str, Any]], assumed: dict[str, Any],
                verdict: str, summary: str, memory: Memory | None, backends: list[BackendAnswer],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kbtool.solve import engines
 from kbtool.solve.answer import Memory
 from kbtool.solve.budget import SAMPLER_ROWS, Fit, fit
 from kbtool.solve.kvcache import DEFAULT_BATCHED_TOKENS
@@ -51,7 +52,8 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[Ke
     block = env.get("block_size") if isinstance(env.get("block_size"), int) else None
     reserve = getattr(q, "reserve", None)
     pp, dp = getattr(q, "pp", 1) or 1, getattr(q, "dp", 1) or 1
-    release = q.vllm or q.libs.get("vllm") if q.engine == "vllm" else None  # None: the measured line (0.24.0)
+    eng = engines.get(q.engine)
+    release = eng.release(q) if eng is not None else None  # None: the line the boots measured (vllm_pool)
     kv_memory = getattr(q, "kv_cache_memory", None)
     if pp > 1 or dp > 1:
         notes_in.append(f"{q.gpus * pp} GPUs per replica (tp {q.gpus} x pp {pp})"
@@ -104,7 +106,8 @@ def _held_to_boots(cx: Ctx, acc: AcceleratorV, report: dict[str, Any] | None,
 
     if report is None or cx.model is None:
         return report
-    release = cx.q.vllm or cx.q.libs.get("vllm")
+    eng = engines.get(cx.q.engine)
+    release = eng.release(cx.q) if eng is not None else cx.q.libs.get("vllm")
     if getattr(cx.q, "kv_cache_memory", None):
         return report  # --kv-cache-memory-bytes: no recorded boot was sized so
     report["class"] = cls = boots.model_class(cx.model)
