@@ -208,15 +208,20 @@ MLA_PREFILL = {
     "cc10-192-256": ["TRTLLM_RAGGED", "FLASH_ATTN (varlen)", "FLASHINFER", "TOKENSPEED_MLA"],
     "other": ["FLASH_ATTN (varlen)"],
 }
+# vLLM 0.24.0 has no 192/64/256 exception: on cc 10.x it tries FLASH_ATTN first for every MLA shape
+# (vllm/v1/attention/backends/mla/prefill/selector.py:49-69 at ee0da84ab, tag v0.24.0)
+NO_192_256_PREFILL = frozenset({"0.24.0"})
 FP8_DS_MLA_BYTES = 656  # vllm/v1/kv_cache_interface.py MLAAttentionSpec: 512 fp8 latent + 16 scale + 128 bf16 rope
 
 
-def mla_path(env: dict[str, Any], selected: str | None) -> dict[str, Any]:
+def mla_path(env: dict[str, Any], selected: str | None, version: str | None = None) -> dict[str, Any]:
     """Prefill path, decode backend and KV layout of an MLA model under vLLM."""
     cc = env.get("cc") or 0.0
     nope, rope, v = env.get("qk_nope_head_dim"), env.get("qk_rope_head_dim"), env.get("v_head_dim")
     key = "cc10-192-256" if 10.0 <= cc < 11.0 and (nope, rope, v) == (192, 64, 256) else (
         "cc10" if 10.0 <= cc < 11.0 else "other")
+    if key == "cc10-192-256" and version in NO_192_256_PREFILL:
+        key = "cc10"
     qk = (nope or 128) + (rope or 64)
     kv = env.get("kv_dtype")
     latent = env.get("head_dim") or 576
@@ -261,7 +266,7 @@ def answer_for(img: Image, env: dict[str, Any], assumed: dict[str, Any], version
     sel = select(img, e, version, requested)
     out = sel.as_dict()
     if e["attention"] in ("mla", "sparse-mla"):
-        out["mla"] = mla_path(e, sel.checks[sel.selected].name if sel.selected else None)
+        out["mla"] = mla_path(e, sel.checks[sel.selected].name if sel.selected else None, sel.version)
     return out
 
 

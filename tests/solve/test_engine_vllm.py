@@ -94,6 +94,28 @@ def test_engine_layer_agrees_with_vllm_0_33_0() -> None:
         f"{vs._label(wrong[0][0])}: vLLM {wrong[0][0]['selected']}, kb {wrong[0][1]}"
 
 
+@pytest.mark.skipif(not (DATA / "0.24.0").is_dir(), reason="no recorded vLLM 0.24.0 selector grid")
+def test_engine_layer_agrees_with_vllm_0_24_0() -> None:
+    """0.24.0 has its own priority record and claims (the 0.33.0 gates its code shares, widened, plus 0.24.0-only
+    ones): kb must agree with vLLM everywhere, as for 0.33.0."""
+    table, right, wrong = compare("0.24.0")
+    n = len(points("0.24.0"))
+    print("\n" + agreement_table("0.24.0", table, right, n))
+    assert n > 10000 and len(table) >= 17
+    assert {"FLASH_ATTN_DIFFKV", "TRITON_ATTN_DIFFKV", "TOKENSPEED_MLA", "FLASHINFER_MLA_SPARSE_SM120"} <= set(table)
+    assert not {"FLASH_ATTN_MLA_SPARSE", "FLASHINFER_MLA_SPARSE_SM90"} & set(table)  # not registered in 0.24.0
+    for name, (agree, total, accepted, kb_accepted) in table.items():
+        assert kb_accepted == accepted, f"{name}: kb refuses {accepted - kb_accepted} configurations vLLM accepts"
+        assert agree >= 0.99 * total, f"{name}: {agree}/{total} agree"
+    assert not wrong, f"kb names another backend than vLLM at {len(wrong)} points, e.g. " \
+        f"{vs._label(wrong[0][0])}: vLLM {wrong[0][0]['selected']}, kb {wrong[0][1]}"
+    # what sets 0.24.0 apart from 0.33.0: no FA4 fp8 KV on cc 10.x, MLA head size 512 refused
+    fp8_cc10 = [p for p in points("0.24.0") if p["cc"] == "10.0" and p["layout"] == "dense" and p["kv"] == "fp8"]
+    assert fp8_cc10 and all("kv_cache_dtype not supported" in p["reasons"]["FLASH_ATTN"] for p in fp8_cc10)
+    mla512 = [p for p in points("0.24.0") if p["layout"] == "mla" and p["head_size"] == 512]
+    assert mla512 and all("head_size not supported" in p["reasons"]["FLASHINFER_MLA"] for p in mla512)
+
+
 @pytest.mark.skipif(not (DATA / "0.19.1").is_dir(), reason="no recorded vLLM 0.19.1 selector grid")
 def test_older_release_is_compared_with_its_own_claims() -> None:
     """0.19.1 has only the seed-era claims: the table is reported; FLASHINFER's head sizes differ from 0.33.0."""

@@ -74,7 +74,7 @@ def test_older_release_and_unknown_release() -> None:
     a = answer("--gpu", "h100", "--head-dim", "256", "--kv", "bf16", "--vllm", "0.19.1")
     assert a["engine"]["vllm"] == "0.19.1" and a["query"]["engine"] == "vllm"
     r = run_kb("query", "--gpu", "h100", "--head-dim", "128", "--vllm", "0.1.0")
-    assert r.code == 2 and "the KB records vLLM's selection for 0.19.1, 0.33.0 only" in r.err
+    assert r.code == 2 and "the KB records vLLM's selection for 0.19.1, 0.24.0, 0.33.0 only" in r.err
 
 
 def test_parse_reads_the_flags_that_move_memory() -> None:
