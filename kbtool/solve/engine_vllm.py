@@ -4,9 +4,11 @@ layer (kbtool/solve/pick.py), its default block size and the kernel caveats it h
 
 from __future__ import annotations
 
-from typing import Any
-
 from kbtool.solve import engine
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 HANDLED = {
     "fa3-fp8-long-context-two-level-accumulation":

@@ -11,10 +11,11 @@ whose memory accounting sizes the pool (`release`).
 from __future__ import annotations
 
 import importlib
-from typing import Any, Protocol
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a warm query imports no typing (tests/test_imports.py): the protocol is for the type checker
+    from typing import Any, Protocol
+
     from kbtool.solve.answer import BackendAnswer, KernelAnswer, Memory, Reason
     from kbtool.solve.context import Ctx
     from kbtool.solve.image import AcceleratorV, Image
@@ -23,26 +24,28 @@ REGISTRY = {"vllm": "kbtool.solve.engine_vllm"}
 """Engine name -> the module whose ENGINE implements Engine (imported on first use)."""
 
 
-class Engine(Protocol):
-    name: str
-    block_size: int | None  # the paged KV block size it uses where the backend does not force one
+if TYPE_CHECKING:
 
-    def pin_release(self, img: Image, q: Any) -> None:
-        """Fix the query's engine release (a usage error names the recorded ones)."""
+    class Engine(Protocol):
+        name: str
+        block_size: int | None  # the paged KV block size it uses where the backend does not force one
 
-    def priority(self, cx: Ctx, env: dict[str, Any]) -> list[str]:
-        """Its backend ids in its own order of preference for this query."""
+        def pin_release(self, img: Image, q: Any) -> None:
+            """Fix the query's engine release (a usage error names the recorded ones)."""
 
-    def handled(self, claim: str) -> str | None:
-        """How it deals with a kernel caveat by default (the caveat is then shown as handled), or None."""
+        def priority(self, cx: Ctx, env: dict[str, Any]) -> list[str]:
+            """Its backend ids in its own order of preference for this query."""
 
-    def release(self, q: Any) -> str | None:
-        """The release whose memory accounting sizes this query's pool (None: the one its boots measured)."""
+        def handled(self, claim: str) -> str | None:
+            """How it deals with a kernel caveat by default (the caveat is then shown as handled), or None."""
 
-    def decide(self, cx: Ctx, acc: AcceleratorV, envs: dict[str, dict[str, Any]], assumed: dict[str, Any],
-               verdict: str, summary: str, memory: Memory | None, backends: list[BackendAnswer],
-               kernels: list[KernelAnswer]) -> tuple[dict[str, Any] | None, str, str, list[Reason]]:
-        """Its selection for this accelerator: (engine block of the answer, verdict, summary, caveats first)."""
+        def release(self, q: Any) -> str | None:
+            """The release whose memory accounting sizes this query's pool (None: the one its boots measured)."""
+
+        def decide(self, cx: Ctx, acc: AcceleratorV, envs: dict[str, dict[str, Any]], assumed: dict[str, Any],
+                   verdict: str, summary: str, memory: Memory | None, backends: list[BackendAnswer],
+                   kernels: list[KernelAnswer]) -> tuple[dict[str, Any] | None, str, str, list[Reason]]:
+            """Its selection for this accelerator: (engine block of the answer, verdict, summary, caveats first)."""
 
 
 _LOADED: dict[str, Engine] = {}
