@@ -15,8 +15,8 @@ from typing import Any
 from kbtool.errors import UsageError
 from kbtool.model import Measurement, Source
 from kbtool.model.measurement import Row
+from kbtool.solve.boots import RECORD_ID
 
-RECORD_ID = "vllm-boot-estimate-error"
 MODELS = Path(__file__).resolve().parents[2] / "probes" / "vllm_boot" / "models"
 
 

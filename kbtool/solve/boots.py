@@ -17,7 +17,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from kbtool.solve.image import Image, ModelV
 
-RECORD_ID = "vllm-boot-estimate-error"  # kbtool/probe/boot_error.py writes it
+RECORD_ID = "vllm-boot-estimate-error"  # the derived record kbtool/probe/boot_error.py writes
 
 
 def model_class(model: ModelV) -> str:
