@@ -178,10 +178,10 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
         more = f" (+{len(ids) - 3} passing)" if len(ids) > 3 else ""
         styles = {i: STYLE[by_id[i].phase_status.get(phase, "ok")] for i in top}
         if chosen:  # the engine decides what runs; the kernel layer's own list follows it
-            ver = (a.engine or {}).get("vllm")
+            label = (a.engine or {}).get("label")
             rest = f"; kernels passing on their own: {marks}{more}" if ids else \
                 "; no kernel record passes on its own: --explain"
-            text = f"use for {phase}: {chosen} (vLLM {ver}'s choice){rest}"
+            text = f"use for {phase}: {chosen} ({label}'s choice){rest}"
         elif not ids:
             text = f"use for {phase}: no kernel is known to pass"
         else:
@@ -189,8 +189,8 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
         for ln in _wrap(text, width):
             sink.line(_styled(ln, styles))
             used += 1
-    if a.engine:  # vLLM's own choice (kbtool/solve/engine.py)
-        used += _lines(sink, _engine_headline(a.engine), width)
+    if a.engine:  # the engine's own choice, in its module's words (kbtool/solve/engines.py)
+        used += _lines(sink, a.engine["headline"], width)
     if a.memory is not None:
         m = a.memory
         fits = {True: "fits", False: "does not fit", None: "no ctx given"}[m.fits]
@@ -210,9 +210,9 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
                        f" {room}{f' ({bind})' if bind and m.available_bytes >= 0 else ''}{seqs}", width)
         if m.fits is False:
             used += _lines(sink, "  to fit: " + _fit_options(a, m), width)
-        report = getattr(m, "vllm_report", None)
-        if a.engine and report and ctx:
-            used += _lines(sink, "  " + vllm_report_text(report, ctx), width, "", "    ")
+        report = getattr(m, "vllm_report", None) or getattr(m, "engine_report", None)
+        if a.engine and report and report.get("text"):  # what the engine prints at start-up (its module's words)
+            used += _lines(sink, "  " + report["text"], width, "", "    ")
     ignored = a.query.get("vllm_ignored")
     if ignored:
         used += _lines(sink, f"vllm-args not considered: {', '.join(ignored)}", width, "", "    ", style="dim")
@@ -263,28 +263,6 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
         _explain_all(sink, a)
 
 
-def vllm_report_text(r: dict[str, Any], ctx: int) -> str:
-    """The two numbers vLLM prints at start-up, in its words, and how far to trust them: measured (a recorded boot
-    asked this question), or estimated with the error kb showed on recorded boots of the model's class."""
-    pad = f"; {r['padding'][0]}" if r.get("padding") else ""
-    head = (f"vLLM will report: GPU KV cache size {r['kv_cache_tokens']:,} tokens; maximum concurrency for "
-            f"{ctx:,} tokens per request {r['max_concurrency']:.2f}x")
-    if r.get("basis") == "measured":
-        m = r["measured"]
-        return f"{head} (measured: vLLM {m['vllm']} booted this on {m['accelerator']}, {m['row']}{pad})"
-    why = f"estimated from vLLM {r.get('accounting', '0.24.0')}'s accounting{pad}"
-    other = r.get("other_release")
-    if other:
-        why += (f"; vLLM {other['vllm']} booted the same line on this GPU: {other['kv_cache_tokens']:,} tokens, "
-                f"{other['max_concurrency']:.2f}x ({other['row']})")
-    err = r.get("error")
-    if err:
-        n = int(err["boots"])
-        why += (f"; kb was {err['lowest']:+.1%} to {err['highest']:+.1%} off vLLM {err['vllm']} on {n} boot"
-                f"{'s' if n != 1 else ''} of {err['class']} models on {err['accelerator']}")
-    return f"{head} ({why})"
-
-
 def _memory(sink: Sink, m: Any, ctx: int | None) -> None:
     """The memory lines: verdict, KV per token, sequences at the asked ctx, max ctx and what binds it."""
     fits = {True: ("fits", "green"), False: ("does not fit", "red"), None: ("no ctx given", "cyan")}[m.fits]
@@ -299,10 +277,24 @@ def _memory(sink: Sink, m: Any, ctx: int | None) -> None:
            w, "", "    ")
     for part in m.formula.split("; "):
         _lines(sink, part, w, "  ", "    ")
-    if getattr(m, "vllm_report", None) and ctx:
-        _lines(sink, vllm_report_text(m.vllm_report, ctx), w, "  ", "    ")
+    report = getattr(m, "vllm_report", None) or getattr(m, "engine_report", None)
+    if report and report.get("text"):
+        _lines(sink, report["text"], w, "  ", "    ")
     for n in m.notes:
         _lines(sink, n, w, "  ", "    ", style="dim")
+
+
+def render_comparison(sink: Sink, c: Any, explain: bool = False) -> None:
+    """--engine vllm,sglang: each engine's answer under its label, then where they differ."""
+    for a, d in zip(c.answers, c.digest, strict=True):
+        sink.rule(str(d.get("label") or d.get("engine")))
+        render_answer(sink, a, explain=explain)
+    sink.rule("where they differ")
+    w = _width()
+    if not c.differences:
+        sink.line([("the engines agree on backend, page size, pool and verdict", "")])
+    for text in c.differences:
+        _lines(sink, text, w, "", "    ")
 
 
 def _explain_all(sink: Sink, a: Answer) -> None:
@@ -426,28 +418,20 @@ def render_multi(target: Sink, m: MultiAnswer, *, explain: bool = False) -> None
 
 
 def _engine(sink: Sink, e: dict[str, Any], explain: bool) -> None:
-    """vLLM's selection (kbtool/solve/engine.py): the priority list with each backend's refusal reasons."""
-    sink.line([(f"vLLM {e['vllm']}:", "bold"), (" ", ""),
-               (f"selects {_name(e, e['selected'])}" if e.get("selected") else f"error: {e['error']}", "")])
-    for b in e["backends"]:
+    """The engine's selection: its headline, the backends it weighed with their refusal reasons (vLLM's priority
+    list), the engine's own detail lines and what it would print at start-up."""
+    sink.line([(f"{e['label']}:", "bold"), (" ", ""), (e.get("verb") or e["headline"], "")])
+    for b in e.get("backends") or []:
         mark = "selected" if b["id"] == e.get("selected") else b["status"]
         style = "green" if mark == "selected" else STYLE.get(b["status"], "")
         reasons = "; ".join(b["reasons"][:2 if not explain else None])
         more = f" (+{len(b['reasons']) - 2})" if not explain and len(b["reasons"]) > 2 else ""
         sink.line([("  ", ""), (f"{mark:<9}", style), (f"{b['name']:<28}", ""), (reasons + more, "dim")])
-    mla = e.get("mla")
-    if mla:
-        sink.line([("  MLA: ", "bold"), (f"decode {mla['decode']}; prefill {' > '.join(mla['prefill'])} "
-                                         f"({mla['prefill_shape']}); KV {mla['kv_layout']}", "")])
-        if mla.get("indexer"):
-            sink.line([("  ", ""), (mla["indexer"], "dim")])
+    for head, text in e.get("details") or []:
+        sink.line([(f"  {head}" if head else "  ", "bold"), (text, "" if head else "dim")])
     pre = e.get("preflight")
     if pre:
         sink.line([("  pre-flight: ", "bold"), (pre, "")])
-
-
-def _name(e: dict[str, Any], bid: str) -> str:
-    return next((b["name"] for b in e["backends"] if b["id"] == bid), bid)
 
 
 def _fit_options(a: Answer, m: Any) -> str:
@@ -466,27 +450,6 @@ def _fit_options(a: Answer, m: Any) -> str:
 
 
 def _engine_choice(e: dict[str, Any] | None, phase: str) -> str | None:
-    """The backend (or MLA prefill path) vLLM runs `phase` with, or None without a selection."""
-    if not e or not e.get("selected"):
-        return None
-    mla = e.get("mla")
-    if mla and phase == "prefill":
-        return str(mla["prefill"][0])
-    return _name(e, e["selected"])
-
-
-def _engine_headline(e: dict[str, Any]) -> str:
-    """One or two lines: the backend vLLM selects (and the MLA prefill path), or its error."""
-    if not e.get("selected"):
-        return f"vLLM {e['vllm']}: {e['error']}"
-    text = f"vLLM {e['vllm']} selects {_name(e, e['selected'])}"
-    mla = e.get("mla")
-    if mla:
-        text += f" (decode); prefill {mla['prefill'][0]}, {mla['prefill_shape']}"
-    ids = [b["id"] for b in e["backends"]]  # vLLM's priority order: the refusals that matter come first
-    ahead = e["backends"][:ids.index(e["selected"])] if e["selected"] in ids else e["backends"]
-    before = [b for b in ahead if b["status"] == "rejected"][:2]
-    if before:
-        text += "; refused: " + ", ".join(f"{b['name']} ({b['reasons'][0].split(' (')[0]})" for b in before
-                                          if b["reasons"])
-    return text
+    """The backend (or MLA prefill path) the engine runs `phase` with, or None without a selection."""
+    got = (e or {}).get("choice", {}).get(phase)
+    return str(got) if got is not None else None

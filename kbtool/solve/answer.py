@@ -249,6 +249,10 @@ class Memory(_Plain):
                                   "`measured` cites it) or 'estimated' (kb's model of vLLM 0.24.0's accounting; "
                                   "`error`: kb against the recorded boots of the model's `class`; `other_release`: "
                                   "a boot of the same line on another release); `estimate`: kb's own figures"),
+        "engine_report": (opt(OBJ), "With --engine sglang: what SGLang will print at start-up for this pool, in "
+                                    "its own terms: max_total_num_tokens, the 'KV Cache is allocated' line, "
+                                    "mem_fraction_static, page_size, max_running_requests, requests_at_ctx (tokens / "
+                                    "ctx), the pools left out; basis 'estimated'; `error`: SGLang's start-up error"),
         "to_fit": ({"type": "array", "items": OBJ},
                    "When it does not fit: each change that makes it fit, sized again with the same budget before it "
                    "is offered ({change: the query option(s), max_sequences, max_ctx}); empty when nothing kb can "
@@ -262,7 +266,8 @@ class Memory(_Plain):
                  notes: list[str] | None = None, weights_dtype: str | None = None, reserve_bytes: int = 0,
                  utilization: float = 0.9, pool_tokens: int = 0, max_sequences: int | None = None,
                  max_ctx_memory: int = 0, ctx_limit: str = "memory", gpus_to_fit: int | None = None,
-                 vllm_report: dict[str, Any] | None = None, to_fit: list[dict[str, Any]] | None = None) -> None:
+                 vllm_report: dict[str, Any] | None = None, to_fit: list[dict[str, Any]] | None = None,
+                 engine_report: dict[str, Any] | None = None) -> None:
         self.fits, self.kv_bytes, self.kv_bytes_per_token = fits, kv_bytes, kv_bytes_per_token
         self.weights_bytes, self.available_bytes, self.capacity_bytes = weights_bytes, available_bytes, capacity_bytes
         self.max_ctx, self.formula = max_ctx, formula
@@ -270,7 +275,7 @@ class Memory(_Plain):
         self.weights_dtype, self.reserve_bytes, self.utilization = weights_dtype, reserve_bytes, utilization
         self.pool_tokens, self.max_sequences = pool_tokens, max_sequences
         self.max_ctx_memory, self.ctx_limit, self.gpus_to_fit = max_ctx_memory, ctx_limit, gpus_to_fit
-        self.vllm_report = vllm_report
+        self.vllm_report, self.engine_report = vllm_report, engine_report
         self.to_fit = to_fit if to_fit is not None else []
 
 
@@ -294,7 +299,10 @@ class Answer(_Plain):
                         "Per phase, the kernels to use in the order to try"),
         "engine": (opt(OBJ), "With --engine vllm: the backend vLLM would select, its priority list, each backend's "
                              "refusal reasons and, for MLA, the prefill path, decode backend and KV layout "
-                             "(kbtool/solve/engine.py); null otherwise"),
+                             "(kbtool/solve/engine.py); with --engine sglang: SGLang's resolved prefill and decode "
+                             "backends, page_size, kv_cache_dtype, mem_fraction_static, what forced each "
+                             "(forced_by), or its error (error, error_type, where, claim) "
+                             "(kbtool/solve/engine_sglang.py); null otherwise"),
     }
     FIELDS = tuple(SPEC)
     __slots__ = FIELDS
@@ -332,7 +340,31 @@ class MultiAnswer(_Plain):
         self.query, self.rows, self.summary = query, rows, summary
 
 
-def to_json(answer: Answer | MultiAnswer) -> str:
+class EngineComparison(_Plain):
+    """With --engine vllm,sglang: one answer per engine for the same question, and where they differ."""
+
+    SPEC = {
+        "query": (OBJ, "The inputs common to every engine"),
+        "answers": (many(ref("Answer")), "One answer per engine, in the order asked"),
+        "digest": ({"type": "array", "items": OBJ}, "Per engine: engine, label, verdict, prefill, decode, "
+                                                    "page_size (its paged-KV block), pool_tokens (what its "
+                                                    "start-up reports), error"),
+        "differences": (STRS, "Where the engines differ, one sentence each (backend, page size, pool tokens, "
+                              "verdict)"),
+    }
+    FIELDS = tuple(SPEC)
+    __slots__ = FIELDS
+
+    def __init__(self, *, query: dict[str, Any], answers: list[Answer], digest: list[dict[str, Any]],
+                 differences: list[str]) -> None:
+        self.query, self.answers, self.digest, self.differences = query, answers, digest, differences
+
+    @property
+    def rows(self) -> list[Answer]:
+        return self.answers
+
+
+def to_json(answer: Answer | MultiAnswer | EngineComparison) -> str:
     """The answer as `--json` prints it (2-space indent, UTF-8 kept)."""
     import json
 
@@ -341,12 +373,13 @@ def to_json(answer: Answer | MultiAnswer) -> str:
 
 def json_schema() -> dict[str, Any]:
     """schema/query-answer.schema.json: one answer, or one row per accelerator without --gpu."""
-    classes = (Reason, KernelAnswer, BackendAnswer, Memory, Answer, MultiAnswer)
+    classes = (Reason, KernelAnswer, BackendAnswer, Memory, Answer, MultiAnswer, EngineComparison)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://kb.invalid/schema/query-answer.schema.json",
         "title": "kb query answer",
-        "description": "What `kb query --json` prints: one answer, or one row per accelerator without --gpu.",
-        "oneOf": [ref("Answer"), ref("MultiAnswer")],
+        "description": "What `kb query --json` prints: one answer, one row per accelerator without --gpu, or one "
+                       "answer per engine with --engine vllm,sglang.",
+        "oneOf": [ref("Answer"), ref("MultiAnswer"), ref("EngineComparison")],
         "$defs": {c.__name__: c.json_schema() for c in classes},
     }

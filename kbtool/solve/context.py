@@ -4,6 +4,8 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from kbtool.solve.gates import Judge
     from kbtool.solve.image import BackendV, Image, KernelV, ModelV
     from kbtool.solve.query import Query
@@ -12,8 +14,8 @@ if TYPE_CHECKING:
 class Ctx:
     """Everything resolved once per query."""
 
-    __slots__ = ("backends", "chosen", "differ", "gate_counts", "img", "judges", "kernels", "memory_left", "model",
-                 "q")
+    __slots__ = ("backends", "chosen", "differ", "engine_cache", "gate_counts", "img", "judges", "kernels",
+                 "memory_left", "model", "q")
 
     def __init__(self, img: Image, q: Query, model: ModelV | None, kernels: list[KernelV]) -> None:
         self.img, self.q, self.model, self.kernels = img, q, model, kernels
@@ -23,6 +25,7 @@ class Ctx:
         self.gate_counts: dict[str, int] = {}  # kernel id -> reject/caveat claims on it and its families
         self.memory_left: int | None = None  # bytes left after weights and KV, for the workspace gate
         self.chosen: dict[str, list[str]] = {}  # kernel id -> inputs the typical profile chose for it
+        self.engine_cache: dict[str, Any] = {}  # what the engine resolved once per accelerator (engines.py)
 
 
 def ctx_over_model(cx: Ctx) -> str | None:

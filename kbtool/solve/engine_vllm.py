@@ -18,6 +18,7 @@ HANDLED = {
 
 class Vllm:
     name = "vllm"
+    release_flag = "--vllm"
     block_size = 16  # vLLM's default --block-size on CUDA for the non-MLA backends
 
     def pin_release(self, img: Any, q: Any) -> None:
@@ -34,14 +35,62 @@ class Vllm:
         version: str | None = q.vllm or q.libs.get("vllm")
         return version
 
+    def memory(self, cx: Any, acc: Any, env: dict[str, Any], kernels: list[Any],
+               assumed: dict[str, Any]) -> tuple[Any, list[str]]:
+        from kbtool.solve.memory import memory_for
+
+        return memory_for(cx, acc, env, kernels, assumed)
+
     def decide(self, cx: Any, acc: Any, envs: dict[str, dict[str, Any]], assumed: dict[str, Any], verdict: str,
                summary: str, memory: Any, backends: list[Any], kernels: list[Any]) -> tuple[Any, str, str, list[Any]]:
         from kbtool.solve.pick import with_pick
 
         block, verdict, summary = engine.apply_to_answer(cx, acc, envs, assumed, verdict, summary, memory)
+        if block is not None:
+            present(block)
+            report = getattr(memory, "vllm_report", None) or {}
+            block["digest"] = {
+                "label": block["label"], "error": block.get("error"),
+                "prefill": (block.get("choice") or {}).get("prefill"),
+                "decode": (block.get("choice") or {}).get("decode"),
+                "page_size": report.get("block_size") or assumed.get("block_size"),
+                "pool_tokens": report.get("kv_cache_tokens"),
+            }
         where = f"{acc.id}" + (f" x{cx.q.gpus}" if cx.q.gpus > 1 else "")
         verdict, summary, first = with_pick(block, backends, kernels, where, verdict, summary)
         return block, verdict, summary, first
+
+
+def present(e: dict[str, Any]) -> None:
+    """The words the renderer shows for vLLM's selection: label, headline, the backend per phase (the MLA
+    prefill path for prefill), the explain view's verb and detail lines."""
+    def name(bid: str) -> str:
+        return next((b["name"] for b in e["backends"] if b["id"] == bid), bid)
+
+    e["label"] = f"vLLM {e['vllm']}"
+    mla = e.get("mla")
+    if not e.get("selected"):
+        e["headline"] = f"vLLM {e['vllm']}: {e['error']}"
+        e["verb"] = f"error: {e['error']}"
+    else:
+        text = f"vLLM {e['vllm']} selects {name(e['selected'])}"
+        if mla:
+            text += f" (decode); prefill {mla['prefill'][0]}, {mla['prefill_shape']}"
+        ids = [b["id"] for b in e["backends"]]  # vLLM's priority order: the refusals that matter come first
+        ahead = e["backends"][:ids.index(e["selected"])] if e["selected"] in ids else e["backends"]
+        before = [b for b in ahead if b["status"] == "rejected"][:2]
+        if before:
+            text += "; refused: " + ", ".join(f"{b['name']} ({b['reasons'][0].split(' (')[0]})" for b in before
+                                              if b["reasons"])
+        e["headline"] = text
+        e["verb"] = f"selects {name(e['selected'])}"
+        e["choice"] = {"prefill": str(mla["prefill"][0]) if mla else name(e["selected"]),
+                       "decode": name(e["selected"])}
+    if mla:
+        e["details"] = [("MLA: ", f"decode {mla['decode']}; prefill {' > '.join(mla['prefill'])} "
+                                  f"({mla['prefill_shape']}); KV {mla['kv_layout']}")]
+        if mla.get("indexer"):
+            e["details"].append(("", mla["indexer"]))
 
 
 ENGINE = Vllm()

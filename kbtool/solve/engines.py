@@ -5,7 +5,8 @@ An engine module says how the engine is pinned to a release (`pin_release`), its
 its backends for a query (`priority`), what it decides about the answer once kb's kernel layer has spoken
 (`decide`: its selection, the verdict and summary, the caveats of the backend it picks), the paged block size it
 uses by default (`block_size`), which kernel caveats it already handles by default (`handled`) and the release
-whose memory accounting sizes the pool (`release`).
+whose memory accounting sizes the pool (`release`), and its memory block (`memory`: the pool as the engine sizes
+it at start-up).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
     class Engine(Protocol):
         name: str
+        release_flag: str  # the kb query option that pins its release (--vllm, --sglang)
         block_size: int | None  # the paged KV block size it uses where the backend does not force one
 
         def pin_release(self, img: Image, q: Any) -> None:
@@ -41,6 +43,10 @@ if TYPE_CHECKING:
 
         def release(self, q: Any) -> str | None:
             """The release whose memory accounting sizes this query's pool (None: the one its boots measured)."""
+
+        def memory(self, cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[KernelAnswer],
+                   assumed: dict[str, Any]) -> tuple[Memory | None, list[str]]:
+            """Its memory block for the model on this accelerator: its pool as it sizes it, and notes."""
 
         def decide(self, cx: Ctx, acc: AcceleratorV, envs: dict[str, dict[str, Any]], assumed: dict[str, Any],
                    verdict: str, summary: str, memory: Memory | None, backends: list[BackendAnswer],

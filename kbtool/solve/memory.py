@@ -90,7 +90,31 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[Ke
                      "max_model_len": ctx, "kv_cache_dtype": _vllm_kv(kv, env), "enforce_eager": eager,
                      "gpu_memory_utilization": q.utilization, "max_num_batched_tokens": tokens,
                      "max_num_seqs": seqs, "tp": q.gpus, "pp": pp}))
+    if mem.vllm_report is not None and q.ctx:  # the words the answer shows (at the asked ctx only)
+        mem.vllm_report["text"] = report_text(mem.vllm_report, q.ctx)
     return mem, []
+
+
+def report_text(r: dict[str, Any], ctx: int) -> str:
+    """The two numbers vLLM prints at start-up, in its words, and how far to trust them: measured (a recorded boot
+    asked this question), or estimated with the error kb showed on recorded boots of the model's class."""
+    pad = f"; {r['padding'][0]}" if r.get("padding") else ""
+    head = (f"vLLM will report: GPU KV cache size {r['kv_cache_tokens']:,} tokens; maximum concurrency for "
+            f"{ctx:,} tokens per request {r['max_concurrency']:.2f}x")
+    if r.get("basis") == "measured":
+        m = r["measured"]
+        return f"{head} (measured: vLLM {m['vllm']} booted this on {m['accelerator']}, {m['row']}{pad})"
+    why = f"estimated from vLLM {r.get('accounting', '0.24.0')}'s accounting{pad}"
+    other = r.get("other_release")
+    if other:
+        why += (f"; vLLM {other['vllm']} booted the same line on this GPU: {other['kv_cache_tokens']:,} tokens, "
+                f"{other['max_concurrency']:.2f}x ({other['row']})")
+    err = r.get("error")
+    if err:
+        n = int(err["boots"])
+        why += (f"; kb was {err['lowest']:+.1%} to {err['highest']:+.1%} off vLLM {err['vllm']} on {n} boot"
+                f"{'s' if n != 1 else ''} of {err['class']} models on {err['accelerator']}")
+    return f"{head} ({why})"
 
 
 def _vllm_kv(kv: str, env: dict[str, Any]) -> str:

@@ -446,9 +446,13 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     memory: Memory | None = None
     mem_notes: list[str] = []
     if cx.model is not None:  # the memory model is only imported when there is a model to size
-        from kbtool.solve.memory import memory_for
+        eng = engines.get(q.engine)
+        if eng is not None:  # the engine sizes its own pool (kbtool/solve/engines.py)
+            memory, mem_notes = eng.memory(cx, acc, env, kernels, assumed)
+        else:
+            from kbtool.solve.memory import memory_for
 
-        memory, mem_notes = memory_for(cx, acc, env, kernels, assumed)
+            memory, mem_notes = memory_for(cx, acc, env, kernels, assumed)
     verdict, summary = _verdict(cx, acc, kernels, memory, rec)
     engine = None
     where = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "")
