@@ -23,9 +23,12 @@ DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "nvfp
                "fp8": 1.0, "mxfp4": 0.53125, "int4": 0.5}
 PHASES = ("prefill", "decode")
 ATTENTION = ("mha", "gqa", "mqa", "mla", "sparse-mla")
-ENGINES = ("none", "vllm")
+ENGINES = ("none", "vllm", "sglang")
 LIBRARIES = ("cuda", "torch", "flashinfer", "flash-attn", "flash-attn-4", "flashmla", "vllm", "triton",
-             "cudnn-frontend")
+             "cudnn-frontend", "sglang")
+# SGLang's --kv-cache-dtype spellings (sglang/srt/arg_groups/fields/model.py:197-222 in 0.5.23; 0.5.17 adds fp4_e2m1)
+SGLANG_KV_CACHE_DTYPES = ("auto", "fp8_e5m2", "fp8_e4m3", "mxfp8", "bf16", "bfloat16", "nvfp4", "fp4_mx_block16",
+                          "fp4_e2m1")
 
 VARS: dict[str, tuple[VarType, tuple[str, ...] | None]] = {
     "gpu": ("id", None),
@@ -63,8 +66,52 @@ VARS: dict[str, tuple[VarType, tuple[str, ...] | None]] = {
     "trtllm_kernels": ("bool", None),  # FlashInfer's TRT-LLM kernels installed (flashinfer-cubin) or fetchable
     "block_size": ("int", None),
     # the engine's own --kv-cache-dtype spelling, where it matters (vLLM lists "fp8" and "fp8_e4m3" separately)
-    "kv_cache_dtype": ("enum", ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4", "fp8_ds_mla")),
+    "kv_cache_dtype": ("enum", tuple(dict.fromkeys((
+        "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4", "fp8_ds_mla",
+        *SGLANG_KV_CACHE_DTYPES)))),
     "causal": ("bool", None),
+    # SGLang's server arguments and model facts, as kbtool/solve/sglang_resolve.py keeps its resolution state: a
+    # backend field not given is "none", a number not given is 0 (SGLang's None)
+    "attention_backend": ("id", None),  # --attention-backend
+    "prefill_attention_backend": ("id", None),  # --prefill-attention-backend as given (split field)
+    "decode_attention_backend": ("id", None),  # --decode-attention-backend as given (split field)
+    "prefill_backend": ("id", None),  # the backend prefill runs: the split field, else --attention-backend
+    "decode_backend": ("id", None),  # the backend decode runs: the split field, else --attention-backend
+    "draft_attention_backend": ("id", None),  # --speculative-draft-attention-backend
+    "dsa_prefill_backend": ("id", None),  # --dsa-prefill-backend (DeepSeek sparse attention)
+    "dsa_decode_backend": ("id", None),  # --dsa-decode-backend
+    "page_size": ("int", None),  # --page-size (tokens per KV page)
+    "spec_algorithm": ("id", None),  # --speculative-algorithm, upper case (EAGLE, EAGLE3, NEXTN, ...)
+    "spec_topk": ("int", None),  # --speculative-eagle-topk
+    "architecture": ("id", None),  # the Hugging Face architecture class (config.json architectures[0])
+    "model_type": ("id", None),  # config.json model_type
+    "gpu_mem_mib": ("number", None),  # per-GPU memory as the engine reads it (nvidia-smi), MiB; 0 = unknown
+    "tp": ("int", None),  # tensor-parallel size
+    "attn_cp_size": ("int", None),  # attention context-parallel size
+    "max_running_requests": ("int", None),
+    "chunked_prefill_size": ("int", None),  # -1 disables chunked prefill
+    "decode_graph_max_bs": ("int", None),  # largest decode batch captured in a CUDA graph
+    "decode_graph": ("enum", ("full", "breakable", "disabled")),  # decode CUDA-graph backend
+    "prefill_graph": ("enum", ("full", "breakable", "disabled")),  # prefill CUDA-graph backend
+    "flashinfer_available": ("bool", None),  # FlashInfer importable where the engine runs
+    "asymmetric_kv": ("bool", None),  # K and V rows differ in width (head_dim != v_head_dim)
+    "dsa_sinks": ("bool", None),  # DeepSeek sparse attention with learnable sinks (config learnable_sink)
+    "index_kpool": ("int", None),  # DSA pooled index keys per group (config index_kpool, default 1)
+    "disable_radix_cache": ("bool", None),
+    "mamba_extra_buffer": ("bool", None),  # hybrid models: the mamba radix cache keeps an extra state buffer
+    "hybrid_linear": ("bool", None),  # the model mixes linear attention / Mamba layers with full attention
+    "deterministic": ("bool", None),  # --enable-deterministic-inference
+    # derived by the SGLang resolver from the state above (kbtool/solve/sglang_resolve.py)
+    "split_backends_equal": ("bool", None),  # both split fields given and equal
+    "phases_same_backend": ("bool", None),  # prefill_backend == decode_backend
+    "default_attention_backend": ("id", None),  # the generic default (get_default_attn_backend), for overrides
+    "dsa_defaults_done": ("bool", None),  # a DSA sub-backend rule already filled both sides
+    "mem_fraction_static": ("number", None),
+    "mem_fraction_given": ("bool", None),
+    "mem_fraction_estimate": ("number", None),  # round((gpu_mem - reserve) / gpu_mem, 3)
+    "mem_fraction_static_x085": ("number", None),  # the static fraction x aiter's long-context factor
+    "decode_graph_max_bs_given": ("bool", None),
+    "decode_graph_max_bs_over_running": ("bool", None),  # the decode graph batch exceeds --max-running-requests
     "engine": ("enum", ENGINES),
     **{lib: ("version", None) for lib in LIBRARIES},
 }

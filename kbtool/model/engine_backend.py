@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .common import Record, Ref
+from .common import Record, Ref, VersionRange
 
 Layout = Literal["mha", "gqa", "mqa", "mla", "sparse-mla"]
 
@@ -24,6 +24,9 @@ class EngineBackend(Record):
     )
     attention: list[Layout] = Field(
         default_factory=_mha_gqa, description="Attention layouts it serves"
+    )
+    scope: list[VersionRange] = Field(
+        default_factory=list, description="Engine releases that register it (empty: every recorded release)"
     )
 
     def refs(self) -> list[tuple[str, str]]:

@@ -1,0 +1,171 @@
+"""`--sglang-args "python -m sglang.launch_server ..."`: SGLang's command line as ServerArgs fields.
+
+Reads `python -m sglang.launch_server ...`, `sglang serve ...` or bare flags (shell words) with SGLang's flag
+names and aliases (0.5.23 sglang/srt/arg_groups/fields/*.py: --tp-size / --tensor-parallel-size, --dp-size /
+--data-parallel-size, --pp-size / --pipeline-parallel-size, --ep-size / --expert-parallel-size / --ep,
+--attn-cp-size / --attention-context-parallel-size, --model-path / --model; argparse also takes the unique
+prefixes --tp, --dp, --pp) into the ServerArgs fields kbtool/solve/sglang_resolve.py reads. Numbers as SGLang
+reads them: --context-length with SI suffixes (human_readable_int: 32k = 32,000, 32K = 32,768), the rest as
+int / float. Fields not given keep SGLang's defaults (docs/sglang-resolution.md §7). Unknown flags are listed,
+not fatal; a bad value raises UsageError naming SGLang's flag.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+from kbtool.errors import UsageError
+from kbtool.solve.vllm_args import human_int
+
+# flag -> (ServerArgs field, kind): kind "str", "int", "float", "human" (SI suffixes), "switch"
+_FLAGS: dict[str, tuple[str, str]] = {
+    "--model-path": ("model_path", "str"), "--model": ("model_path", "str"),
+    "--tp-size": ("tp_size", "int"), "--tensor-parallel-size": ("tp_size", "int"), "--tp": ("tp_size", "int"),
+    "--dp-size": ("dp_size", "int"), "--data-parallel-size": ("dp_size", "int"), "--dp": ("dp_size", "int"),
+    "--pp-size": ("pp_size", "int"), "--pipeline-parallel-size": ("pp_size", "int"), "--pp": ("pp_size", "int"),
+    "--ep-size": ("ep_size", "int"), "--expert-parallel-size": ("ep_size", "int"), "--ep": ("ep_size", "int"),
+    "--attn-cp-size": ("attn_cp_size", "int"), "--attention-context-parallel-size": ("attn_cp_size", "int"),
+    "--attn-dp-size": ("attn_dp_size", "int"), "--attention-data-parallel-size": ("attn_dp_size", "int"),
+    "--context-length": ("context_length", "human"), "--mem-fraction-static": ("mem_fraction_static", "float"),
+    "--kv-cache-dtype": ("kv_cache_dtype", "str"), "--page-size": ("page_size", "int"),
+    "--attention-backend": ("attention_backend", "str"),
+    "--prefill-attention-backend": ("prefill_attention_backend", "str"),
+    "--decode-attention-backend": ("decode_attention_backend", "str"),
+    "--speculative-draft-attention-backend": ("speculative_draft_attention_backend", "str"),
+    "--dsa-prefill-backend": ("dsa_prefill_backend", "str"), "--dsa-decode-backend": ("dsa_decode_backend", "str"),
+    "--speculative-algorithm": ("speculative_algorithm", "str"),
+    "--speculative-eagle-topk": ("speculative_eagle_topk", "int"),
+    "--speculative-num-steps": ("speculative_num_steps", "int"),
+    "--speculative-num-draft-tokens": ("speculative_num_draft_tokens", "int"),
+    "--speculative-draft-model-path": ("speculative_draft_model_path", "str"),
+    "--speculative-draft-model": ("speculative_draft_model_path", "str"),
+    "--chunked-prefill-size": ("chunked_prefill_size", "int"), "--max-prefill-tokens": ("max_prefill_tokens", "int"),
+    "--max-running-requests": ("max_running_requests", "int"), "--max-total-tokens": ("max_total_tokens", "int"),
+    "--cuda-graph-max-bs-decode": ("cuda_graph_max_bs_decode", "int"),
+    "--cuda-graph-max-bs-prefill": ("cuda_graph_max_bs_prefill", "int"),
+    "--cuda-graph-backend-decode": ("cuda_graph_backend_decode", "str"),
+    "--cuda-graph-backend-prefill": ("cuda_graph_backend_prefill", "str"),
+    "--disable-cuda-graph": ("disable_cuda_graph", "switch"),
+    "--disable-decode-cuda-graph": ("disable_decode_cuda_graph", "switch"),
+    "--disable-prefill-cuda-graph": ("disable_prefill_cuda_graph", "switch"),
+    "--disable-radix-cache": ("disable_radix_cache", "switch"),
+    "--enable-deterministic-inference": ("enable_deterministic_inference", "switch"),
+    "--quantization": ("quantization", "str"), "--dtype": ("dtype", "str"),
+    "--linear-attn-backend": ("linear_attn_backend", "str"), "--mamba-ssm-dtype": ("mamba_ssm_dtype", "str"),
+    "--mamba-radix-cache-strategy": ("mamba_radix_cache_strategy", "str"),
+    "--swa-full-tokens-ratio": ("swa_full_tokens_ratio", "float"),
+    "--mamba-full-memory-ratio": ("mamba_full_memory_ratio", "float"),
+    "--device": ("device", "str"), "--skip-tokenizer-init": ("skip_tokenizer_init", "switch"),
+    "--trust-remote-code": ("trust_remote_code", "switch"),
+}
+# SGLang's defaults for the fields above (ServerArgs; None = resolved later)
+DEFAULTS: dict[str, object] = {
+    "tp_size": 1, "dp_size": 1, "pp_size": 1, "ep_size": 1, "attn_cp_size": 1, "attn_dp_size": 1,
+    "kv_cache_dtype": "auto", "max_prefill_tokens": 16384, "dtype": "auto", "linear_attn_backend": "triton",
+    "mamba_radix_cache_strategy": "auto", "device": "cuda", "disable_cuda_graph": False,
+    "disable_radix_cache": False, "enable_deterministic_inference": False,
+}
+_CHOICES = {  # argparse choices (0.5.23 arg_groups/choices.py and fields/model.py; 0.5.17 adds its own)
+    "kv_cache_dtype": ("auto", "fp8_e5m2", "fp8_e4m3", "mxfp8", "bf16", "bfloat16", "nvfp4", "fp4_mx_block16",
+                       "fp4_e2m1"),
+    "mamba_radix_cache_strategy": ("auto", "no_buffer", "extra_buffer", "extra_buffer_lazy"),
+    "dtype": ("auto", "half", "float16", "bfloat16", "float", "float32"),
+}
+ATTENTION_BACKENDS = ("triton", "torch_native", "flex_attention", "dsa", "nsa", "qsa", "dsv4", "compressed", "fa3",
+                      "fa4", "flashinfer", "llada2_cfg_flashinfer", "flashmla", "trtllm_mla", "cutedsl_mla",
+                      "tokenspeed_mla", "trtllm_mha", "hpc_ops", "minicpm_flashattn", "minicpm_flashinfer", "aiter",
+                      "wave", "intel_amx", "ascend", "intel_xpu", "cutlass_mla", "dual_chunk_flash_attn")
+for _f in ("attention_backend", "prefill_attention_backend", "decode_attention_backend",
+           "speculative_draft_attention_backend"):
+    _CHOICES[_f] = ATTENTION_BACKENDS
+_PREFIXES = ("python -m sglang.launch_server", "python3 -m sglang.launch_server", "sglang serve", "sglang")
+
+
+@dataclass
+class LaunchArgs:
+    """The parsed command: `fields` are ServerArgs fields given (SGLang spelling and types), `model` the model
+    path as written, `unknown` the flags kb does not read."""
+
+    fields: dict[str, object] = field(default_factory=dict)
+    model: str | None = None
+    unknown: list[str] = field(default_factory=list)
+
+    def server_args(self) -> dict[str, object]:
+        """The fields with SGLang's defaults for the ones not given."""
+        return {**DEFAULTS, **self.fields}
+
+
+def _convert(flag: str, key: str, kind: str, text: str) -> object:
+    try:
+        if kind == "int":
+            return int(text)
+        if kind == "float":
+            return float(text)
+        if kind == "human":
+            return human_int(text)
+    except ValueError:
+        example = "32768 (32k = 32,000; 32K = 32,768)" if kind == "human" else "2"
+        raise UsageError(f"--sglang-args: {flag} takes a number; got '{text}'", fix=f"e.g. {flag} {example}") from None
+    allowed = _CHOICES.get(key)
+    if allowed is not None and text not in allowed:
+        raise UsageError(f"--sglang-args: {flag}: invalid choice '{text}'", fix=f"choose from {', '.join(allowed)}")
+    return text
+
+
+def _strip(words: list[str]) -> list[str]:
+    for pre in _PREFIXES:
+        p = pre.split()
+        if words[:len(p)] == p:
+            return words[len(p):]
+    if words[:1] and words[0].endswith("launch_server.py"):
+        return words[1:]
+    return words
+
+
+def parse(text: str) -> LaunchArgs:
+    """The flags of an SGLang launch command (see the module docstring)."""
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise UsageError(f"--sglang-args: cannot split the command: {exc}", fix="quote it as one shell word") from None
+    words = _strip(words)
+    out = LaunchArgs()
+    i = 0
+    while i < len(words):
+        w = words[i]
+        flag, eq, inline = w.partition("=") if w.startswith("--") else (w, "", "")
+        spec = _FLAGS.get(flag)
+        if spec is None:
+            if not w.startswith("-") and out.model is None and i == 0:
+                out.model = w  # `sglang serve MODEL ...`
+            elif w.startswith("-"):
+                out.unknown.append(flag)
+                if not eq and i + 1 < len(words) and not words[i + 1].startswith("-"):
+                    i += 1  # the unknown flag's value
+            else:
+                out.unknown.append(w)
+            i += 1
+            continue
+        key, kind = spec
+        if kind == "switch":
+            out.fields[key] = True
+            i += 1
+            continue
+        if eq:
+            value = inline
+        else:
+            if i + 1 >= len(words):
+                raise UsageError(f"--sglang-args: {flag} needs a value", fix=f"e.g. {flag} <value>")
+            value = words[i + 1]
+            i += 1
+        i += 1
+        out.fields[key] = _convert(flag, key, kind, value)
+    if "model_path" in out.fields:
+        out.model = str(out.fields["model_path"])
+    return out
+
+
+def parse_argv(argv: list[str]) -> LaunchArgs:
+    """parse() of an argv list (the recorded grids keep argv lists)."""
+    return parse(shlex.join(argv))

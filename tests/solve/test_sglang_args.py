@@ -1,0 +1,45 @@
+"""kbtool/solve/sglang_args.py: SGLang launch commands as ServerArgs fields."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbtool.errors import UsageError
+from kbtool.solve.sglang_args import parse, parse_argv
+
+
+def test_launch_server_with_aliases() -> None:
+    a = parse("python -m sglang.launch_server --model deepseek-ai/DeepSeek-V3 --tp 8 --dp-size 2 "
+              "--attention-backend=trtllm_mla --kv-cache-dtype fp8_e4m3 --page-size 32 --context-length 32K "
+              "--mem-fraction-static 0.85 --disable-radix-cache --enable-metrics --log-level warning")
+    assert a.model == "deepseek-ai/DeepSeek-V3"
+    assert a.fields == {"model_path": "deepseek-ai/DeepSeek-V3", "tp_size": 8, "dp_size": 2,
+                        "attention_backend": "trtllm_mla", "kv_cache_dtype": "fp8_e4m3", "page_size": 32,
+                        "context_length": 32768, "mem_fraction_static": 0.85, "disable_radix_cache": True}
+    assert a.unknown == ["--enable-metrics", "--log-level"]
+
+
+def test_sglang_serve_and_defaults() -> None:
+    a = parse("sglang serve --model-path m --tensor-parallel-size 4 --context-length 32k")
+    s = a.server_args()
+    assert (s["tp_size"], s["context_length"], s["kv_cache_dtype"], s["pp_size"]) == (4, 32000, "auto", 1)
+    assert "page_size" not in s and "attention_backend" not in s  # resolved by SGLang, not defaulted
+
+
+def test_argv_form() -> None:
+    a = parse_argv(["--prefill-attention-backend", "fa3", "--decode-attention-backend", "flashinfer",
+                    "--speculative-algorithm", "EAGLE", "--speculative-eagle-topk", "4"])
+    assert a.fields == {"prefill_attention_backend": "fa3", "decode_attention_backend": "flashinfer",
+                        "speculative_algorithm": "EAGLE", "speculative_eagle_topk": 4}
+
+
+@pytest.mark.parametrize(("cmd", "msg"), [
+    ("--tp-size two", "--sglang-args: --tp-size takes a number; got 'two'"),
+    ("--kv-cache-dtype fp8", "--sglang-args: --kv-cache-dtype: invalid choice 'fp8'"),
+    ("--attention-backend flash", "--sglang-args: --attention-backend: invalid choice 'flash'"),
+    ("--page-size", "--sglang-args: --page-size needs a value"),
+])
+def test_bad_values(cmd: str, msg: str) -> None:
+    with pytest.raises(UsageError) as e:
+        parse(cmd)
+    assert str(e.value).splitlines()[0] == msg

@@ -1,0 +1,140 @@
+"""kb's SGLang resolution (kbtool/solve/sglang_resolve.py, records sglang-*) against SGLang's own, on the grids
+the sglang-resolve probe recorded (tests/data/sglang/<release>/grid.json.gz: ServerArgs.resolve_once() over
+platform x model x flags). No SGLang is needed. Every point must agree on the prefill and decode backends, page
+size, KV dtype, DSA sub-backends, or the error (type and exact message); the memory settings
+(mem_fraction_static, chunked_prefill_size, decode CUDA-graph max batch) are compared too. The per-field
+agreement is printed (pytest -s).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from functools import cache
+from typing import Any
+
+import pytest
+
+from kbtool.kb import load_kb
+from kbtool.solve import sglang_resolve as sr
+from kbtool.solve.image import Image
+from tests.solve import sglang_grid as grid
+from tests.util import RECORDS, ROOT
+
+DATA = ROOT / "tests" / "data" / "sglang"
+RELEASES = ("0.5.23", "0.5.17")
+# claims whose refusal the recorded grid does not reach (it passes no DSA sub-backend flags, no context
+# parallelism, no nvfp4 with an explicit trtllm_mha prefill, no DSA model with learnable sinks, ...): each must
+# still name its source, and an entry that the grid does reach is stale and fails ("id@release": that release only)
+NOT_IN_GRID = {
+    "sglang-trtllm-mha-prefill-cp-sm100", "sglang-flex-attention-no-spec", "sglang-gemma4-backends",
+    "sglang-lfm2-no-triton", "sglang-dsa-sinks-bf16-kv", "sglang-dsa-sinks-prefill-flashmla-sparse",
+    "sglang-dsa-sinks-decode-flashmla-sparse", "sglang-dsa-triton-rocm-only", "sglang-dsa-tilelang-fp8-both",
+    "sglang-dsa-tilelang-fp8-sm89", "sglang-dsa-tilelang-fp8-rocm-only-0.5.17", "sglang-nvfp4-native-prefill-sm100",
+    "sglang-nvfp4-decode-trtllm-mha", "sglang-fp4-kv-fa4-mla-decode", "sglang-fp4-kv-fa4-mha-decode",
+    "sglang-fp4-kv-mla-backends", "sglang-fp4-kv-mha-backends", "sglang-fp4-kv-fa4-mla-decode-0.5.17",
+    "sglang-fp4-kv-fa4-mha-decode-0.5.17",
+    "sglang-fp4-kv-cuda-only@0.5.23",  # 0.5.23 refuses nvfp4 on ROCm earlier, in the NVFP4 prefill check
+}
+
+
+@cache
+def image() -> Image:
+    return Image.of(load_kb(RECORDS)[0])
+
+
+@cache
+def recorded(release: str) -> dict[str, Any]:
+    return grid.load(DATA / release / "grid.json.gz")
+
+
+def replay(release: str) -> tuple[int, Counter[str], list[tuple[Any, ...]]]:
+    img = image()
+    agree: Counter[str] = Counter()
+    wrong: list[tuple[Any, ...]] = []
+    n = 0
+    for p, m, argv, pf, mf, args, want in grid.points(recorded(release)):
+        got = sr.resolve(img, release, pf, mf, args)
+        n += 1
+        bad = grid.differs(got, want)
+        if bad:
+            wrong.append((p, m, argv, bad, {k: got.get(k) for k in ("error", "message", *grid.FIELDS)},
+                          {k: want.get(k) for k in ("error", "message", *grid.FIELDS)}))
+        else:
+            agree["backends/page/kv/dsa/error"] += 1
+        if "error" not in want and "error" not in got:
+            agree["ok points"] += 1
+            for f in grid.MEMORY:
+                agree[f] += got.get(f) == want.get(f)
+        if "error" in want and got.get("where") == want.get("where"):
+            agree["error where"] += 1
+    return n, agree, wrong
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_grid_agrees(release: str) -> None:
+    n, agree, wrong = replay(release)
+    print(f"\nSGLang {release}: {n} points; " + ", ".join(f"{k} {v}" for k, v in sorted(agree.items())))
+    assert not wrong, f"{len(wrong)} of {n} points differ, e.g. {wrong[:3]}"
+    ok = agree["ok points"]
+    for f in grid.MEMORY:
+        assert agree[f] == ok, f"{f}: kb agrees at {agree[f]} of {ok} resolved points"
+
+
+def test_releases_and_by() -> None:
+    img = image()
+    assert sr.releases(img) == ["0.5.17", "0.5.23"]
+    plat = grid.platform(recorded("0.5.23")["platforms"]["sm100"])
+    facts = grid.model_facts(recorded("0.5.23")["models"]["mla"])
+    got = sr.resolve(img, "0.5.23", plat, facts, {"kv_cache_dtype": "auto", "tp_size": 1})
+    assert (got["prefill"], got["decode"], got["page_size"]) == ("trtllm_mla", "trtllm_mla", 64)
+    assert got["by"]["attention_backend"].startswith("sglang-0.5.23-cuda#")
+    assert "_deepseek_family_overrides" in got["by"]["attention_backend"]
+    assert "_mla_backend_page_constraints" in got["by"]["page_size"]
+
+
+def test_error_names_claim_and_where() -> None:
+    img = image()
+    plat = grid.platform(recorded("0.5.23")["platforms"]["sm80"])
+    facts = grid.model_facts(recorded("0.5.23")["models"]["dense"])
+    got = sr.resolve(img, "0.5.23", plat, facts, {"attention_backend": "trtllm_mha"})
+    assert got == {
+        "error": "ValueError",
+        "message": "TRTLLM MHA backend for prefill requires Hopper (SM90), Blackwell (SM100), or SM120 GPUs. Please "
+                   "use a different prefill backend.",
+        "where": "srt/arg_groups/attention_hook.py:203:handle_attention_backend_compatibility",
+        "claim": "sglang-trtllm-mha-prefill-arch"}
+
+
+def test_unknown_release_is_usage_error() -> None:
+    from kbtool.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"0\.5\.17, 0\.5\.23 only"):
+        sr.resolve(image(), "0.4.0", {}, {}, {})
+
+
+def _pattern(message: str) -> re.Pattern[str]:
+    parts = re.split(r"\{[a-z_][a-z0-9_-]*\}", message)
+    return re.compile(".+?".join(re.escape(p) for p in parts), re.S)
+
+
+def test_every_claim_message_is_in_its_grid() -> None:
+    """Each SGLang claim's message (templates as wildcards) is an error the grid recorded for every release in
+    its scope, unless the claim is in NOT_IN_GRID; a NOT_IN_GRID entry the grid does reach is stale."""
+    img = image()
+    claims = img.sglang()["claims"]
+    messages = {r: {o["message"] for o in recorded(r)["outcomes"] if "error" in o} for r in RELEASES}
+    missing, stale = [], []
+    for cid, (_w, _r, message, where, _scope) in sorted(claims.items()):
+        pat = _pattern(message)
+        for release in where:
+            seen = any(pat.fullmatch(m) for m in messages[release])
+            exempt = cid in NOT_IN_GRID or f"{cid}@{release}" in NOT_IN_GRID
+            if not seen and not exempt:
+                missing.append((cid, release))
+            if seen and exempt:
+                stale.append((cid, release))
+    assert not missing, f"claims whose message the grid never shows: {missing}"
+    assert not stale, f"NOT_IN_GRID entries the grid does reach: {stale}"
+    named = {e.split("@")[0] for e in NOT_IN_GRID}
+    assert named <= set(claims), f"NOT_IN_GRID names unknown claims: {sorted(named - set(claims))}"
