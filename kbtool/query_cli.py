@@ -33,7 +33,7 @@ OPTIONS: tuple[tuple[str, str, str, str, str], ...] = (
     ("--head-dim", "head_dim", "int", "N", "Head dim (overrides the model's)."),
     ("--batch", "batch", "int", "N", "Concurrent sequences (memory; default 1)."),
     ("--phase", "phase", "str", "PHASE", "prefill, decode or both (default)."),
-    ("--engine", "engine", "str", "NAME", "none (default) or vllm."),
+    ("--engine", "engine", "str", "NAME", "none (default), vllm or sglang; vllm,sglang answers both side by side."),
     ("--kernel", "kernel", "many", "ID", "Restrict to these kernels (repeatable)."),
     ("--lib", "lib", "many", "NAME=VERSION", "Library version (repeatable), e.g. flashinfer=0.6.18."),
     ("--block-size", "block_size", "int", "N", "Paged-KV block size."),
@@ -51,6 +51,9 @@ OPTIONS: tuple[tuple[str, str, str, str, str], ...] = (
     ("--vllm", "vllm", "str", "VERSION", "vLLM release for --engine vllm (default: the newest recorded)."),
     ("--vllm-args", "vllm_args", "str", "CMD", 'A vLLM serve command, e.g. "serve MODEL --kv-cache-dtype fp8 -tp 2": '
      "pre-flight answer (backend, KV fit, or vLLM's error)."),
+    ("--sglang", "sglang", "str", "VERSION", "SGLang release for --engine sglang (default: the newest recorded)."),
+    ("--sglang-args", "sglang_args", "str", "CMD", 'An SGLang command, e.g. "python -m sglang.launch_server '
+     '--model-path M --tp 2": pre-flight answer (backends, page size, token pool, or SGLang\'s error).'),
     ("--json", "json", "flag", "", "Print the answer as JSON (design.md §4)."),
     ("--explain", "explain", "flag", "", "Add sources and evidence."),
     ("--fail-on-no", "fail_on_no", "flag", "", "Exit 1 when the verdict is no."),
@@ -160,11 +163,16 @@ def _run(argv: list[str]) -> int:
         sys.stdout.write(help_text())
         return 0
     as_json, explain, fail_on_no, no_cache, kb = (opts.pop(k, None) for k in _READ_HERE)
+    from kbtool.solve.compare import split_engines
     from kbtool.solve.query import build_query
     from kbtool.solve.solver import solve
 
-    q = build_query(**opts)
-    answer = solve(image(kb, use_cache=not no_cache), q)
+    names = split_engines(opts.get("engine"))
+    img = image(kb, use_cache=not no_cache)
+    if len(names) > 1:
+        answer: Any = _compare(img, opts, names)
+    else:
+        answer = solve(img, build_query(**opts))
     if as_json:
         from kbtool.solve.answer import to_json
 
@@ -172,16 +180,18 @@ def _run(argv: list[str]) -> int:
     else:
         import io
 
-        from kbtool.render.query import render_answer, render_multi
+        from kbtool.render.query import render_answer, render_comparison, render_multi
         from kbtool.render.sink import for_stream
 
         buf = io.StringIO()
         sink = for_stream(sys.stdout)
         sink._stream = buf  # styled for stdout, rendered whole first (an error leaves nothing half-written)
-        from kbtool.solve.answer import MultiAnswer
+        from kbtool.solve.answer import EngineComparison, MultiAnswer
 
         if isinstance(answer, MultiAnswer):
             render_multi(sink, answer, explain=bool(explain))
+        elif isinstance(answer, EngineComparison):
+            render_comparison(sink, answer, explain=bool(explain))
         else:
             render_answer(sink, answer, explain=bool(explain))
         out = buf.getvalue()
@@ -189,6 +199,41 @@ def _run(argv: list[str]) -> int:
     sys.stdout.flush()
     rows = answer.rows if hasattr(answer, "rows") else [answer]
     return 1 if fail_on_no and any(r.verdict == "no" for r in rows) else 0
+
+
+def _compare(img: Image, opts: dict[str, Any], names: list[str]) -> Any:
+    """--engine vllm,sglang: the same question to each engine. A pasted serve line (--vllm-args, --sglang-args)
+    is its own engine's; the others get the model, context, KV dtype, dtype and GPUs it names."""
+    from kbtool.solve.compare import compare
+    from kbtool.solve.query import build_query
+    from kbtool.solve.solver import solve
+
+    if not opts.get("gpu"):
+        raise UsageError(f"--engine {opts['engine']}: a comparison is of one accelerator",
+                         fix="add --gpu, e.g. --gpu h100")
+    derived: dict[str, Any] = {}
+    for n in names:
+        line = opts.get(f"{n}_args")
+        if line:
+            lq = build_query(engine=n, **{f"{n}_args": line})
+            derived = {"model": lq.model, "ctx": str(lq.ctx) if lq.ctx else None, "kv": lq.kv, "dtype": lq.dtype,
+                       "gpus": lq.gpus if lq.gpus > 1 else None}
+    answers: list[Any] = []
+    for n in names:
+        o = {k: v for k, v in opts.items() if k != "engine"}
+        for other in names:
+            if other != n:
+                o.pop(other, None)
+                o.pop(f"{other}_args", None)
+        if not o.get(f"{n}_args"):
+            for k, v in derived.items():
+                if o.get(k) is None and v is not None:
+                    o[k] = v
+        answer = solve(img, build_query(engine=n, **o))
+        if not hasattr(answer, "engine"):
+            raise UsageError("--engine with several engines needs one accelerator", fix="add --gpu")
+        answers.append(answer)
+    return compare(answers)
 
 
 def image(kb: str | None = None, use_cache: bool = True) -> Image:

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from .common import Record, Ref, VersionRange
 
+Platform = Literal["cuda", "rocm", "npu", "xpu", "cpu", "musa", "mps"]
 Layout = Literal["mha", "gqa", "mqa", "mla", "sparse-mla"]
 
 
@@ -24,6 +25,9 @@ class EngineBackend(Record):
     )
     attention: list[Layout] = Field(
         default_factory=_mha_gqa, description="Attention layouts it serves"
+    )
+    platforms: list[Platform] = Field(
+        default_factory=list, description="The device platforms it runs on (empty: any the engine runs on)"
     )
     scope: list[VersionRange] = Field(
         default_factory=list, description="Engine releases that register it (empty: every recorded release)"

@@ -28,6 +28,9 @@ class Vllm:
         version = cx.q.vllm or cx.q.libs.get("vllm") or engine.default_version(cx.img)
         return engine.priority_order(cx.img, env, version, engine.platform_of(env)) if version else []
 
+    def backend_outcome(self, cx: Any, backend: Any, env: dict[str, Any]) -> Any:
+        return None  # kb applies each backend's claims for the pinned release (kbtool/solve/engine.py)
+
     def handled(self, claim: str) -> str | None:
         return HANDLED.get(claim)
 

@@ -19,9 +19,10 @@ if TYPE_CHECKING:  # a warm query imports no typing (tests/test_imports.py): the
 
     from kbtool.solve.answer import BackendAnswer, KernelAnswer, Memory, Reason
     from kbtool.solve.context import Ctx
-    from kbtool.solve.image import AcceleratorV, Image
+    from kbtool.solve.gates import Outcome
+    from kbtool.solve.image import AcceleratorV, BackendV, Image
 
-REGISTRY = {"vllm": "kbtool.solve.engine_vllm"}
+REGISTRY = {"vllm": "kbtool.solve.engine_vllm", "sglang": "kbtool.solve.engine_sglang"}
 """Engine name -> the module whose ENGINE implements Engine (imported on first use)."""
 
 
@@ -37,6 +38,10 @@ if TYPE_CHECKING:
 
         def priority(self, cx: Ctx, env: dict[str, Any]) -> list[str]:
             """Its backend ids in its own order of preference for this query."""
+
+        def backend_outcome(self, cx: Ctx, backend: BackendV, env: dict[str, Any]) -> Outcome | None:
+            """Its own verdict on one of its backends in this environment, or None: kb applies the backend's
+            claims (vLLM); SGLang asks its resolution with that backend requested."""
 
         def handled(self, claim: str) -> str | None:
             """How it deals with a kernel caveat by default (the caveat is then shown as handled), or None."""

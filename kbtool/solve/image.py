@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 13  # 13: the SGLang section (resolution pipelines, claims with where)
+IMAGE_VERSION = 14  # 13: the SGLang section (resolution pipelines, claims with where); 14: backend platforms
 # 12: recorded vLLM boots (measured pools); 11: dispute sides carry their own requires;
 # 10: models carry their experts (vLLM's MoE workspace); 9: models carry their architecture; 8: claims carry
 # measured values; 7: engine-priority records
@@ -82,11 +82,11 @@ class ClaimV(tuple):  # type: ignore[type-arg]
 
 
 class BackendV:
-    __slots__ = ("attention", "backend_name", "engine", "id", "kernels")
+    __slots__ = ("attention", "backend_name", "engine", "id", "kernels", "platforms")
     kind = "engine-backend"
 
     def __init__(self, t: tuple[Any, ...]) -> None:
-        self.id, self.engine, self.backend_name, self.kernels, self.attention = t
+        self.id, self.engine, self.backend_name, self.kernels, self.attention, self.platforms = t
 
 
 class AcceleratorV:
@@ -370,7 +370,8 @@ def build(kb: KB) -> dict[str, Any]:
                                      a.memory_bytes is not None) for a in by_kind.get("accelerator", [])}),
         "cc": {a.id: a.compute_capability for a in by_kind.get("architecture", [])},
         "models": lazy({m.id: _model_row(m) for m in by_kind.get("model", [])}),
-        "backends": lazy(sorted(((b.id, b.engine, b.backend_name, list(b.kernels), list(b.attention))
+        "backends": lazy(sorted(((b.id, b.engine, b.backend_name, list(b.kernels), list(b.attention),
+                                  list(b.platforms))
                                  for b in by_kind.get("engine-backend", [])), key=lambda t: t[0])),
         "evidence_arch": evidence_arch,
         "releases": _releases(by_kind.get("evidence", [])),

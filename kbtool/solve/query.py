@@ -199,6 +199,8 @@ class Query:
         "dtype",
         "enforce_eager",
         "engine",
+        "engine_args",
+        "engine_ignored",
         "gpu",
         "gpus",
         "head_dim",
@@ -213,6 +215,7 @@ class Query:
         "phases",
         "pp",
         "reserve",
+        "sglang",
         "utilization",
         "vllm",
         "vllm_ignored",
@@ -244,6 +247,9 @@ class Query:
         self.pp, self.dp = 1, 1  # pipeline stages and data-parallel replicas (--vllm-args)
         self.ctx_auto = False  # --max-model-len auto / -1 (--vllm-args): vLLM fits the context to memory
         self.kv_cache_memory: int | None = None  # --kv-cache-memory-bytes (--vllm-args): the pool, per GPU
+        self.sglang: str | None = None  # --sglang: the SGLang release (kbtool/solve/engine_sglang.py)
+        self.engine_args: dict[str, Any] = {}  # --sglang-args: the ServerArgs fields the line sets
+        self.engine_ignored: list[str] = []  # --sglang-args: flags that do not change the answer
 
     def __repr__(self) -> str:
         return f"Query({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
@@ -258,7 +264,7 @@ class Query:
             "weights": self.weights, "reserve": self.reserve, "max_num_batched_tokens": self.batched_tokens,
             "assume": self.assume,
         }
-        for k in ("vllm", "attention_backend", "kv_cache_dtype", "max_num_seqs", "kv_cache_memory"):  # when given
+        for k in ("vllm", "sglang", "attention_backend", "kv_cache_dtype", "max_num_seqs", "kv_cache_memory"):
             if getattr(self, k) is not None:
                 d[k] = getattr(self, k)
         if self.enforce_eager:
@@ -268,6 +274,10 @@ class Query:
                 d[k] = getattr(self, k)
         if self.vllm_ignored:
             d["vllm_ignored"] = list(self.vllm_ignored)
+        if self.engine_args:
+            d["engine_args"] = dict(self.engine_args)
+        if self.engine_ignored:
+            d["engine_ignored"] = list(self.engine_ignored)
         return d
 
 
@@ -278,7 +288,7 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
                 block_size: int | None = None, util: float | None = None, weights: str | None = None,
                 reserve: str | None = None, max_num_batched_tokens: int | None = None,
                 assume: str | None = None, cuda: str | None = None, vllm: str | None = None,
-                vllm_args: str | None = None) -> Query:
+                vllm_args: str | None = None, sglang: str | None = None, sglang_args: str | None = None) -> Query:
     """Parse raw CLI values into a Query (names are resolved against the KB later, by the solver)."""
     kernels = [k.strip() for item in (kernel or []) for k in item.split(",") if k.strip()]
     libs = parse_libs(lib)
@@ -310,6 +320,27 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
             weights = QUANT_WEIGHTS.get(serve.quantization.lower())
             if weights is None:
                 serve.ignored.append(f"--quantization {serve.quantization} (weights sized as the checkpoint says)")
+    line = None
+    if vllm_args is not None and sglang_args is not None:
+        raise UsageError("--vllm-args and --sglang-args: one serve line per query",
+                         fix="give one, or compare engines with --engine vllm,sglang and kb's own options")
+    if sglang is not None:
+        engine = engine or "sglang"
+    if sglang_args is not None:  # a pasted `python -m sglang.launch_server` line; explicit kb options win
+        from kbtool.solve.sglang_args import parse as parse_sglang
+
+        line = parse_sglang(sglang_args)
+        engine = engine or "sglang"
+        model = model or line.model
+        f: dict[str, Any] = dict(line.fields)
+        if ctx is None and f.get("context_length"):
+            ctx = str(f["context_length"])
+        if kv is None and f.get("kv_cache_dtype") not in (None, "auto"):
+            kv = {"fp4_e2m1": "nvfp4", "bfloat16": "bf16", "mxfp8": "fp8_e4m3"}.get(f["kv_cache_dtype"],
+                                                                                    f["kv_cache_dtype"])
+        gpus = gpus or f.get("tp_size")
+        if dtype is None and f.get("dtype") not in (None, "auto"):
+            dtype = f["dtype"]
     q = Query(
         gpu=gpu.strip() if gpu else None,
         gpus=positive_int(gpus, "--gpus", "8") or 1,
@@ -334,6 +365,13 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
         if q.engine != "vllm":
             raise UsageError("--vllm and --vllm-args are about vLLM", fix="add --engine vllm (or leave --engine out)")
         q.vllm = vllm.strip() if vllm else None
+    if sglang is not None or line is not None:
+        if q.engine != "sglang":
+            raise UsageError("--sglang and --sglang-args are about SGLang",
+                             fix="add --engine sglang (or leave --engine out)")
+        q.sglang = sglang.strip().lstrip("v") if sglang else None
+    if line is not None:
+        q.engine_args, q.engine_ignored = dict(line.fields), list(line.unknown)
     if serve is not None:
         q.attention_backend = serve.attention_backend
         q.kv_cache_dtype = serve.kv_cache_dtype

@@ -325,14 +325,19 @@ def _kernel_answer(k: KernelV, statuses: dict[str, KernelStatus], o: Outcome, vi
                          list(dict.fromkeys(ws)) if ws else [], _merge(o.refuted))
 
 
+PLATFORM = {"nvidia": "cuda", "amd": "rocm"}  # the accelerator's vendor -> the device platform engines name
+
+
 def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]], kstat: dict[str, tuple[dict[str, KernelStatus], Outcome]],
                  ) -> tuple[list[BackendAnswer], dict[str, list[str]], dict[str, dict[str, Outcome]]]:
     """Evaluate each backend's own gates; return backend answers, kernel -> backends, backend -> phase outcomes."""
     answers: list[BackendAnswer] = []
     via: dict[str, list[str]] = {}
     per_phase: dict[str, dict[str, Outcome]] = {}
+    eng = engines.get(cx.q.engine)
     for b in cx.backends:
         phases: dict[str, Outcome] = {}
+        checked = False  # the engine judged this backend itself (SGLang's resolution)
         for p, env in envs.items():
             lay = env.get("attention")
             o = Outcome()
@@ -340,11 +345,18 @@ def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]], kstat: dict[str, tupl
                 o = Outcome(status="unknown", reasons=[structural(
                     "ATTENTION", f"{b.id} serves {', '.join(b.attention)} only [depends on attention: give --model]",
                     "engine", allowed=list(b.attention), depends=["attention"], subject=b.id)])
+            elif b.platforms and PLATFORM.get(env.get("vendor") or "", "") not in b.platforms:
+                o = Outcome(status="rejected", reasons=[structural(
+                    "PLATFORM", f"{b.id} runs on {', '.join(b.platforms)} only; {env.get('gpu')} is "
+                    f"{PLATFORM.get(env.get('vendor') or '', env.get('vendor'))}", "engine", observed=env.get("vendor"),
+                    allowed=list(b.platforms), subject=b.id)])
             elif lay is not None and lay not in b.attention:
                 o = Outcome(status="rejected", reasons=[structural(
                     "ATTENTION", f"{b.id} serves {', '.join(b.attention)}; the model uses {lay}", "engine",
                     observed=lay, allowed=list(b.attention), subject=b.id)])
-            o.add(apply_claims(cx.img.claims(b.id), cx.judges[p], "engine"))
+            own = eng.backend_outcome(cx, b, env) if eng is not None else None  # the engine's own checks
+            checked = checked or own is not None
+            o.add(own if own is not None else apply_claims(cx.img.claims(b.id), cx.judges[p], "engine"))
             phases[p] = o
         per_phase[b.id] = phases
         kernel_status = {k: kstat[k][1].status for k in b.kernels if k in kstat}
@@ -360,6 +372,10 @@ def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]], kstat: dict[str, tupl
             if kbest == "rejected":
                 reasons.append(structural("KERNELS_REJECTED", f"every kernel {b.id} runs is rejected: "
                                           f"{', '.join(kernel_status)}", "engine", subject=b.id))
+        elif checked and not b.kernels and status != "rejected":  # it starts; what it runs has no kernel record
+            status = "caveat" if status == "ok" else status
+            own.caveats.append(structural("NO_KERNEL_RECORD", f"{b.id} starts, but kb has no kernel record of what "
+                                          "it runs: its kernels' own limits are not checked", "engine", subject=b.id))
         else:
             status = "rejected"
             reasons.append(structural("NO_KERNEL", f"{b.id} runs none of the candidate kernels", "engine",

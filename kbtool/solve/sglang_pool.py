@@ -1,0 +1,207 @@
+"""SGLang's KV token pool on one GPU, as its start-up sizes it (docs/sglang-resolution.md §6, sglang 0.5.23).
+
+- Budget (mem_cache/kv_cache_configurator.py:2990-3060, `_profile_available_bytes`): the memory free after the
+  weights load, less the slack `pre-load free memory x (1 - mem_fraction_static)`; so the pool is
+  `pre x mem_fraction_static - weights`. The pre-load free memory is the GPU's capacity less the CUDA context
+  and what torch holds before the load (an estimate here, `CONTEXT_BYTES`); no SGLang boot has been recorded on
+  the H200 to hold it to. A budget <= 0 is SGLang's "Loaded weights leave no GPU memory for the KV cache" error.
+- Bytes per token (`cell_size`, model_executor/pool_configurator.py:340-536): K and V of every attention layer
+  of this rank, `kv_heads_per_rank x (head_dim + v_head_dim) x element size` (kv heads replicated when fewer
+  than the TP ranks); MLA keeps one latent per layer, `(kv_lora_rank + qk_rope_head_dim) x element size`, on
+  every rank. Models with sliding-window and full layers use the hybrid pool (pool_configurator.py:656-917):
+  a token counts all full layers plus `swa_full_tokens_ratio` (0.8) of the sliding layers, and the
+  "#tokens" SGLang prints counts the full side; Gemma-2/3 turn the hybrid pool off
+  (model_overrides/gemma2_gemma3.py) and every layer holds every token.
+- max_total_num_tokens = budget // cell_size, rounded down to a whole page (pool_configurator.py:637-647), then
+  capped by --max-total-tokens; max_running_requests = min(clamp(tokens / context_len x 512, 2048, 4096),
+  tokens // 2) unless given (kv_cache_configurator.py:3119-3132).
+`memory_for` is the memory block of an answer under SGLang: its resolved mem_fraction_static and page size
+(kbtool/solve/sglang_resolve.py) sizing this pool for the model on the GPU.
+Linear-attention and Mamba state, DSA's indexer cache and speculative drafts have pools of their own that this
+model leaves out; the answer says so.
+"""
+
+from __future__ import annotations
+
+import math
+
+from kbtool.solve.answer import Memory
+from kbtool.solve.budget import Fit, weight_bytes
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+GIB = 1 << 30
+CONTEXT_BYTES = GIB // 2  # CUDA context + torch's own allocations before the weights load: an estimate
+SWA_FULL_TOKENS_RATIO = 0.8  # --swa-full-tokens-ratio's fallback (arg_groups/fields, docs §7)
+ELEMENT = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1, "nvfp4": 1}
+NO_HYBRID_SWA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration")
+
+
+class Pool:
+    """What SGLang prints for this pool (memory_pool.py:2073-2098 and the scheduler's line)."""
+
+    def __init__(self, *, tokens: int, cell_bytes: float, budget_bytes: int, mem_fraction_static: float,
+                 page_size: int, max_running_requests: int, mla: bool, kv_dtype: str, full_layers: int,
+                 swa_layers: int, left_out: list[str]) -> None:
+        self.tokens, self.cell_bytes, self.budget_bytes = tokens, cell_bytes, budget_bytes
+        self.mem_fraction_static, self.page_size = mem_fraction_static, page_size
+        self.max_running_requests, self.mla, self.kv_dtype = max_running_requests, mla, kv_dtype
+        self.full_layers, self.swa_layers, self.left_out = full_layers, swa_layers, left_out
+
+    def as_dict(self, ctx: int | None) -> dict[str, Any]:
+        gb = 1e9
+        kv = self.tokens * self.cell_bytes
+        torch_dtype = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp8_e4m3": "torch.float8_e4m3fn",
+                       "fp8_e5m2": "torch.float8_e5m2"}.get(self.kv_dtype, self.kv_dtype)
+        if self.mla:
+            line = f"KV Cache is allocated. dtype: {torch_dtype}, #tokens: {self.tokens}, KV size: {kv / gb:.2f} GB"
+        else:
+            line = (f"KV Cache is allocated. dtype: {torch_dtype}, #tokens: {self.tokens}, K size: "
+                    f"{kv / 2 / gb:.2f} GB, V size: {kv / 2 / gb:.2f} GB")
+        out: dict[str, Any] = {
+            "max_total_num_tokens": self.tokens, "cell_bytes": round(self.cell_bytes, 1),
+            "mem_fraction_static": self.mem_fraction_static, "page_size": self.page_size,
+            "max_running_requests": self.max_running_requests, "kv_line": line, "basis": "estimated",
+        }
+        if ctx:
+            out["requests_at_ctx"] = round(self.tokens / ctx, 2)
+        if self.swa_layers and self.full_layers:
+            out["swa_full_tokens_ratio"] = SWA_FULL_TOKENS_RATIO
+        if self.left_out:
+            out["left_out"] = list(self.left_out)
+        at = f"; {self.tokens / ctx:.2f} requests of {ctx:,} tokens" if ctx else ""
+        out["text"] = (f"SGLang will report: {line}; max_total_num_tokens={self.tokens}, max_running_requests="
+                       f"{self.max_running_requests}{at} (estimated: SGLang's pool arithmetic with the CUDA context "
+                       f"taken as {CONTEXT_BYTES / GIB:g} GiB; no SGLang boot recorded to hold it to"
+                       + (f"; not modelled: {', '.join(self.left_out)}" if self.left_out else "") + ")")
+        return out
+
+
+def cell_bytes(model: Any, kv_dtype: str, tp: int) -> tuple[float, int, int, list[str]]:
+    """(bytes per token of max_total_num_tokens, full layers, sliding layers, pools left out) for one rank."""
+    elt = ELEMENT.get(kv_dtype, 2)
+    hybrid = model.architecture not in NO_HYBRID_SWA
+    full = swa = 0.0
+    nfull = nswa = 0
+    left: list[str] = []
+    for g in model.layers:
+        if g.type == "mla":
+            full += g.count * ((g.kv_lora_rank or 512) + (g.rope_dim or 64)) * elt
+            nfull += g.count
+            if g.index_head_dim:
+                left.append("DSA indexer key cache")
+            continue
+        if g.type == "linear":
+            left.append("linear-attention / Mamba state (its own pool, sized by --mamba-full-memory-ratio)")
+            continue
+        heads = max(1, (g.kv_heads or 1) // tp)  # ModelConfig.get_num_kv_heads: replicated below one per rank
+        per = heads * ((g.head_dim or model.head_dim) + (g.head_dim_v or g.head_dim or model.head_dim)) * elt
+        if g.type in ("sliding", "chunked") and hybrid:
+            swa += g.count * per
+            nswa += g.count
+        else:
+            full += g.count * per
+            nfull += g.count
+    if nfull and nswa:
+        return full + SWA_FULL_TOKENS_RATIO * swa, nfull, nswa, left
+    return full + swa, nfull, nswa, sorted(set(left))
+
+
+def fit(model: Any, kv_dtype: str, capacity: int, ctx: int | None, *, mem_fraction_static: float, page_size: int,
+        batch: int = 1, tp: int = 1, weights: str | None = None, max_total_tokens: int | None = None,
+        max_running_requests: int | None = None) -> tuple[Fit, Pool | None, str | None]:
+    """(kb's memory fit, SGLang's pool, SGLang's start-up error or None) for one GPU of `tp`."""
+    wtotal, whow = weight_bytes(model, weights)
+    wgpu = math.ceil(wtotal / tp)
+    pre = capacity - CONTEXT_BYTES
+    budget = int(pre * mem_fraction_static) - wgpu
+    cell, nfull, nswa, left = cell_bytes(model, kv_dtype, tp)
+    error = None
+    pool = None
+    tokens = 0
+    if budget <= 0:
+        need = math.ceil((1 - (pre - wgpu) / pre) * 1000) / 1000
+        error = (f"ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static="
+                 f"{mem_fraction_static}. Raise --mem-fraction-static above {need:.3f} ...")
+    elif cell > 0:
+        tokens = int(budget // cell) // page_size * page_size
+        if max_total_tokens:
+            tokens = min(tokens, max_total_tokens // page_size * page_size)
+        context_len = ctx or model.max_context or 4096
+        est = max(min(int(tokens / context_len * 512), 4096), 2048)
+        reqs = min(max_running_requests, tokens // 2) if max_running_requests else min(est, tokens // 2)
+        pool = Pool(tokens=tokens, cell_bytes=cell, budget_bytes=budget, mem_fraction_static=mem_fraction_static,
+                    page_size=page_size, max_running_requests=reqs, mla=any(g.type == "mla" for g in model.layers),
+                    kv_dtype=kv_dtype, full_layers=nfull, swa_layers=nswa, left_out=left)
+    need_bytes = math.ceil(batch * ctx * cell) if ctx else 0
+    fits = None if ctx is None else (pool is not None and batch * ctx <= tokens)
+    seqs = (tokens // ctx if ctx else None) if pool is not None else (0 if ctx else None)
+    max_ctx = tokens // max(1, batch)
+    limit = "memory"
+    if model.max_context and max_ctx >= model.max_context:
+        max_ctx, limit = model.max_context, "model"
+    tp_txt = f" / tp {tp}" if tp > 1 else ""
+    lines = [f"cell = {cell:,.0f} B per token ({nfull} full-attention layers"
+             + (f" + {SWA_FULL_TOKENS_RATIO:g} x {nswa} sliding-window layers" if nfull and nswa else
+                (f", {nswa} sliding-window layers holding every token" if nswa else "")) + f", {kv_dtype})",
+             f"pre-load free = {capacity:,} B - {CONTEXT_BYTES:,} B CUDA context (estimate) = {pre:,} B",
+             f"budget = pre-load free x mem_fraction_static {mem_fraction_static:g} - weights {wgpu:,} B "
+             f"({whow}{tp_txt}) = {budget:,} B",
+             f"max_total_num_tokens = budget // cell, whole pages of {page_size} = {tokens:,}"]
+    notes = [f"not modelled: {x}" for x in left]
+    return (Fit(fits=fits, kv_bytes=need_bytes, kv_bytes_per_token=cell, weights_bytes=wgpu,
+                weights_dtype=weights or model.weight_dtype, reserve_bytes=capacity - int(pre * mem_fraction_static),
+                pool_bytes=max(budget, 0), pool_tokens=tokens, capacity_bytes=capacity, max_ctx=max_ctx,
+                max_ctx_memory=tokens // max(1, batch), ctx_limit=limit, max_sequences=seqs,
+                formula="; ".join(lines), notes=notes), pool, error)
+
+
+def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any],
+               assumed: dict[str, Any]) -> tuple[Memory | None, list[str]]:
+    q, model = cx.q, cx.model
+    if model is None:
+        return None, []
+    capacity = acc.capacity_bytes()
+    if capacity is None:
+        return None, [f"{acc.id} has no memory capacity recorded; the KV fit is not computed"]
+    r = eng.resolution(cx, acc, env) if q.sglang else {}
+    if r.get("error"):
+        return None, [f"SGLang refuses this line before it sizes memory: {r['message']}"]
+    args = q.engine_args or {}
+    msf = args.get("mem_fraction_static") or r.get("mem_fraction_static")
+    if msf is None:
+        return None, ["SGLang's mem_fraction_static is not resolved for this GPU; the pool is not sized"]
+    if args.get("mem_fraction_static") is None:
+        assumed["mem_fraction_static"] = f"{msf} (SGLang's own, from this GPU's memory and the model)"
+    kv = _kv(r.get("kv_cache_dtype"), env, model)
+    ctx = q.ctx or model.max_context
+    if q.ctx is None and ctx:
+        assumed["ctx"] = f"{ctx} (the model's max context, for the memory check only)"
+    batch = q.batch or 1
+    page = int(r.get("page_size") or 1)
+    f, pool, error = fit(model, kv, capacity, ctx, mem_fraction_static=float(msf), page_size=page, batch=batch,
+                         tp=q.gpus, weights=q.weights, max_total_tokens=args.get("max_total_tokens"),
+                         max_running_requests=args.get("max_running_requests"))
+    report = pool.as_dict(ctx) if pool is not None else {"basis": "estimated"}
+    if error:
+        report["error"] = error
+    cap_note = "driver-reported bytes" if acc.driver_memory else "marketed GB x 1e9 (no driver figure recorded)"
+    mem = Memory(fits=f.fits, kv_bytes=f.kv_bytes, kv_bytes_per_token=f.kv_bytes_per_token,
+                 weights_bytes=f.weights_bytes, available_bytes=f.pool_bytes, capacity_bytes=f.capacity_bytes,
+                 max_ctx=f.max_ctx, formula=f.formula, notes=[*f.notes, f"capacity: {cap_note}"],
+                 weights_dtype=f.weights_dtype, reserve_bytes=f.reserve_bytes, pool_tokens=f.pool_tokens,
+                 max_sequences=f.max_sequences, max_ctx_memory=f.max_ctx_memory, ctx_limit=f.ctx_limit,
+                 utilization=float(msf), engine_report=report)
+    return mem, []
+
+
+def _kv(resolved: str | None, env: dict[str, Any], model: Any) -> str:
+    """The KV dtype SGLang stores: its resolved --kv-cache-dtype, auto being the model's dtype."""
+    from kbtool.solve.engine_sglang import KV_OF
+
+    if resolved and resolved != "auto":
+        return KV_OF.get(resolved, env.get("kv_dtype") or "bf16")
+    dtype = model.unquantized_dtype if model.weight_dtype not in ("bf16", "fp16", "fp32") else model.weight_dtype
+    return "bf16" if dtype == "fp32" else (dtype or "bf16")

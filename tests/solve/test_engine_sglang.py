@@ -1,0 +1,111 @@
+"""SGLang behind the engine interface (kbtool/solve/engine_sglang.py): a pasted launch line and kb's own options
+reach SGLang's resolution; its refusals become a "no" with its exact message; every backend is judged by asking
+the resolution for it; the pool is sized with its resolved mem_fraction_static and page size; --engine
+vllm,sglang sets both answers side by side."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kbtool.query_cli import image, main
+from kbtool.solve import sglang_facts, sglang_resolve
+from kbtool.solve.query import build_query
+from kbtool.solve.solver import solve
+
+
+@pytest.fixture(scope="module")
+def img():  # type: ignore[no-untyped-def]
+    return image()
+
+
+def _ask(img, **kw):  # type: ignore[no-untyped-def]
+    return solve(img, build_query(**kw))
+
+
+def _resolved(img, gpu: str, model: str, args: dict) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    acc = img.accelerator(gpu)
+    cc = {"nvidia-h100-sxm": 9.0, "nvidia-b200": 10.0, "nvidia-a100-sxm4-80gb": 8.0}[gpu]
+    return sglang_resolve.resolve(img, sglang_resolve.releases(img)[-1], sglang_facts.platform_facts(acc, cc),
+                                  sglang_facts.model_facts_from_record(img.model(model)), args)
+
+
+@pytest.mark.parametrize("gpu,model,line", [
+    ("nvidia-h100-sxm", "llama-3.1-8b", "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B"),
+    ("nvidia-b200", "llama-3.1-8b", "sglang serve --model-path llama-3.1-8b --kv-cache-dtype fp8_e4m3"),
+    ("nvidia-b200", "deepseek-v3", "--model-path deepseek-ai/DeepSeek-V3 --tp 8"),
+    ("nvidia-h100-sxm", "gpt-oss-120b", "--model-path openai/gpt-oss-120b --attention-backend triton"),
+])
+def test_the_answer_is_sglangs_own_resolution(img, gpu: str, model: str, line: str) -> None:  # type: ignore[no-untyped-def]
+    a = _ask(img, gpu=gpu, sglang_args=line)
+    from kbtool.solve.sglang_args import parse
+
+    fields = dict(parse(line).fields)
+    fields.pop("model_path", None)
+    want = _resolved(img, gpu, model, fields)
+    assert a.query["engine"] == "sglang" and a.engine is not None
+    assert (a.engine["prefill"], a.engine["decode"], a.engine["page_size"]) == \
+        (want["prefill"], want["decode"], want["page_size"])
+    assert a.memory is not None and a.memory.engine_report is not None
+    assert a.memory.engine_report["page_size"] == want["page_size"]
+    assert a.memory.engine_report["max_total_num_tokens"] % want["page_size"] == 0
+    assert a.memory.utilization == want["mem_fraction_static"]
+
+
+def test_a_refusal_is_a_no_with_sglangs_exact_error(img) -> None:  # type: ignore[no-untyped-def]
+    a = _ask(img, gpu="h100", model="deepseek-v3", gpus=8, sglang_args="--attention-backend trtllm_mla")
+    assert a.verdict == "no"
+    assert a.engine["error"] == "TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x). Please use " \
+                                "a different backend."
+    assert a.engine["error_type"] == "ValueError" and a.engine["where"].startswith("srt/arg_groups/overrides.py:")
+    assert "refuses to start" in a.summary
+
+
+def test_each_backend_is_judged_by_asking_sglang_for_it(img) -> None:  # type: ignore[no-untyped-def]
+    a = _ask(img, gpu="h100", model="llama-3.1-8b", ctx="32k", engine="sglang")
+    by = {b.id: b for b in a.backends}
+    assert by["sglang-fa3"].status == "ok"
+    assert any("CuteDSL MLA backend is only supported on Blackwell" in r.message
+               for r in by["sglang-cutedsl-mla"].reasons)
+    assert any(r.code == "PLATFORM" for r in by["sglang-aiter"].reasons)
+    assert any(r.code == "NOT_REGISTERED" for r in by["sglang-cutlass-mla"].reasons)  # 0.5.17 only
+    assert not a.depends_on  # SGLang's resolution leaves nothing unknown about its own backends
+
+
+def test_kb_options_fill_what_the_line_leaves_out(img) -> None:  # type: ignore[no-untyped-def]
+    a = _ask(img, gpu="b200", model="llama-3.1-8b", kv="fp8", gpus=2, engine="sglang")
+    assert a.engine["kv_cache_dtype"] == "fp8_e4m3"
+    assert a.memory is not None and a.memory.kv_bytes_per_token == 4 * 256 * 32  # 8 KV heads over 2 ranks, fp8
+
+
+def test_release_pinning(img, capsys) -> None:  # type: ignore[no-untyped-def]
+    old = _ask(img, gpu="h100", model="llama-3.1-8b", sglang="0.5.17")
+    assert old.engine["sglang"] == "0.5.17" and old.query["sglang"] == "0.5.17"
+    assert main(["--gpu", "h100", "--engine", "sglang", "--sglang", "0.4.0"]) == 2
+    err = capsys.readouterr().err
+    assert "0.5.17, 0.5.23" in err and "fix: use --sglang 0.5.23" in err
+    assert main(["--gpu", "h100", "--engine", "vllm", "--sglang", "0.5.23"]) == 2
+
+
+def test_two_engines_side_by_side(capsys) -> None:  # type: ignore[no-untyped-def]
+    rc = main(["--gpu", "b200", "--engine", "vllm,sglang", "--model", "llama-3.1-8b", "--ctx", "32k", "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [d["engine"] for d in out["digest"]] == ["vllm", "sglang"]
+    assert [a["query"]["engine"] for a in out["answers"]] == ["vllm", "sglang"]
+    vllm, sgl = out["digest"]
+    assert sgl["page_size"] == 64 and sgl["decode"] == "trtllm_mha"  # SGLang forces trtllm_mha's page of 64
+    assert any(t.startswith("paged-KV block (page) size") for t in out["differences"]) == \
+        (vllm["page_size"] != sgl["page_size"])
+    assert any(t.startswith("KV pool tokens") for t in out["differences"])
+    assert main(["--engine", "vllm,sglang", "--model", "llama-3.1-8b"]) == 2  # one accelerator
+
+
+def test_a_pasted_line_gives_the_other_engine_its_model_and_context(capsys) -> None:  # type: ignore[no-untyped-def]
+    rc = main(["--gpu", "h100", "--engine", "vllm,sglang", "--json", "--sglang-args",
+               "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --context-length 16384 --tp 2"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    qs = [a["query"] for a in out["answers"]]
+    assert all(q["model"] == "qwen3-8b" and q["ctx"] == 16384 and q["gpus"] == 2 for q in qs)

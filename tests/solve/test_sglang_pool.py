@@ -1,0 +1,62 @@
+"""SGLang's token pool (kbtool/solve/sglang_pool.py): bytes per token as SGLang's pool configurators count them
+(sglang 0.5.23 model_executor/pool_configurator.py), the budget `pre-load free x mem_fraction_static - weights`,
+whole pages, and its start-up error when the weights leave nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbtool.query_cli import image
+from kbtool.solve import sglang_pool
+
+
+@pytest.fixture(scope="module")
+def img():  # type: ignore[no-untyped-def]
+    return image()
+
+
+@pytest.mark.parametrize("model,kv,tp,cell", [
+    ("llama-3.1-8b", "bf16", 1, 8 * 256 * 32 * 2),      # 128 KiB/token (docs/sglang-resolution.md §6)
+    ("llama-3.1-8b", "fp8_e4m3", 1, 8 * 256 * 32),
+    ("llama-3.1-8b", "bf16", 2, 4 * 256 * 32 * 2),      # KV heads split over TP ranks
+    ("llama-3.1-8b", "bf16", 16, 1 * 256 * 32 * 2),     # fewer KV heads than ranks: one replicated per rank
+    ("deepseek-v3", "bf16", 1, 576 * 61 * 2),           # MLA: one latent per layer, 70,272 B
+    ("deepseek-v3", "bf16", 8, 576 * 61 * 2),           # ... on every rank, not divided by TP
+])
+def test_bytes_per_token_are_sglangs(img, model: str, kv: str, tp: int, cell: int) -> None:  # type: ignore[no-untyped-def]
+    got, _full, _swa, _left = sglang_pool.cell_bytes(img.model(model), kv, tp)
+    assert got == cell
+
+
+def test_sliding_window_layers_count_at_the_swa_ratio_except_gemma(img) -> None:  # type: ignore[no-untyped-def]
+    oss = img.model("gpt-oss-20b")
+    cell, full, swa, _ = sglang_pool.cell_bytes(oss, "bf16", 1)
+    per = 8 * (64 + 64) * 2
+    assert (full, swa) == (12, 12) and cell == pytest.approx(12 * per + 0.8 * 12 * per)
+    gemma = img.model("gemma-3-27b")
+    g_cell, _, _, _ = sglang_pool.cell_bytes(gemma, "bf16", 1)
+    assert g_cell == sum(g.count * g.kv_heads * 2 * (g.head_dim or gemma.head_dim) * 2 for g in gemma.layers)
+
+
+def test_tokens_are_the_budget_over_the_cell_in_whole_pages(img) -> None:  # type: ignore[no-untyped-def]
+    m = img.model("llama-3.1-8b")
+    cap = 150_754_820_096
+    f1, p1, err = sglang_pool.fit(m, "bf16", cap, 32768, mem_fraction_static=0.83, page_size=1)
+    assert err is None and p1 is not None
+    budget = int((cap - sglang_pool.CONTEXT_BYTES) * 0.83) - f1.weights_bytes
+    assert p1.tokens == budget // (8 * 256 * 32 * 2)
+    _, p64, _ = sglang_pool.fit(m, "bf16", cap, 32768, mem_fraction_static=0.83, page_size=64)
+    assert p64 is not None and p64.tokens % 64 == 0 and p1.tokens - 64 < p64.tokens <= p1.tokens
+    _, capped, _ = sglang_pool.fit(m, "bf16", cap, 32768, mem_fraction_static=0.83, page_size=1,
+                                   max_total_tokens=100_000)
+    assert capped is not None and capped.tokens == 100_000
+    assert capped.max_running_requests == min(max(min(int(100_000 / 32768 * 512), 4096), 2048), 50_000)
+    line = p1.as_dict(32768)["kv_line"]
+    assert line.startswith(f"KV Cache is allocated. dtype: torch.bfloat16, #tokens: {p1.tokens}, K size: ")
+
+
+def test_weights_beyond_the_static_share_are_sglangs_error(img) -> None:  # type: ignore[no-untyped-def]
+    m = img.model("llama-3.1-70b")  # 141 GB of bf16 weights on one 80 GB H100
+    f, pool, err = sglang_pool.fit(m, "bf16", 85_520_809_984, 8192, mem_fraction_static=0.83, page_size=1)
+    assert pool is None and f.fits is False
+    assert err is not None and err.startswith("ValueError: Loaded weights leave no GPU memory for the KV cache")
