@@ -3,7 +3,7 @@
 Every recorded vLLM boot (the measurement rows of the vllm-boot probe's runs) is asked again as a user would ask
 it: the boot's flags as a `vllm serve` line, its model's config.json (probes/vllm_boot/models/), its GPU. kb's
 "GPU KV cache size" is compared with vLLM's, and the errors are summed up per accelerator, vLLM release and model
-class (kbtool/solve/boots.py: model_class). A query the boots do not cover says "estimated" and quotes its class's
+class (kbtool/solve/vllm/boots.py: model_class). A query the boots do not cover says "estimated" and quotes its class's
 row. `kb probe boot-error --write` writes the record; tests/probe/test_vllm_boot_memory.py fails when it is stale.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 from kbtool.errors import UsageError
 from kbtool.model import Measurement, Source
 from kbtool.model.measurement import Row
-from kbtool.solve.boots import RECORD_ID
+from kbtool.solve.vllm.boots import RECORD_ID
 
 MODELS = Path(__file__).resolve().parents[2] / "probes" / "vllm_boot" / "models"
 

@@ -143,7 +143,8 @@ def boot_error_text(errors: list[dict[str, Any]], rows: list[Any], written: Any 
         s.add_column(col)
     for r in rows:
         c = r.conditions
-        s.add_row(str(r.accelerator), str(c["vllm"]), str(c["class"]), str(c["boots"]), f"{c['lowest']:+.2%}",
+        release = next((v for k, v in c.items() if k not in ("class", "boots", "lowest", "highest")), "")
+        s.add_row(str(r.accelerator), str(release), str(c["class"]), str(c["boots"]), f"{c['lowest']:+.2%}",
                   f"{c['highest']:+.2%}")
     out.print(s)
     if written:

@@ -299,10 +299,11 @@ class Answer(_Plain):
                         "Per phase, the kernels to use in the order to try"),
         "engine": (opt(OBJ), "With --engine vllm: the backend vLLM would select, its priority list, each backend's "
                              "refusal reasons and, for MLA, the prefill path, decode backend and KV layout "
-                             "(kbtool/solve/engine.py); with --engine sglang: SGLang's resolved prefill and decode "
+                             "(kbtool/solve/vllm/selection.py); with --engine sglang: SGLang's resolved prefill and "
+                             "decode "
                              "backends, page_size, kv_cache_dtype, mem_fraction_static, what forced each "
                              "(forced_by), or its error (error, error_type, where, claim) "
-                             "(kbtool/solve/engine_sglang.py); null otherwise"),
+                             "(kbtool/solve/sglang/engine.py); null otherwise"),
     }
     FIELDS = tuple(SPEC)
     __slots__ = FIELDS
@@ -314,7 +315,7 @@ class Answer(_Plain):
                  ranking: dict[str, Any] | None = None, recommended: dict[str, list[str]] | None = None,
                  engine: dict[str, Any] | None = None) -> None:
         self.query, self.verdict, self.summary, self.kernels = query, verdict, summary, kernels
-        self.engine = engine  # with --engine vllm: vLLM's own selection (kbtool/solve/engine.py)
+        self.engine = engine  # with --engine vllm: vLLM's own selection (kbtool/solve/vllm/selection.py)
         self.memory, self.claims_used = memory, claims_used
         self.depends_on = depends_on if depends_on is not None else []
         self.backends = backends if backends is not None else []

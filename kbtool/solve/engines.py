@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import importlib
 
+from kbtool.vocab import ENGINES
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # a warm query imports no typing (tests/test_imports.py): the protocol is for the type checker
     from typing import Any, Protocol
@@ -22,16 +24,28 @@ if TYPE_CHECKING:  # a warm query imports no typing (tests/test_imports.py): the
     from kbtool.solve.gates import Outcome
     from kbtool.solve.image import AcceleratorV, BackendV, Image
 
-REGISTRY = {"vllm": "kbtool.solve.engine_vllm", "sglang": "kbtool.solve.engine_sglang"}
-"""Engine name -> the module whose ENGINE implements Engine (imported on first use)."""
+
+def module(name: str) -> str:
+    """The module whose ENGINE implements Engine for `name`: kbtool/solve/NAME/engine.py (imported on first use)."""
+    return f"kbtool.solve.{name}.engine"
 
 
 if TYPE_CHECKING:
 
     class Engine(Protocol):
         name: str
+        label: str  # the engine's name as people write it (vLLM, SGLang)
         release_flag: str  # the kb query option that pins its release (--vllm, --sglang)
         block_size: int | None  # the paged KV block size it uses where the backend does not force one
+
+        def parse_line(self, text: str) -> Any:
+            """Its pasted serve line (--NAME-args), parsed with its own flag names; bad values are UsageError."""
+
+        def line_options(self, line: Any) -> dict[str, Any]:
+            """kb's options (model, ctx, kv, gpus, util, block_size, dtype, ...) the line names."""
+
+        def apply_line(self, q: Any, line: Any) -> None:
+            """The line's engine-only settings onto the query."""
 
         def pin_release(self, img: Image, q: Any) -> None:
             """Fix the query's engine release (a usage error names the recorded ones)."""
@@ -68,9 +82,10 @@ def get(name: str | None) -> Engine | None:
         return None
     eng = _LOADED.get(name)
     if eng is None:
-        eng = _LOADED[name] = importlib.import_module(REGISTRY[name]).ENGINE
+        eng = _LOADED[name] = importlib.import_module(module(name)).ENGINE
     return eng
 
 
 def names() -> list[str]:
-    return sorted(REGISTRY)
+    """The engines kb knows (kbtool/vocab.py ENGINES, less "none")."""
+    return [e for e in ENGINES if e != "none"]

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 14  # 13: the SGLang section (resolution pipelines, claims with where); 14: backend platforms
+IMAGE_VERSION = 15  # 13: the SGLang section; 14: backend platforms; 15: engine sections (engine-NAME)
 # 12: recorded vLLM boots (measured pools); 11: dispute sides carry their own requires;
 # 10: models carry their experts (vLLM's MoE workspace); 9: models carry their architecture; 8: claims carry
 # measured values; 7: engine-priority records
@@ -234,7 +234,7 @@ def _is_boot(m: Any) -> bool:
 
 def _boot_rows(records: list[Any]) -> list[tuple[Any, ...]]:
     """(accelerator, conditions, kv_cache_tokens, max_concurrency, measurement row id) of every recorded vLLM boot
-    (kbtool/solve/boots.py matches a query to them)."""
+    (kbtool/solve/vllm/boots.py matches a query to them)."""
     out = []
     for m in records:
         if m.basis == "measured" and _is_boot(m):
@@ -248,7 +248,7 @@ def _boot_rows(records: list[Any]) -> list[tuple[Any, ...]]:
 def _boot_errors(records: list[Any]) -> list[tuple[Any, ...]]:
     """(accelerator, {vllm, class, boots, lowest, highest, error}) of the derived record kbtool/probe/boot_error.py
     writes: kb's estimate against the recorded boots, per model class."""
-    from kbtool.solve.boots import RECORD_ID
+    from kbtool.solve.vllm.boots import RECORD_ID
 
     return [(r.accelerator or m.accelerator, {**r.conditions, "error": float(r.value)})
             for m in records if m.id == RECORD_ID for r in m.rows]
@@ -286,52 +286,21 @@ def _priority_row(p: Any) -> tuple[Any, ...]:
             [(compile_condition(pl.when), list(pl.order)) for pl in p.lists])
 
 
-def _sglang_section(by_kind: dict[str, list[Any]]) -> dict[str, Any]:
-    """What kbtool/solve/sglang_resolve.py reads: per release and platform the default lists (backend names) and
-    the pipeline steps (compiled conditions), the formula constants, and the SGLang claims with the exception type
-    and place each release raises them (from the claim's sources: `section` "... raises <Type> in <function>")."""
-    from kbtool.solve.conditions import compile_condition
+def _engine_sections(by_kind: dict[str, list[Any]]) -> dict[str, Any]:
+    """Each engine's own section: what its package's records.py `section(by_kind)` compiles (SGLang's resolution
+    pipelines and claims), keyed by engine name; engines without one have none."""
+    import importlib
 
-    backends = {b.id: b for b in by_kind.get("engine-backend", []) if b.engine == "sglang"}
-    pipelines: dict[str, dict[str, Any]] = {}
-    releases: set[str] = set()
-    for p in sorted(by_kind.get("engine-priority", []), key=lambda r: r.id):
-        if p.engine != "sglang":
+    from kbtool.vocab import ENGINES
+
+    out = {}
+    for name in ENGINES:
+        try:
+            mod = importlib.import_module(f"kbtool.solve.{name}.records")
+        except ModuleNotFoundError:
             continue
-        rels = {v for r in p.scope for v in (r.introduced, r.last_affected) if v}
-        steps = []
-        for st in p.steps:
-            sets = None
-            if st.set is not None:
-                sets = tuple((k, ("copy", v.var, v.times) if hasattr(v, "var") else v) for k, v in st.set.items())
-            keep = tuple((k, tuple(v)) for k, v in st.keep.items())
-            src = p.sources[st.source].locator() if st.source is not None else None
-            steps.append((st.name, compile_condition(st.when), sets, keep, st.pick, st.check, src))
-        lists = [(compile_condition(pl.when), [backends[b].backend_name if b in backends else b for b in pl.order])
-                 for pl in p.lists]
-        consts = {k: c.value for k, c in p.constants.items()}
-        for v in rels:
-            releases.add(v)
-            pipelines.setdefault(v, {})[p.platform] = {"id": p.id, "lists": lists, "steps": steps, "constants": consts}
-    claims = {}
-    for c in by_kind.get("claim", []):
-        if not c.id.startswith("sglang-"):
-            continue
-        where: dict[str, tuple[str, str]] = {}
-        for s in c.sources:
-            sec = s.section or ""
-            if not sec.startswith("sglang ") or " raises " not in sec or not s.path:
-                continue
-            release = sec.split()[1]
-            exc, func = sec.split(" raises ", 1)[1].split(" in ", 1)
-            path = s.path.split("sglang/", 1)[1] if "sglang/" in s.path else s.path
-            where[release] = (exc, f"{path}:{s.line}:{func}")
-        claims[c.id] = (compile_condition(c.when), compile_condition(c.requires), c.reason.message, where,
-                        tuple((r.library, r.introduced, r.fixed, r.last_affected) for r in c.scope))
-    return {"releases": sorted(releases), "pipelines": pipelines, "claims": claims,
-            "backends": {b.backend_name: (b.id, list(b.kernels), list(b.attention),
-                                          [(r.introduced, r.last_affected) for r in b.scope])
-                         for b in backends.values()}}
+        out[name] = mod.section(by_kind)
+    return out
 
 
 def build(kb: KB) -> dict[str, Any]:
@@ -380,7 +349,7 @@ def build(kb: KB) -> dict[str, Any]:
         "bench": {acc: lazy(rows) for acc, rows in bench.items()},
         "boots": lazy(_boot_rows(by_kind.get("measurement", []))),
         "boot_errors": lazy(_boot_errors(by_kind.get("measurement", []))),
-        "sglang": lazy(_sglang_section(by_kind)),
+        **{f"engine-{name}": lazy(sec) for name, sec in _engine_sections(by_kind).items()},
     }
 
 
@@ -421,7 +390,8 @@ class Image:
         self._claims: dict[str, list[ClaimV]] = {}
         self.libraries: list[str] = data["libraries"]
         self._raw = {k: data[k] for k in ("accelerators", "models", "backends", "priorities", "boots",
-                                               "boot_errors", "sglang")}
+                                               "boot_errors")}
+        self._raw.update((k, v) for k, v in data.items() if k.startswith("engine-"))
         self._open: dict[str, Any] = {}
         self.cc: dict[str, str | None] = data["cc"]
         self.evidence_arch: dict[str, str] = data["evidence_arch"]
@@ -480,7 +450,8 @@ class Image:
         return [BackendV(t) for t in self._section("backends") if t[1] == engine]
 
     def priorities(self, engine: str) -> list[tuple[Any, ...]]:
-        """(id, engine, platform, scope, [(when, order)]) of the engine's priority records (kbtool/solve/engine.py)."""
+        """(id, engine, platform, scope, [(when, order)]) of the engine's priority records
+        (kbtool/solve/vllm/selection.py)."""
         return [t for t in self._section("priorities") if t[1] == engine]
 
     def boots(self) -> list[tuple[Any, ...]]:
@@ -491,9 +462,9 @@ class Image:
         """kb's estimate against the recorded boots, per model class (see _boot_errors)."""
         return list(self._section("boot_errors"))
 
-    def sglang(self) -> dict[str, Any]:
-        """SGLang's resolution pipelines and claims (see _sglang_section), for kbtool/solve/sglang_resolve.py."""
-        return self._section("sglang")  # type: ignore[no-any-return]
+    def engine_data(self, name: str) -> dict[str, Any]:
+        """An engine's own section (see _engine_sections): SGLang's resolution pipelines and claims."""
+        return self._section(f"engine-{name}")  # type: ignore[no-any-return]
 
     def bench_rows(self, accelerator: str) -> list[BenchRow]:
         blob = self._bench.get(accelerator)

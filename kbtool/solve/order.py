@@ -1,12 +1,14 @@
 """The order to try (design.md §4, issue 17 item 7): per phase, the engine's own priority (with --engine),
 then latency measured on this GPU at a matching shape, then the rest.
 
-The engine's priority comes from its `engine-priority` records (kbtool/solve/engine.py `priority_order`); the
+The engine's priority comes from its `engine-priority` records (kbtool/solve/vllm/selection.py `priority_order`); the
 caveats an engine handles by default are the table below: vLLM's flash-attention fork enables two-level FP8
 accumulation by default (vllm-project/flash-attention hopper/utils.h:238 @ 617264c1c7955c9e84817654ebeedff069f3c5f1).
 """
 
 from __future__ import annotations
+
+from kbtool.vocab import LIBRARY_RANK  # without an engine or a measurement, kernels rank by library
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -15,10 +17,6 @@ if TYPE_CHECKING:
     from kbtool.solve.answer import KernelAnswer
 
 PASSING = ("ok", "caveat")
-# Without an engine or a measurement: the attention libraries first (FlashAttention, FlashInfer, FlashMLA, cuDNN),
-# then engine-internal kernels, then framework paths (Triton tutorials, PyTorch SDPA and FlexAttention).
-LIBRARY_RANK = {"flash-attn": 0, "flash-attn-4": 0, "flashinfer": 1, "flashmla": 1, "cudnn-frontend": 2, "vllm": 3,
-                "triton": 4, "torch": 5}
 
 def handled(engine: str, claim: str) -> str | None:
     """How the engine already deals with a caveat by default, or None (kbtool/solve/engines.py)."""

@@ -183,10 +183,14 @@ def parse_size(text: str | None, flag: str = "--reserve") -> int | None:
     return int(value)
 
 
+RELEASES = tuple(e for e in ENGINES if e != "none")
+"""Each engine's release is a field named after it (q.vllm, q.sglang): the one its module pins."""
+
+
 class Query:
     """Normalized inputs. `None` means not given (unknown to the gates)."""
 
-    __slots__ = (  # the vLLM ones (attention_backend, kv_cache_dtype, vllm, vllm_ignored): kbtool/solve/engine.py
+    __slots__ = (  # the vLLM ones (attention_backend, kv_cache_dtype, vllm, vllm_ignored): solve/vllm/selection.py
         "assume",
         "attention",
         "attention_backend",
@@ -215,12 +219,15 @@ class Query:
         "phases",
         "pp",
         "reserve",
-        "sglang",
         "utilization",
-        "vllm",
         "vllm_ignored",
         "weights",
+        *RELEASES,
     )
+
+    if TYPE_CHECKING:  # the release fields (RELEASES)
+        vllm: str | None
+        sglang: str | None
 
     def __init__(self, gpu: str | None = None, gpus: int = 1, ctx: int | None = None, kv: str | None = None,
                  dtype: str | None = None, model: str | None = None, head_dim: int | None = None,
@@ -238,7 +245,8 @@ class Query:
         self.block_size, self.attention, self.utilization = block_size, attention, utilization
         self.weights, self.reserve, self.batched_tokens = weights, reserve, batched_tokens
         self.assume = assume  # "typical": fill what was not given from the documented profile; "none": strict
-        self.vllm: str | None = None
+        for name in RELEASES:
+            setattr(self, name, None)
         self.attention_backend: str | None = None
         self.kv_cache_dtype: str | None = None
         self.vllm_ignored: list[str] = []
@@ -247,7 +255,6 @@ class Query:
         self.pp, self.dp = 1, 1  # pipeline stages and data-parallel replicas (--vllm-args)
         self.ctx_auto = False  # --max-model-len auto / -1 (--vllm-args): vLLM fits the context to memory
         self.kv_cache_memory: int | None = None  # --kv-cache-memory-bytes (--vllm-args): the pool, per GPU
-        self.sglang: str | None = None  # --sglang: the SGLang release (kbtool/solve/engine_sglang.py)
         self.engine_args: dict[str, Any] = {}  # --sglang-args: the ServerArgs fields the line sets
         self.engine_ignored: list[str] = []  # --sglang-args: flags that do not change the answer
 
@@ -264,7 +271,7 @@ class Query:
             "weights": self.weights, "reserve": self.reserve, "max_num_batched_tokens": self.batched_tokens,
             "assume": self.assume,
         }
-        for k in ("vllm", "sglang", "attention_backend", "kv_cache_dtype", "max_num_seqs", "kv_cache_memory"):
+        for k in (*RELEASES, "attention_backend", "kv_cache_dtype", "max_num_seqs", "kv_cache_memory"):
             if getattr(self, k) is not None:
                 d[k] = getattr(self, k)
         if self.enforce_eager:
@@ -287,60 +294,42 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
                 engine: str | None = None, kernel: list[str] | None = None, lib: list[str] | None = None,
                 block_size: int | None = None, util: float | None = None, weights: str | None = None,
                 reserve: str | None = None, max_num_batched_tokens: int | None = None,
-                assume: str | None = None, cuda: str | None = None, vllm: str | None = None,
-                vllm_args: str | None = None, sglang: str | None = None, sglang_args: str | None = None) -> Query:
-    """Parse raw CLI values into a Query (names are resolved against the KB later, by the solver)."""
+                assume: str | None = None, cuda: str | None = None, **engine_opts: str | None) -> Query:
+    """Parse raw CLI values into a Query (names are resolved against the KB later, by the solver).
+
+    `engine_opts` are each engine's own: NAME (its release, e.g. vllm="0.24.0") and NAME_args (a pasted serve
+    line, e.g. sglang_args="python -m sglang.launch_server ..."), read by that engine's module
+    (kbtool/solve/engines.py): the line's model, context, KV dtype and GPUs fill kb's options the user left out."""
+    from kbtool.solve import engines
+
     kernels = [k.strip() for item in (kernel or []) for k in item.split(",") if k.strip()]
     libs = parse_libs(lib)
     cu = parse_cuda(cuda)
     if cu is not None:
         libs["cuda"] = cu
-    serve = None
-    if vllm is not None:
-        engine = engine or "vllm"
-    if vllm_args is not None:  # a pasted `vllm serve` command; explicit kb options win over its flags
-        from kbtool.solve.vllm_args import parse
-
-        serve = parse(vllm_args)
-        engine = engine or "vllm"
-        model = model or serve.model  # an id, alias, config path or Hugging Face id (kbtool/solve/modelref.py)
-        if ctx is None and serve.max_model_len and serve.max_model_len > 0:
-            ctx = str(serve.max_model_len)
-        if kv is None and serve.kv_cache_dtype and serve.kv_cache_dtype != "auto":
-            kv = serve.kv_cache_dtype
-        gpus = gpus or serve.tp
-        util = util if util is not None else serve.gpu_memory_utilization
-        block_size = block_size or serve.block_size
-        if dtype is None and serve.dtype and serve.dtype != "auto":
-            dtype = serve.dtype
-        max_num_batched_tokens = max_num_batched_tokens or serve.max_num_batched_tokens
-        if serve.quantization and weights is None:
-            from kbtool.solve.vllm_args import QUANT_WEIGHTS
-
-            weights = QUANT_WEIGHTS.get(serve.quantization.lower())
-            if weights is None:
-                serve.ignored.append(f"--quantization {serve.quantization} (weights sized as the checkpoint says)")
-    line = None
-    if vllm_args is not None and sglang_args is not None:
-        raise UsageError("--vllm-args and --sglang-args: one serve line per query",
+    given = {k: v for k, v in engine_opts.items() if v is not None}
+    for key in given:
+        if key.removesuffix("_args") not in engines.names():
+            raise TypeError(f"build_query() got an unexpected keyword argument '{key}'")
+    lines = [(k.removesuffix("_args"), v) for k, v in given.items() if k.endswith("_args")]
+    if len(lines) > 1:
+        raise UsageError(f"{' and '.join(f'--{n}-args' for n, _ in lines)}: one serve line per query",
                          fix="give one, or compare engines with --engine vllm,sglang and kb's own options")
-    if sglang is not None:
-        engine = engine or "sglang"
-    if sglang_args is not None:  # a pasted `python -m sglang.launch_server` line; explicit kb options win
-        from kbtool.solve.sglang_args import parse as parse_sglang
-
-        line = parse_sglang(sglang_args)
-        engine = engine or "sglang"
-        model = model or line.model
-        f: dict[str, Any] = dict(line.fields)
-        if ctx is None and f.get("context_length"):
-            ctx = str(f["context_length"])
-        if kv is None and f.get("kv_cache_dtype") not in (None, "auto"):
-            kv = {"fp4_e2m1": "nvfp4", "bfloat16": "bf16", "mxfp8": "fp8_e4m3"}.get(f["kv_cache_dtype"],
-                                                                                    f["kv_cache_dtype"])
-        gpus = gpus or f.get("tp_size")
-        if dtype is None and f.get("dtype") not in (None, "auto"):
-            dtype = f["dtype"]
+    for key in given:
+        engine = engine or key.removesuffix("_args")  # --vllm X or --sglang-args ... imply their engine
+    line = None
+    if lines:  # a pasted serve line; explicit kb options win over its flags
+        name, text = lines[0]
+        line = engines.get(name).parse_line(text)  # type: ignore[union-attr]
+        opts: dict[str, Any] = {"model": model, "ctx": ctx, "kv": kv, "gpus": gpus, "util": util,
+                                "block_size": block_size, "dtype": dtype,
+                                "max_num_batched_tokens": max_num_batched_tokens, "weights": weights}
+        for k, v in engines.get(name).line_options(line).items():  # type: ignore[union-attr]
+            if opts.get(k) is None and v is not None:
+                opts[k] = v
+        model, ctx, kv, gpus, util = opts["model"], opts["ctx"], opts["kv"], opts["gpus"], opts["util"]
+        block_size, dtype, weights = opts["block_size"], opts["dtype"], opts["weights"]
+        max_num_batched_tokens = opts["max_num_batched_tokens"]
     q = Query(
         gpu=gpu.strip() if gpu else None,
         gpus=positive_int(gpus, "--gpus", "8") or 1,
@@ -361,23 +350,15 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
         batched_tokens=positive_int(max_num_batched_tokens, "--max-num-batched-tokens", "8192"),
         assume=parse_assume(assume),
     )
-    if vllm is not None or serve is not None:
-        if q.engine != "vllm":
-            raise UsageError("--vllm and --vllm-args are about vLLM", fix="add --engine vllm (or leave --engine out)")
-        q.vllm = vllm.strip() if vllm else None
-    if sglang is not None or line is not None:
-        if q.engine != "sglang":
-            raise UsageError("--sglang and --sglang-args are about SGLang",
-                             fix="add --engine sglang (or leave --engine out)")
-        q.sglang = sglang.strip().lstrip("v") if sglang else None
+    for key in given:  # the engine's release and line belong to that engine
+        name = key.removesuffix("_args")
+        if q.engine != name:
+            eng = engines.get(name)
+            label = eng.label if eng is not None else name
+            raise UsageError(f"--{name} and --{name}-args are about {label}",
+                             fix=f"add --engine {name} (or leave --engine out)")
+        if not key.endswith("_args"):
+            setattr(q, name, (given[key] or "").strip().lstrip("v") or None)
     if line is not None:
-        q.engine_args, q.engine_ignored = dict(line.fields), list(line.unknown)
-    if serve is not None:
-        q.attention_backend = serve.attention_backend
-        q.kv_cache_dtype = serve.kv_cache_dtype
-        q.vllm_ignored = serve.ignored
-        q.max_num_seqs, q.enforce_eager = serve.max_num_seqs, serve.enforce_eager
-        q.pp, q.dp = max(1, serve.pp or 1), max(1, serve.dp or 1)
-        q.ctx_auto = serve.max_model_len == -1 and q.ctx is None
-        q.kv_cache_memory = serve.kv_cache_memory
+        engines.get(lines[0][0]).apply_line(q, line)  # type: ignore[union-attr]
     return q

@@ -466,7 +466,7 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
         if eng is not None:  # the engine sizes its own pool (kbtool/solve/engines.py)
             memory, mem_notes = eng.memory(cx, acc, env, kernels, assumed)
         else:
-            from kbtool.solve.memory import memory_for
+            from kbtool.solve.vllm.memory import memory_for
 
             memory, mem_notes = memory_for(cx, acc, env, kernels, assumed)
     verdict, summary = _verdict(cx, acc, kernels, memory, rec)

@@ -17,9 +17,10 @@ import yaml
 from kbtool.model import Model
 from kbtool.model.hfconfig import to_record
 from kbtool.query_cli import image
-from kbtool.solve import vllm_mamba, vllm_pool
 from kbtool.solve.query import build_query
 from kbtool.solve.solver import solve
+from kbtool.solve.vllm import mamba as vllm_mamba
+from kbtool.solve.vllm import pool as vllm_pool
 from probes.vllm_boot import boots_unquantized
 from tests.util import ROOT
 
@@ -174,7 +175,7 @@ def test_a_mamba_hybrid_widens_the_attention_block_until_one_page_holds_a_state(
 def test_the_shipped_estimate_error_record_is_current() -> None:
     """records/measurements/vllm-boot-estimate-error.yaml is what `kb probe boot-error --write` writes today."""
     from kbtool.probe import boot_error
-    from kbtool.solve.boots import RECORD_ID
+    from kbtool.solve.vllm.boots import RECORD_ID
 
     shipped = yaml.safe_load((ROOT / "records" / "measurements" / f"{RECORD_ID}.yaml").read_text(encoding="utf-8"))
     now = boot_error.record(image())
@@ -184,8 +185,8 @@ def test_the_shipped_estimate_error_record_is_current() -> None:
 
 
 def test_a_query_that_repeats_a_boot_is_answered_with_vllms_numbers() -> None:
-    from kbtool.solve.memory import memory_for
     from kbtool.solve.solver import base_env, prepare
+    from kbtool.solve.vllm.memory import memory_for
 
     _name, p, m, env = next(b for b in BOOTS if b[1]["model"] == "qwen3-8b")
     img = image()

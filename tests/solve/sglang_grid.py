@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kbtool.solve.sglang_args import parse_argv
-from kbtool.solve.sglang_facts import model_facts
+from kbtool.solve.sglang.args import parse_argv
+from kbtool.solve.sglang.facts import model_facts
 
 FIELDS = ("prefill", "decode", "page_size", "kv_cache_dtype", "dsa_prefill_backend", "dsa_decode_backend")
 MEMORY = ("mem_fraction_static", "chunked_prefill_size", "decode_graph_max_bs")

@@ -1,4 +1,4 @@
-"""SGLang behind the engine interface (kbtool/solve/engine_sglang.py): a pasted launch line and kb's own options
+"""SGLang behind the engine interface (kbtool/solve/sglang/engine.py): a pasted launch line and kb's own options
 reach SGLang's resolution; its refusals become a "no" with its exact message; every backend is judged by asking
 the resolution for it; the pool is sized with its resolved mem_fraction_static and page size; --engine
 vllm,sglang sets both answers side by side."""
@@ -10,8 +10,9 @@ import json
 import pytest
 
 from kbtool.query_cli import image, main
-from kbtool.solve import sglang_facts, sglang_resolve
 from kbtool.solve.query import build_query
+from kbtool.solve.sglang import facts as sglang_facts
+from kbtool.solve.sglang import resolve as sglang_resolve
 from kbtool.solve.solver import solve
 
 
@@ -39,7 +40,7 @@ def _resolved(img, gpu: str, model: str, args: dict) -> dict:  # type: ignore[no
 ])
 def test_the_answer_is_sglangs_own_resolution(img, gpu: str, model: str, line: str) -> None:  # type: ignore[no-untyped-def]
     a = _ask(img, gpu=gpu, sglang_args=line)
-    from kbtool.solve.sglang_args import parse
+    from kbtool.solve.sglang.args import parse
 
     fields = dict(parse(line).fields)
     fields.pop("model_path", None)

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from kbtool.kb import load_kb
-from kbtool.solve import engine, gates
+from kbtool.solve import gates
 from kbtool.solve.image import Image
+from kbtool.solve.vllm import selection as engine
 from probes import vllm_selector as vs
 from tests.util import RECORDS, ROOT
 

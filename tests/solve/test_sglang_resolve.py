@@ -1,4 +1,4 @@
-"""kb's SGLang resolution (kbtool/solve/sglang_resolve.py, records sglang-*) against SGLang's own, on the grids
+"""kb's SGLang resolution (kbtool/solve/sglang/resolve.py, records sglang-*) against SGLang's own, on the grids
 the sglang-resolve probe recorded (tests/data/sglang/<release>/grid.json.gz: ServerArgs.resolve_once() over
 platform x model x flags). No SGLang is needed. Every point must agree on the prefill and decode backends, page
 size, KV dtype, DSA sub-backends, or the error (type and exact message); the memory settings
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from kbtool.kb import load_kb
-from kbtool.solve import sglang_resolve as sr
 from kbtool.solve.image import Image
+from kbtool.solve.sglang import resolve as sr
 from tests.solve import sglang_grid as grid
 from tests.util import RECORDS, ROOT
 
@@ -122,7 +122,7 @@ def test_every_claim_message_is_in_its_grid() -> None:
     """Each SGLang claim's message (templates as wildcards) is an error the grid recorded for every release in
     its scope, unless the claim is in NOT_IN_GRID; a NOT_IN_GRID entry the grid does reach is stale."""
     img = image()
-    claims = img.sglang()["claims"]
+    claims = img.engine_data("sglang")["claims"]
     messages = {r: {o["message"] for o in recorded(r)["outcomes"] if "error" in o} for r in RELEASES}
     missing, stale = [], []
     for cid, (_w, _r, message, where, _scope) in sorted(claims.items()):

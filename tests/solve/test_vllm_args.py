@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kbtool.errors import UsageError
-from kbtool.solve.vllm_args import parse
+from kbtool.solve.vllm.args import parse
 from tests.util import run_kb
 
 

@@ -1,4 +1,4 @@
-"""vLLM's pool accounting per release (kbtool/solve/vllm_pool.py Accounting): where 0.19.1, 0.24.0 and 0.33.0
+"""vLLM's pool accounting per release (kbtool/solve/vllm/pool.py Accounting): where 0.19.1, 0.24.0 and 0.33.0
 differ, kb's numbers differ the same way, and --kv-cache-memory-bytes is the pool."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from types import SimpleNamespace
 import pytest
 
 from kbtool.query_cli import image
-from kbtool.solve import vllm_pool
 from kbtool.solve.query import build_query
 from kbtool.solve.solver import solve
-from kbtool.solve.vllm_args import parse
+from kbtool.solve.vllm import pool as vllm_pool
+from kbtool.solve.vllm.args import parse
 
 
 def _model(arch: str | None) -> SimpleNamespace:

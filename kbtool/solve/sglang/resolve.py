@@ -8,13 +8,13 @@ or runs a claim, whose refusal is the error SGLang raises at that point (its mes
 place from the claim record). The state is a flat dict of kb condition variables (kbtool/vocab.py): a backend
 field not given is "none", a number not given is 0.
 
-Model and platform facts come from kbtool/solve/sglang_facts.py; the command line from sglang_args.py.
+Model and platform facts come from kbtool/solve/sglang/facts.py; the command line from sglang_args.py.
 """
 
 from __future__ import annotations
 
 from kbtool.solve.conditions import evaluate
-from kbtool.solve.sglang_facts import model_facts, model_facts_from_record, platform_facts
+from kbtool.solve.sglang.facts import model_facts, model_facts_from_record, platform_facts
 from kbtool.solve.templates import fill
 
 TYPE_CHECKING = False
@@ -46,7 +46,7 @@ def releases(img: Image) -> list[str]:
 
     from kbtool.solve.conditions import compare_versions
 
-    return sorted(img.sglang()["releases"], key=functools.cmp_to_key(compare_versions))
+    return sorted(img.engine_data("sglang")["releases"], key=functools.cmp_to_key(compare_versions))
 
 
 def _state(release: str, platform: dict[str, Any], facts: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +99,7 @@ def _value(v: Any, env: dict[str, Any], consts: dict[str, Any]) -> Any:
         return v
     _tag, var, times = v
     if var == "mem_fraction_estimate":
-        from kbtool.solve.sglang_memory import mem_fraction
+        from kbtool.solve.sglang.fraction import mem_fraction
 
         return mem_fraction(env, consts)
     if var == "mem_fraction_static_x085":
@@ -117,7 +117,7 @@ def _pick(lists: list[tuple[Any, list[str]]], env: dict[str, Any]) -> str | None
 
 def _refusal(img: Image, cid: str, env: dict[str, Any], release: str) -> dict[str, Any] | None:
     """SGLang's error where claim `cid` refuses in `env`, else None."""
-    when, requires, message, where, _scope = img.sglang()["claims"][cid]
+    when, requires, message, where, _scope = img.engine_data("sglang")["claims"][cid]
     if when is not None and evaluate(when, env) is not True:
         return None
     if requires is not None and evaluate(requires, env) is not False:
@@ -129,10 +129,10 @@ def _refusal(img: Image, cid: str, env: dict[str, Any], release: str) -> dict[st
 
 def resolve(img: Image, release: str, platform: dict[str, Any], facts: dict[str, Any],
             args: dict[str, Any]) -> dict[str, Any]:
-    """SGLang `release`'s resolution of `args` (ServerArgs fields, kbtool/solve/sglang_args.py) for a model
+    """SGLang `release`'s resolution of `args` (ServerArgs fields, kbtool/solve/sglang/args.py) for a model
     (`facts`, model_facts) on a platform (platform_facts): the backends and settings with the record step or
     claim that set each, or the error it raises."""
-    sec = img.sglang()
+    sec = img.engine_data("sglang")
     pipes = sec["pipelines"].get(release)
     if not pipes:
         from kbtool.errors import UsageError

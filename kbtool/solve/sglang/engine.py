@@ -1,8 +1,8 @@
 """SGLang behind the engine interface (kbtool/solve/engines.py): its release pinning, its own resolution of the
-attention backends, page size and KV dtype (kbtool/solve/sglang_resolve.py, from its engine-backend, priority and
-claim records), the error it raises where it refuses, and its token pool (kbtool/solve/sglang_pool.py).
+attention backends, page size and KV dtype (kbtool/solve/sglang/resolve.py, from its engine-backend, priority and
+claim records), the error it raises where it refuses, and its token pool (kbtool/solve/sglang/pool.py).
 
-The command line SGLang would be started with is the pasted `--sglang-args` (kbtool/solve/sglang_args.py) with
+The command line SGLang would be started with is the pasted `--sglang-args` (kbtool/solve/sglang/args.py) with
 kb's own options filled in where the line is silent: --kv as --kv-cache-dtype, --gpus as --tp-size, --ctx as
 --context-length, --block-size as --page-size.
 """
@@ -40,7 +40,7 @@ def _registered(img: Any, backend: Any, release: str) -> bool:
     """Whether this SGLang release registers the backend (its engine-backend record's release scope)."""
     from kbtool.solve.conditions import compare_versions
 
-    got = img.sglang()["backends"].get(backend.backend_name)
+    got = img.engine_data("sglang")["backends"].get(backend.backend_name)
     scope = got[3] if got else []
     return not scope or any((lo is None or compare_versions(release, lo) >= 0)
                             and (hi is None or compare_versions(release, hi) <= 0) for lo, hi in scope)
@@ -48,12 +48,31 @@ def _registered(img: Any, backend: Any, release: str) -> bool:
 
 class Sglang:
     name = "sglang"
+    label = "SGLang"
+
+    def parse_line(self, text: str) -> Any:
+        from kbtool.solve.sglang.args import parse
+
+        return parse(text)
+
+    def line_options(self, line: Any) -> dict[str, Any]:
+        """kb's options an SGLang launch line names (kb's own, when given, win)."""
+        f = line.fields
+        kv = f.get("kv_cache_dtype")
+        return {
+            "model": line.model, "ctx": str(f["context_length"]) if f.get("context_length") else None,
+            "kv": None if kv in (None, "auto") else KV_OF.get(str(kv), str(kv)), "gpus": f.get("tp_size"),
+            "dtype": f["dtype"] if f.get("dtype") not in (None, "auto") else None,
+        }
+
+    def apply_line(self, q: Any, line: Any) -> None:
+        q.engine_args, q.engine_ignored = dict(line.fields), list(line.unknown)
     block_size = None  # SGLang's page size comes from its resolution (1 unless a backend forces one)
     release_flag = "--sglang"
 
     def pin_release(self, img: Any, q: Any) -> None:
         from kbtool.errors import UsageError
-        from kbtool.solve import sglang_resolve
+        from kbtool.solve.sglang import resolve as sglang_resolve
 
         known = sglang_resolve.releases(img)
         asked = q.sglang or q.libs.get("sglang")
@@ -75,9 +94,10 @@ class Sglang:
     def backend_outcome(self, cx: Any, backend: Any, env: dict[str, Any]) -> Any:
         """What SGLang does when asked for this backend (--attention-backend NAME): its resolution, with its own
         error where it refuses; a backend it switches away from is a caveat naming what runs instead."""
-        from kbtool.solve import sglang_facts, sglang_resolve
         from kbtool.solve.answer import Reason
         from kbtool.solve.gates import Outcome, structural
+        from kbtool.solve.sglang import facts as sglang_facts
+        from kbtool.solve.sglang import resolve as sglang_resolve
 
         q = cx.q
         if q.sglang is None or not env.get("gpu"):
@@ -116,7 +136,8 @@ class Sglang:
 
     def resolution(self, cx: Any, acc: Any, env: dict[str, Any]) -> dict[str, Any]:
         """SGLang's own resolution for this accelerator (once per accelerator and query)."""
-        from kbtool.solve import sglang_facts, sglang_resolve
+        from kbtool.solve.sglang import facts as sglang_facts
+        from kbtool.solve.sglang import resolve as sglang_resolve
 
         key = f"sglang:{acc.id}"
         got: dict[str, Any] | None = cx.engine_cache.get(key)
@@ -137,7 +158,7 @@ class Sglang:
 
     def memory(self, cx: Any, acc: Any, env: dict[str, Any], kernels: list[Any],
                assumed: dict[str, Any]) -> tuple[Any, list[str]]:
-        from kbtool.solve.sglang_pool import memory_for
+        from kbtool.solve.sglang.pool import memory_for
 
         return memory_for(self, cx, acc, env, assumed)
 

@@ -16,7 +16,7 @@
   capped by --max-total-tokens; max_running_requests = min(clamp(tokens / context_len x 512, 2048, 4096),
   tokens // 2) unless given (kv_cache_configurator.py:3119-3132).
 `memory_for` is the memory block of an answer under SGLang: its resolved mem_fraction_static and page size
-(kbtool/solve/sglang_resolve.py) sizing this pool for the model on the GPU.
+(kbtool/solve/sglang/resolve.py) sizing this pool for the model on the GPU.
 Linear-attention and Mamba state, DSA's indexer cache and speculative drafts have pools of their own that this
 model leaves out; the answer says so.
 """
@@ -199,7 +199,7 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any],
 
 def _kv(resolved: str | None, env: dict[str, Any], model: Any) -> str:
     """The KV dtype SGLang stores: its resolved --kv-cache-dtype, auto being the model's dtype."""
-    from kbtool.solve.engine_sglang import KV_OF
+    from kbtool.solve.sglang.engine import KV_OF
 
     if resolved and resolved != "auto":
         return KV_OF.get(resolved, env.get("kv_dtype") or "bf16")

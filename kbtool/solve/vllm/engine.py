@@ -1,10 +1,10 @@
 """vLLM behind the engine interface (kbtool/solve/engines.py): its release pinning, priority lists and selection
-(kbtool/solve/engine.py, from its engine-priority and backend claim records), the pick's agreement with kb's kernel
-layer (kbtool/solve/pick.py), its default block size and the kernel caveats it handles by default."""
+(kbtool/solve/vllm/selection.py, from its engine-priority and backend claim records), the pick's agreement with
+kb's kernel layer (kbtool/solve/pick.py), its default block size and the kernel caveats it handles by default."""
 
 from __future__ import annotations
 
-from kbtool.solve import engine
+from kbtool.solve.vllm import selection as engine
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -18,7 +18,41 @@ HANDLED = {
 
 class Vllm:
     name = "vllm"
+    label = "vLLM"
     release_flag = "--vllm"
+
+    def parse_line(self, text: str) -> Any:
+        from kbtool.solve.vllm.args import parse
+
+        return parse(text)
+
+    def line_options(self, serve: Any) -> dict[str, Any]:
+        """kb's options a `vllm serve` line names (kb's own, when given, win)."""
+        from kbtool.solve.vllm.args import QUANT_WEIGHTS
+
+        weights = None
+        if serve.quantization:
+            weights = QUANT_WEIGHTS.get(serve.quantization.lower())
+            if weights is None:
+                serve.ignored.append(f"--quantization {serve.quantization} (weights sized as the checkpoint says)")
+        return {
+            "model": serve.model,  # an id, alias, config path or Hugging Face id (kbtool/solve/modelref.py)
+            "ctx": str(serve.max_model_len) if serve.max_model_len and serve.max_model_len > 0 else None,
+            "kv": serve.kv_cache_dtype if serve.kv_cache_dtype and serve.kv_cache_dtype != "auto" else None,
+            "gpus": serve.tp, "util": serve.gpu_memory_utilization, "block_size": serve.block_size,
+            "dtype": serve.dtype if serve.dtype and serve.dtype != "auto" else None,
+            "max_num_batched_tokens": serve.max_num_batched_tokens, "weights": weights,
+        }
+
+    def apply_line(self, q: Any, serve: Any) -> None:
+        """The line's vLLM-only settings onto the query (what kb's options do not name)."""
+        q.attention_backend = serve.attention_backend
+        q.kv_cache_dtype = serve.kv_cache_dtype
+        q.vllm_ignored = serve.ignored
+        q.max_num_seqs, q.enforce_eager = serve.max_num_seqs, serve.enforce_eager
+        q.pp, q.dp = max(1, serve.pp or 1), max(1, serve.dp or 1)
+        q.ctx_auto = serve.max_model_len == -1 and q.ctx is None
+        q.kv_cache_memory = serve.kv_cache_memory
     block_size = 16  # vLLM's default --block-size on CUDA for the non-MLA backends
 
     def pin_release(self, img: Any, q: Any) -> None:
@@ -29,7 +63,7 @@ class Vllm:
         return engine.priority_order(cx.img, env, version, engine.platform_of(env)) if version else []
 
     def backend_outcome(self, cx: Any, backend: Any, env: dict[str, Any]) -> Any:
-        return None  # kb applies each backend's claims for the pinned release (kbtool/solve/engine.py)
+        return None  # kb applies each backend's claims for the pinned release (kbtool/solve/vllm/selection.py)
 
     def handled(self, claim: str) -> str | None:
         return HANDLED.get(claim)
@@ -40,7 +74,7 @@ class Vllm:
 
     def memory(self, cx: Any, acc: Any, env: dict[str, Any], kernels: list[Any],
                assumed: dict[str, Any]) -> tuple[Any, list[str]]:
-        from kbtool.solve.memory import memory_for
+        from kbtool.solve.vllm.memory import memory_for
 
         return memory_for(cx, acc, env, kernels, assumed)
 

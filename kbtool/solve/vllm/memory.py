@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from kbtool.solve.answer import KernelAnswer
     from kbtool.solve.context import Ctx
     from kbtool.solve.image import AcceleratorV
-    from kbtool.solve.vllm_pool import Report
+    from kbtool.solve.vllm.pool import Report
 
 
 LOW_DTYPES = ("bf16", "fp16", "fp32")  # what fp8 would halve (KV) or shrink (weights)
@@ -124,9 +124,9 @@ def _vllm_kv(kv: str, env: dict[str, Any]) -> str:
 
 def _held_to_boots(cx: Ctx, acc: AcceleratorV, report: dict[str, Any] | None,
                    flags: dict[str, Any]) -> dict[str, Any] | None:
-    """The report with what the recorded vLLM boots say of it (kbtool/solve/boots.py): vLLM's own numbers where
+    """The report with what the recorded vLLM boots say of it (kbtool/solve/vllm/boots.py): vLLM's own numbers where
     a boot asked this question on this release ("measured"), else kb's estimate with its class's error."""
-    from kbtool.solve import boots
+    from kbtool.solve.vllm import boots
 
     if report is None or cx.model is None:
         return report
@@ -204,7 +204,7 @@ def _offer(change: str, g: Fit) -> dict[str, Any]:
 def _report(r: Report | None, release: str | None) -> dict[str, Any] | None:
     if r is None:
         return None
-    from kbtool.solve.vllm_pool import accounting
+    from kbtool.solve.vllm.pool import accounting
 
     return {"kv_cache_tokens": r.tokens, "max_concurrency": round(r.concurrency, 2), "num_blocks": r.num_blocks,
             "block_size": r.block_size, "groups": [{"type": g.kind, "layers": g.layers, "page_bytes": g.page_bytes,
