@@ -219,7 +219,7 @@ def of_kind(code: str, reasons: list[str]) -> list[str]:
 
 
 def grid_env(p: dict[str, Any]) -> dict[str, Any]:
-    from kbtool.solve.engine import vllm_env
+    from kbtool.solve.vllm.selection import vllm_env
 
     return vllm_env(float(p["cc"]), dtype=p["dtype"], kv=p["kv"], head_size=p["head_size"], block=p["block"],
                     layout=p["layout"], sink=p["sink"], trtllm=p["trtllm"],
