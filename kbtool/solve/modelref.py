@@ -8,6 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+TUNED = ("-instruct-2507", "-thinking-2507", "-instruct", "-thinking", "-chat", "-it", "-base", "-hf")
+"""Name endings of a release tuned from (or the base of) a model with the same config shapes: Qwen/Qwen3-Next-80B-
+A3B-Instruct is qwen3-next-80b-a3b. Quantized releases (-FP8, -AWQ) are not here: their weights differ."""
+
 
 class Models(Protocol):
     """What this module needs of the query image (kbtool/solve/image.py): its names and a way to add a model."""
@@ -33,6 +37,9 @@ def resolve_model(img: Models, name: str, row_of: Callable[[Any], dict[str, Any]
         last = key.rsplit("/", 1)[-1].lower()
         if last in img.names("model"):
             return img.names("model")[last]
+        for tail in TUNED:  # an instruction-tuned or base release has its base model's shapes
+            if last.endswith(tail) and last[:-len(tail)] in img.names("model"):
+                return img.names("model")[last[:-len(tail)]]
         from kbtool.store.hub import fetch_config
 
         folder = fetch_config(key)

@@ -72,9 +72,14 @@ class Pool:
         if self.left_out:
             out["left_out"] = list(self.left_out)
         at = f"; {self.tokens / ctx:.2f} requests of {ctx:,} tokens" if ctx else ""
-        out["text"] = (f"SGLang will report: {line}; max_total_num_tokens={self.tokens}, max_running_requests="
-                       f"{self.max_running_requests}{at} (estimated: SGLang's pool arithmetic with the CUDA context "
-                       f"taken as {CONTEXT_BYTES / GIB:g} GiB; no SGLang boot recorded to hold it to"
+        bound = any(x.startswith("linear-attention") for x in self.left_out)
+        if bound:
+            out["basis"] = "upper bound"
+        first = "an upper bound: the state pool comes first; " if bound else ""
+        out["text"] = (f"SGLang will report{' at most' if bound else ''}: {line}; max_total_num_tokens={self.tokens}, "
+                       f"max_running_requests={self.max_running_requests}{at} ({first}estimated: SGLang's pool "
+                       f"arithmetic with the CUDA context taken as {CONTEXT_BYTES / GIB:g} GiB; no SGLang boot "
+                       "recorded to hold it to"
                        + (f"; not modelled: {', '.join(self.left_out)}" if self.left_out else "") + ")")
         return out
 
