@@ -150,12 +150,10 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
             tail, _ = proc.communicate()
             tail = f"killed after {limit:.0f} s; " + (tail or "")
         _wait_group_gone(proc.pid)
-        if not out.is_file():
-            lines = log.read_text(errors="replace").splitlines()[-12:] if log.is_file() else []
-            return {"outcome": "TIMEOUT" if "killed after" in (tail or "") else "ERROR",
-                    "message": f"boot_case.py wrote nothing (exit {proc.returncode}): {(tail or '')[-400:]}",
-                    "metrics": {"last_log_lines": lines}}
-        rec = json.loads(out.read_text(encoding="utf-8"))
+        if out.is_file():
+            rec = json.loads(out.read_text(encoding="utf-8"))
+        else:  # killed before it wrote its record: what SGLang had printed is still in the log
+            rec = from_log_only(log, case, proc.returncode, tail or "")
     summary = rec.get("summary") or {}
     metrics: dict[str, Any] = {k: summary.get(k) for k in KEEP}
     logs_parsed = rec.get("from_logs") or {}
@@ -171,6 +169,23 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
     outcome = rec.get("outcome") if rec.get("outcome") in ("OOM", "TIMEOUT", "UNSUPPORTED") else "ERROR"
     return {"outcome": outcome, "message": f"{exc.get('type')}: {str(exc.get('message'))[-800:]}",
             "metrics": metrics}
+
+
+def from_log_only(log: Path, case: dict[str, Any], code: int | None, tail: str) -> dict[str, Any]:
+    """The record boot_case.py would have written, from its log alone (it was killed, or died)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_kb_sglang_boot_case", HERE / "boot_case.py")
+    assert spec and spec.loader
+    bc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bc)
+    lines = log.read_text(errors="replace").splitlines() if log.is_file() else []
+    logs = bc.parse_logs(lines)
+    killed = "killed after" in tail
+    return {"outcome": "TIMEOUT" if killed else bc.classify("\n".join(lines[-60:])), "from_logs": logs,
+            "summary": bc.summarize({}, logs), "last_log_lines": [ln[:400] for ln in lines[-40:]],
+            "exception": {"type": "Timeout" if killed else f"exit {code}",
+                          "message": f"boot_case.py wrote no record: {tail[-400:]}"}}
 
 
 def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:

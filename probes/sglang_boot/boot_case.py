@@ -275,6 +275,33 @@ def die_with_parent() -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+class ChildFailed(RuntimeError):
+    pass
+
+
+def keep_alive_on_child_failure() -> bool:
+    """A scheduler that fails while starting sends SIGQUIT to this process, whose handler (entrypoints/engine.py:
+    1643-1653) calls kill_process_tree(os.getpid()): it kills the children, then this process (utils/common.py:
+    2091-2095), and the record would never be written. Here the children are killed as before, and instead of
+    killing itself the handler raises in the main thread, so the failure is recorded with the log's last lines.
+    SGLang's own include_parent=False calls (Engine.shutdown) are unchanged."""
+    try:
+        import sglang.srt.entrypoints.engine as eng
+
+        orig = eng.kill_process_tree
+    except (ImportError, AttributeError):
+        return False
+
+    def kill_process_tree(parent_pid, include_parent=True, **kw):
+        if parent_pid in (None, os.getpid()) and include_parent:
+            orig(parent_pid, include_parent=False, **kw)
+            raise ChildFailed("an SGLang child process failed while starting (SIGQUIT): see last_log_lines")
+        return orig(parent_pid, include_parent=include_parent, **kw)
+
+    eng.kill_process_tree = kill_process_tree
+    return True
+
+
 def jsonable(v, depth=0):
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
@@ -425,6 +452,7 @@ def main() -> int:
             result["torch"] = torch.__version__
         kwargs = engine_kwargs(case)
         result["flags"] = jsonable(kwargs)
+        result["sigquit_kept_alive"] = keep_alive_on_child_failure()
         engine = sglang.Engine(**kwargs)
         result["boot_s"] = round(time.time() - t0, 2)
         result["outcome"] = "OK"

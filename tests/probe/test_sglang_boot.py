@@ -206,3 +206,14 @@ def test_hung_boot_is_killed_with_its_children(tmp_path: Path, monkeypatch: pyte
         time.sleep(0.1)
     else:
         pytest.fail(f"the boot's child {child} outlived the case")
+
+
+def test_record_from_the_log_alone(tmp_path: Path) -> None:
+    """A boot killed before it wrote its record still yields what its log held, classified."""
+    log = tmp_path / "x.log"
+    oom = "[2026-12-02 10:05:19 TP0] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    log.write_text((FIX / "deepseek-mla-fp8.log").read_text(encoding="utf-8") + oom)
+    rec = probe.from_log_only(log, {"id": "x"}, -9, "")
+    assert rec["outcome"] == "OOM" and rec["summary"]["kv_tokens"] == 3702912
+    assert rec["last_log_lines"][-1].endswith("Tried to allocate 2.00 GiB")
+    assert probe.from_log_only(log, {"id": "x"}, -9, "killed after 135 s; ")["outcome"] == "TIMEOUT"
