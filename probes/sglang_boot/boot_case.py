@@ -47,8 +47,8 @@ In-process (this process holds the resolved ServerArgs, entrypoints/engine.py:23
   (attention_backend, prefill/decode_attention_backend, mem_fraction_static, page_size, kv_cache_dtype,
   chunked_prefill_size, cuda_graph_config, context_length, max_total_tokens, max_running_requests) and
   engine._scheduler_init_result.scheduler_infos[0] (what the scheduler sent back at start-up, engine.py:1004);
-  engine.get_server_info()["internal_states"][0]["memory_usage"] (managers/scheduler.py:4173-4181: weight,
-  kvcache, token_capacity, token_capacity_swa, graph) when the scheduler answers within 30 s.
+  the scheduler's internal state (what engine.get_server_info() asks; managers/scheduler.py:4173-4181: memory_usage
+  with weight, kvcache, token_capacity, token_capacity_swa, graph) when it answers within 10 s.
 """
 
 from __future__ import annotations
@@ -333,23 +333,16 @@ def read_in_process(engine) -> dict:
         ip["scheduler_info"] = jsonable({k: v for k, v in dict(info).items() if not callable(v)})
     except Exception as e:
         ip["errors"].append(f"scheduler_info: {type(e).__name__}: {e}")
-    box: dict = {}
+    try:  # what Engine.get_server_info asks (entrypoints/engine.py:1303-1318), bounded: a boot must not hang here
+        import asyncio
 
-    def ask():
-        try:
-            box["info"] = engine.get_server_info()
-        except Exception as e:
-            box["error"] = f"{type(e).__name__}: {e}"
-
-    t = threading.Thread(target=ask, daemon=True)
-    t.start()
-    t.join(30)
-    if "info" in box:
-        st = (box["info"].get("internal_states") or [{}])[0]
+        tm = engine.tokenizer_manager
+        states = engine.loop.run_until_complete(asyncio.wait_for(tm.get_internal_state(), 10))
+        st = (states or [{}])[0]
         ip["memory_usage"] = jsonable(st.get("memory_usage"))
         ip["effective_max_running_requests"] = st.get("effective_max_running_requests_per_dp")
-    else:
-        ip["errors"].append(f"get_server_info: {box.get('error', 'no answer within 30 s')}")
+    except BaseException as e:
+        ip["errors"].append(f"get_internal_state: {type(e).__name__}: {e}")
     return ip
 
 
