@@ -7,7 +7,8 @@
 #   - every wheel in the carried folders .whl-run/ and .whl/ (kb's own needs the host lacks, FlashInfer's needs,
 #     flash-attn-4 and quack; see CONTRIBUTING.md "Probes on the H200");
 #   - every ~/stash/*.tar.xz and carried .whl-vk*/*.tar.xz unpacked into /tmp/site (a recompressed FlashInfer wheel,
-#     the CuTe DSL CUDA libraries, vLLM's kernels without vLLM, whose release goes to vllm/KB_RELEASE), after joining split files ~/stash/NAME-part-* into ~/stash/NAME.tar.xz.
+#     the CuTe DSL CUDA libraries, vLLM's kernels without vLLM, whose release goes to vllm/KB_RELEASE), after joining split files ~/stash/NAME-part-* into ~/stash/NAME.tar.xz;
+#     ~/stash/sglang-boot-*.tar.xz is joined but not unpacked here (the sglang-boot probe puts it in /tmp/sgl-site).
 # A device call carries at most 64 MiB with the checkout, so the big archives go in earlier calls with
 # `stash`; the machine keeps ~/stash while warm (30 s after a call).
 set -uo pipefail
@@ -31,6 +32,9 @@ if [ ! -f "$site/.kb-installed" ]; then
   done
   for archive in ~/stash/*.tar.xz .whl-vk*/*.tar.xz; do
     [ -e "$archive" ] || continue
+    case $(basename "$archive") in  # the SGLang bundle (probes/sglang_boot/pack.sh) lives apart: the probe
+      sglang-boot-*) continue ;;    # sglang-boot unpacks it into /tmp/sgl-site, on the boots' path only
+    esac
     tar xJf "$archive" -C "$site" || exit 1
     # vLLM's kernels without vLLM (../shared/gpu/fetch-wheels.sh --vllm-kernels): name the release they came from
     case $(basename "$archive") in

@@ -1,0 +1,274 @@
+"""Probe: boot SGLang for real with dummy weights and record the token pool it sizes (issue 27).
+
+Each case (probes/sglang_boot/cases.json: a model config under probes/vllm_boot/models/, KV dtype, attention
+backend, mem_fraction_static, CUDA graphs on or off, context length and token cap) is one
+`sglang.Engine(..., load_format="dummy", skip_tokenizer_init=True)` in a fresh process
+(probes/sglang_boot/boot_case.py), which SGLang's scheduler and detokenizer processes are children of. The case's
+metrics are what SGLang itself reports: the "KV Cache is allocated" line (#tokens, K/V or KV size), "Memory pool
+end", the scheduler's max_total_num_tokens line, "Load weight end" (weights' memory), the CUDA-graph capture lines,
+and the resolved ServerArgs (attention backend, mem_fraction_static, page size) read in-process.
+
+SGLang travels to the GPU host as a trimmed bundle (probes/sglang_boot/pack.sh): its pieces go to ~/stash in
+earlier device calls (probes/host-run.sh stash .boot-sgl/pK); the first case unpacks them into /tmp/sgl-site
+(KB_SGL_SITE), which only the boot processes put on their path. No claim is judged here: the measured rows are
+what kb's SGLang memory model is to be held to.
+
+Clean-up: boot_case.py leads its own process group and kills every process it started before it exits; run()
+kills that group when the case outlives its timeout, and waits until the group is gone before the next case.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from kbtool.probe.spec import ProbeSpec
+
+HERE = Path(__file__).resolve().parent / "sglang_boot"
+MODELS = Path(__file__).resolve().parent / "vllm_boot" / "models"
+SPEC = ProbeSpec(
+    id="sglang-boot",
+    version=1,
+    order=91,
+    title="SGLang boots with dummy weights: its token pool and memory lines",
+    claims=[],
+    requires={"archs": None, "packages": ["torch"]},
+    timeout_s=150,
+    untestable="SGLang is unpacked on the GPU host from probes/sglang_boot/pack.sh's bundle (no network there).",
+)
+
+KEEP = ("kv_tokens", "kv_dtype", "kv_layout", "kv_gb", "kv_pools", "pool_end_avail_gb", "max_total_num_tokens",
+        "chunked_prefill_size", "max_prefill_tokens", "max_running_requests", "context_len", "available_gpu_mem_gb",
+        "load_begin_avail_gb", "weights_gb", "load_end_avail_gb", "model_class", "quantization_log", "cuda_graphs",
+        "cuda_graph_gb", "swa_full_tokens", "swa_tokens", "post_capture_tokens", "dist_init_gb", "attention_backend",
+        "prefill_attention_backend", "decode_attention_backend", "mem_fraction_static", "page_size",
+        "cuda_graph_max_bs_decode", "disable_cuda_graph", "server_kv_cache_dtype", "memory_usage")
+
+
+def cases() -> list[dict[str, Any]]:
+    """The cases of probes/sglang_boot/cases.json, from the KB_BOOT_FROM-th (1-based; a later call resumes), or
+    those KB_BOOT_ONLY names (comma-separated ids, in that order)."""
+    out: list[dict[str, Any]] = json.loads((HERE / "cases.json").read_text(encoding="utf-8"))
+    out = out[max(0, int(os.environ.get("KB_BOOT_FROM", "1")) - 1):]
+    only = [x for x in os.environ.get("KB_BOOT_ONLY", "").split(",") if x]
+    if only:
+        out = sorted((c for c in out if c.get("id") in only), key=lambda c: only.index(c["id"]))
+    if os.environ.get("KB_BOOT_RESUME") == "1":  # a later call on the same machine skips the boots already made
+        done = set(done_file().read_text(encoding="utf-8").split()) if done_file().is_file() else set()
+        out = [c for c in out if c.get("id") not in done]
+    for c in out:
+        c.pop("est_s", None)
+        c.pop("why", None)
+    return out
+
+
+def done_file() -> Path:
+    """Ids of the cases that ran to an outcome on this machine (KB_SGL_DONE, default /tmp/sgl-boot-done.txt):
+    with KB_BOOT_RESUME=1 a second call, identical to the first, boots only the rest. A case the runner killed at
+    the run's budget never got here, so it runs again."""
+    return Path(os.environ.get("KB_SGL_DONE", "/tmp/sgl-boot-done.txt"))
+
+
+def site_dir() -> Path:
+    return Path(os.environ.get("KB_SGL_SITE", "/tmp/sgl-site"))
+
+
+def ensure_bundle(site: Path, stash: Path | None = None) -> str | None:
+    """Unpack the bundle into `site` once: from ~/stash/sglang-boot-*.tar.xz (host-run.sh joins split pieces
+    into it) or from the pieces themselves (sglang-boot-*-part-aa, -ab, ...). None when it is there, else why not."""
+    import shutil
+    import subprocess
+
+    if (site / "sglang" / "__init__.py").is_file():
+        return None
+    stash = stash or Path.home() / "stash"
+    tars = sorted(stash.glob("sglang-boot-*.tar.xz"))
+    parts = sorted(stash.glob("sglang-boot-*-part-*"))
+    if not tars and not parts:
+        return (f"no SGLang in {site} and no {stash}/sglang-boot-* pieces: stash .boot-sgl/p1 .. pN first "
+                "(probes/host-run.sh stash .boot-sgl/pK, one call each, within 30 s of each other)")
+    if not tars:
+        names = {p.name.rsplit("-part-", 1)[0] for p in parts}
+        if len(names) != 1:
+            return f"pieces of more than one bundle in {stash}: {sorted(names)}"
+        joined = stash / f"{names.pop()}.tar.xz"
+        with joined.open("wb") as w:
+            for p in parts:
+                with p.open("rb") as r:
+                    shutil.copyfileobj(r, w, 1 << 24)
+        tars = [joined]
+    tmp = site.with_name(site.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    res = subprocess.run(["tar", "-I", "xz -T0", "-xf", str(tars[-1]), "-C", str(tmp)], capture_output=True,
+                         text=True, check=False)
+    if res.returncode != 0:
+        res = subprocess.run(["tar", "xJf", str(tars[-1]), "-C", str(tmp)], capture_output=True, text=True,
+                             check=False)
+    if res.returncode != 0 or not (tmp / "sglang" / "__init__.py").is_file():
+        return f"unpacking {tars[-1]} failed: {res.stderr[-400:]}"
+    shutil.rmtree(site, ignore_errors=True)
+    tmp.rename(site)
+    return None
+
+
+def _wait_group_gone(pgid: int, limit_s: float = 20) -> None:
+    import signal
+    import time
+
+    t0 = time.time()
+    while time.time() - t0 < limit_s:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.5)
+
+
+def run(case: dict[str, Any]) -> dict[str, Any]:
+    import time
+
+    t0 = time.monotonic()
+    site = site_dir()
+    why = ensure_bundle(site)
+    if why:
+        return {"outcome": "ERROR", "message": why}
+    # the runner's clock for this case started before the unpacking: the boot gets what is left of it
+    case = {**case, "timeout_s": float(case.get("timeout_s") or SPEC.timeout_s) - (time.monotonic() - t0)}
+    result = _boot(case, site)
+    with done_file().open("a", encoding="utf-8") as f:
+        f.write(f"{case.get('id')}\n")
+    return result
+
+
+def _boot(case: dict[str, Any], site: Path) -> dict[str, Any]:
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(site) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONUNBUFFERED"] = "1"
+    logs = os.environ.get("KB_SGL_LOG_DIR")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out.json"
+        log = Path(logs) / f"{case.get('id')}.log" if logs else Path(tmp) / "boot.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        limit = float(case.get("timeout_s") or SPEC.timeout_s) - 5
+        proc = subprocess.Popen([sys.executable, str(HERE / "boot_case.py"), json.dumps(case), str(out), str(log)],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                                start_new_session=True)
+        try:
+            tail, _ = proc.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            tail, _ = proc.communicate()
+            tail = f"killed after {limit:.0f} s; " + (tail or "")
+        _wait_group_gone(proc.pid)
+        if out.is_file():
+            rec = json.loads(out.read_text(encoding="utf-8"))
+        else:  # killed before it wrote its record: what SGLang had printed is still in the log
+            rec = from_log_only(log, case, proc.returncode, tail or "")
+    summary = rec.get("summary") or {}
+    metrics: dict[str, Any] = {k: summary.get(k) for k in KEEP}
+    logs_parsed = rec.get("from_logs") or {}
+    metrics.update(release=rec.get("release"), torch=rec.get("torch"), flags=rec.get("flags"),
+                   boot_s=rec.get("boot_s"), wall_s=rec.get("wall_s"), gpu_before=rec.get("gpu_before"),
+                   server_args=(rec.get("in_process") or {}).get("server_args"),
+                   in_process_errors=(rec.get("in_process") or {}).get("errors"),
+                   lines=(logs_parsed.get("verbatim") or [])[:40])
+    if rec.get("outcome") == "OK":
+        return {"outcome": "OK", "metrics": metrics, "seconds": rec.get("boot_s")}
+    exc = rec.get("exception") or {}
+    metrics["last_log_lines"] = (rec.get("last_log_lines") or [])[-15:]
+    outcome = rec.get("outcome") if rec.get("outcome") in ("OOM", "TIMEOUT", "UNSUPPORTED") else "ERROR"
+    return {"outcome": outcome, "message": f"{exc.get('type')}: {str(exc.get('message'))[-800:]}",
+            "metrics": metrics}
+
+
+def from_log_only(log: Path, case: dict[str, Any], code: int | None, tail: str) -> dict[str, Any]:
+    """The record boot_case.py would have written, from its log alone (it was killed, or died)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_kb_sglang_boot_case", HERE / "boot_case.py")
+    assert spec and spec.loader
+    bc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bc)
+    lines = log.read_text(errors="replace").splitlines() if log.is_file() else []
+    logs = bc.parse_logs(lines)
+    killed = "killed after" in tail
+    return {"outcome": "TIMEOUT" if killed else bc.classify("\n".join(lines[-60:])), "from_logs": logs,
+            "summary": bc.summarize({}, logs), "last_log_lines": [ln[:400] for ln in lines[-40:]],
+            "exception": {"type": "Timeout" if killed else f"exit {code}",
+                          "message": f"boot_case.py wrote no record: {tail[-400:]}"}}
+
+
+def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
+    """No claim: the boots are measurements (see `measured`)."""
+    return []
+
+
+def model_facts(model: str) -> dict[str, Any] | None:
+    """What identifies the booted model for a query to match it: the fields of kb's model record that the memory
+    answer reads, from the case's config.json (None where the folder is not there)."""
+    from kbtool.model.hfconfig import to_record
+
+    path = MODELS / model / "config.json"
+    if not path.is_file():
+        return None
+    rec = to_record(json.loads(path.read_text(encoding="utf-8")), model, where=str(path))
+    return {"architecture": rec.get("architecture"), "parameters": rec.get("parameters"),
+            "layers": sum(int(g.get("count") or 0) for g in rec.get("layers") or []),
+            "hidden_size": rec.get("hidden_size"), "vocab_size": rec.get("vocab_size"),
+            "weight_dtype": rec.get("weight_dtype")}
+
+
+def measured(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per boot that came up: SGLang's token pool (the scheduler's max_total_num_tokens, else the KV Cache line's
+    #tokens) and, where the case left it to SGLang, the mem_fraction_static it chose; under the flags and the model
+    facts a query is matched on, with the memory lines as metrics."""
+    rows = []
+    for o in observations:
+        p, m = o.get("params") or {}, o.get("metrics") or {}
+        tokens = m.get("max_total_num_tokens") or m.get("kv_tokens")
+        if o.get("outcome") != "OK" or not tokens:
+            continue
+        model = str(p.get("model"))
+        facts = model_facts(model)
+        if facts is None:
+            continue
+        cond = {"case": p.get("id"), "model": model, **facts, "sglang": m.get("release"),
+                "attention_backend": m.get("attention_backend"), "kv_cache_dtype": p.get("kv_cache_dtype", "auto"),
+                "mem_fraction_static": m.get("mem_fraction_static"),
+                "mem_fraction_static_given": p.get("mem_fraction_static") is not None,
+                "disable_cuda_graph": bool(p.get("disable_cuda_graph")), "context_length": p.get("context_length"),
+                "max_total_tokens": p.get("max_total_tokens"), "page_size": m.get("page_size"), "tp_size": 1}
+        metrics = {k: m.get(k) for k in ("kv_tokens", "kv_gb", "kv_dtype", "kv_layout", "weights_gb",
+                                         "load_begin_avail_gb", "load_end_avail_gb", "pool_end_avail_gb",
+                                         "available_gpu_mem_gb", "cuda_graph_gb", "max_running_requests",
+                                         "chunked_prefill_size", "context_len", "swa_tokens", "swa_full_tokens")}
+        rows.append({"quantity": "max_total_num_tokens", "value": int(tokens), "unit": "tokens", **cond,
+                     "metrics": metrics})
+        mfs = m.get("mem_fraction_static")
+        if p.get("mem_fraction_static") is None and isinstance(mfs, int | float):
+            rows.append({"quantity": "mem_fraction_static", "value": float(mfs), "unit": "1", **cond, "metrics": {}})
+    return rows
+
+
+def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:
+    rows = []
+    for o in observations:
+        p, m = o.get("params") or {}, o.get("metrics") or {}
+        rows.append(f"{p.get('id')}: {o.get('outcome')} {m.get('attention_backend')} mfs {m.get('mem_fraction_static')}"
+                    f" weights {m.get('weights_gb')} GB, kv {m.get('kv_gb')} GB,"
+                    f" {m.get('max_total_num_tokens')} tokens,"
+                    f" graphs {m.get('cuda_graph_gb')} GB, {m.get('boot_s')} s"
+                    + (f" | {str(o.get('message'))[:160]}" if o.get("message") else ""))
+    return {"outcomes": rows, "measured": measured(observations)}
