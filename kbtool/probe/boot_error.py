@@ -54,6 +54,9 @@ def errors(image: Any, models: Path = MODELS) -> list[dict[str, Any]]:
     return out
 
 
+RELEASE = "vllm"  # the row condition naming the vLLM release the boots ran (the renderer reads it by this name)
+
+
 def record(image: Any, models: Path = MODELS) -> Measurement:
     """The derived record: one row per accelerator, vLLM release and model class, citing the boots' evidence."""
     evidence_ids = sorted({row[4].split("#", 1)[0].removesuffix("-measured") for row in image.boots()})
@@ -61,7 +64,7 @@ def record(image: Any, models: Path = MODELS) -> Measurement:
     for e in errors(image, models):
         groups.setdefault((e["accelerator"], e["vllm"], e["class"]), []).append(e["error"])
     rows = [Row(quantity="kv_cache_tokens_error", value=round(max(abs(x) for x in errs), 4), unit="ratio",
-                accelerator=acc, conditions={"vllm": vllm, "class": cls, "boots": len(errs),
+                accelerator=acc, conditions={RELEASE: vllm, "class": cls, "boots": len(errs),
                                              "lowest": round(min(errs), 4), "highest": round(max(errs), 4)})
             for (acc, vllm, cls), errs in sorted(groups.items())]
     return Measurement(

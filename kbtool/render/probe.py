@@ -10,6 +10,7 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from kbtool.probe import boot_error
 from kbtool.probe.commands import Fit, RunReport
 from kbtool.probe.runner import CaseResult
 from kbtool.probe.spec import Probe
@@ -143,8 +144,7 @@ def boot_error_text(errors: list[dict[str, Any]], rows: list[Any], written: Any 
         s.add_column(col)
     for r in rows:
         c = r.conditions
-        release = next((v for k, v in c.items() if k not in ("class", "boots", "lowest", "highest")), "")
-        s.add_row(str(r.accelerator), str(release), str(c["class"]), str(c["boots"]), f"{c['lowest']:+.2%}",
+        s.add_row(str(r.accelerator), str(c[boot_error.RELEASE]), str(c["class"]), str(c["boots"]), f"{c['lowest']:+.2%}",
                   f"{c['highest']:+.2%}")
     out.print(s)
     if written:

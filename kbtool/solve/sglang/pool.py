@@ -3,8 +3,9 @@
 - Budget (mem_cache/kv_cache_configurator.py:2990-3060, `_profile_available_bytes`): the memory free after the
   weights load, less the slack `pre-load free memory x (1 - mem_fraction_static)`; so the pool is
   `pre x mem_fraction_static - weights`. The pre-load free memory is the GPU's capacity less the CUDA context
-  and what torch holds before the load (an estimate here, `CONTEXT_BYTES`); no SGLang boot has been recorded on
-  the H200 to hold it to. A budget <= 0 is SGLang's "Loaded weights leave no GPU memory for the KV cache" error.
+  and what torch holds before the load (an estimate here, `CONTEXT_BYTES`); the SGLang 0.5.17
+  boots recorded on the H200 (records/evidence/2026-12-02-nvidia-h200-sxm-sglang-boot.yaml) are not yet compared
+  with it. A budget <= 0 is SGLang's "Loaded weights leave no GPU memory for the KV cache" error.
 - Bytes per token (`cell_size`, model_executor/pool_configurator.py:340-536): K and V of every attention layer
   of this rank, `kv_heads_per_rank x (head_dim + v_head_dim) x element size` (kv heads replicated when fewer
   than the TP ranks); MLA keeps one latent per layer, `(kv_lora_rank + qk_rope_head_dim) x element size`, on
@@ -78,8 +79,8 @@ class Pool:
         first = "an upper bound: the state pool comes first; " if bound else ""
         out["text"] = (f"SGLang will report{' at most' if bound else ''}: {line}; max_total_num_tokens={self.tokens}, "
                        f"max_running_requests={self.max_running_requests}{at} ({first}estimated: SGLang's pool "
-                       f"arithmetic with the CUDA context taken as {CONTEXT_BYTES / GIB:g} GiB; no SGLang boot "
-                       "recorded to hold it to"
+                       f"arithmetic with the CUDA context taken as {CONTEXT_BYTES / GIB:g} GiB; not yet held to "
+                       "the recorded SGLang boots"
                        + (f"; not modelled: {', '.join(self.left_out)}" if self.left_out else "") + ")")
         return out
 
