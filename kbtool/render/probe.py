@@ -144,8 +144,8 @@ def boot_error_text(errors: list[dict[str, Any]], rows: list[Any], written: Any 
         s.add_column(col)
     for r in rows:
         c = r.conditions
-        s.add_row(str(r.accelerator), str(c[boot_error.RELEASE]), str(c["class"]), str(c["boots"]), f"{c['lowest']:+.2%}",
-                  f"{c['highest']:+.2%}")
+        s.add_row(str(r.accelerator), str(c[boot_error.RELEASE]), str(c["class"]), str(c["boots"]),
+                  f"{c['lowest']:+.2%}", f"{c['highest']:+.2%}")
     out.print(s)
     if written:
         out.print(f"wrote {written}")
