@@ -36,10 +36,13 @@ probes and the platform singleton start clean. What a worker does before resolvi
   argparse's message.
 
 Environment (what importing ServerArgs and resolving needs; nothing else of sglang's requirements): sglang
---no-deps, torch (the PyPI CUDA wheel: a CPU-only torch cannot load torchvision's ops), torchvision, the pinned
-transformers, compressed-tensors, apache-tvm-ffi, sentencepiece, numpy, msgspec, psutil, requests, pydantic,
-packaging, orjson, pybase64, pillow, starlette, pyzmq, IPython, aiohttp, dill, gguf (+ openai, partial_json_parser,
-xgrammar, einops for 0.5.17). No GPU, flashinfer, sgl-kernel or network needed.
+--no-deps, torch 2.13.0 (the CPU wheel; torch.version.cuda is then None and CUDA rows set CUDA_VERSION), triton and
+torchvision --no-deps (imported by sglang.srt.utils.common and sglang.srt.configs; the PyPI torchvision's compiled
+ops need a CUDA torch, so the worker declares the two op schemas its import registers: _torchvision_without_ops),
+the pinned transformers, compressed-tensors, apache-tvm-ffi, sentencepiece, numpy, msgspec, psutil, requests,
+pydantic, packaging, orjson, pybase64, pillow, starlette, pyzmq, IPython, aiohttp, dill, gguf (+ openai,
+partial_json_parser, xgrammar, einops for 0.5.17): tests/data/sglang/<release>/pip-freeze.txt. No GPU,
+flashinfer, sgl-kernel or network needed. probes/sglang_resolve.py runs this script once per platform.
 
 Output: {"sglang", "torch", "platforms": {name: {kind, capability, name, memory_mib, sms, weaker, facts, seconds,
 override_only_diffs}}, "models": the config.json of each family, "grid", "always_filled" (fields every successful

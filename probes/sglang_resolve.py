@@ -155,6 +155,7 @@ def platform(p: dict[str, Any]) -> dict[str, Any]:
 def points(doc: dict[str, Any]) -> list[tuple[str, str, list[str], dict[str, Any], dict[str, Any], dict[str, Any],
                                               dict[str, Any]]]:
     """(platform, model, argv, platform facts, model facts, ServerArgs fields, SGLang's outcome) per grid row."""
+    from kbtool.errors import UsageError
     from kbtool.solve.sglang.args import parse_argv
     from kbtool.solve.sglang.facts import model_facts
 
@@ -165,14 +166,44 @@ def points(doc: dict[str, Any]) -> list[tuple[str, str, list[str], dict[str, Any
     for p, m, _tag, a, o in doc["rows"]:
         argv = doc["argvs"][a]
         if a not in parsed:
-            parsed[a] = parse_argv(argv).server_args()
+            try:
+                parsed[a] = parse_argv(argv).server_args()
+            except UsageError as exc:  # kb's parser refuses the flag (an argparse choice): no resolution
+                parsed[a] = {REFUSED: str(exc)}
         out.append((p, m, argv, plats[p], facts[m], parsed[a], doc["outcomes"][o]))
     return out
 
 
+REFUSED = "_refused"
+"""The key points() puts in place of the ServerArgs fields where kb's serve-line parser refused the argv."""
+
+
+def outcome(img: Any, release: str, plat: dict[str, Any], facts: dict[str, Any], args: dict[str, Any],
+            trace: dict[str, Any] | None = None) -> dict[str, Any]:
+    """kb's resolution of one point, or its parser's refusal as SGLang's argparse refusal (SystemExit)."""
+    from kbtool.solve.sglang import resolve as sr
+
+    if REFUSED in args:
+        return {"error": "SystemExit", "message": args[REFUSED], "where": "argparse"}
+    return sr.resolve(img, release, plat, facts, args, trace=trace)
+
+
+_KB_CHOICE = re.compile(r"(--[\w-]+): invalid choice '([^']*)'")
+_SGLANG_CHOICE = re.compile(r"argument (--[\w-]+)[^:]*: invalid choice: '([^']*)'")
+
+
+def _choice(message: str | None, pattern: re.Pattern[str]) -> tuple[str, str] | None:
+    m = pattern.search(message or "")
+    return (m.group(1), m.group(2)) if m else None
+
+
 def differs(got: dict[str, Any], want: dict[str, Any], fields: tuple[str, ...] = FIELDS) -> list[str]:
-    """The fields where kb's resolution differs from SGLang's (the error: type and exact message)."""
+    """The fields where kb's resolution differs from SGLang's (the error: type and exact message; an argparse
+    refusal of a choice: the same flag and value, kb's parser words it its own way)."""
     if "error" in want or "error" in got:
+        if want.get("where") == "argparse" == got.get("where") and want.get("error") == got.get("error"):
+            kb, sgl = _choice(got.get("message"), _KB_CHOICE), _choice(want.get("message"), _SGLANG_CHOICE)
+            return [] if kb is not None and kb == sgl else ["error"]
         if (got.get("error"), got.get("message")) != (want.get("error"), want.get("message")):
             return ["error"]
         return []
@@ -207,7 +238,6 @@ def judge_grid(img: Any, release: str, grid_points: list[tuple[Any, ...]],
                claim_ids: list[str] | None = None) -> list[dict[str, Any]]:
     """Per SGLang claim: agreement and the points against it over one release's grid (see the module docstring)."""
     from kbtool.solve.conditions import evaluate
-    from kbtool.solve.sglang import resolve as sr
 
     claims = img.engine_data("sglang")["claims"]
     ids = sorted(claims) if claim_ids is None else [c for c in claim_ids if c in claims]
@@ -216,7 +246,7 @@ def judge_grid(img: Any, release: str, grid_points: list[tuple[Any, ...]],
     tally = {c: {"agree": 0, "refused_ok": 0, "other": 0, "ran": [], "refused": [], "platforms": set()} for c in ids}
     for plat, model, argv, pf, mf, args, want in grid_points:
         trace: dict[str, Any] = {}
-        sr.resolve(img, release, pf, mf, args, trace=trace)
+        outcome(img, release, pf, mf, args, trace=trace)
         point = {"platform": plat, "model": model, "argv": argv}
         err = want.get("message") if "error" in want else None
         matched = {c for c in ids if err is not None and pats[c].fullmatch(err)
@@ -295,15 +325,13 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
 
 def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:
     """kb's resolution against SGLang's at every recorded point of this run: agreement per platform."""
-    from kbtool.solve.sglang import resolve as sr
-
     release, pts, _plats = _observed(observations)
     if release is None:
         return {}
     img = _image()
     per: dict[str, Counter[str]] = {}
     for plat, _m, _argv, pf, mf, args, want in pts:
-        got = sr.resolve(img, release, pf, mf, args)
+        got = outcome(img, release, pf, mf, args)
         c = per.setdefault(plat, Counter())
         c["points"] += 1
         c["agree"] += not differs(got, want)
