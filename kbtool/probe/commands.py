@@ -16,7 +16,7 @@ from kbtool.probe import evidence as ev_io
 from kbtool.probe.environment import kb_context
 from kbtool.probe.rejudge import claim_context, probes_by_id, rejudge
 from kbtool.probe.runner import CaseResult, run_cases
-from kbtool.probe.spec import Probe, discover
+from kbtool.probe.spec import Probe, ProbeSpec, discover
 from kbtool.probe.verdicts import Skip, Update, plan, untestable_block
 from kbtool.store.writer import update_verification
 
@@ -88,8 +88,15 @@ def fit(probe: Probe, env: dict[str, Any]) -> Fit:
 
 def list_probes(env: dict[str, Any]) -> list[Fit]:
     probes = discover()
-    engine_env = engine.environment(env) if any(not engine.needs_gpu(p.spec) for p in probes) else env
-    return [fit(p, env if engine.needs_gpu(p.spec) else engine_env) for p in probes]
+    engine_envs: dict[str, dict[str, Any]] = {}  # one fingerprint per engine interpreter
+
+    def engine_env(spec: ProbeSpec) -> dict[str, Any]:
+        name = engine.engine_of(spec)
+        if name not in engine_envs:
+            engine_envs[name] = engine.environment(env, spec=spec)
+        return engine_envs[name]
+
+    return [fit(p, env if engine.needs_gpu(p.spec) else engine_env(p.spec)) for p in probes]
 
 
 def select(
@@ -231,7 +238,7 @@ def run(
     folder = out or records / "evidence"
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     for probe in probes:
-        penv = env if engine.needs_gpu(probe.spec) else engine.environment(env)
+        penv = env if engine.needs_gpu(probe.spec) else engine.environment(env, spec=probe.spec)
         f = fit(probe, penv)
         if not f.fits:
             report.runs.append(ProbeRun(probe, "skipped", f.why))

@@ -71,6 +71,13 @@ _CHOICES = {  # argparse choices (0.5.23 arg_groups/choices.py and fields/model.
                        "fp4_e2m1"),
     "mamba_radix_cache_strategy": ("auto", "no_buffer", "extra_buffer", "extra_buffer_lazy"),
     "dtype": ("auto", "half", "float16", "bfloat16", "float", "float32"),
+    # 0.5.23 arg_groups/fields/exec_.py:299 and :341 (0.5.17's DSA_CHOICES, server_args.py:341, is a subset of
+    # both): the decode list lacks triton_sparse_mla, a prefill-only DSA kernel
+    "dsa_prefill_backend": ("flashmla_sparse", "flashmla_sparse_q8", "flashmla_kv", "flashmla_auto",
+                            "flashinfer_sparse_mla", "triton_sparse_mla", "fa3", "tilelang", "triton", "aiter",
+                            "trtllm", "intel_xpu"),
+    "dsa_decode_backend": ("flashmla_sparse", "flashmla_sparse_q8", "flashmla_kv", "flashmla_auto",
+                           "flashinfer_sparse_mla", "fa3", "tilelang", "triton", "aiter", "trtllm", "intel_xpu"),
 }
 ATTENTION_BACKENDS = ("triton", "torch_native", "flex_attention", "dsa", "nsa", "qsa", "dsv4", "compressed", "fa3",
                       "fa4", "flashinfer", "llada2_cfg_flashinfer", "flashmla", "trtllm_mla", "cutedsl_mla",
