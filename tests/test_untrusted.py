@@ -116,3 +116,61 @@ def test_probe_apply_non_json_or_non_utf8_is_exit_2(tmp_path: Path, raw: bytes) 
     r = run_kb("probe", "apply", str(out), "--kb", str(root))
     assert r.code == 2, r
     _clean(r.out + r.err)
+
+
+BASE = DATA / "hf-configs" / "llama-3.1-8b" / "config.json"  # 32 query heads, 8 KV heads, head dim 128
+BAD_CONFIGS = [
+    ({"num_key_value_heads": 64}, "num_key_value_heads is 64, which does not divide num_attention_heads 32"),
+    ({"num_key_value_heads": 6}, "num_key_value_heads is 6, which does not divide"),
+    ({"num_key_value_heads": 0}, "num_key_value_heads is 0, not a positive whole number"),
+    ({"num_key_value_heads": 2.5}, "num_key_value_heads is 2.5, not a positive whole number"),
+    ({"head_dim": 64.5}, "head_dim is 64.5, not a positive whole number"),
+    ({"num_attention_heads": "32"}, "num_attention_heads is '32', not a positive whole number"),
+    ({"rope_scaling": {"rope_type": "llama3", "factor": float("inf")}}, "rope_scaling.factor is inf"),
+    ({"rope_scaling": {"rope_type": "llama3", "factor": float("nan")}}, "rope_scaling.factor is nan"),
+    ({"quantization_config": "fp8"}, "quantization_config is str, not an object"),
+    ({"text_config": {"num_attention_heads": 8, "num_key_value_heads": 16}}, "text_config.num_key_value_heads"),
+]
+
+
+def _config(tmp: Path, change: dict[str, object]) -> Path:
+    data = json.loads(BASE.read_text())
+    data.update(change)
+    d = tmp / "m"
+    d.mkdir(exist_ok=True)
+    (d / "config.json").write_text(json.dumps(data))  # json.dumps writes Infinity / NaN as published files do
+    return d / "config.json"
+
+
+@pytest.mark.parametrize("change,message", BAD_CONFIGS, ids=[m[:30] for _, m in BAD_CONFIGS])
+def test_impossible_models_are_refused_before_use_or_write(tmp_path: Path, change: dict[str, object],
+                                                           message: str) -> None:
+    root = _tree(tmp_path)
+    before = _snapshot(root)
+    cfg = _config(tmp_path, change)
+    r = run_kb("model", "import", str(cfg), "--kb", str(root))
+    assert r.code == 2, r
+    assert message in r.err, r.err
+    _clean(r.out + r.err)
+    assert _snapshot(root) == before
+    q = run_kb("query", "--gpu", "h100", "--model", str(cfg), "--kb", str(root))
+    assert q.code == 2 and message in q.err, q
+
+
+@pytest.mark.parametrize("raw", [b'{"num_attention_heads": 1e400}', b'{"num_attention_heads": ' + b"9" * 5000 + b"}",
+                                 b"[" * 100 + b"]" * 100, b'"a string"', b"\xff"])
+def test_malformed_configs_are_exit_2(tmp_path: Path, raw: bytes) -> None:
+    root = _tree(tmp_path)
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / "config.json").write_bytes(raw)
+    r = run_kb("model", "import", str(d / "config.json"), "--kb", str(root))
+    assert r.code == 2, r
+    _clean(r.out + r.err)
+
+
+def test_hf_quant_config_as_a_list_is_exit_2(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, {})
+    (cfg.parent / "hf_quant_config.json").write_text("[1, 2]")
+    r = run_kb("model", "import", str(cfg), "--stdout")
+    assert r.code == 2 and "hf_quant_config.json: is a JSON list, not an object" in r.err, r

@@ -45,7 +45,7 @@ def _neighbour_json(path: Path) -> dict[str, Any] | None:
     """A JSON file beside config.json (hf_quant_config.json): None when absent; it must be a JSON object."""
     if not (path.exists() or path.is_symlink()):
         return None
-    data = load_json(path)
+    data = load_json(path, nonfinite=True)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: is a JSON {type(data).__name__}, not an object",
                           fix=f"give ModelOpt's {path.name} (an object with a `quantization` block), or remove it")
@@ -105,7 +105,7 @@ def read_config(name: str, rid: str | None = None) -> dict[str, Any]:
         path = path / "config.json"
     if not (path.exists() or path.is_symlink()):
         raise UsageError(f"--model: no file {path}", fix="give the path to the model's config.json")
-    data = load_json(path)
+    data = load_json(path, nonfinite=True)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: is a JSON {type(data).__name__}, not an object",
                           fix="give the model's config.json")

@@ -158,10 +158,13 @@ def _constant(s: str) -> Any:
     raise _Refused(f"{s} is not a number JSON allows; numbers must be finite")
 
 
-def parse_json(text: str, name: str) -> Any:
-    """JSON with finite, in-range numbers, at most MAX_DEPTH levels and MAX_NODES values."""
+def parse_json(text: str, name: str, *, nonfinite: bool = False) -> Any:
+    """JSON with finite, in-range numbers, at most MAX_DEPTH levels and MAX_NODES values. With `nonfinite`,
+    NaN, Infinity and 1e400 are read as floats (published config.json files hold them, e.g. Nemotron-H's
+    time_step_limit: [0.0, Infinity]); the caller then checks the fields it uses (kbtool.model.hfconfig)."""
     try:
-        data = json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
+        data = json.loads(text, parse_int=_int, parse_float=float if nonfinite else _float,
+                          parse_constant=float if nonfinite else _constant)
     except _Refused as e:
         raise UntrustedInputError(name, f"{e}", fix="write a finite number in range") from None
     except json.JSONDecodeError as e:
@@ -169,11 +172,11 @@ def parse_json(text: str, name: str) -> Any:
                                   fix="give a JSON file") from None
     except (RecursionError, ValueError) as e:
         raise UntrustedInputError(name, f"not readable JSON: {str(e)[:200]}", fix="give a JSON file") from None
-    check_tree(data, name)
+    check_tree(data, name, nonfinite=nonfinite)
     return data
 
 
-def check_tree(data: Any, name: str) -> None:
+def check_tree(data: Any, name: str, *, nonfinite: bool = False) -> None:
     """Depth, node count and finite numbers of plain data (what the YAML reader enforces while building)."""
     nodes = 0
     stack: list[tuple[Any, int, str]] = [(data, 0, "$")]
@@ -189,7 +192,7 @@ def check_tree(data: Any, name: str) -> None:
             stack += [(v, depth + 1, f"{where}.{k}") for k, v in value.items()]
         elif isinstance(value, list):
             stack += [(v, depth + 1, f"{where}[{i}]") for i, v in enumerate(value)]
-        elif isinstance(value, float) and not math.isfinite(value):
+        elif isinstance(value, float) and not nonfinite and not math.isfinite(value):
             raise UntrustedInputError(name, f"{where}: {value} is not a finite number",
                                       fix="write a finite number")
         elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_ABS_INT:
@@ -197,10 +200,11 @@ def check_tree(data: Any, name: str) -> None:
 
 
 def load_json(path: Path | str, *, given: str | None = None, root: Path | None = None,
-              limit: int = MAX_BYTES) -> Any:
-    """A JSON file read through `read_bytes`, as plain data."""
+              limit: int = MAX_BYTES, nonfinite: bool = False) -> Any:
+    """A JSON file read through `read_bytes`, as plain data (`nonfinite`: see parse_json)."""
     name = given or str(path)
-    return parse_json(decode(read_bytes(path, given=given, root=root, limit=limit), name), name)
+    return parse_json(decode(read_bytes(path, given=given, root=root, limit=limit), name), name,
+                      nonfinite=nonfinite)
 
 
 # ---- YAML ----------------------------------------------------------------------------------------
