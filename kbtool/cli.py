@@ -366,7 +366,9 @@ def graph_export(
 
     text = export(_load_kb(kb), fmt)
     if out_file:
-        out_file.write_text(text)
+        from kbtool.store.writer import atomic_write
+
+        atomic_write(out_file, text, make_parents=False)
         print(f"wrote {out_file}")
     else:
         sys.stdout.write(escape(text))
@@ -424,7 +426,9 @@ def matrix(
     text = {MatrixFormat.json: lambda: json.dumps(data, indent=2) + "\n", MatrixFormat.html: lambda: to_html(data)
             }.get(kind, lambda: to_markdown(data))()
     if out_file:
-        out_file.write_text(text)
+        from kbtool.store.writer import atomic_write
+
+        atomic_write(out_file, text, make_parents=False)
         print(f"wrote {out_file}")
     else:
         sys.stdout.write(escape(text))

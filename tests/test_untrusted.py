@@ -174,3 +174,108 @@ def test_hf_quant_config_as_a_list_is_exit_2(tmp_path: Path) -> None:
     (cfg.parent / "hf_quant_config.json").write_text("[1, 2]")
     r = run_kb("model", "import", str(cfg), "--stdout")
     assert r.code == 2 and "hf_quant_config.json: is a JSON list, not an object" in r.err, r
+
+
+def test_matrix_out_to_a_missing_folder_is_exit_2(tmp_path: Path) -> None:
+    r = run_kb("matrix", "--out", str(tmp_path / "missing" / "dir" / "x.md"), "--kb", str(FIXTURE))
+    assert r.code == 2 and f"no folder {tmp_path / 'missing' / 'dir'}" in r.err, r
+    assert not (tmp_path / "missing").exists()
+
+
+def test_a_full_disk_leaves_the_record_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from kbtool.errors import WriteError
+    from kbtool.store import writer
+
+    target = tmp_path / "rec.yaml"
+    target.write_text("id: old\n")
+
+    class Full:
+        def __init__(self, *a: object, **k: object) -> None:
+            pass
+
+        def __enter__(self) -> Full:
+            return self
+
+        def __exit__(self, *a: object) -> None:
+            pass
+
+        def write(self, data: bytes) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(writer.os, "fdopen", lambda fd, mode: (os.close(fd), Full())[1])
+    with pytest.raises(WriteError, match=f"cannot write {target}: No space left on device"):
+        writer.atomic_write(target, "id: new\n")
+    assert target.read_text() == "id: old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rec.yaml"]  # no temp file left
+
+
+def test_a_stale_lock_is_taken_over_and_a_held_one_waited_on(tmp_path: Path) -> None:
+    import fcntl
+
+    from kbtool.errors import WriteError
+    from kbtool.store.writer import file_lock
+
+    target = tmp_path / "rec.yaml"
+    lock = tmp_path / ".rec.yaml.lock"
+    lock.write_text("999999999")  # a writer killed while holding it: its pid is gone, the kernel dropped flock
+    t = time.monotonic()
+    with file_lock(target, timeout=2):
+        assert lock.read_text() == str(os.getpid())
+    assert time.monotonic() - t < 1
+    fd = os.open(lock, os.O_CREAT | os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a live holder
+    try:
+        with pytest.raises(WriteError, match="locked by another writer"), file_lock(target, timeout=0.2):
+            pass
+    finally:
+        os.close(fd)
+
+
+def test_model_import_refuses_a_models_folder_leaving_the_tree(tmp_path: Path) -> None:
+    root = tmp_path / "records"
+    root.mkdir()
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (root / "models").symlink_to(outside)
+    r = run_kb("model", "import", str(BASE), "--kb", str(root))
+    assert r.code == 2 and "outside the records tree" in r.err, r
+    assert list(outside.iterdir()) == []
+
+
+def test_read_only_target_is_exit_2(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root writes through read-only modes")
+    root = _tree(tmp_path)
+    (root / "models").chmod(0o555)
+    try:
+        r = run_kb("model", "import", str(BASE), "--kb", str(root))
+        assert r.code == 2 and str(root / "models") in r.err, r
+    finally:
+        (root / "models").chmod(0o755)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--gpu", "h100", "--vllm-args", "serve llama-3.1-8b -tp 0"], "--vllm-args: -tp 0 must be at least 1"),
+    (["--gpu", "h100", "--vllm-args", "serve llama-3.1-8b --tensor-parallel-size=0"],
+     "--tensor-parallel-size 0 must be at least 1"),
+    (["--gpu", "h100", "--sglang-args", "python -m sglang.launch_server --model-path llama-3.1-8b --tp-size 0"],
+     "--sglang-args: --tp-size 0 must be at least 1"),
+    (["--gpu", "h100", "--head-dim", "2147483647"], "--head-dim: 2147483647 is beyond what kb models"),
+    (["--gpu", "h100", "--reserve", "1e400"], "--reserve: '1e400' is beyond any GPU's memory"),
+    (["--gpu", "h100", "--gpus", "1000000"], "--gpus: 1000000 is beyond what kb models"),
+    (["--gpu", "h100", "--model", "llama-3.1-8b", "--gpus", "3"], "--gpus 3: llama-3.1-8b's 32 attention heads"),
+    (["--gpu", "h100", "--vllm-args", "serve llama-3.1-8b -tp 3"], "--vllm-args -tp 3: llama-3.1-8b's 32"),
+    (["--gpu", "h100", "--kv", "fp8", "--vllm-args", "serve llama-3.1-8b --kv-cache-dtype bf16"],
+     "--kv fp8 conflicts with --vllm-args --kv-cache-dtype bf16"),
+])
+def test_no_silent_substitution(argv: list[str], message: str) -> None:
+    r = run_kb("query", *argv)
+    assert r.code == 2 and message in r.err, r
+    _clean(r.out + r.err)
+
+
+def test_matrix_head_dim_zero_is_an_error() -> None:
+    r = run_kb("matrix", "--head-dim", "0", "--kb", str(FIXTURE))
+    assert r.code == 2 and "--head-dim: 0 must be a positive integer" in r.err, r

@@ -316,7 +316,9 @@ def write_manifest(out: Path, report: RunReport, today: str) -> Path:
         "untestable": [{"claim": c, "reason": why, "sm": sm} for c, why, sm in report.untestable],
     }
     path = out / MANIFEST
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    from kbtool.store.writer import atomic_write
+
+    atomic_write(path, json.dumps(data, indent=2) + "\n")
     return path
 
 
