@@ -5,6 +5,7 @@ Exit codes: 0 ok, 1 findings (or a "no" the user asked to fail on), 2 usage or i
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import sys
@@ -16,9 +17,17 @@ import typer
 
 from kbtool import __version__
 from kbtool.errors import KbError
+from kbtool.escape import escape
 
 if TYPE_CHECKING:
     from kbtool.kb import KB
+
+def print(*values: object, sep: str = " ", end: str = "\n", file: Any = None, flush: bool = False) -> None:
+    """builtins.print with every value passed through kbtool.escape.escape (nothing raw to a terminal)."""
+    from kbtool.escape import escape as visible
+
+    builtins.print(*(visible(str(v)) for v in values), sep=sep, end=end, file=file, flush=flush)
+
 
 app = typer.Typer(
     name="kb",
@@ -357,10 +366,12 @@ def graph_export(
 
     text = export(_load_kb(kb), fmt)
     if out_file:
-        out_file.write_text(text)
+        from kbtool.store.writer import atomic_write
+
+        atomic_write(out_file, text, make_parents=False)
         print(f"wrote {out_file}")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(escape(text))
 
 
 @app.command()
@@ -415,10 +426,12 @@ def matrix(
     text = {MatrixFormat.json: lambda: json.dumps(data, indent=2) + "\n", MatrixFormat.html: lambda: to_html(data)
             }.get(kind, lambda: to_markdown(data))()
     if out_file:
-        out_file.write_text(text)
+        from kbtool.store.writer import atomic_write
+
+        atomic_write(out_file, text, make_parents=False)
         print(f"wrote {out_file}")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(escape(text))
 
 
 # ---- fmt / new ----------------------------------------------------------------------------------
@@ -450,7 +463,7 @@ def fmt_cmd(
 
     for r in report.results:
         if r.status == "changed":
-            sys.stdout.write(r.diff) if check else print(f"reformatted {r.name}")
+            sys.stdout.write(escape(r.diff)) if check else print(f"reformatted {r.name}")
         elif r.status == "error":
             err.print(f"error: {r.message}", markup=False, highlight=False)
     changed, ok = len(report.of("changed")), len(report.of("ok"))
@@ -707,6 +720,6 @@ def main() -> None:
             sys.exit(2 if code == 2 else code)
         if os.environ.get("KB_DEBUG"):
             raise
-        print(f"kb: internal error: {type(e).__name__}: {e}\n  please report this (set KB_DEBUG=1 for the "
+        print(f"kb: internal error: {type(e).__name__}: {escape(str(e))}\n  please report this (set KB_DEBUG=1 for the "
               "traceback)", file=sys.stderr)
         sys.exit(3)

@@ -24,7 +24,7 @@ LAYERS: dict[str, float] = {
     "kb": 3,                                                          # the loaded, indexed records
     "store": 2,
     "model": 1,
-    "errors": 0, "findings": 0, "paths": 0, "vocab": 0, "names": 0.5, "__init__": 0,
+    "errors": 0, "findings": 0, "paths": 0, "vocab": 0, "names": 0.5, "escape": 0, "__init__": 0,
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import yaml
@@ -12,6 +13,14 @@ from rich.table import Table
 STATUS_STYLE = {"ok": "green", "verified": "green", "caveat": "yellow", "disputed": "yellow",
                 "rejected": "red", "refuted": "bold red", "gate refuted": "magenta", "unknown": "dim",
                 "unverified": "dim", "untestable": "dim", "confirmed": "green", "contradicted": "red"}
+
+
+
+def print(*values: object, sep: str = " ", end: str = "\n", file: Any = None, flush: bool = False) -> None:
+    """builtins.print with every value passed through kbtool.escape.escape (nothing raw to a terminal)."""
+    from kbtool.escape import escape as visible
+
+    builtins.print(*(visible(str(v)) for v in values), sep=sep, end=end, file=file, flush=flush)
 
 
 def _s(value: Any) -> str:

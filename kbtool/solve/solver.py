@@ -126,6 +126,24 @@ def model_features(model: ModelV, gpus: int) -> dict[str, Any]:
     return out
 
 
+def check_tensor_parallel(model: ModelV, gpus: int, flag: str) -> None:
+    """Refuse a tensor-parallel size the engines refuse: vLLM's ModelConfig.verify_with_parallel_config (and
+    SGLang's ModelConfig) require the attention heads to divide over the GPUs, and vLLM's QKVParallelLinear
+    splits KV heads evenly or replicates them evenly (kv % tp == 0 below the KV head count, tp % kv == 0 above)."""
+    if gpus <= 1:
+        return
+    if model.num_heads % gpus:
+        raise UsageError(f"{flag} {gpus}: {model.id}'s {model.num_heads} attention heads do not divide over {gpus} "
+                         "GPUs; the engines refuse it (attention heads must be divisible by the tensor-parallel size)",
+                         fix=f"use a tensor-parallel size that divides {model.num_heads}")
+    for g in model.layers:
+        kv = g.kv_heads
+        if kv and ((gpus < kv and kv % gpus) or (gpus >= kv and gpus % kv)):
+            raise UsageError(f"{flag} {gpus}: {model.id}'s {kv} KV heads can neither be split nor replicated evenly "
+                             f"over {gpus} GPUs; vLLM refuses it",
+                             fix=f"use a size that divides or is a multiple of {kv}")
+
+
 def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]]:
     q = cx.q
     typical = q.assume == "typical"
@@ -157,6 +175,7 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
     env["kv_dtype_differs"] = kv != dtype
     if cx.model is not None:
         env.update(model_layout(cx.model))
+        check_tensor_parallel(cx.model, q.gpus, getattr(q, "gpus_flag", "--gpus"))
         env.update(model_features(cx.model, q.gpus))
     if q.attention:
         env["attention"] = q.attention
