@@ -1,8 +1,14 @@
 from __future__ import annotations
 
+import os
 import socket
+from pathlib import Path
 
 import pytest
+
+# kb's caches (query image, parsed files, re-judged verdicts) go to the checkout's .pytest_cache, not the user's:
+# content-addressed, shared by xdist workers, kept between runs. A test that checks caching sets its own.
+os.environ.setdefault("KB_CACHE_DIR", str(Path(__file__).resolve().parent.parent / ".pytest_cache" / "kb"))
 
 
 def _has_gpu() -> bool:
