@@ -3,9 +3,11 @@
 - Budget (mem_cache/kv_cache_configurator.py:2990-3060, `_profile_available_bytes`): the memory free after the
   weights load, less the slack `pre-load free memory x (1 - mem_fraction_static)`; so the pool is
   `pre x mem_fraction_static - weights`. The pre-load free memory is the GPU's capacity less the CUDA context
-  and what torch holds before the load (an estimate here, `CONTEXT_BYTES`); the SGLang 0.5.17
-  boots recorded on the H200 (records/evidence/2026-12-02-nvidia-h200-sxm-sglang-boot.yaml) are not yet compared
-  with it. A budget <= 0 is SGLang's "Loaded weights leave no GPU memory for the KV cache" error.
+  and what torch holds before the load (`CONTEXT_BYTES`, measured: the SGLang 0.5.17 boots on the H200,
+  records/evidence/2026-12-02-nvidia-h200-sxm-sglang-boot.yaml, print 139.13 GiB free before the load of a
+  139.80 GiB device). tests/solve/test_sglang_boots.py holds this pool to every recorded boot (within 0.5%;
+  what the load takes beyond the parameter count is most of the gap). A budget <= 0 is SGLang's "Loaded
+  weights leave no GPU memory for the KV cache" error.
 - Bytes per token (`cell_size`, model_executor/pool_configurator.py:340-536): K and V of every attention layer
   of this rank, `kv_heads_per_rank x (head_dim + v_head_dim) x element size` (kv heads replicated when fewer
   than the TP ranks); MLA keeps one latent per layer, `(kv_lora_rank + qk_rope_head_dim) x element size`, on
@@ -34,7 +36,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 GIB = 1 << 30
-CONTEXT_BYTES = GIB // 2  # CUDA context + torch's own allocations before the weights load: an estimate
+# CUDA context + torch's own allocations before the weights load: 139.80 - 139.13 GiB on the H200 boots
+CONTEXT_BYTES = 687 << 20
 SWA_FULL_TOKENS_RATIO = 0.8  # --swa-full-tokens-ratio's fallback (arg_groups/fields, docs §7)
 ELEMENT = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1, "nvfp4": 1}
 NO_HYBRID_SWA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration")
@@ -52,7 +55,7 @@ class Pool:
         self.full_layers, self.swa_layers, self.left_out = full_layers, swa_layers, left_out
 
     def as_dict(self, ctx: int | None) -> dict[str, Any]:
-        gb = 1e9
+        gb = GIB  # SGLang prints GB as bytes / 2**30 (memory_pool.py); the boots' K + V sizes add up so
         kv = self.tokens * self.cell_bytes
         torch_dtype = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp8_e4m3": "torch.float8_e4m3fn",
                        "fp8_e5m2": "torch.float8_e5m2"}.get(self.kv_dtype, self.kv_dtype)
@@ -79,8 +82,8 @@ class Pool:
         first = "an upper bound: the state pool comes first; " if bound else ""
         out["text"] = (f"SGLang will report{' at most' if bound else ''}: {line}; max_total_num_tokens={self.tokens}, "
                        f"max_running_requests={self.max_running_requests}{at} ({first}estimated: SGLang's pool "
-                       f"arithmetic with the CUDA context taken as {CONTEXT_BYTES / GIB:g} GiB; not yet held to "
-                       "the recorded SGLang boots"
+                       f"arithmetic with the CUDA context taken as {CONTEXT_BYTES / GIB:.2f} GiB, as measured on "
+                       "the H200; within 0.5% of SGLang 0.5.17's pool in every recorded boot"
                        + (f"; not modelled: {', '.join(self.left_out)}" if self.left_out else "") + ")")
         return out
 
