@@ -31,10 +31,6 @@ class InvalidRecordError(KbError):
     exit_code = 1
 
 
-class DanglingRefError(InvalidRecordError):
-    """A reference to a record that does not exist."""
-
-
 class WriteError(KbError):
     """A record could not be written (read-only tree, lock held, ...)."""
 

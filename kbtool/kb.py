@@ -64,7 +64,7 @@ class KB:
     def __len__(self) -> int:
         return len(self.by_id)
 
-    def of_kind(self, kind: str, cls: type[R] | None = None) -> list[R]:
+    def of_kind(self, kind: str, cls: type[R] | None = None) -> list[R]:  # noqa: ARG002  (cls types the result)
         return [r for r in self.by_id.values() if r.kind == kind]  # type: ignore[misc]
 
     def exists(self, id_: str) -> bool:

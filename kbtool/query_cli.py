@@ -54,7 +54,7 @@ OPTIONS: tuple[tuple[str, str, str, str, str], ...] = (
     ("--sglang", "sglang", "str", "VERSION", "SGLang release for --engine sglang (default: the newest recorded)."),
     ("--sglang-args", "sglang_args", "str", "CMD", 'An SGLang command, e.g. "python -m sglang.launch_server '
      '--model-path M --tp 2": pre-flight answer (backends, page size, token pool, or SGLang\'s error).'),
-    ("--json", "json", "flag", "", "Print the answer as JSON (design.md §4)."),
+    ("--json", "json", "flag", "", "Print the answer as JSON (schema/query-answer.schema.json)."),
     ("--explain", "explain", "flag", "", "Add sources and evidence."),
     ("--fail-on-no", "fail_on_no", "flag", "", "Exit 1 when the verdict is no."),
     ("--no-cache", "no_cache", "flag", "", "Read every record afresh; skip the cache."),

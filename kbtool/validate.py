@@ -9,7 +9,6 @@ from kbtool.checks import FOCUS, all_checks
 from kbtool.findings import Finding
 from kbtool.kb import KB
 from kbtool.paths import display
-from kbtool.probe import consistency  # noqa: F401  (KB306 and re-judged verdicts for KB303)
 from kbtool.store.records import load_tree
 
 
@@ -43,7 +42,7 @@ def validate(root: Path, paths: list[Path] | None = None, *, only: tuple[str, ..
     of a full run; `kb fmt --check` is the formatting gate in CI and pre-commit)."""
     paths = [p for p in (paths or [])]
     outside = [p for p in paths if not p.resolve().is_relative_to(root.resolve())]
-    result = load_tree(root, [root, *outside] if outside else None)
+    result = load_tree(root, [root, *outside] if outside else None, cached=True)
     kb = KB.from_load(result)
     findings = list(result.findings)
     focus = FOCUS.set(frozenset(display(p, root) for p in _expand(paths)) if paths else None)

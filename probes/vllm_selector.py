@@ -361,6 +361,13 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
     return out
 
 
+def judge_inputs(observations: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """What `judge` reads besides its cases (the verdict cache's key, kbtool.probe.rejudge.reads): the claims of every
+    subject it may judge as a vLLM backend, the engine-backend records, and the recorded grids the cases name."""
+    raw = [str(_raw(m["raw"])) for o in observations if (m := o.get("metrics") or {}).get("raw")]
+    return {"subjects": sorted(backends_of()), "kinds": ["engine-backend"], "files": raw}
+
+
 def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:
     version, points = _points(observations)
     if version is None:

@@ -1,8 +1,14 @@
 from __future__ import annotations
 
+import os
 import socket
+from pathlib import Path
 
 import pytest
+
+# kb's caches (query image, parsed files, re-judged verdicts) go to the checkout's .pytest_cache, not the user's:
+# content-addressed, shared by xdist workers, kept between runs. A test that checks caching sets its own.
+os.environ.setdefault("KB_CACHE_DIR", str(Path(__file__).resolve().parent.parent / ".pytest_cache" / "kb"))
 
 
 def _has_gpu() -> bool:
@@ -13,7 +19,17 @@ def _has_gpu() -> bool:
     return bool(torch.cuda.is_available())
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--full-grid", action="store_true", help="run the tests marked full_grid (the whole recorded "
+                     "vLLM grids; .ci/run runs them once)")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--full-grid"):
+        skip_grid = pytest.mark.skip(reason="the whole grid runs with --full-grid (the default run samples it)")
+        for item in items:
+            if "full_grid" in item.keywords:
+                item.add_marker(skip_grid)
     if _has_gpu():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")

@@ -1,31 +1,35 @@
-"""Layers import downward only (design.md §3): cli -> commands -> views/solve/probe/bench/checks -> graph ->
-store -> model. Every import in kbtool/ is read (function-level ones too; `if TYPE_CHECKING:` blocks, which
-never run, are not), and each module's layer must be above the layer of everything it imports. Only cli.py
-imports typer; only cli.py and render/ import rich."""
+"""Layers import downward only (design.md §3). The layers are named sets of units (a unit is a top-level module or
+package of kbtool):
+
+    cli -> commands -> library (views / solve / probe / bench / checks and their helpers) -> graph -> store -> model
+
+A unit may import any unit of a lower layer, and a unit of its own layer only where the imports inside the layer
+form no cycle; a few pairs inside a layer are forbidden outright (solve never imports bench). Every import in
+kbtool/ is read, relative ones resolved (`from ..solve import image` in store/ is kbtool.solve), function-level
+ones too; `if TYPE_CHECKING:` blocks, which never run, are not. Only cli.py imports typer; only cli.py and render/
+import rich."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "kbtool"
 
-# unit (a top-level module or package of kbtool) -> layer; a unit may import only units of a lower layer
-LAYERS: dict[str, float] = {
-    "__main__": 10, "launch": 9,                                      # the console script
-    "cli": 8,                                                         # typer: parse, call, render
-    "query_cli": 7, "schema_io": 7, "scaffold": 7, "modelimport": 7,  # commands
-    "render": 6.5, "validate": 6,                                     # what commands print with, and call
-    "views": 5.5, "bench": 5.4, "probe": 5.3, "checks": 5.2, "solve": 5.1,  # the library
-    "measure": 5, "topic": 4.5, "schema_docs": 4.45, "fmt": 4.4,
-    "graph": 4,
-    "kb": 3,                                                          # the loaded, indexed records
-    "store": 2,
-    "model": 1,
-    "errors": 0, "findings": 0, "paths": 0, "vocab": 0, "names": 0.5, "escape": 0, "__init__": 0,
+LAYERS: dict[str, set[str]] = {
+    "cli": {"__main__", "launch", "cli"},                              # the console script and typer
+    "commands": {"query_cli", "schema_io", "scaffold", "modelimport", "validate", "render"},  # what cli calls
+    "library": {"views", "solve", "probe", "bench", "checks", "measure", "topic", "schema_docs", "fmt"},
+    "graph": {"graph", "kb"},                                          # the loaded, indexed, linked records
+    "store": {"store"},
+    "model": {"model", "errors", "findings", "paths", "vocab", "names", "escape", "__init__"},
 }
+ORDER = list(LAYERS)  # top first
+FORBIDDEN = {("solve", "bench"), ("checks", "views"), ("probe", "views")}
+LAYER_OF = {unit: name for name, units in LAYERS.items() for unit in units}
 
 
 def _unit(module: str) -> str | None:
@@ -35,9 +39,23 @@ def _unit(module: str) -> str | None:
     return "__init__" if len(parts) == 1 else parts[1]
 
 
-def _runtime_imports(tree: ast.Module) -> list[tuple[int, str]]:
-    """(line, module) of every import that can run: TYPE_CHECKING blocks left out."""
+def _module_name(rel: str) -> str:
+    parts = ["kbtool", *rel.removesuffix(".py").split("/")]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _runtime_imports(tree: ast.Module, module: str = "kbtool.x", is_package: bool = False) -> list[tuple[int, str]]:
+    """(line, absolute module) of every import that can run: TYPE_CHECKING blocks left out, relative imports
+    resolved against `module` (a package's __init__ resolves against itself)."""
     out: list[tuple[int, str]] = []
+    package = module if is_package else module.rpartition(".")[0]
+
+    def absolute(node: ast.ImportFrom) -> str:
+        if node.level == 0:
+            return node.module or ""
+        base = package.split(".")
+        base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+        return ".".join([*base, *([node.module] if node.module else [])])
 
     def visit(node: ast.AST) -> None:
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
@@ -46,11 +64,11 @@ def _runtime_imports(tree: ast.Module) -> list[tuple[int, str]]:
             return
         if isinstance(node, ast.Import):
             out.extend((node.lineno, a.name) for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.append((node.lineno, node.module))
-            if node.module == "kbtool":  # `from kbtool import scaffold`: the submodules named
-                out.extend((node.lineno, f"kbtool.{a.name}") for a in node.names if (PKG / a.name).exists()
-                           or (PKG / f"{a.name}.py").exists())
+        elif isinstance(node, ast.ImportFrom):
+            target = absolute(node)
+            out.append((node.lineno, target))
+            if _unit(target) is not None:  # `from kbtool import scaffold`, `from .. import solve`: submodules
+                out.extend((node.lineno, f"{target}.{a.name}") for a in node.names)
         for child in ast.iter_child_nodes(node):
             visit(child)
 
@@ -63,21 +81,34 @@ def _modules() -> list[tuple[str, str, list[tuple[int, str]]]]:
     for path in sorted(PKG.rglob("*.py")):
         rel = path.relative_to(PKG).as_posix()
         unit = rel.split("/")[0].removesuffix(".py")
-        out.append((rel, unit, _runtime_imports(ast.parse(path.read_text()))))
+        out.append((rel, unit, _runtime_imports(ast.parse(path.read_text()), _module_name(rel),
+                                                path.name == "__init__.py")))
     return out
 
 
 def violations(modules: list[tuple[str, str, list[tuple[int, str]]]]) -> list[str]:
     bad = []
+    inside = nx.DiGraph()
     for rel, unit, imports in modules:
         for line, mod in imports:
             target = _unit(mod)
             if target is None or target == unit:
                 continue
-            if unit not in LAYERS or target not in LAYERS:
+            if target not in LAYER_OF and (PKG / target).exists() is False and not (PKG / f"{target}.py").exists():
+                continue  # `from kbtool import __version__`-like names that are no unit
+            if unit not in LAYER_OF or target not in LAYER_OF:
                 bad.append(f"{rel}:{line}: {unit} or {target} has no layer (add it to LAYERS)")
-            elif LAYERS[target] >= LAYERS[unit]:
-                bad.append(f"{rel}:{line}: {unit} imports {mod} (layer {LAYERS[target]} >= {LAYERS[unit]})")
+                continue
+            mine, theirs = ORDER.index(LAYER_OF[unit]), ORDER.index(LAYER_OF[target])
+            if (unit, target) in FORBIDDEN:
+                bad.append(f"{rel}:{line}: {unit} must not import {mod}")
+            elif theirs < mine:
+                bad.append(f"{rel}:{line}: {unit} ({LAYER_OF[unit]}) imports {mod} ({LAYER_OF[target]}, above it)")
+            elif theirs == mine:
+                inside.add_edge(unit, target, where=f"{rel}:{line}")
+    for cycle in nx.simple_cycles(inside):
+        where = [inside.edges[a, b]["where"] for a, b in zip(cycle, [*cycle[1:], cycle[0]], strict=True)]
+        bad.append(f"import cycle inside a layer: {' -> '.join([*cycle, cycle[0]])} ({', '.join(where)})")
     return bad
 
 
@@ -85,11 +116,33 @@ def test_layers_point_down() -> None:
     assert violations(_modules()) == []
 
 
-@pytest.mark.parametrize(("unit", "module"), [("store", "kbtool.solve.image"), ("store", "kbtool.checks"),
-                                               ("solve", "kbtool.bench.records"), ("model", "kbtool.kb")])
-def test_an_upward_import_is_caught(unit: str, module: str) -> None:
-    tree = ast.parse(f"def f():\n    from {module} import x\n")
-    assert violations([(f"{unit}/x.py", unit, _runtime_imports(tree))]) != []
+def test_every_unit_has_a_layer() -> None:
+    units = {p.name.removesuffix(".py") for p in PKG.iterdir() if (p.suffix == ".py" or (p / "__init__.py").exists())}
+    assert units - set(LAYER_OF) == set()
+
+
+@pytest.mark.parametrize(("unit", "source"), [
+    ("store", "def f():\n    from kbtool.solve.image import x\n"),
+    ("store", "from ..solve import image\n"),  # relative, upward
+    ("store", "from .. import checks\n"),
+    ("store", "import kbtool.checks\n"),
+    ("solve", "from kbtool.bench.records import x\n"),  # same layer, forbidden pair
+    ("model", "from ..kb import KB\n"),
+])
+def test_an_upward_import_is_caught(unit: str, source: str) -> None:
+    tree = ast.parse(source)
+    assert violations([(f"{unit}/x.py", unit, _runtime_imports(tree, f"kbtool.{unit}.x"))]) != []
+
+
+def test_a_relative_import_inside_a_unit_or_downward_passes() -> None:
+    tree = ast.parse("from .reader import x\nfrom ..model import Claim\nfrom . import cache\n")
+    assert violations([("store/x.py", "store", _runtime_imports(tree, "kbtool.store.x"))]) == []
+
+
+def test_a_cycle_inside_a_layer_is_caught() -> None:
+    a = ("checks/a.py", "checks", _runtime_imports(ast.parse("from kbtool.probe import x\n"), "kbtool.checks.a"))
+    b = ("probe/b.py", "probe", _runtime_imports(ast.parse("from ..checks import y\n"), "kbtool.probe.b"))
+    assert violations([a]) == [] and violations([a, b]) != []
 
 
 def test_typer_and_rich_stay_at_the_edge() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from kbtool.checks import check, in_focus
@@ -12,23 +11,11 @@ from kbtool.model import Claim, Evidence
 
 _AGREES = {"verified": {"confirmed"}, "refuted": {"contradicted"}, "disputed": {"partial", "contradicted",
                                                                                 "confirmed", "inconclusive"}}
-VerdictSource = Callable[[KB], Any]
-"""evidence id -> claim -> {"verdict", "scope"} (a mapping with .get): how KB303 reads what each evidence record
-says."""
-
-
-def stored_verdicts(kb: KB) -> dict[str, dict[str, Any]]:
-    return {ev.id: {v.claim: {"verdict": v.verdict, "scope": v.scope} for v in ev.verdicts}
-            for ev in kb.of_kind("evidence", Evidence)}
-
-
-VERDICTS: list[VerdictSource] = [stored_verdicts]
-"""The last entry is used. kbtool.probe.consistency puts the re-judging source here when it is imported (by
-`kb validate`): the probe layer sits above the checks, so the checks do not import it."""
-
-
 def judged(kb: KB) -> Any:
-    return VERDICTS[-1](kb)
+    """evidence id -> claim -> {"verdict", "scope"}: what each evidence record says judged again today."""
+    from kbtool.checks.consistency import judged as rejudged
+
+    return rejudged(kb)
 
 
 def _claims(kb: KB) -> list[Claim]:

@@ -130,5 +130,3 @@ def full() -> Grid:
                       ["bf16", "fp16"], [False, True])
     return Grid("full", tuple(pre), tuple(dec))
 
-
-GRIDS = {"quick": quick, "full": full}

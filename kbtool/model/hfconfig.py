@@ -298,7 +298,7 @@ def _moe(c: Cfg) -> tuple[int, int, int, int] | None:
     return int(routed), int(active), int(width), int(shared)
 
 
-def _moe_layers(c: Cfg, n: int, kinds_all: list[str]) -> list[bool]:
+def _moe_layers(c: Cfg, n: int) -> list[bool]:
     pattern = c.get("hybrid_override_pattern")
     if isinstance(pattern, str):
         return [ch == "E" for ch in pattern]
@@ -377,7 +377,7 @@ def parameters(c: Cfg, kinds: list[str], groups: list[dict[str, Any]], heads: in
         out["attention"] += _attn_params(c, g, heads, hidden)
     mats = 2 if c.get("mlp_hidden_act") == "relu2" else 3
     moe = _moe(c)
-    moe_at = _moe_layers(c, n, kinds) if moe else [False] * n
+    moe_at = _moe_layers(c, n) if moe else [False] * n
     pattern = c.get("hybrid_override_pattern")
     for i in range(n):
         if isinstance(pattern, str) and pattern[i] not in "-E":
@@ -498,7 +498,7 @@ def to_record(data: dict[str, Any], rid: str, *, where: str, name: str | None = 
         rec["quant_group_size"] = group_size
     if moe:
         routed, active, width, shared = moe
-        moe_layers = sum(_moe_layers(c, len(kinds), kinds))
+        moe_layers = sum(_moe_layers(c, len(kinds)))
         rec["experts"] = {"routed": routed, "active": int(active), "shared": int(c.get("n_shared_experts") or
                                                                              (1 if shared else 0)),
                           "moe_layers": max(1, moe_layers)}

@@ -8,8 +8,6 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-OUTCOMES = ("OK", "UNSUPPORTED", "OOM", "ERROR", "TIMEOUT", "SKIPPED")
-
 # Phrases with which libraries refuse an input they do not handle. Matched case-insensitively.
 REFUSAL_PHRASES = (
     "not supported",

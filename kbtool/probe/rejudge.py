@@ -10,7 +10,6 @@ otherwise, or if the judge fails, its own verdicts stand. Pure apart from import
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from kbtool.errors import ProbeError
@@ -62,14 +61,23 @@ def rejudge(ev: Evidence, claims: Mapping[str, Any], probes: Mapping[str, Probe]
     return ev.model_copy(update={"verdicts": [VerdictEntry.model_validate(v) for v in verdicts]})
 
 
+def reads(ev: Evidence, probe: Probe | None) -> dict[str, list[str]]:
+    """What judging `ev` again reads besides the record and the code (the verdict cache's dependencies): the claims
+    the probe lists (as claim_context hands them over), and what the probe module's `judge_inputs(observations)`
+    says its judge reads itself: the subjects whose claims it reads whole, the record kinds it reads, the files."""
+    out: dict[str, list[str]] = {"claims": [], "subjects": [], "kinds": [], "files": []}
+    if probe is None:
+        return out
+    out["claims"] = list(probe.spec.claims)
+    if probe.judge_inputs is not None:
+        extra = probe.judge_inputs(observations(ev))
+        for key in ("subjects", "kinds", "files"):
+            out[key] += [str(x) for x in extra.get(key, [])]
+    return {k: sorted(set(v)) for k, v in out.items()}
+
+
 def probes_by_id() -> dict[str, Probe]:
     try:
         return {p.spec.id: p for p in discover()}
     except ProbeError:
         return {}
-
-
-def kb_for(records: Path, ev: Evidence) -> dict[str, Any]:
-    from kbtool.probe.environment import kb_context
-
-    return kb_context(records, ev.environment.model_dump(mode="json"))

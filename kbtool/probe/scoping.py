@@ -91,7 +91,7 @@ def apply_event(claim: Claim, event: ScopeEvent) -> Claim:
     return claim.model_copy(update={"scope": out})
 
 
-def conflicts(claim: Claim, events: list[ScopeEvent]) -> str | None:
+def conflicts(events: list[ScopeEvent]) -> str | None:
     """Why a set of events for one claim cannot all hold (a version where it holds above one where it fails)."""
     fixed = [e.new for e in events if e.field == "fixed"]
     holds = [e.new for e in events if e.field == "last_affected"]

@@ -107,6 +107,9 @@ class Probe:
     path: Path | None = None
     summarize: Callable[[list[Observation], dict[str, Any]], dict[str, Any]] | None = None
     """Optional: tables or measured values for the evidence record's `data`."""
+    judge_inputs: Callable[[list[Observation]], dict[str, list[str]]] | None = None
+    """Optional: what `judge` reads besides its cases and the claims in SPEC.claims (kbtool.probe.rejudge.reads):
+    {"subjects": claim subjects whose claims it reads, "kinds": record kinds it reads whole, "files": paths}."""
 
 
 def _from_module(mod: ModuleType, ref: str) -> Probe:
@@ -122,7 +125,7 @@ def _from_module(mod: ModuleType, ref: str) -> Probe:
     file = getattr(mod, "__file__", None)
     path = Path(file) if file else None
     return Probe(spec=spec, module_ref=ref, cases=mod.cases, run=mod.run, judge=mod.judge, path=path,
-                 summarize=getattr(mod, "summarize", None))
+                 summarize=getattr(mod, "summarize", None), judge_inputs=getattr(mod, "judge_inputs", None))
 
 
 def load_module(ref: str) -> ModuleType:

@@ -208,7 +208,7 @@ def plan(
                 if event is not None and not _other_reason(claim, rvars, v.scope, r.library):
                     events.setdefault(claim.id, []).append(event)
     for cid, evs in list(events.items()):
-        why = conflicts(claims[cid], evs)
+        why = conflicts(evs)
         if why:
             skips.append(Skip(cid, f"no scope event: {why}"))
             del events[cid]

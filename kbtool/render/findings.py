@@ -7,15 +7,16 @@ from itertools import groupby
 
 from rich.markup import escape
 
-from kbtool.checks import REGISTRY
+from kbtool.checks import by_code
 from kbtool.render.console import out
 from kbtool.validate import Report
 
 
 def text(report: Report) -> None:
+    checks = by_code()
     for code, group in groupby(report.findings, key=lambda f: f.code):
         items = list(group)
-        chk = REGISTRY.get(code)
+        chk = checks.get(code)
         title = f"{code} {chk.name}" if chk else code
         out.print(f"[bold]{escape(title)}[/] ({len(items)})")
         for f in items:

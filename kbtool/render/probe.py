@@ -51,7 +51,7 @@ def list_text(env: dict[str, Any], fits: list[Fit]) -> None:
 def progress_bar(enabled: bool) -> Iterator[Callable[[Probe, int], Callable[[CaseResult], None] | None]]:
     """A per-probe progress bar on stderr; yields the runner's on_probe hook."""
     if not enabled:
-        yield lambda probe, n: None
+        yield lambda _probe, _n: None
         return
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    TextColumn("{task.fields[last]}"), console=err, transient=False)

@@ -58,7 +58,7 @@ def _wrap(text: str, width: int, first: str = "", rest: str = "    ") -> list[st
                          break_on_hyphens=False) or [first.rstrip()]
 
 
-def _short(r: Reason, width: int = 0) -> list[Seg]:
+def _short(r: Reason) -> list[Seg]:
     tag = r.claim or r.code
     layer = "engine: " if r.layer == "engine" else ""
     phase = f"({r.phase}) " if r.phase else ""
@@ -364,26 +364,6 @@ def _backends(sink: Sink, backends: list[BackendAnswer]) -> None:
             _lines(sink, _text(_short(r)), w, f"{_IND}- ", _IND + "  ")
         for r in b.caveats:
             _lines(sink, "caveat: " + _text(_short(r)), w, f"{_IND}- ", _IND + "  ")
-
-
-def _caveats(sink: Sink, a: Answer) -> None:
-    seen: dict[str, Reason] = {}
-    for r in a.caveats:
-        seen.setdefault(r.claim, r)
-    for k in a.kernels:
-        if k.status in ("ok", "caveat", "unknown"):
-            for r in k.caveats:
-                seen.setdefault(r.claim, r)
-    if seen:
-        sink.line([("caveats:", "bold")])
-        for r in seen.values():
-            who = f"{r.subject}: " if r.subject else ""
-            sink.line([(f"  - {who}{r.message} ", ""), (f"[{r.claim}, {_label(r)}]", "dim")])
-    ws = list(dict.fromkeys(w for k in a.kernels for w in k.workarounds))
-    if ws and a.verdict != "yes":
-        sink.line([("workarounds:", "bold")])
-        for w in ws[:8]:
-            sink.line([(f"  - {w}", "")])
 
 
 def render_multi(target: Sink, m: MultiAnswer, *, explain: bool = False) -> None:

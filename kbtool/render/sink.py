@@ -47,7 +47,7 @@ class Sink:
 
         return self._stream if self._stream is not None else sys.stdout
 
-    def style(self, text: str, style: str) -> str:
+    def style(self, text: str, style: str) -> str:  # noqa: ARG002  (a plain sink prints no style)
         return text
 
     def line(self, segs: Sequence[Seg]) -> None:

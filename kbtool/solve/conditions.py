@@ -12,6 +12,8 @@ and `describe` renders a tree as text, so an answer can say "passes when head_di
 
 from __future__ import annotations
 
+import functools
+
 from kbtool.vocab import VARS
 
 TYPE_CHECKING = False
@@ -39,10 +41,6 @@ def compile_condition(cond: Any) -> Cond | None:
     if isinstance(cond, AnyOf):
         return ("any", tuple(compile_condition(c) for c in cond.any))
     return ("not", compile_condition(cond.not_))
-
-
-def is_leaf(cond: Cond) -> bool:
-    return len(cond) == 3
 
 
 def condition_vars(cond: Cond | None) -> set[str]:
@@ -83,6 +81,7 @@ def _tokens(s: str) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=8192, typed=True)  # pure; the vLLM grid tests and judges ask millions of times
 def parse_version(text: str | int | float) -> tuple[tuple[int, int | str], ...]:
     """A comparable key for '12.8', '0.6.18', '2026.09.30', '2.8.0+cu128', '0.11.0rc1', '1.0.0.dev3'.
 

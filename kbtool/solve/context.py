@@ -24,7 +24,6 @@ class Ctx:
         self.differ: set[str] = set()  # variables whose values differ between those phases
         self.gate_counts: dict[str, int] = {}  # kernel id -> reject/caveat claims on it and its families
         self.memory_left: int | None = None  # bytes left after weights and KV, for the workspace gate
-        self.chosen: dict[str, list[str]] = {}  # kernel id -> inputs the typical profile chose for it
         self.engine_cache: dict[str, Any] = {}  # what the engine resolved once per accelerator (engines.py)
 
 

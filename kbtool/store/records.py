@@ -145,14 +145,20 @@ def discover(paths: Iterable[Path], root: Path) -> tuple[list[Path], list[Findin
     return walk.files, walk.findings
 
 
-def load_tree(root: Path, paths: Iterable[Path] | None = None) -> LoadResult:
-    """Read and validate every record file. Never raises for bad content."""
+def load_tree(root: Path, paths: Iterable[Path] | None = None, *, cached: bool = False) -> LoadResult:
+    """Read and validate every record file. Never raises for bad content. With `cached`, files whose bytes did not
+    change since the last cached run are not parsed again (kbtool.store.doc_cache)."""
     from kbtool.store.schema import validate_document
 
     result = LoadResult(root)
     files, result.findings = discover(list(paths) if paths else [root], root)
+    docs = None
+    if cached:
+        from kbtool.store.doc_cache import DocCache
+
+        docs = DocCache(root)
     for f in files:
-        doc, problems = read_document(f, display(f, root))
+        doc, problems = docs.read(f, display(f, root)) if docs else read_document(f, display(f, root))
         result.findings += problems
         if doc is None:
             continue
@@ -161,4 +167,6 @@ def load_tree(root: Path, paths: Iterable[Path] | None = None) -> LoadResult:
         result.findings += problems
         item.record = record
         result.loaded.append(item)
+    if docs:
+        docs.save()
     return result

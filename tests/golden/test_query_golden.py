@@ -1,20 +1,28 @@
 """Golden query/answer pairs: `kb query ... --json` compared as dicts (KB_REGEN=1 rewrites the files).
 
-Cases on the fixture KB (tests/data/kb_fixture) cover each gate family and memory formula without churn;
-cases on the shipped records cover the done-when queries of issue 4. Every JSON answer is also validated
-against schema/query-answer.schema.json.
+Cases on the fixture KB (tests/data/kb_fixture) keep the whole JSON answer: they cover each gate family and memory
+formula, and the fixture changes only with the code. Cases on the shipped records keep what a reviewer reads
+(`view`: verdict, summary, recommended kernels and backends, each kernel's and backend's status and reason codes,
+the memory figures) and a digest of every record the answer names (`records`). A record edit changes its digest;
+the golden then fails until it is regenerated, so a record change that moves a shipped answer lands with the
+golden diff that shows it (CONTRIBUTING.md, "Goldens"). Every JSON answer is validated against
+schema/query-answer.schema.json.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
 
-from tests.util import DATA, ROOT, run_kb
+from kbtool.kb import load_kb
+from tests.util import DATA, RECORDS, ROOT, run_kb
 
 HERE = Path(__file__).resolve().parent / "query"
 FIX = str(DATA / "kb_fixture")
@@ -117,6 +125,56 @@ CASES: dict[str, list[str]] = {
 }
 
 
+def on_shipped(args: list[str]) -> bool:
+    return "--kb" not in args
+
+
+def _codes(items: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    return [{"id": k.get("id"), "status": k.get("status"),
+             "codes": sorted({str(r.get("code")) for r in k.get("reasons") or [] if isinstance(r, dict)})}
+            for k in items or []]
+
+
+MEMORY = ("fits", "kv_bytes", "kv_bytes_per_token", "weights_bytes", "available_bytes", "capacity_bytes", "max_ctx",
+          "gpus_to_fit", "ctx_limit")
+
+
+def view(answer: dict[str, Any]) -> dict[str, Any]:
+    """What a reviewer reads of an answer (one per row for the one-row-per-accelerator answer)."""
+    if "rows" in answer:
+        return {"summary": answer.get("summary"), "rows": [view(r) for r in answer["rows"]]}
+    memory = answer.get("memory") or {}
+    engine = answer.get("engine") or {}
+    return {"verdict": answer.get("verdict"), "summary": answer.get("summary"),
+            "recommended": answer.get("recommended"), "kernels": _codes(answer.get("kernels")),
+            "backends": _codes(answer.get("backends")), "engine_selected": engine.get("selected"),
+            "memory": {k: memory.get(k) for k in MEMORY if k in memory} or None}
+
+
+@cache
+def _kb_records() -> dict[str, str]:
+    kb, _ = load_kb(RECORDS)
+    return {r.id: hashlib.sha256(r.model_dump_json().encode()).hexdigest()[:16] for r in kb}
+
+
+def record_digests(answer: Any) -> dict[str, str]:
+    """id -> digest of the record's content, for every record id the answer names anywhere."""
+    digests, found = _kb_records(), set()
+
+    def walk(x: Any) -> None:
+        if isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+        elif isinstance(x, str) and x in digests:
+            found.add(x)
+
+    walk(answer)
+    return {i: digests[i] for i in sorted(found)}
+
+
 def _run(args: list[str]) -> dict[str, object]:
     res = run_kb("query", *args, "--json")
     out: dict[str, object] = {"args": args, "exit": res.code}
@@ -128,18 +186,42 @@ def _run(args: list[str]) -> dict[str, object]:
     return dict(json.loads(json.dumps(out).replace(str(ROOT), "<root>")))
 
 
+def golden_of(got: dict[str, Any], args: list[str]) -> dict[str, Any]:
+    """What the golden file keeps: the whole answer on the fixture KB, the reviewer's view + digests on the shipped."""
+    if not on_shipped(args) or "answer" not in got:
+        return got
+    return {"args": got["args"], "exit": got["exit"], "view": view(got["answer"]),
+            "records": record_digests(got["answer"])}
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_golden(name: str) -> None:
     path = HERE / f"{name}.json"
     got = _run(CASES[name])
-    if os.environ.get("KB_REGEN"):
-        HERE.mkdir(exist_ok=True)
-        path.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
-    assert path.exists(), f"missing golden {path.name}: run KB_REGEN=1 pytest {__file__}"
-    want = json.loads(path.read_text())
-    assert got == want
     if "answer" in got:
         jsonschema.validate(got["answer"], SCHEMA)
+    mine = golden_of(got, CASES[name])
+    if os.environ.get("KB_REGEN"):
+        HERE.mkdir(exist_ok=True)
+        path.write_text(json.dumps(mine, indent=1, sort_keys=True) + "\n")
+    assert path.exists(), f"missing golden {path.name}: run KB_REGEN=1 pytest {__file__}"
+    want = json.loads(path.read_text())
+    if "records" in want:
+        changed = sorted(i for i, d in want["records"].items() if _kb_records().get(i) != d)
+        assert not changed, (f"{path.name}: records changed since the golden was written ({', '.join(changed[:8])}"
+                             f"); regenerate it in the same change (KB_REGEN=1 pytest {__file__} -k {name}) and "
+                             "read the diff")
+    assert mine == want
+
+
+def test_a_changed_record_is_caught() -> None:
+    answer = {"kernels": [{"id": "flash-attention-3", "status": "ok", "reasons": []}]}
+    digests = record_digests(answer)
+    assert list(digests) == ["flash-attention-3"]
+    assert view(answer)["kernels"] == [{"id": "flash-attention-3", "status": "ok", "codes": []}]
+    edited = dict(_kb_records())
+    edited["flash-attention-3"] = "0" * 16
+    assert digests != {i: edited[i] for i in digests}  # what test_golden compares
 
 
 def test_error_goldens_exit_2_with_a_fix() -> None:
@@ -161,7 +243,8 @@ def test_a_verdict_and_its_summary_never_disagree() -> None:
 
     bad = []
     for path in sorted(HERE.glob("*.json")):
-        answer = json.loads(path.read_text()).get("answer") or {}
+        data = json.loads(path.read_text())
+        answer = data.get("answer") or data.get("view") or {}
         for a in [answer] if "verdict" in answer else answer.get("rows", []):
             summary, verdict = a.get("summary") or "", a.get("verdict")
             if verdict == "conditional" and re.search(r": yes \(", summary):

@@ -5,6 +5,10 @@ reasons for every backend and its selection at each grid point. No vLLM is neede
 test counts the points where kb's status (valid = ok or caveat) agrees with vLLM (valid = no reasons), on all
 points and on the points vLLM accepts, and whether kb names the backend vLLM selects. The agreement table is
 printed (see it with pytest -s).
+
+The default run compares a stratified sample (every point of a stratum (cc, layout, dtype, KV dtype, block, sinks,
+TRT-LLM) in turn, one in SAMPLE_EVERY, each stratum at least once); the whole grid runs under the `full_grid`
+marker (`pytest -m full_grid --full-grid`, once in .ci/run).
 """
 
 from __future__ import annotations
@@ -38,15 +42,34 @@ def points(release: str) -> tuple[dict[str, Any], ...]:
     return tuple(out)
 
 
-def compare(release: str) -> tuple[dict[str, list[int]], int, list[tuple[dict[str, Any], str | None]]]:
-    """Per backend [agree, total, vllm_accepts, kb_accepts_of_those]; selections right; the wrong ones."""
+SAMPLE_EVERY = 8
+FULL = [False, pytest.param(True, marks=pytest.mark.full_grid, id="full-grid")]
+
+
+def stratified(release: str) -> tuple[dict[str, Any], ...]:
+    """One point in SAMPLE_EVERY of each stratum, at least one per stratum, the strata taking their head sizes in
+    turn (a stratum is one point per head size)."""
+    strata: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for p in points(release):
+        strata[(p["cc"], p["layout"], p["dtype"], p["kv"], p["block"], p["sink"], p["trtllm"])].append(p)
+    out: list[dict[str, Any]] = []
+    for i, key in enumerate(sorted(strata, key=repr)):
+        group = strata[key]
+        out += group[i % min(len(group), SAMPLE_EVERY)::SAMPLE_EVERY]
+    return tuple(out)
+
+
+def compare(release: str, full: bool = True) -> tuple[dict[str, list[int]], int, list[tuple[dict[str, Any],
+                                                                                         str | None]]]:
+    """Per backend [agree, total, vllm_accepts, kb_accepts_of_those]; selections right; the wrong ones; over
+    the whole grid or the stratified sample."""
     img = image()
     table: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     right, wrong = 0, []
     # every backend with gates for this release, in a priority list or not (FLASH_ATTN_DIFFKV, ...)
     gated = [b for b in img.backends("vllm") if any(gates.in_scope(c, {"vllm": release}) and c.scope
                                                     for c in img.claims(b.id))]
-    for p in points(release):
+    for p in points(release) if full else stratified(release):
         env = vs.grid_env(p)
         sel = engine.select(img, env, release)
         checks = dict(sel.checks)
@@ -82,11 +105,12 @@ def agreement_table(release: str, table: dict[str, list[int]], right: int, n: in
 
 
 @pytest.mark.skipif(not (DATA / "0.33.0").is_dir(), reason="no recorded vLLM 0.33.0 selector grid")
-def test_engine_layer_agrees_with_vllm_0_33_0() -> None:
-    table, right, wrong = compare("0.33.0")
+@pytest.mark.parametrize("full", FULL)
+def test_engine_layer_agrees_with_vllm_0_33_0(full: bool) -> None:
+    table, right, wrong = compare("0.33.0", full)
     n = len(points("0.33.0"))
-    print("\n" + agreement_table("0.33.0", table, right, n))
-    assert n > 10000 and len(table) >= 18  # the whole grid; the priority lists' backends and the DiffKV ones
+    print("\n" + agreement_table("0.33.0", table, right, n if full else len(stratified("0.33.0"))))
+    assert n > 10000 and len(table) >= 18  # the grid; the priority lists' backends and the DiffKV ones
     assert {"FLASH_ATTN_DIFFKV", "TRITON_ATTN_DIFFKV", "TOKENSPEED_MLA", "FLASHINFER_MLA_SPARSE_SM90"} <= set(table)
     for name, (agree, total, accepted, kb_accepted) in table.items():
         assert kb_accepted == accepted, f"{name}: kb refuses {accepted - kb_accepted} configurations vLLM accepts"
@@ -96,12 +120,13 @@ def test_engine_layer_agrees_with_vllm_0_33_0() -> None:
 
 
 @pytest.mark.skipif(not (DATA / "0.24.0").is_dir(), reason="no recorded vLLM 0.24.0 selector grid")
-def test_engine_layer_agrees_with_vllm_0_24_0() -> None:
+@pytest.mark.parametrize("full", FULL)
+def test_engine_layer_agrees_with_vllm_0_24_0(full: bool) -> None:
     """0.24.0 has its own priority record and claims (the 0.33.0 gates its code shares, widened, plus 0.24.0-only
     ones): kb must agree with vLLM everywhere, as for 0.33.0."""
-    table, right, wrong = compare("0.24.0")
+    table, right, wrong = compare("0.24.0", full)
     n = len(points("0.24.0"))
-    print("\n" + agreement_table("0.24.0", table, right, n))
+    print("\n" + agreement_table("0.24.0", table, right, n if full else len(stratified("0.24.0"))))
     assert n > 10000 and len(table) >= 17
     assert {"FLASH_ATTN_DIFFKV", "TRITON_ATTN_DIFFKV", "TOKENSPEED_MLA", "FLASHINFER_MLA_SPARSE_SM120"} <= set(table)
     assert not {"FLASH_ATTN_MLA_SPARSE", "FLASHINFER_MLA_SPARSE_SM90"} & set(table)  # not registered in 0.24.0
@@ -118,10 +143,11 @@ def test_engine_layer_agrees_with_vllm_0_24_0() -> None:
 
 
 @pytest.mark.skipif(not (DATA / "0.19.1").is_dir(), reason="no recorded vLLM 0.19.1 selector grid")
-def test_older_release_is_compared_with_its_own_claims() -> None:
+@pytest.mark.parametrize("full", FULL)
+def test_older_release_is_compared_with_its_own_claims(full: bool) -> None:
     """0.19.1 has only the seed-era claims: the table is reported; FLASHINFER's head sizes differ from 0.33.0."""
-    table, right, _ = compare("0.19.1")
-    print("\n" + agreement_table("0.19.1", table, right, len(points("0.19.1"))))
+    table, right, _ = compare("0.19.1", full)
+    print("\n" + agreement_table("0.19.1", table, right, len(points("0.19.1") if full else stratified("0.19.1"))))
     assert "FLASHINFER" in table
     hd512 = [p for p in points("0.19.1") if p["layout"] == "dense" and p["head_size"] == 512]
     assert hd512 and all("head_size not supported" in p["reasons"]["FLASHINFER"] for p in hd512)
@@ -151,3 +177,14 @@ def test_explicit_backend_is_refused_with_its_reasons() -> None:
     assert "kv_cache_dtype" in sel.error
     ok = engine.select(image(), env, "0.33.0", requested="TRITON_ATTN")
     assert ok.selected == "vllm-triton-attn" and ok.error is None
+
+
+def test_the_sample_covers_every_stratum_and_is_smaller() -> None:
+    for release in ("0.33.0", "0.24.0", "0.19.1"):
+        if not (DATA / release).is_dir():
+            continue
+        every, sample = points(release), stratified(release)
+        key = ("cc", "layout", "dtype", "kv", "block", "sink", "trtllm")
+        assert {tuple(p[k] for k in key) for p in sample} == {tuple(p[k] for k in key) for p in every}
+        assert len(sample) < len(every) / 4
+        assert {p["head_size"] for p in sample} == {p["head_size"] for p in every}

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 LOW_DTYPES = ("bf16", "fp16", "fp32")  # what fp8 would halve (KV) or shrink (weights)
 
 
-def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[KernelAnswer],
+def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[KernelAnswer],  # noqa: ARG001
                assumed: dict[str, Any]) -> tuple[Memory | None, list[str]]:
     """Memory for the model on this accelerator; None (with a note) when there is no model or no capacity."""
     q, model = cx.q, cx.model

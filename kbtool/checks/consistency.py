@@ -1,8 +1,9 @@
-"""Evidence consistency checks that need the probes: what recorded evidence says when judged again today.
+"""Evidence judged again today: the verdicts KB303 and KB306 read, and KB306 (per-scope verdicts and version-scope
+events agree with the evidence).
 
-The checks layer sits below the probe layer, so this module plugs in from above: importing it (as `kb validate`
-does) makes KB303 read re-judged verdicts (kbtool.probe.rejudge) instead of the verdicts each record stored, and
-registers KB306 (per-scope verdicts and version-scope events agree with the evidence).
+Each evidence record's cases are judged again by today's probe against today's claims (kbtool.probe.rejudge), the
+record's own verdicts standing where its probe cannot judge it again. The answers are cached by content
+(kbtool.probe.verdict_cache): a run after an edit judges only the records whose inputs the edit changed.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from kbtool.checks import check, in_focus
-from kbtool.checks.verification import VERDICTS
 from kbtool.findings import Finding
 from kbtool.kb import KB
 from kbtool.model import Claim, Evidence
@@ -24,25 +24,51 @@ def _claims(kb: KB) -> list[Claim]:
     return [r for r in kb if isinstance(r, Claim)]
 
 
-class _Rejudged:
+class Rejudged:
     """evidence id -> claim -> {"verdict", "scope"}, each record judged again only when first asked for (a
-    `kb validate FILE` that cites no evidence judges nothing)."""
+    `kb validate FILE` that cites no evidence judges nothing), from the verdict cache where its inputs are
+    unchanged; the probes are imported only for a record the cache does not hold."""
 
-    def __init__(self, kb: KB) -> None:
-        from kbtool.probe.rejudge import probes_by_id
+    def __init__(self, kb: KB, cache: Any = None) -> None:
+        from kbtool.probe.verdict_cache import Inputs, VerdictCache
 
-        self.kb, self.claims, self.probes = kb, {c.id: c for c in _claims(kb)}, probes_by_id()
+        self.kb, self.claims = kb, {c.id: c for c in _claims(kb)}
+        self.cache = cache if cache is not None else VerdictCache()
+        self.inputs = Inputs(kb)
+        self._probes: dict[str, Any] | None = None
         self.done: dict[str, dict[str, Any]] = {}
+
+    @property
+    def probes(self) -> dict[str, Any]:
+        if self._probes is None:
+            from kbtool.probe.rejudge import probes_by_id
+
+            self._probes = probes_by_id()
+        return self._probes
+
+    def verdicts(self, ev: Evidence) -> list[dict[str, Any]]:
+        """Today's verdicts on `ev` as dicts (claim, verdict, scope, detail)."""
+        cached = self.cache.get(ev, self.inputs)
+        if cached is not None:
+            return list(cached)
+        from kbtool.probe.rejudge import reads, rejudge
+
+        again = rejudge(ev, self.claims, self.probes)
+        out = [v.model_dump(mode="json") for v in again.verdicts]
+        try:
+            deps = reads(ev, self.probes.get(ev.probe.id))
+        except Exception:  # a probe whose inputs cannot be named is judged again each time, not cached
+            return out
+        self.cache.put(ev, self.inputs, out, **deps)
+        return out
 
     def get(self, eid: str, default: Any = None) -> Any:
         if eid not in self.done:
-            from kbtool.probe.rejudge import rejudge
-
             ev = self.kb.get(eid)
             if not isinstance(ev, Evidence):
                 return default
-            again = rejudge(ev, self.claims, self.probes)
-            self.done[eid] = {v.claim: {"verdict": v.verdict, "scope": v.scope} for v in again.verdicts}
+            self.done[eid] = {v["claim"]: {"verdict": v["verdict"], "scope": v.get("scope") or {}}
+                              for v in self.verdicts(ev)}
         return self.done[eid]
 
 
@@ -50,7 +76,7 @@ def judged(kb: KB) -> Any:
     """evidence id -> claim -> {"verdict", "scope"}: each record's cases judged by today's probe (kbtool.probe.rejudge;
     the record's own verdicts where its probe cannot judge it again), lazily, once per KB."""
     if not _JUDGED or _JUDGED[0][0] is not kb:
-        _JUDGED[:] = [(kb, _Rejudged(kb))]
+        _JUDGED[:] = [(kb, Rejudged(kb))]
     return _JUDGED[0][1]
 
 
@@ -121,7 +147,3 @@ def find_scope_disagreement(kb: KB) -> list[Finding]:
                                         ("verification", "verdicts", i, "status"),
                                         "re-run `kb probe apply records/evidence --write`"))
     return out
-
-
-if judged not in VERDICTS:
-    VERDICTS.append(judged)

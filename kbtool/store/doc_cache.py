@@ -1,0 +1,114 @@
+"""Parsed record files, cached by content: a file whose bytes did not change is not parsed again.
+
+`kb validate` reads every record file; parsing YAML (with the line of every node) is most of what a run costs
+once evidence is no longer judged again (kbtool.probe.verdict_cache). A file that parsed cleanly is stored as its
+data and line map under a digest of its bytes and of the reader's source, in one marshal file per records tree:
+`<cache dir>/docs-<tag>.marshal` (kbtool.store.cache; off with KB_NO_CACHE=1 or KB_CACHE_DIR set empty). The
+file holds only entries of the last run's files, so it does not grow; a missing, foreign, corrupted or stale file
+reads as empty, so it is safe to delete; those of trees not validated for a week are removed. Files that failed
+to parse are never stored (their findings are made again each time).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import zlib
+from pathlib import Path
+from typing import Any
+
+from kbtool.store import cache as image_cache
+from kbtool.store.reader import Document, read_document
+
+VERSION = 1
+MAGIC = b"KB-DOCS\n"
+_READER = Path(__file__).with_name("reader.py")
+
+
+def _salt() -> bytes:
+    try:
+        return hashlib.sha256(b"%d\n" % VERSION + _READER.read_bytes()).digest()
+    except OSError:
+        return b""
+
+
+class DocCache:
+    def __init__(self, root: Path) -> None:
+        base = image_cache.cache_dir()
+        self.path = None
+        if base is not None:
+            b = os.path.realpath(root).encode("utf-8", "surrogateescape")
+            self.path = Path(base, f"docs-{zlib.crc32(b):08x}{zlib.adler32(b):08x}.marshal")
+        self.salt = _salt()
+        self.old: dict[bytes, Any] = self._read()
+        self.new: dict[bytes, Any] = {}
+        self.misses = 0
+
+    def _read(self) -> dict[bytes, Any]:
+        if self.path is None:
+            return {}
+        try:
+            with open(self.path, "rb") as f:
+                if hasattr(os, "getuid") and os.fstat(f.fileno()).st_uid != os.getuid():
+                    return {}  # not written by this user
+                raw = f.read()
+            start = len(MAGIC) + 4
+            if not raw.startswith(MAGIC) or zlib.crc32(raw[start:]) != int.from_bytes(raw[len(MAGIC):start],
+                                                                                       "little"):
+                return {}
+            salt, entries = marshal.loads(raw[start:])
+        except (OSError, ValueError, EOFError, TypeError):
+            return {}
+        return entries if salt == self.salt and isinstance(entries, dict) else {}
+
+    def read(self, path: Path, name: str) -> tuple[Document | None, list[Any]]:
+        """read_document(path, name), from the cache when the file's bytes are unchanged."""
+        try:
+            raw = path.read_bytes() if path.stat().st_size <= (1 << 20) else None
+        except OSError:
+            raw = None
+        if raw is None:
+            return read_document(path, name)
+        key = hashlib.sha256(raw).digest()
+        hit = self.old.get(key) or self.new.get(key)
+        if isinstance(hit, tuple) and len(hit) == 2 and isinstance(hit[1], dict):
+            self.new[key] = hit
+            return Document(name, hit[0], dict(hit[1])), []
+        self.misses += 1
+        from kbtool.store.reader import parse_bytes
+
+        doc, problems = parse_bytes(raw, name)
+        if doc is not None and not problems:
+            self.new[key] = (doc.data, doc.lines)
+        return doc, problems
+
+    def save(self) -> None:
+        """Write the entries this run used, when any was parsed anew or the set shrank."""
+        if self.path is None or (not self.misses and len(self.new) == len(self.old)):
+            return
+        try:
+            body = marshal.dumps((self.salt, self.new))
+        except ValueError:  # a value marshal cannot hold: no cache this time
+            return
+        from kbtool.errors import WriteError
+        from kbtool.store.writer import atomic_write
+
+        try:
+            os.makedirs(self.path.parent, mode=0o700, exist_ok=True)
+            atomic_write(self.path, MAGIC + zlib.crc32(body).to_bytes(4, "little") + body)
+            _prune(self.path.parent)
+        except (OSError, WriteError):
+            pass
+
+
+def _prune(folder: Path, days: float = 7) -> None:
+    """Remove the caches of trees not validated for `days` (temporary trees leave theirs behind)."""
+    import time
+
+    for p in folder.glob("docs-*.marshal"):
+        try:
+            if time.time() - p.stat().st_mtime > days * 86400:
+                p.unlink()
+        except OSError:
+            pass

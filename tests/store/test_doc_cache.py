@@ -1,0 +1,58 @@
+"""The parsed-file cache (kbtool.store.doc_cache): a file is parsed again only when its bytes change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kbtool.store.doc_cache import DocCache
+from kbtool.store.reader import read_document
+
+RECORD = "id: a\nkind: architecture\nname: A\nlist:\n  - x: 1\n    y: [1.5, .inf]\n"
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("KB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("KB_NO_CACHE", raising=False)
+    (tmp_path / "records").mkdir()
+    (tmp_path / "records" / "a.yaml").write_text(RECORD)
+    return tmp_path / "records"
+
+
+def _read(tree: Path) -> tuple[DocCache, object, object]:
+    docs = DocCache(tree)
+    doc, problems = docs.read(tree / "a.yaml", "a.yaml")
+    docs.save()
+    return docs, doc, problems
+
+
+def test_an_unchanged_file_is_not_parsed_again_and_reads_the_same(tree: Path) -> None:
+    first, doc, _ = _read(tree)
+    second, again, problems = _read(tree)
+    assert (first.misses, second.misses) == (1, 0) and problems == []
+    plain, _ = read_document(tree / "a.yaml", "a.yaml")
+    assert again.data == doc.data == plain.data and again.lines == plain.lines  # type: ignore[union-attr]
+
+
+def test_an_edit_parses_again(tree: Path) -> None:
+    _read(tree)
+    (tree / "a.yaml").write_text(RECORD.replace("name: A", "name: B"))
+    docs, doc, _ = _read(tree)
+    assert docs.misses == 1 and doc.data["name"] == "B"  # type: ignore[union-attr]
+
+
+def test_a_bad_file_is_not_stored_and_keeps_its_finding(tree: Path) -> None:
+    (tree / "a.yaml").write_text("id: a\nid: b\n")
+    for _ in range(2):
+        docs, doc, problems = _read(tree)
+        assert doc is None and "duplicate key" in problems[0].message and docs.misses == 1  # type: ignore[index]
+
+
+def test_a_corrupt_cache_file_reads_as_empty(tree: Path) -> None:
+    first, _, _ = _read(tree)
+    assert first.path is not None
+    first.path.write_bytes(first.path.read_bytes()[:-3] + b"xyz")
+    docs, doc, _ = _read(tree)
+    assert docs.misses == 1 and doc.data["id"] == "a"  # type: ignore[union-attr]
