@@ -704,6 +704,20 @@ def probe_sweep(
         raise typer.Exit(1)
 
 
+@probe_app.command("events")
+def probe_events(
+    claims: Annotated[list[str] | None, typer.Argument(help="Only these claims.")] = None,
+    write: Annotated[bool, typer.Option("--write", help="Rewrite the claims' vLLM scopes.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Version events from swept releases: each claim's vLLM scope as its releases' evidence proves it."""
+    from kbtool.probe import events
+    from kbtool.render import probe as render
+
+    changes, written = events.run(_records(kb), write_=write, only=claims)
+    render.events_text(changes, written, write)
+
+
 @probe_app.command("boot-error")
 def probe_boot_error(
     write: Annotated[bool, typer.Option("--write", help="Rewrite records/measurements/vllm-boot-estimate-error.yaml.")]

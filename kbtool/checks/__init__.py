@@ -46,6 +46,6 @@ REGISTRY["KB101"] = Check("KB101", "schema", "record matches its kind's model (a
 
 
 def all_checks() -> list[Check]:
-    from kbtool.checks import axes, references, style, topics, values, verification  # noqa: F401  (registration)
+    from kbtool.checks import axes, references, style, timeline, topics, values, verification  # noqa: F401  (registration)
 
     return [REGISTRY[c] for c in sorted(REGISTRY)]

@@ -186,3 +186,15 @@ def sweep_text(tasks: list[Any], skipped: list[str], results: list[Any], seconds
         table.add_row(r.release, r.status, str(r.install_s), str(round(r.probe_s, 1)), probes[:200])
     out.print(table)
     out.print(f"{len(results)} release(s) in {seconds:.0f} s")
+
+
+def events_text(changes: list[Any], written: list[Any], write: bool) -> None:
+    if not changes:
+        out.print("Every swept claim's vLLM scope already agrees with its releases.")
+        return
+    for ch in changes:
+        out.print(f"[bold]{ch.claim}[/]")
+        for e in ch.events:
+            out.print(f"  {e.text()}")
+        out.print(f"  scope: {ch.old} -> {ch.new}")
+    out.print(f"{len(written)} claim file(s) written" if write else "Add --write to rewrite these scopes.")
