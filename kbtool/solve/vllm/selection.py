@@ -348,10 +348,9 @@ def pin_release(img: Image, q: Any) -> None:
 
     known = versions(img)
     asked = getattr(q, "vllm", None)
-    if asked is not None and asked not in known:
-        if not re.fullmatch(r"\d+(\.\d+)+([.+-]?[0-9A-Za-z]+)*", str(asked)):
-            raise UsageError(f"--vllm {asked}: not a release number", fix="e.g. --vllm 0.28.0")
-        # any release: answered from its recorded grid, or from the recorded releases around it (grid.py)
+    # any release: answered from its recorded grid, or from the recorded releases around it (grid.py)
+    if asked is not None and asked not in known and not re.fullmatch(r"\d+(\.\d+)+([.+-]?[0-9A-Za-z]+)*", asked):
+        raise UsageError(f"--vllm {asked}: not a release number", fix="e.g. --vllm 0.28.0")
     if asked is None and "vllm" in q.libs:  # --lib vllm=X: that release's claims and its selection
         q.vllm = q.libs["vllm"]
         return
