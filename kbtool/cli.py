@@ -718,6 +718,37 @@ def probe_events(
     render.events_text(changes, written, write)
 
 
+@probe_app.command("campaign")
+def probe_campaign(
+    plan: Annotated[Path, typer.Argument(help="Plan file (YAML: tasks of kind probe, release or replay).")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for what the tasks return.")] = Path("campaign-out"),
+    ray_address: Annotated[str, typer.Option("--ray-address", help="'local' (start one here), 'auto', "
+                                             "host:port, or 'none' (run here without Ray).")] = "local",
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Run a plan's tasks as Ray tasks (or in this process); evidence lands in OUT once each task completes."""
+    import json
+    from dataclasses import asdict
+
+    from kbtool.probe import campaign
+    from kbtool.probe.commands import REPO_ROOT
+    from kbtool.render.console import err
+
+    def note(r: campaign.TaskResult) -> None:
+        if not json_:
+            err.print(f"{r.task}: {r.status} {r.seconds:.1f} s" + (f" ({r.error})" if r.error else ""))
+
+    report = campaign.run(plan, out=out, root=REPO_ROOT, ray_address=ray_address, on_done=note)
+    if json_:
+        print(json.dumps(asdict(report), indent=2))
+    else:
+        ok = sum(r.status == "ok" for r in report.results)
+        print(f"{report.name}: {ok} of {len(report.results)} task(s) ok on {report.engine} in {report.seconds} s; "
+              f"merge evidence with `kb probe apply {out}/*`")
+    if any(r.status == "failed" for r in report.results):
+        raise typer.Exit(1)
+
+
 @probe_app.command("boot-error")
 def probe_boot_error(
     write: Annotated[bool, typer.Option("--write", help="Rewrite records/measurements/vllm-boot-estimate-error.yaml.")]

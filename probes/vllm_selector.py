@@ -274,8 +274,10 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
     for c, _when, _req in compiled:
         backend = name_of.get(rec_id[c["id"]])
         code = c["reason"]["code"]
+        # with any_scope, a claim of the same kind is another release's version of this gate, not a rival
         rivals = [predictions[o["id"]] for o, _, _ in compiled
-                  if rec_id[o["id"]] == rec_id[c["id"]] and o["id"] != c["id"]]
+                  if rec_id[o["id"]] == rec_id[c["id"]] and o["id"] != c["id"]
+                  and not (any_scope and o["reason"]["code"] == code)]
         agree, refused_ok, ran_bad = 0, [], []
         ccs: set[str] = set()
         for i, want in enumerate(predictions[c["id"]]):
@@ -387,7 +389,11 @@ def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[s
         table.setdefault(f"cc{cc} {layout}", {})[chosen] = n
     return {"vllm": version, "grid_points": len(points), "selected": table,
             "raw": sorted({str((o.get("metrics") or {}).get("raw")) for o in observations if o.get("metrics")}),
-            "outcomes": release_outcomes(points, version)}
+            "outcomes": release_outcomes(points, version), "outcomes_version": OUTCOMES_VERSION}
+
+
+OUTCOMES_VERSION = 2
+"""2: a claim of the same backend and reason code (another release's version of the gate) explains no refusal"""
 
 
 def release_outcomes(points: list[dict[str, Any]], version: str) -> dict[str, dict[str, Any]]:

@@ -29,6 +29,9 @@ from kbtool.solve.conditions import compare_versions
 
 PROBES = {"vllm": "vllm-selector"}
 """library -> the probe whose evidence summary holds per-claim outcomes for each release"""
+OUTCOMES_VERSION = 2
+"""The summaries read: probes/vllm_selector.py OUTCOMES_VERSION (older ones let another release's claim of the
+same gate explain a refusal, which says nothing about the release)"""
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,8 @@ def release_evidence(kb: KB, lib: str = "vllm") -> dict[str, Evidence]:
     for ev in kb.of_kind("evidence", Evidence):
         version = ev.environment.libraries.get(lib)
         if ev.probe.id != probe or not version or not isinstance(ev.data.get("outcomes"), dict):
+            continue
+        if ev.data.get("outcomes_version") != OUTCOMES_VERSION:
             continue
         old = best.get(version)
         if old is None or (ev.probe.version, ev.started, ev.id) > (old.probe.version, old.started, old.id):
