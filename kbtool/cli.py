@@ -724,6 +724,8 @@ def probe_campaign(
     out: Annotated[Path, typer.Option("--out", help="Folder for what the tasks return.")] = Path("campaign-out"),
     ray_address: Annotated[str, typer.Option("--ray-address", help="'local' (start one here), 'auto', "
                                              "host:port, or 'none' (run here without Ray).")] = "local",
+    store: Annotated[bool, typer.Option("--store-outcomes", help="Write replayed shards to "
+                                        "tests/data/vllm/X/outcomes.json (release timelines).")] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Run a plan's tasks as Ray tasks (or in this process); evidence lands in OUT once each task completes."""
@@ -738,7 +740,7 @@ def probe_campaign(
         if not json_:
             err.print(f"{r.task}: {r.status} {r.seconds:.1f} s" + (f" ({r.error})" if r.error else ""))
 
-    report = campaign.run(plan, out=out, root=REPO_ROOT, ray_address=ray_address, on_done=note)
+    report = campaign.run(plan, out=out, root=REPO_ROOT, ray_address=ray_address, on_done=note, store=store)
     if json_:
         print(json.dumps(asdict(report), indent=2))
     else:

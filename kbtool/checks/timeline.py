@@ -49,5 +49,5 @@ def find_scope_disagreement(kb: KB) -> list[Finding]:
             path: tuple[str | int, ...] = ("scope", index) if index >= 0 else ("scope",)
             file, line = kb.location(cid, *path)
             out.append(Finding("KB320", message, file, line, "$.scope" + (f"[{index}]" if index >= 0 else ""),
-                               fix=fix, check="scope-disagrees-with-releases"))
+                               fix=fix, check="scope-disagrees-with-releases", severity="warning"))
     return out

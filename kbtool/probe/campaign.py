@@ -219,6 +219,30 @@ def merge_replays(out: Path) -> list[str]:
     return written
 
 
+def store_outcomes(out: Path, root: Path) -> list[str]:
+    """Replay shards into tests/data/vllm/<release>/outcomes.json beside the grids they were judged from (each
+    shard with the sha256 of its grid file), for the release timelines of releases whose evidence summary
+    predates per-release outcomes (kbtool/solve/timeline.py reads them only where the hashes match)."""
+    written = []
+    for folder in sorted((out / "replay").glob("*")) if (out / "replay").is_dir() else []:
+        dest = root / "tests" / "data" / "vllm" / folder.name / "outcomes.json"
+        doc: dict[str, Any] = json.loads(dest.read_text(encoding="utf-8")) if dest.exists() else {
+            "release": folder.name, "shards": {}}
+        for f in sorted(folder.glob("*.json")):
+            shard = json.loads(f.read_text(encoding="utf-8"))
+            doc["shards"][shard["shard"]] = {"sha256": shard["sha256"], "outcomes": shard["outcomes"]}
+        doc["outcomes_version"] = _outcomes_version()
+        dest.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        written.append(str(dest))
+    return written
+
+
+def _outcomes_version() -> int:
+    import importlib
+
+    return int(importlib.import_module("probes.vllm_selector").OUTCOMES_VERSION)
+
+
 def _ray_run(tasks: list[Task], root: Path, address: str | None,
              on_done: Callable[[Task, dict[str, Any] | None, str | None], None]) -> str:
     import ray
@@ -245,7 +269,7 @@ def _ray_run(tasks: list[Task], root: Path, address: str | None,
 
 
 def run(plan: Path, *, out: Path, root: Path, ray_address: str | None = "local",
-        on_done: Callable[[TaskResult], None] | None = None) -> CampaignReport:
+        on_done: Callable[[TaskResult], None] | None = None, store: bool = False) -> CampaignReport:
     """Run the plan's tasks on Ray (`ray_address`: "local" starts a cluster here, "auto" or host:port joins one,
     "none" runs here without Ray) and write what each returns once it has completed."""
     name, tasks = load_plan(plan)
@@ -278,7 +302,7 @@ def run(plan: Path, *, out: Path, root: Path, ray_address: str | None = "local",
                 done(t, None, f"{type(exc).__name__}: {exc}")
                 continue
             done(t, got, None)
-    report.merged = merge_replays(out)
+    report.merged = merge_replays(out) + (store_outcomes(out, root) if store else [])
     report.seconds = round(time.monotonic() - t0, 1)
     (out / "campaign.json").write_text(json.dumps(asdict(report), indent=1) + "\n", encoding="utf-8")
     return report

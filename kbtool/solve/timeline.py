@@ -29,7 +29,7 @@ from kbtool.solve.conditions import compare_versions
 
 PROBES = {"vllm": "vllm-selector"}
 """library -> the probe whose evidence summary holds per-claim outcomes for each release"""
-OUTCOMES_VERSION = 2
+OUTCOMES_VERSION = 3
 """The summaries read: probes/vllm_selector.py OUTCOMES_VERSION (older ones let another release's claim of the
 same gate explain a refusal, which says nothing about the release)"""
 
@@ -58,28 +58,65 @@ def _key(v: str) -> Any:
     return functools.cmp_to_key(compare_versions)(v)
 
 
-def release_evidence(kb: KB, lib: str = "vllm") -> dict[str, Evidence]:
-    """release -> the evidence record its outcomes come from: of the library's probe, with outcomes, the newest
-    probe version, then the latest run."""
+def release_evidence(kb: KB, lib: str = "vllm") -> dict[str, tuple[Evidence, dict[str, Any]]]:
+    """release -> (the evidence record, its per-claim outcomes): of the library's probe, the newest probe version,
+    then the latest run. The outcomes are the evidence summary's; for a run whose summary predates them, the
+    replayed shards of its own recorded grid (tests/data/vllm/X/outcomes.json, `kb probe campaign
+    --store-outcomes`), used only when every shard's sha256 is the one the evidence recorded."""
     probe = PROBES.get(lib)
-    best: dict[str, Evidence] = {}
+    best: dict[str, tuple[Evidence, dict[str, Any]]] = {}
     for ev in kb.of_kind("evidence", Evidence):
         version = ev.environment.libraries.get(lib)
-        if ev.probe.id != probe or not version or not isinstance(ev.data.get("outcomes"), dict):
+        if ev.probe.id != probe or not version:
             continue
-        if ev.data.get("outcomes_version") != OUTCOMES_VERSION:
+        outcomes = ev.data.get("outcomes") if ev.data.get("outcomes_version") == OUTCOMES_VERSION else None
+        if not isinstance(outcomes, dict):
+            outcomes = replayed(ev, version)
+        if outcomes is None:
             continue
         old = best.get(version)
-        if old is None or (ev.probe.version, ev.started, ev.id) > (old.probe.version, old.started, old.id):
-            best[version] = ev
+        if old is None or (ev.probe.version, ev.started, ev.id) > (old[0].probe.version, old[0].started, old[0].id):
+            best[version] = (ev, outcomes)
     return dict(sorted(best.items(), key=lambda kv: _key(kv[0])))
+
+
+def replayed(ev: Evidence, version: str) -> dict[str, Any] | None:
+    """The evidence's outcomes from its replayed grid shards, summed; None unless every case's shard is there
+    with the sha256 the case recorded."""
+    import json
+
+    from kbtool.solve.vllm.grid import folders
+
+    path = next((f / version / "outcomes.json" for f in folders() if (f / version / "outcomes.json").is_file()),
+                None)
+    if path is None:
+        return None
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    if doc.get("outcomes_version") != OUTCOMES_VERSION:
+        return None
+    merged: dict[str, dict[str, Any]] = {}
+    for case in ev.cases:
+        cc, sha = case.params.get("cc"), case.metrics.get("sha256")
+        shard = (doc.get("shards") or {}).get(f"cc{cc}")
+        if case.outcome != "OK" or shard is None or shard.get("sha256") != sha:
+            return None
+        for claim, e in shard["outcomes"].items():
+            m = merged.setdefault(claim, {"agree": 0, "against": 0})
+            m["agree"] += e["agree"]
+            m["against"] += e["against"]
+            for k in ("accepted", "refused"):
+                if e.get(k) and k not in m:
+                    m[k] = f"cc{cc}: {e[k]}" if not str(e[k]).startswith("cc") else e[k]
+    for m in merged.values():
+        m["outcome"] = "none" if m["agree"] + m["against"] == 0 else "fails" if m["against"] else "holds"
+    return merged
 
 
 def timelines(kb: KB, lib: str = "vllm") -> dict[str, list[Point]]:
     """claim -> its points, oldest release first."""
     out: dict[str, list[Point]] = {}
-    for release, ev in release_evidence(kb, lib).items():
-        for claim, entry in ev.data["outcomes"].items():
+    for release, (ev, outcomes) in release_evidence(kb, lib).items():
+        for claim, entry in outcomes.items():
             if not isinstance(entry, dict):
                 continue
             detail = str(entry.get("accepted") or entry.get("refused") or "")
