@@ -200,7 +200,7 @@ def run_probe(probe: str, interpreter: Path, env_var: str, root: Path, records: 
         why = runs[0].get("why") if runs else "the probe did not run"
         return False, str(why), written
     outcomes = runs[0].get("outcomes") or {}
-    bad = {k: v for k, v in outcomes.items() if k != "OK"}
+    bad = {k: v for k, v in outcomes.items() if k not in ("OK", "UNSUPPORTED")}  # a refusal is an observation
     return not bad, (", ".join(f"{v} {k}" for k, v in bad.items()) if bad else "ok"), written
 
 
