@@ -274,11 +274,12 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
     for c, _when, _req in compiled:
         backend = name_of.get(rec_id[c["id"]])
         code = c["reason"]["code"]
-        # with any_scope, a claim of the same kind scoped to other releases is another release's version of this
-        # gate, not a rival
+        # with any_scope, a claim of the same kind is another release's version of this gate, not a rival, unless
+        # both are the release's own claims (then the outcome is the verdict's)
+        own = _scope_has(c, version)
         rivals = [predictions[o["id"]] for o, _, _ in compiled
                   if rec_id[o["id"]] == rec_id[c["id"]] and o["id"] != c["id"]
-                  and not (any_scope and o["reason"]["code"] == code and not _scope_has(o, version))]
+                  and not (any_scope and o["reason"]["code"] == code and not (own and _scope_has(o, version)))]
         agree, refused_ok, ran_bad = 0, [], []
         ccs: set[str] = set()
         for i, want in enumerate(predictions[c["id"]]):
@@ -393,9 +394,9 @@ def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[s
             "outcomes": release_outcomes(points, version), "outcomes_version": OUTCOMES_VERSION}
 
 
-OUTCOMES_VERSION = 3
+OUTCOMES_VERSION = 4
 """2: a claim of the same backend and reason code (another release's version of the gate) explains no refusal;
-3: only where that claim's vLLM scope leaves the release out (in scope, outcomes agree with the verdicts)"""
+4: except where both claims are scoped to the release (there the outcome is the verdict)"""
 
 
 def release_outcomes(points: list[dict[str, Any]], version: str) -> dict[str, dict[str, Any]]:

@@ -29,7 +29,7 @@ from kbtool.solve.conditions import compare_versions
 
 PROBES = {"vllm": "vllm-selector"}
 """library -> the probe whose evidence summary holds per-claim outcomes for each release"""
-OUTCOMES_VERSION = 3
+OUTCOMES_VERSION = 4
 """The summaries read: probes/vllm_selector.py OUTCOMES_VERSION (older ones let another release's claim of the
 same gate explain a refusal, which says nothing about the release)"""
 
