@@ -47,3 +47,15 @@ def test_unswept_release_names_both_neighbours() -> None:
     assert f" and {above} (selects " in sel.between and sel.between.endswith("): not swept")
     late = engine.select(img, env, "9.0.0")
     assert late.between is not None and late.between.startswith("after the newest recorded release")
+
+
+def test_lib_release_without_evidence_names_the_probed_ones() -> None:
+    from kbtool.solve.solver import unprobed
+
+    probed = image().probed["flashinfer"]
+    assert "0.6.18" in probed and "0.7.2.post1" in probed
+    assert unprobed(probed, "flashinfer", "0.6.18") is None
+    note = unprobed(["0.6.18", "0.7.2.post1"], "flashinfer", "0.7.0")
+    assert note == "0.7.0 not probed: between 0.6.18 and 0.7.2.post1 (probed); its claims' own scopes only"
+    assert unprobed(["0.6.18"], "flashinfer", "0.9.0") == \
+        "0.9.0 not probed: after the newest probed 0.6.18; its claims' own scopes only"
