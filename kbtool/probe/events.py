@@ -33,8 +33,11 @@ def _dump(r: VersionRange) -> dict[str, Any]:
     return r.model_dump(mode="json", exclude_defaults=True)
 
 
-def proposed(claim: Claim, points: list[tl.Point], lib: str = "vllm") -> list[dict[str, Any]] | None:
-    """The claim's new scope list, or None when the timeline gives nothing to write."""
+def proposed(claim: Claim, points: list[tl.Point], lib: str = "vllm",
+             judged: set[str] | None = None) -> list[dict[str, Any]] | None:
+    """The claim's new scope list, or None when the timeline gives nothing to write. A range cites the
+    evidence of its bounds that holds a verdict on the claim (`judged`; KB306 holds cited evidence to its
+    verdicts); the releases on the other side are in the timeline (`kb show CLAIM`)."""
     mine = [_dump(r) for r in claim.scope if r.library == lib]
     known = [p for p in points if p.outcome in ("holds", "fails")]
     if not mine or not any(p.outcome == "holds" for p in known):
@@ -56,20 +59,23 @@ def proposed(claim: Claim, points: list[tl.Point], lib: str = "vllm") -> list[di
             run.pop("last_affected", None)
             run.update(bound if own else {"last_affected": last.release})
         cites = set(r["evidence"]) | {first.evidence, last.evidence}
-        run["evidence"] = sorted(cites)
+        if judged is not None:
+            cites &= judged
+        if cites:
+            run["evidence"] = sorted(cites)
         runs.append({k: run[k] for k in ("library", "introduced", "fixed", "last_affected", "evidence") if k in run})
     others = [_dump(r) for r in claim.scope if r.library != lib]
     return others + runs
 
 
 def plan(claims: dict[str, tuple[Claim, Path | None]], lines: dict[str, list[tl.Point]],
-         only: list[str] | None = None) -> list[ScopeChange]:
+         only: list[str] | None = None, judged: dict[str, set[str]] | None = None) -> list[ScopeChange]:
     out = []
     for cid, points in sorted(lines.items()):
         if cid not in claims or (only and cid not in only):
             continue
         claim, path = claims[cid]
-        new = proposed(claim, points)
+        new = proposed(claim, points, judged=(judged or {}).get(cid, set()) if judged is not None else None)
         old = [_dump(r) for r in claim.scope]
         if new is not None and new != old:
             out.append(ScopeChange(cid, path, old, new, tl.events(points)))
@@ -98,5 +104,11 @@ def run(records: Path, *, write_: bool = False, only: list[str] | None = None) -
 
     kb, _ = load_kb(records)
     claims: dict[str, tuple[Claim, Path | None]] = dict(load_claims(records, strict=write_))
-    changes = plan(claims, tl.timelines(kb), only)
+    from kbtool.model import Evidence
+
+    judged: dict[str, set[str]] = {}
+    for ev in kb.of_kind("evidence", Evidence):
+        for v in ev.verdicts:
+            judged.setdefault(v.claim, set()).add(ev.id)
+    changes = plan(claims, tl.timelines(kb), only, judged)
     return changes, write(changes) if write_ else []
