@@ -670,6 +670,100 @@ def probe_apply(
     render.apply_text(updates, skips, written, write)
 
 
+@probe_app.command("sweep")
+def probe_sweep(
+    lib: Annotated[str, typer.Option("--lib", help="Library whose releases to sweep.")] = "vllm",
+    from_: Annotated[str | None, typer.Option("--from", help="Oldest release (inclusive).")] = None,
+    to: Annotated[str | None, typer.Option("--to", help="Newest release (inclusive).")] = None,
+    releases: Annotated[str | None, typer.Option("--releases", help="Only these releases (a,b,c).")] = None,
+    new: Annotated[bool, typer.Option("--new", help="Releases newer than the newest with evidence.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Run releases whose evidence exists again.")] = False,
+    probes: Annotated[str | None, typer.Option("--probes", help="Only these of the sweep's probes (a,b).")] = None,
+    workdir: Annotated[Path, typer.Option("--workdir", help="Where environments, the log and the state go.")]
+    = Path("/tmp/sweep"),
+    python: Annotated[str | None, typer.Option("--python", help="Interpreter the environments are made from.")]
+    = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would run; install nothing.")] = False,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Install each release of a library in its own environment, run its probes, write evidence, delete it."""
+    import json
+    import time
+    from dataclasses import asdict
+
+    from kbtool.probe import sweep as sw
+    from kbtool.render import probe as render
+
+    records = _records(kb)
+    if new and (from_ or releases):
+        fail("--new cannot be combined with --from or --releases", 2)
+    t0 = time.monotonic()
+    registry = sw.registry_releases(lib)
+    newest = sw.newest_recorded(records, lib) if new else None
+    chosen = sw.choose(registry, from_, to, releases.split(",") if releases else None, newer_than=newest)
+    tasks, skipped = sw.plan(records, lib, chosen, force=force, probes=probes.split(",") if probes else None)
+    results = []
+    if not dry_run and tasks:
+        with render.sweep_bar(not json_, len(tasks)) as on_step:
+            results = sw.sweep(records, lib, tasks, workdir=workdir, python=python, on_step=on_step)
+    seconds = time.monotonic() - t0
+    if json_:
+        print(json.dumps({"releases": chosen, "skipped": skipped, "tasks": [asdict(t) for t in tasks],
+                          "results": [asdict(r) for r in results], "seconds": round(seconds, 1)}, indent=2))
+    else:
+        render.sweep_text(tasks, skipped, results, seconds, dry_run)
+    if any(r.status == "failed" for r in results):
+        raise typer.Exit(1)
+
+
+@probe_app.command("events")
+def probe_events(
+    claims: Annotated[list[str] | None, typer.Argument(help="Only these claims.")] = None,
+    write: Annotated[bool, typer.Option("--write", help="Rewrite the claims' vLLM scopes.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Version events from swept releases: each claim's vLLM scope as its releases' evidence proves it."""
+    from kbtool.probe import events
+    from kbtool.render import probe as render
+
+    changes, written = events.run(_records(kb), write_=write, only=claims)
+    render.events_text(changes, written, write)
+
+
+@probe_app.command("campaign")
+def probe_campaign(
+    plan: Annotated[Path, typer.Argument(help="Plan file (YAML: tasks of kind probe, release or replay).")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for what the tasks return.")] = Path("campaign-out"),
+    ray_address: Annotated[str, typer.Option("--ray-address", help="'local' (start one here), 'auto', "
+                                             "host:port, or 'none' (run here without Ray).")] = "local",
+    store: Annotated[bool, typer.Option("--store-outcomes", help="Write replayed shards to "
+                                        "tests/data/vllm/X/outcomes.json (release timelines).")] = False,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Run a plan's tasks as Ray tasks (or in this process); evidence lands in OUT once each task completes."""
+    import json
+    from dataclasses import asdict
+
+    from kbtool.probe import campaign
+    from kbtool.probe.commands import REPO_ROOT
+    from kbtool.render.console import err
+
+    def note(r: campaign.TaskResult) -> None:
+        if not json_:
+            err.print(f"{r.task}: {r.status} {r.seconds:.1f} s" + (f" ({r.error})" if r.error else ""))
+
+    report = campaign.run(plan, out=out, root=REPO_ROOT, ray_address=ray_address, on_done=note, store=store)
+    if json_:
+        print(json.dumps(asdict(report), indent=2))
+    else:
+        ok = sum(r.status == "ok" for r in report.results)
+        print(f"{report.name}: {ok} of {len(report.results)} task(s) ok on {report.engine} in {report.seconds} s; "
+              f"merge evidence with `kb probe apply {out}/*`")
+    if any(r.status == "failed" for r in report.results):
+        raise typer.Exit(1)
+
+
 @probe_app.command("boot-error")
 def probe_boot_error(
     write: Annotated[bool, typer.Option("--write", help="Rewrite records/measurements/vllm-boot-estimate-error.yaml.")]

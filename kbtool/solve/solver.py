@@ -158,6 +158,10 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
         if v is not None:
             env[k] = v
     env.update(q.libs)
+    for lib, ver in q.libs.items():  # a release no evidence ran: say which probed releases bracket it
+        note = unprobed(cx.img.probed.get(lib, []), lib, str(ver))
+        if note:
+            assumed[f"{lib} evidence"] = note
     kv, dtype = q.kv, q.dtype
     if dtype is None:
         old_gpu = env.get("vendor") == "nvidia" and 0 < float(env.get("cc") or 0) < 8.0
@@ -634,3 +638,18 @@ def solve(kb: Image | KB, q: Query) -> Answer | MultiAnswer:
     counts = {v: sum(r.verdict == v for r in rows) for v in ("yes", "conditional", "no", "unknown")}
     summary = f"{len(rows)} accelerators: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n)
     return MultiAnswer(query=q.as_dict(), rows=rows, summary=summary)
+
+
+def unprobed(probed: list[str], lib: str, version: str) -> str | None:
+    """For `--lib LIB=VERSION` that no evidence ran: the probed releases around it (claims scoped to the
+    release still apply; probe verdicts of other releases do not)."""
+    from kbtool.solve.conditions import compare_versions
+
+    if not probed or version in probed or lib == "vllm":  # vLLM: its engine names the releases (vllm/grid.py)
+        return None
+    below = [v for v in probed if compare_versions(v, version) < 0]
+    above = [v for v in probed if compare_versions(v, version) > 0]
+    if below and above:
+        return f"{version} not probed: between {below[-1]} and {above[0]} (probed); its claims' own scopes only"
+    side = f"after the newest probed {below[-1]}" if below else f"before the oldest probed {above[0]}"
+    return f"{version} not probed: {side}; its claims' own scopes only"
