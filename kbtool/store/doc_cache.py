@@ -64,10 +64,12 @@ class DocCache:
 
     def read(self, path: Path, name: str) -> tuple[Document | None, list[Any]]:
         """read_document(path, name), from the cache when the file's bytes are unchanged."""
+        from kbtool.store.untrusted import UntrustedInputError, read_bytes
+
         try:
-            raw = path.read_bytes() if path.stat().st_size <= (1 << 20) else None
-        except OSError:
-            raw = None
+            raw = read_bytes(path, given=name)  # regular files only, size-limited (kbtool.store.untrusted)
+        except UntrustedInputError:
+            raw = None  # read_document reports why
         if raw is None:
             return read_document(path, name)
         key = hashlib.sha256(raw).digest()
