@@ -5,6 +5,7 @@ Exit codes: 0 ok, 1 findings (or a "no" the user asked to fail on), 2 usage or i
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import sys
@@ -16,9 +17,17 @@ import typer
 
 from kbtool import __version__
 from kbtool.errors import KbError
+from kbtool.escape import escape
 
 if TYPE_CHECKING:
     from kbtool.kb import KB
+
+def print(*values: object, sep: str = " ", end: str = "\n", file: Any = None, flush: bool = False) -> None:
+    """builtins.print with every value passed through kbtool.escape.escape (nothing raw to a terminal)."""
+    from kbtool.escape import escape as visible
+
+    builtins.print(*(visible(str(v)) for v in values), sep=sep, end=end, file=file, flush=flush)
+
 
 app = typer.Typer(
     name="kb",
@@ -357,10 +366,12 @@ def graph_export(
 
     text = export(_load_kb(kb), fmt)
     if out_file:
-        out_file.write_text(text)
+        from kbtool.store.writer import atomic_write
+
+        atomic_write(out_file, text, make_parents=False)
         print(f"wrote {out_file}")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(escape(text))
 
 
 @app.command()
@@ -415,10 +426,12 @@ def matrix(
     text = {MatrixFormat.json: lambda: json.dumps(data, indent=2) + "\n", MatrixFormat.html: lambda: to_html(data)
             }.get(kind, lambda: to_markdown(data))()
     if out_file:
-        out_file.write_text(text)
+        from kbtool.store.writer import atomic_write
+
+        atomic_write(out_file, text, make_parents=False)
         print(f"wrote {out_file}")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(escape(text))
 
 
 # ---- fmt / new ----------------------------------------------------------------------------------
@@ -450,7 +463,7 @@ def fmt_cmd(
 
     for r in report.results:
         if r.status == "changed":
-            sys.stdout.write(r.diff) if check else print(f"reformatted {r.name}")
+            sys.stdout.write(escape(r.diff)) if check else print(f"reformatted {r.name}")
         elif r.status == "error":
             err.print(f"error: {r.message}", markup=False, highlight=False)
     changed, ok = len(report.of("changed")), len(report.of("ok"))
@@ -657,6 +670,100 @@ def probe_apply(
     render.apply_text(updates, skips, written, write)
 
 
+@probe_app.command("sweep")
+def probe_sweep(
+    lib: Annotated[str, typer.Option("--lib", help="Library whose releases to sweep.")] = "vllm",
+    from_: Annotated[str | None, typer.Option("--from", help="Oldest release (inclusive).")] = None,
+    to: Annotated[str | None, typer.Option("--to", help="Newest release (inclusive).")] = None,
+    releases: Annotated[str | None, typer.Option("--releases", help="Only these releases (a,b,c).")] = None,
+    new: Annotated[bool, typer.Option("--new", help="Releases newer than the newest with evidence.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Run releases whose evidence exists again.")] = False,
+    probes: Annotated[str | None, typer.Option("--probes", help="Only these of the sweep's probes (a,b).")] = None,
+    workdir: Annotated[Path, typer.Option("--workdir", help="Where environments, the log and the state go.")]
+    = Path("/tmp/sweep"),
+    python: Annotated[str | None, typer.Option("--python", help="Interpreter the environments are made from.")]
+    = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would run; install nothing.")] = False,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Install each release of a library in its own environment, run its probes, write evidence, delete it."""
+    import json
+    import time
+    from dataclasses import asdict
+
+    from kbtool.probe import sweep as sw
+    from kbtool.render import probe as render
+
+    records = _records(kb)
+    if new and (from_ or releases):
+        fail("--new cannot be combined with --from or --releases", 2)
+    t0 = time.monotonic()
+    registry = sw.registry_releases(lib)
+    newest = sw.newest_recorded(records, lib) if new else None
+    chosen = sw.choose(registry, from_, to, releases.split(",") if releases else None, newer_than=newest)
+    tasks, skipped = sw.plan(records, lib, chosen, force=force, probes=probes.split(",") if probes else None)
+    results = []
+    if not dry_run and tasks:
+        with render.sweep_bar(not json_, len(tasks)) as on_step:
+            results = sw.sweep(records, lib, tasks, workdir=workdir, python=python, on_step=on_step)
+    seconds = time.monotonic() - t0
+    if json_:
+        print(json.dumps({"releases": chosen, "skipped": skipped, "tasks": [asdict(t) for t in tasks],
+                          "results": [asdict(r) for r in results], "seconds": round(seconds, 1)}, indent=2))
+    else:
+        render.sweep_text(tasks, skipped, results, seconds, dry_run)
+    if any(r.status == "failed" for r in results):
+        raise typer.Exit(1)
+
+
+@probe_app.command("events")
+def probe_events(
+    claims: Annotated[list[str] | None, typer.Argument(help="Only these claims.")] = None,
+    write: Annotated[bool, typer.Option("--write", help="Rewrite the claims' vLLM scopes.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Version events from swept releases: each claim's vLLM scope as its releases' evidence proves it."""
+    from kbtool.probe import events
+    from kbtool.render import probe as render
+
+    changes, written = events.run(_records(kb), write_=write, only=claims)
+    render.events_text(changes, written, write)
+
+
+@probe_app.command("campaign")
+def probe_campaign(
+    plan: Annotated[Path, typer.Argument(help="Plan file (YAML: tasks of kind probe, release or replay).")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for what the tasks return.")] = Path("campaign-out"),
+    ray_address: Annotated[str, typer.Option("--ray-address", help="'local' (start one here), 'auto', "
+                                             "host:port, or 'none' (run here without Ray).")] = "local",
+    store: Annotated[bool, typer.Option("--store-outcomes", help="Write replayed shards to "
+                                        "tests/data/vllm/X/outcomes.json (release timelines).")] = False,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Run a plan's tasks as Ray tasks (or in this process); evidence lands in OUT once each task completes."""
+    import json
+    from dataclasses import asdict
+
+    from kbtool.probe import campaign
+    from kbtool.probe.commands import REPO_ROOT
+    from kbtool.render.console import err
+
+    def note(r: campaign.TaskResult) -> None:
+        if not json_:
+            err.print(f"{r.task}: {r.status} {r.seconds:.1f} s" + (f" ({r.error})" if r.error else ""))
+
+    report = campaign.run(plan, out=out, root=REPO_ROOT, ray_address=ray_address, on_done=note, store=store)
+    if json_:
+        print(json.dumps(asdict(report), indent=2))
+    else:
+        ok = sum(r.status == "ok" for r in report.results)
+        print(f"{report.name}: {ok} of {len(report.results)} task(s) ok on {report.engine} in {report.seconds} s; "
+              f"merge evidence with `kb probe apply {out}/*`")
+    if any(r.status == "failed" for r in report.results):
+        raise typer.Exit(1)
+
+
 @probe_app.command("boot-error")
 def probe_boot_error(
     write: Annotated[bool, typer.Option("--write", help="Rewrite records/measurements/vllm-boot-estimate-error.yaml.")]
@@ -707,6 +814,6 @@ def main() -> None:
             sys.exit(2 if code == 2 else code)
         if os.environ.get("KB_DEBUG"):
             raise
-        print(f"kb: internal error: {type(e).__name__}: {e}\n  please report this (set KB_DEBUG=1 for the "
+        print(f"kb: internal error: {type(e).__name__}: {escape(str(e))}\n  please report this (set KB_DEBUG=1 for the "
               "traceback)", file=sys.stderr)
         sys.exit(3)

@@ -28,6 +28,12 @@ def record_text(config: str, rid: str | None, root: Path) -> tuple[Path, str]:
 def import_model(config: str, rid: str | None, root: Path, *, overwrite: bool = False) -> Path:
     """Write the record; refuses to overwrite an existing one unless asked."""
     path, text = record_text(config, rid, root)
+    import os
+
+    real = os.path.realpath(path.parent)
+    if not Path(real).is_relative_to(os.path.realpath(root)):  # records/models is a symlink out of the tree
+        raise WriteError(f"{path.parent} resolves to {real}, outside the records tree {root}; nothing written",
+                         fix="replace the symlinked folder with a real one inside the tree")
     if path.exists() and not overwrite:
         raise WriteError(f"{path} already exists", fix="pass --id ANOTHER-ID, or --force to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -48,11 +48,13 @@ def display(path: Path, root: Path | None = None) -> str:
     """A short path for messages: relative to the records' parent or the cwd where possible."""
     from pathlib import Path
 
-    for base in (root.parent if root else None, Path.cwd()):
-        if base is None:
-            continue
-        try:
-            return str(path.resolve().relative_to(base.resolve()))
-        except ValueError:
-            continue
+    bases = [b for b in (root.parent if root else None, Path.cwd()) if b is not None]
+    given = Path(os.path.abspath(path))  # the path as found (a symlink names itself, not its target)
+    for base in bases:
+        for here, there in ((given, Path(os.path.abspath(base))),
+                            (Path(os.path.realpath(given.parent)) / given.name, base.resolve())):
+            try:
+                return str(here.relative_to(there))
+            except ValueError:
+                continue
     return str(path)

@@ -144,8 +144,10 @@ def main(argv: list[str]) -> int:
     except Exception as e:
         if os.environ.get("KB_DEBUG"):
             raise
-        sys.stderr.write(f"kb: internal error: {type(e).__name__}: {e}\n  please report this (set KB_DEBUG=1 for "
-                         "the traceback)\n")
+        from kbtool.render.sink import clean
+
+        sys.stderr.write(f"kb: internal error: {type(e).__name__}: {clean(str(e))}\n  please report this (set "
+                         "KB_DEBUG=1 for the traceback)\n")
         return 3
 
 

@@ -36,10 +36,13 @@ probes and the platform singleton start clean. What a worker does before resolvi
   argparse's message.
 
 Environment (what importing ServerArgs and resolving needs; nothing else of sglang's requirements): sglang
---no-deps, torch (the PyPI CUDA wheel: a CPU-only torch cannot load torchvision's ops), torchvision, the pinned
-transformers, compressed-tensors, apache-tvm-ffi, sentencepiece, numpy, msgspec, psutil, requests, pydantic,
-packaging, orjson, pybase64, pillow, starlette, pyzmq, IPython, aiohttp, dill, gguf (+ openai, partial_json_parser,
-xgrammar, einops for 0.5.17). No GPU, flashinfer, sgl-kernel or network needed.
+--no-deps, torch 2.13.0 (the CPU wheel; torch.version.cuda is then None and CUDA rows set CUDA_VERSION), triton and
+torchvision --no-deps (imported by sglang.srt.utils.common and sglang.srt.configs; the PyPI torchvision's compiled
+ops need a CUDA torch, so the worker declares the two op schemas its import registers: _torchvision_without_ops),
+the pinned transformers, compressed-tensors, apache-tvm-ffi, sentencepiece, numpy, msgspec, psutil, requests,
+pydantic, packaging, orjson, pybase64, pillow, starlette, pyzmq, IPython, aiohttp, dill, gguf (+ openai,
+partial_json_parser, xgrammar, einops for 0.5.17): tests/data/sglang/<release>/pip-freeze.txt. No GPU,
+flashinfer, sgl-kernel or network needed. probes/sglang_resolve.py runs this script once per platform.
 
 Output: {"sglang", "torch", "platforms": {name: {kind, capability, name, memory_mib, sms, weaker, facts, seconds,
 override_only_diffs}}, "models": the config.json of each family, "grid", "always_filled" (fields every successful
@@ -178,14 +181,17 @@ MODELS = {
 }
 KV_DTYPES = ["auto", "fp8_e4m3", "fp8_e5m2", "bf16", "mxfp8", "nvfp4"]  # crossed with page sizes, no flags
 PAGES = [None, 1, 16, 64, 128]
-KV_FLAG_DTYPES = ["auto", "fp8_e4m3", "fp8_e5m2"]  # crossed with the main backend flags (page size default)
+KV_FLAG_DTYPES = ["auto", "fp8_e4m3", "fp8_e5m2", "nvfp4"]  # crossed with the main backend flags (page size default)
 FLAG_PAGE = 64  # and each main backend flag once with this page size (kv auto)
+FLAG_PAGES_MORE = [1, 128]  # and with these (kv auto): backends that force a page size, or refuse one
+SPLIT_KV = ["fp8_e4m3", "nvfp4"]  # the split pairs once more with these KV dtypes
+DSA_KV = ["auto", "fp8_e4m3"]  # each --dsa-prefill-backend / --dsa-decode-backend choice on the DSA model
 # Backends of other platforms, deprecated aliases and model-specific ones: tried once per model (kv auto).
 EXTRA_BACKENDS = ["nsa", "compressed", "tokenspeed_mla", "llada2_cfg_flashinfer", "minicpm_flashattn",
                   "minicpm_flashinfer", "wave", "intel_amx", "ascend", "intel_xpu"]
 SPLIT_MODELS = ["dense", "mla", "dsa", "sinks"]
 ONE_SIDE_MODELS = ["dense", "mla", "dsa"]
-SPEC_BACKENDS = [None, "fa3", "flashinfer", "triton", "trtllm_mha", "trtllm_mla", "flashmla"]
+SPEC_BACKENDS = [None, "fa3", "flashinfer", "triton", "trtllm_mha", "trtllm_mla", "flashmla", "flex_attention", "fa4"]
 SPLIT_PAIRS = [  # (prefill, decode) for the split flags
     ("fa3", "flashinfer"), ("flashinfer", "fa3"), ("fa3", "trtllm_mha"), ("fa4", "trtllm_mha"),
     ("triton", "trtllm_mha"), ("trtllm_mha", "triton"), ("flashinfer", "trtllm_mha"), ("fa4", "fa4"),
@@ -339,9 +345,18 @@ def _write_models(root: Path) -> dict[str, str]:
     return paths
 
 
-def _points(platform: str, quick: bool) -> list[tuple[str, str, tuple]]:
+def _dsa_choices(parser) -> list[str]:
+    """The --dsa-prefill-backend choices as SGLang's own parser has them (0.5.17: server_args.DSA_CHOICES)."""
+    for action in parser._actions:
+        if "--dsa-prefill-backend" in action.option_strings:
+            return list(action.choices or [])
+    return []
+
+
+def _points(platform: str, quick: bool, dsa: list[str] | None = None) -> list[tuple[str, str, tuple]]:
     """(model, tag, argv tail) for one platform. Tags: base (kv x page, no flags), flag (backend x kv x page),
-    split (prefill/decode pairs), one (only one side set), spec (speculative decoding)."""
+    split (prefill/decode pairs, also with SPLIT_KV), one (only one side set), spec (speculative decoding),
+    dsa (the DSA model's sub-backend flags)."""
     try:
         from sglang.srt.arg_groups.choices import ATTENTION_BACKEND_CHOICES as choices
     except ImportError:  # 0.5.17: the choice lists live in server_args
@@ -362,7 +377,8 @@ def _points(platform: str, quick: bool) -> list[tuple[str, str, tuple]]:
             for kv in fkv:
                 out.append((m, "flag", ("--attention-backend", b, "--kv-cache-dtype", kv)))
             if not quick:
-                out.append((m, "flag", ("--attention-backend", b, "--page-size", str(FLAG_PAGE))))
+                for page in (FLAG_PAGE, *FLAG_PAGES_MORE):
+                    out.append((m, "flag", ("--attention-backend", b, "--page-size", str(page))))
         for b in extra:
             out.append((m, "flag", ("--attention-backend", b)))
         if quick:
@@ -371,6 +387,14 @@ def _points(platform: str, quick: bool) -> list[tuple[str, str, tuple]]:
             for pre, dec in SPLIT_PAIRS:
                 if pre in choices and dec in choices:
                     out.append((m, "split", ("--prefill-attention-backend", pre, "--decode-attention-backend", dec)))
+                    for kv in SPLIT_KV:
+                        out.append((m, "split", ("--prefill-attention-backend", pre, "--decode-attention-backend",
+                                                 dec, "--kv-cache-dtype", kv)))
+        if m == "dsa":
+            for b in dsa or []:
+                for side in ("--dsa-prefill-backend", "--dsa-decode-backend"):
+                    for kv in DSA_KV:
+                        out.append((m, "dsa", (side, b, "--kv-cache-dtype", kv)))
         if m in ONE_SIDE_MODELS:
             for b in main + extra:
                 out.append((m, "one", ("--prefill-attention-backend", b)))
@@ -517,6 +541,28 @@ def _override_only(platform: str):
     return o
 
 
+def _torchvision_without_ops() -> bool:
+    """A CPU-only torch cannot load the PyPI torchvision's compiled ops (they link libtorch_cuda), and torchvision's
+    import then fails registering fake kernels for two ops it never defined (`torchvision::nms`, `::qnms`,
+    torchvision/_meta_registrations.py); SGLang's configs import torchvision.transforms (configs/__init__.py ->
+    nano_nemotron_vl.py -> multimodal/internvl_utils.py). Declaring the two schemas lets the import finish; resolution
+    calls no torchvision op. True if it did that."""
+    import importlib.util
+
+    import torch
+
+    if torch.version.cuda is not None or importlib.util.find_spec("torchvision") is None:
+        return False
+    lib = torch.library.Library("torchvision", "DEF")  # kept alive for the worker's lifetime
+    for op in ("nms", "qnms"):
+        lib.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    _KEEP.append(lib)
+    return True
+
+
+_KEEP: list = []
+
+
 def worker(platform: str, out_path: str, quick: bool) -> None:
     t0 = time.time()
     import logging
@@ -527,6 +573,7 @@ def worker(platform: str, out_path: str, quick: bool) -> None:
     warnings.filterwarnings("ignore")
     import torch
 
+    shimmed = _torchvision_without_ops()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         import sglang
         import sglang.srt.configs.model_config
@@ -542,7 +589,7 @@ def worker(platform: str, out_path: str, quick: bool) -> None:
     root = Path(tempfile.mkdtemp(prefix="kb-sglang-models-"))
     paths = _write_models(root)
     resolve = Resolver()
-    points = _points(platform, quick)
+    points = _points(platform, quick, _dsa_choices(resolve.parser))
     # Warm-up: resolve every point once with only the platform context overridden (as SGLang's own unit tests
     # do), so that the modules resolution imports lazily are imported in the machine's real no-GPU state; with
     # torch.cuda patched, their import-time `if _is_cuda: from sgl_kernel import ...` would fail.
@@ -570,7 +617,8 @@ def worker(platform: str, out_path: str, quick: bool) -> None:
              if w != _brief(r)]
     doc = {"platform": platform, "sglang": sglang.__version__, "torch": torch.__version__,
            "override_only_diffs": {"warmup": warm_mode, "count": len(diffs), "examples": _jsonable(diffs[:20])},
-           "patch": _jsonable(info), "seconds": round(time.time() - t0, 1), "warmup_seconds": round(t_warm, 1),
+           "patch": _jsonable({**info, "torchvision_schemas_declared": shimmed}),  # _torchvision_without_ops
+           "seconds": round(time.time() - t0, 1), "warmup_seconds": round(t_warm, 1),
            "rows": _jsonable(rows)}
     Path(out_path).write_text(json.dumps(doc))
     shutil.rmtree(root, ignore_errors=True)
@@ -679,6 +727,7 @@ def run(out_path: str, quick: bool, platforms: list[str], jobs: int) -> dict:
         "grid": {"kv_base": KV_DTYPES, "page_base": PAGES, "kv_flag": KV_FLAG_DTYPES, "page_flag": FLAG_PAGE,
                  "extra_backends": EXTRA_BACKENDS, "split_pairs": SPLIT_PAIRS, "split_models": SPLIT_MODELS,
                  "one_side_models": ONE_SIDE_MODELS, "spec_backends": SPEC_BACKENDS, "cuda_version": CUDA_VERSION,
+                 "page_flag_more": FLAG_PAGES_MORE, "split_kv": SPLIT_KV, "dsa_kv": DSA_KV,
                  "hip_version": HIP_VERSION,
                  "fixed_argv": ["--model-path", "<model>", "--skip-tokenizer-init", "--device", "cuda"],
                  "spec_extra_argv": ["--speculative-draft-model-path", "<model>"]},

@@ -25,7 +25,7 @@ LAYERS: dict[str, set[str]] = {
     "library": {"views", "solve", "probe", "bench", "checks", "measure", "topic", "schema_docs", "fmt"},
     "graph": {"graph", "kb"},                                          # the loaded, indexed, linked records
     "store": {"store"},
-    "model": {"model", "errors", "findings", "paths", "vocab", "names", "__init__"},
+    "model": {"model", "errors", "findings", "paths", "vocab", "names", "escape", "__init__"},
 }
 ORDER = list(LAYERS)  # top first
 FORBIDDEN = {("solve", "bench"), ("checks", "views"), ("probe", "views")}

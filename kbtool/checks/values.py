@@ -108,3 +108,42 @@ def _leaves(c: Condition | None, path: tuple[Any, ...]) -> list[tuple[tuple[Any,
     if isinstance(c, Not):
         return _leaves(c.not_, (*path, "not"))
     return []
+
+
+def _strings(data: Any, path: tuple[str | int, ...] = ()) -> list[tuple[tuple[str | int, ...], str]]:
+    """(path, string) for every key and string value in plain record data."""
+    out: list[tuple[tuple[str | int, ...], str]] = []
+    stack: list[tuple[tuple[str | int, ...], Any]] = [(path, data)]
+    while stack:
+        p, v = stack.pop()
+        if isinstance(v, str):
+            out.append((p, v))
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                out.append(((*p, k), str(k)))
+                stack.append(((*p, k), x))
+        elif isinstance(v, list):
+            stack += [((*p, i), x) for i, x in enumerate(v)]
+    return out
+
+
+@check("KB404", "control-character", "record strings hold no control characters (C0 but tab and newline, DEL, "
+       "ESC, C1 such as U+009B/U+009D, bidirectional overrides): a terminal would act on them")
+def find_control_characters(kb: KB) -> list[Finding]:
+    from kbtool.escape import CONTROL, escape
+    from kbtool.findings import render_path
+
+    out = []
+    for where in kb.where.values():
+        for path, text in _strings(where.data):
+            if text.isprintable():
+                continue
+            m = CONTROL.search(text)
+            if m is None:
+                continue
+            snippet = escape(text[max(0, m.start() - 20): m.end() + 20])
+            out.append(Finding("KB404", f"control character {escape(m.group())} in a string: '{snippet}'",
+                               where.file, where.doc.line_of(path), render_path(path),
+                               fix="remove it (a terminal would act on it); write the text without escapes",
+                               check="control-character"))
+    return sorted(out)

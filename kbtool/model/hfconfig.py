@@ -14,6 +14,7 @@ out) and the record says so. A field the mapping needs and the config lacks rais
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from kbtool.errors import UsageError
@@ -60,6 +61,50 @@ def _int(c: Cfg, key: str, why: str) -> int:
     if not isinstance(v, int) or isinstance(v, bool) or v < 0:
         raise ConfigError(f"{c.where}: field '{key}' is {v!r}, not a count", fix="give a whole number")
     return v
+
+
+def _whole(c: Cfg, key: str, v: Any, *, positive: bool = True) -> int:
+    """A config count: a whole number (1.0 is one; 1.5, "8", true are refused), positive unless told."""
+    path = f"text_config.{key}" if c.nested and key in c.text else key
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if not isinstance(v, int) or isinstance(v, bool) or (v <= 0 if positive else v < 0):
+        raise ConfigError(f"{c.where}: {path} is {v!r}, not a {'positive ' if positive else ''}whole number",
+                          fix=f"give {path} as a whole number (transformers and the engines refuse the config)")
+    return v
+
+
+def check_heads(c: Cfg) -> None:
+    """Refuse impossible attention shapes before they are used or written: query heads, KV heads and head dim
+    positive whole numbers, KV heads at most the query heads and dividing them (transformers' GQA grouping,
+    vLLM's and SGLang's too), rope_scaling.factor a finite positive number."""
+    heads = _whole(c, "num_attention_heads", c.need("num_attention_heads", "the query heads"))
+    kv = c.get("num_key_value_heads")
+    if kv is not None:
+        kv = _whole(c, "num_key_value_heads", kv)
+        path = "text_config.num_key_value_heads" if c.nested and "num_key_value_heads" in c.text \
+            else "num_key_value_heads"
+        if kv > heads or heads % kv:
+            raise ConfigError(f"{c.where}: {path} is {kv}, which does not divide num_attention_heads {heads}"
+                              + (" (more KV heads than query heads)" if kv > heads else ""),
+                              fix="KV heads must divide the query heads (GQA groups query heads over KV heads)")
+    for key in ("head_dim", "attention_head_dim", "hidden_size", "num_hidden_layers", "vocab_size",
+                "max_position_embeddings", "intermediate_size", "sliding_window"):
+        v = c.get(key)
+        if v is not None and not (key == "sliding_window" and v is False):
+            _whole(c, key, v)
+    rs = c.get("rope_scaling") or c.get("rope_parameters")
+    if rs is not None and not isinstance(rs, dict):
+        raise ConfigError(f"{c.where}: rope_scaling is {type(rs).__name__}, not an object", fix="fix rope_scaling")
+    factor = rs.get("factor") if isinstance(rs, dict) else None
+    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, int | float)
+                               or not math.isfinite(factor) or factor <= 0):
+        raise ConfigError(f"{c.where}: rope_scaling.factor is {factor!r}, not a finite positive number",
+                          fix="give the RoPE scaling factor as a finite number")
+    q = c.top.get("quantization_config") or c.get("quantization_config")
+    if q is not None and not isinstance(q, dict):
+        raise ConfigError(f"{c.where}: quantization_config is {type(q).__name__}, not an object",
+                          fix="give quantization_config as an object, or remove it")
 
 
 # ---- layers -------------------------------------------------------------------------------------
@@ -413,6 +458,7 @@ def to_record(data: dict[str, Any], rid: str, *, where: str, name: str | None = 
               source: dict[str, Any] | None = None, quant: dict[str, Any] | None = None) -> dict[str, Any]:
     """The data of a `model` record for the config `data` (read from `where`)."""
     c = Cfg(data, where)
+    check_heads(c)
     kinds = layer_kinds(c)
     heads = _int(c, "num_attention_heads", "the query heads")
     hidden = c.get("hidden_size")

@@ -83,7 +83,7 @@ class LayerGroup(Strict):
 
 class RopeScaling(Strict):
     type: str = Field(description="rope_type: yarn, llama3, linear, dynamic, longrope, ...")
-    factor: float | None = Field(default=None, description="Scaling factor")
+    factor: float | None = Field(default=None, gt=0, allow_inf_nan=False, description="Scaling factor (finite)")
     original_max_position_embeddings: int | None = Field(default=None, ge=1,
                                                          description="Context the base model was trained at")
 
@@ -142,3 +142,14 @@ class Model(_Record):
     alibi: bool = Field(default=False, description="ALiBi position biases")
     experts: Experts | None = Field(default=None, description="MoE expert counts")
     layers: list[LayerGroup] = Field(min_length=1, description="Layer groups by attention type")
+
+    @model_validator(mode="after")
+    def _heads_consistent(self) -> Model:
+        """KV heads of a full or sliding group divide the query heads (transformers and the engines group query
+        heads over KV heads: num_attention_heads % num_key_value_heads == 0)."""
+        for i, g in enumerate(self.layers):
+            if g.type in ("full", "sliding", "chunked") and g.kv_heads is not None and \
+                    self.num_heads % g.kv_heads != 0:
+                raise ValueError(f"layers[{i}].kv_heads {g.kv_heads} does not divide num_heads {self.num_heads} "
+                                 "(query heads are grouped over KV heads)")
+        return self

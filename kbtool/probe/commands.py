@@ -16,7 +16,7 @@ from kbtool.probe import evidence as ev_io
 from kbtool.probe.environment import kb_context
 from kbtool.probe.rejudge import claim_context, probes_by_id, rejudge
 from kbtool.probe.runner import CaseResult, run_cases
-from kbtool.probe.spec import Probe, discover
+from kbtool.probe.spec import Probe, ProbeSpec, discover
 from kbtool.probe.verdicts import Skip, Update, plan, untestable_block
 from kbtool.store.writer import update_verification
 
@@ -88,8 +88,15 @@ def fit(probe: Probe, env: dict[str, Any]) -> Fit:
 
 def list_probes(env: dict[str, Any]) -> list[Fit]:
     probes = discover()
-    engine_env = engine.environment(env) if any(not engine.needs_gpu(p.spec) for p in probes) else env
-    return [fit(p, env if engine.needs_gpu(p.spec) else engine_env) for p in probes]
+    engine_envs: dict[str, dict[str, Any]] = {}  # one fingerprint per engine interpreter
+
+    def engine_env(spec: ProbeSpec) -> dict[str, Any]:
+        name = engine.engine_of(spec)
+        if name not in engine_envs:
+            engine_envs[name] = engine.environment(env, spec=spec)
+        return engine_envs[name]
+
+    return [fit(p, env if engine.needs_gpu(p.spec) else engine_env(p.spec)) for p in probes]
 
 
 def select(
@@ -231,7 +238,7 @@ def run(
     folder = out or records / "evidence"
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     for probe in probes:
-        penv = env if engine.needs_gpu(probe.spec) else engine.environment(env)
+        penv = env if engine.needs_gpu(probe.spec) else engine.environment(env, spec=probe.spec)
         f = fit(probe, penv)
         if not f.fits:
             report.runs.append(ProbeRun(probe, "skipped", f.why))
@@ -316,15 +323,15 @@ def write_manifest(out: Path, report: RunReport, today: str) -> Path:
         "untestable": [{"claim": c, "reason": why, "sm": sm} for c, why, sm in report.untestable],
     }
     path = out / MANIFEST
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    from kbtool.store.writer import atomic_write
+
+    atomic_write(path, json.dumps(data, indent=2) + "\n")
     return path
 
 
 def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update], list[Skip], list[Path]]:
     """`kb probe apply`: apply evidence written by `kb probe run --out DIR` elsewhere (files or that folder,
     whose probe-run.json also lists the claims found untestable there) to the claims here."""
-    import json
-
     files: list[Path] = []
     untestable: list[tuple[str, str, str | None]] = []
     dates: list[str] = []
@@ -332,8 +339,8 @@ def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update
         if p.is_dir():
             files += sorted(p.glob("*.yaml"))
             manifest = p / MANIFEST
-            if manifest.is_file():
-                data = json.loads(manifest.read_text(encoding="utf-8"))
+            if manifest.exists() or manifest.is_symlink():
+                data = _manifest(manifest)
                 sm = (data.get("environment") or {}).get("architecture")
                 untestable += [(u["claim"], u["reason"], u.get("sm", sm)) for u in data.get("untestable", [])]
                 untestable += untestable_today(data)
@@ -355,6 +362,22 @@ def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update
     today = max([e.started[:10] for e in evidence] + dates)
     updates, skips, written = _apply(evidence, untestable, claims, today, write=write)
     return updates, skips, imported + written + (measured.write(records, evidence, probes) if write else [])
+
+
+def _manifest(path: Path) -> dict[str, Any]:
+    """probe-run.json, read through the untrusted-file reader and checked for the shape `apply` reads."""
+    from kbtool.store.untrusted import load_json
+
+    data = load_json(path)
+    bad = not isinstance(data, dict) or not isinstance(data.get("environment") or {}, dict) or \
+        not isinstance(data.get("untestable", []), list) or \
+        not all(isinstance(u, dict) and isinstance(u.get("claim"), str) and isinstance(u.get("reason"), str)
+                for u in data.get("untestable", [])) or not isinstance(data.get("probes", []), list) or \
+        not all(isinstance(x, dict) for x in data.get("probes", []))
+    if bad:
+        raise ProbeError(f"{path}: not a probe-run manifest (an object with environment and untestable "
+                         "[{claim, reason}])", fix="pass the folder `kb probe run --out` wrote")
+    return dict(data)
 
 
 def untestable_today(manifest: dict[str, Any]) -> list[tuple[str, str, str | None]]:

@@ -1,8 +1,9 @@
 """Engine probes: probes of a serving engine's own Python gates, which need no GPU (design.md §5).
 
-An engine probe declares `requires={"gpu": False, ...}`. It runs where `kb probe run` finds no GPU, in an
-environment that names the engine instead of a GPU: the engine's interpreter (`KB_VLLM_PYTHON`, else this
-one) reports the vLLM and torch versions, and those versions are the scope its verdicts cover.
+An engine probe declares `requires={"gpu": False, "packages": [ENGINE, ...]}`. It runs where `kb probe run`
+finds no GPU, in an environment that names the engine instead of a GPU: the engine's interpreter
+(`KB_VLLM_PYTHON` for vLLM, `KB_SGLANG_PYTHON` for SGLang, else this one) reports the engine's and torch's
+versions, and those versions are the scope its verdicts cover.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from typing import Any
 
 from kbtool.probe.spec import ProbeSpec
 
-PYTHON_ENV = "KB_VLLM_PYTHON"
+ENGINES = {"vllm": "KB_VLLM_PYTHON", "sglang": "KB_SGLANG_PYTHON"}
+"""Engine distribution -> the variable naming the interpreter that has it installed."""
+PYTHON_ENV = ENGINES["vllm"]
 _VERSIONS = (
     "import json, importlib.metadata as m\n"
     "out = {}\n"
-    "for d in ('vllm', 'torch', 'flashinfer-python', 'triton'):\n"
+    "for d in ('vllm', 'sglang', 'torch', 'flashinfer-python', 'triton'):\n"
     "    try:\n"
     "        out[d] = m.version(d)\n"
     "    except m.PackageNotFoundError:\n"
@@ -34,14 +37,23 @@ def needs_gpu(spec: ProbeSpec) -> bool:
     return spec.requires.get("gpu", True) is not False
 
 
-def engine_python() -> str:
+def engine_of(spec: ProbeSpec | None) -> str:
+    """The engine an engine probe exercises: the first of its packages that is an engine (vLLM by default)."""
+    for p in spec.packages if spec is not None else []:
+        if p in ENGINES:
+            return p
+    return "vllm"
+
+
+def engine_python(engine: str = "vllm") -> str:
     """The interpreter that has the engine installed."""
-    return os.environ.get(PYTHON_ENV) or sys.executable
+    return os.environ.get(ENGINES.get(engine, PYTHON_ENV)) or sys.executable
 
 
-def environment(base: dict[str, Any], python: str | None = None) -> dict[str, Any]:
+def environment(base: dict[str, Any], python: str | None = None, spec: ProbeSpec | None = None) -> dict[str, Any]:
     """The fingerprint an engine probe runs under: no GPU, the engine interpreter's package versions."""
-    exe = python or engine_python()
+    engine = engine_of(spec)
+    exe = python or engine_python(engine)
     try:
         proc = subprocess.run([exe, "-c", _VERSIONS], capture_output=True, text=True, timeout=60, check=False)
         found: dict[str, str] = json.loads(proc.stdout) if proc.returncode == 0 else {}
@@ -51,7 +63,7 @@ def environment(base: dict[str, Any], python: str | None = None) -> dict[str, An
             if k not in ("torch", "python")}
     env = {k: v for k, v in base.items() if k not in ("reason",)}
     env.update({
-        "gpu": f"no GPU (vllm {libs.get('vllm', 'not installed')})",
+        "gpu": f"no GPU ({engine} {libs.get(engine, 'not installed')})",
         "compute_capability": "n/a",
         "architecture": None,
         "accelerator": None,

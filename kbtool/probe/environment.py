@@ -184,15 +184,15 @@ if __name__ == "__main__":
 
 def kb_context(records: Path, env: dict[str, Any]) -> dict[str, Any]:
     """The KB's accelerator and architecture records for this GPU, for judges that compare with them."""
-    import yaml
+    from kbtool.store.untrusted import UntrustedInputError, load_yaml
 
     out: dict[str, Any] = {}
     for key, folder in (("accelerator", "accelerators"), ("architecture", "architectures")):
         rid = env.get(key)
         path = records / folder / f"{rid}.yaml"
-        if rid and path.is_file():
+        if rid and isinstance(rid, str) and "/" not in rid and path.is_file():
             try:
-                out[key] = yaml.safe_load(path.read_text(encoding="utf-8"))
-            except (OSError, yaml.YAMLError):
+                out[key] = load_yaml(path, root=records)
+            except UntrustedInputError:
                 continue
     return out

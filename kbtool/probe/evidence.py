@@ -110,11 +110,18 @@ def write(folder: Path, evidence: Evidence) -> tuple[Path, Evidence]:
 
 
 def load(path: Path) -> Evidence:
-    """Read an evidence file written by `kb probe run` (for applying it elsewhere)."""
-    import yaml
+    """Read an evidence file written by `kb probe run` (for applying it elsewhere), through the untrusted-file
+    reader (regular file, size, UTF-8, the record reader's node/depth/alias limits): exit 2 when it is not one."""
+    from kbtool.store.untrusted import UntrustedInputError, load_yaml
 
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = load_yaml(path)
+    except UntrustedInputError as exc:
+        raise ProbeError(f"{exc.args[0]}: not a readable evidence record", fix=exc.fix) from None
+    try:
         return Evidence.model_validate(raw)
-    except (OSError, yaml.YAMLError, ValidationError) as exc:
-        raise ProbeError(f"{path}: not a readable evidence record: {exc}") from exc
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"]) or "$"
+        raise ProbeError(f"{path}: not a valid evidence record: {loc}: {err['msg']} ({exc.error_count()} "
+                         "error(s))", fix="pass the files `kb probe run --out` wrote") from None

@@ -46,7 +46,9 @@ class Skip:
 def run_vars(evidence: Evidence) -> dict[str, Any]:
     """Query variables the run fixes: sm, cc, gpu, vendor and library versions."""
     env = evidence.environment
-    out: dict[str, Any] = {"vendor": "amd" if env.gpu.lower().startswith(("amd", "instinct")) else "nvidia"}
+    out: dict[str, Any] = {}
+    if not env.gpu.lower().startswith("no gpu"):  # an engine probe (kbtool/probe/engine.py) runs on no vendor's GPU
+        out["vendor"] = "amd" if env.gpu.lower().startswith(("amd", "instinct")) else "nvidia"
     if env.architecture:
         out["sm"] = env.architecture
     with contextlib.suppress(ValueError):

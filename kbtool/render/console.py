@@ -1,8 +1,26 @@
-"""Consoles for stdout (results) and stderr (diagnostics); NO_COLOR is respected by rich itself."""
+"""Consoles for stdout (results) and stderr (diagnostics); NO_COLOR is respected by rich itself.
+
+Every text segment rich writes passes kbtool.escape.escape first (rich's own style and control codes are kept):
+a record name holding ESC]0; or U+009B reaches the terminal as visible text, whatever printed it.
+"""
 
 from __future__ import annotations
 
-from rich.console import Console
+from collections.abc import Iterable
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+from rich.console import Console
+from rich.segment import Segment
+
+from kbtool.escape import escape
+
+
+class SafeConsole(Console):
+    """A rich Console that escapes control characters in the text it renders."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer([s if s.control else Segment(escape(s.text), s.style, s.control)
+                                       for s in buffer])
+
+
+out = SafeConsole(highlight=False, soft_wrap=True)
+err = SafeConsole(stderr=True, highlight=False, soft_wrap=True)

@@ -149,3 +149,52 @@ def boot_error_text(errors: list[dict[str, Any]], rows: list[Any], written: Any 
     out.print(s)
     if written:
         out.print(f"wrote {written}")
+
+
+@contextmanager
+def sweep_bar(enabled: bool, total: int) -> Iterator[Callable[[str, str], None]]:
+    """One bar over a sweep's releases on stderr; yields the sweep's on_step(release, step) hook."""
+    if not enabled:
+        yield lambda release, step: None
+        return
+    bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("{task.fields[last]}"), console=err, transient=False)
+    with bar:
+        task = bar.add_task("sweep", total=total, last="")
+
+        def on_step(release: str, step: str) -> None:
+            done = step in ("ok", "failed")
+            bar.update(task, advance=1 if done else 0, last=f"{release}: {step}")
+            if done:
+                err.print(f"{release}: {step}")
+
+        yield on_step
+
+
+def sweep_text(tasks: list[Any], skipped: list[str], results: list[Any], seconds: float, dry_run: bool) -> None:
+    if skipped:
+        out.print(f"skipped (evidence exists; --force runs them again): {', '.join(skipped)}")
+    if dry_run:
+        for t in tasks:
+            out.print(f"would run {t.release}: {', '.join(t.probes)}")
+        return
+    table = Table(title="sweep")
+    for col in ("release", "status", "install s", "probes s", "probes"):
+        table.add_column(col)
+    for r in results:
+        probes = "; ".join(f"{k} {v}" for k, v in r.probes.items()) or (r.why or "")
+        table.add_row(r.release, r.status, str(r.install_s), str(round(r.probe_s, 1)), probes[:200])
+    out.print(table)
+    out.print(f"{len(results)} release(s) in {seconds:.0f} s")
+
+
+def events_text(changes: list[Any], written: list[Any], write: bool) -> None:
+    if not changes:
+        out.print("Every swept claim's vLLM scope already agrees with its releases.")
+        return
+    for ch in changes:
+        out.print(f"[bold]{ch.claim}[/]")
+        for e in ch.events:
+            out.print(f"  {e.text()}")
+        out.print(f"  scope: {ch.old} -> {ch.new}")
+    out.print(f"{len(written)} claim file(s) written" if write else "Add --write to rewrite these scopes.")

@@ -19,18 +19,19 @@ if TYPE_CHECKING:
 
     Seg = tuple[str, str]
 
-# C0 controls but tab and newline, ESC included, and DEL: dropped from everything printed
-_STRIP = {c: None for c in (*range(0, 9), *range(11, 32), 127)}
 _SGR = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "blue": "34", "magenta": "35",
         "cyan": "36", "white": "37"}
 _COLOURS = frozenset(("red", "green", "yellow", "blue", "magenta", "cyan", "white"))
 
 
 def clean(text: str) -> str:
-    """`text` with control characters dropped and tabs expanded (safe to print anywhere)."""
+    """`text` with control characters (C0, DEL, ESC, C1) shown as visible escapes (kbtool.escape) and tabs
+    expanded: safe to print anywhere."""
     if text.isprintable():  # the common case, decided in C
         return text
-    return text.translate(_STRIP).expandtabs(8)
+    from kbtool.escape import escape
+
+    return escape(text.expandtabs(8))
 
 
 class Sink:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import yaml
@@ -12,6 +13,14 @@ from rich.table import Table
 STATUS_STYLE = {"ok": "green", "verified": "green", "caveat": "yellow", "disputed": "yellow",
                 "rejected": "red", "refuted": "bold red", "gate refuted": "magenta", "unknown": "dim",
                 "unverified": "dim", "untestable": "dim", "confirmed": "green", "contradicted": "red"}
+
+
+
+def print(*values: object, sep: str = " ", end: str = "\n", file: Any = None, flush: bool = False) -> None:
+    """builtins.print with every value passed through kbtool.escape.escape (nothing raw to a terminal)."""
+    from kbtool.escape import escape as visible
+
+    builtins.print(*(visible(str(v)) for v in values), sep=sep, end=end, file=file, flush=flush)
 
 
 def _s(value: Any) -> str:
@@ -46,6 +55,14 @@ def show(c: Console, d: dict[str, Any]) -> None:
         for ev in v.get("scope_events", []):
             bounds = ", ".join(f"{k} {ev[k]}" for k in ("introduced", "fixed", "last_affected") if ev.get(k))
             c.print(f"  scope: {escape(ev['library'])} {escape(bounds)} (from {escape(', '.join(ev['evidence']))})")
+    if d.get("timeline"):
+        c.print("\n[bold]releases[/] (vLLM, from each release's own evidence)")
+        for p in d["timeline"]:
+            c.print(f"  {escape(p['release'])}: {escape(p['outcome'])}  [dim]{escape(p['evidence'])}[/]")
+        for e in d.get("version_events", []):
+            (b, bo, be), (a, ao, ae) = e["before"], e["after"]
+            c.print(f"  [bold]{escape(e['field'])} {escape(e['release'])}[/]: {escape(b)} {escape(bo)} ({escape(be)}), "
+                    f"{escape(a)} {escape(ao)} ({escape(ae)})")
     if d.get("claims"):
         c.print("\n[bold]claims about it[/]")
         for cl in d["claims"]:

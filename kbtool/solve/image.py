@@ -344,6 +344,7 @@ def build(kb: KB) -> dict[str, Any]:
                                  for b in by_kind.get("engine-backend", [])), key=lambda t: t[0])),
         "evidence_arch": evidence_arch,
         "releases": _releases(by_kind.get("evidence", [])),
+        "probed": _probed(by_kind.get("evidence", [])),
         "priorities": lazy([_priority_row(p) for p in sorted(by_kind.get("engine-priority", []),  # solve/engine.py
                                                               key=lambda r: r.id)]),
         "bench": {acc: lazy(rows) for acc, rows in bench.items()},
@@ -351,6 +352,23 @@ def build(kb: KB) -> dict[str, Any]:
         "boot_errors": lazy(_boot_errors(by_kind.get("measurement", []))),
         **{f"engine-{name}": lazy(sec) for name, sec in _engine_sections(by_kind).items()},
     }
+
+
+def _probed(evidence: list[Any]) -> dict[str, list[str]]:
+    """library -> every release some evidence ran (oldest first): what `--lib X=V` is answered from."""
+    import functools
+
+    from kbtool.solve.conditions import compare_versions
+    from kbtool.vocab import LIBRARIES
+
+    seen: dict[str, set[str]] = {}
+    for e in evidence:
+        env = getattr(e, "environment", None)
+        for lib, ver in (dict(env.libraries or {}) if env is not None else {}).items():
+            if lib in LIBRARIES and lib != "cuda":
+                seen.setdefault(lib, set()).add(str(ver).split("+", 1)[0])
+    key = functools.cmp_to_key(compare_versions)
+    return {lib: sorted(vs, key=key) for lib, vs in sorted(seen.items())}
 
 
 def _releases(evidence: list[Any]) -> dict[str, str]:
@@ -396,6 +414,7 @@ class Image:
         self.cc: dict[str, str | None] = data["cc"]
         self.evidence_arch: dict[str, str] = data["evidence_arch"]
         self.releases: dict[str, str] = data["releases"]  # library -> newest version probe evidence ran
+        self.probed: dict[str, list[str]] = data.get("probed") or {}  # library -> every version evidence ran
         self._bench: dict[str, bytes] = data["bench"]
 
     def _section(self, name: str) -> Any:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from kbtool.errors import UsageError
 from kbtool.vocab import DTYPE_ALIASES, ENGINES, KV_DTYPES, LIBRARIES, PHASES
 
@@ -132,11 +134,21 @@ def check_libs(libs: dict[str, str], known: set[str]) -> None:
             raise UsageError(f"--lib: unknown library '{name}'", fix=f"use one of {', '.join(sorted(allowed))}")
 
 
+_UPPER = {"--gpus": 4096, "--vllm-args -tp": 4096, "--vllm-args --tensor-parallel-size": 4096,
+          "--sglang-args --tp-size": 4096, "--sglang-args --tp": 4096,
+          "--sglang-args --tensor-parallel-size": 4096, "--head-dim": 4096, "--block-size": 1 << 20}
+"""The largest value kb models per flag (4096 is the model schema's head-dim bound): beyond it, an error, never a
+silent "yes" from gates that record nothing that far out."""
+
+
 def positive_int(value: int | None, flag: str, example: str) -> int | None:
     if value is None:
         return None
     if value <= 0:
         raise UsageError(f"{flag}: {value} must be a positive integer", fix=f"e.g. {flag} {example}")
+    top = _UPPER.get(flag)
+    if top is not None and value > top:
+        raise UsageError(f"{flag}: {value} is beyond what kb models (at most {top:,})", fix=f"e.g. {flag} {example}")
     return value
 
 
@@ -180,6 +192,8 @@ def parse_size(text: str | None, flag: str = "--reserve") -> int | None:
                          fix=f"e.g. {flag} 4GiB, 2.5GB or 3000000000") from None
     if value < 0:
         raise UsageError(f"{flag}: '{text}' must not be negative", fix=f"e.g. {flag} 4GiB")
+    if not math.isfinite(value) or value > 1 << 50:
+        raise UsageError(f"{flag}: '{text}' is beyond any GPU's memory (at most 1 PiB)", fix=f"e.g. {flag} 4GiB")
     return int(value)
 
 
@@ -194,6 +208,7 @@ class Query:
         "assume",
         "attention",
         "attention_backend",
+        "gpus_flag",
         "batch",
         "batched_tokens",
         "block_size",
@@ -237,6 +252,7 @@ class Query:
                  weights: str | None = None, reserve: int | None = None, batched_tokens: int | None = None,
                  assume: str = "typical") -> None:
         self.gpu, self.gpus, self.ctx, self.kv, self.dtype, self.model = gpu, gpus, ctx, kv, dtype, model
+        self.gpus_flag = "--gpus"  # the flag the GPU count came from, as typed (--vllm-args -tp), for errors
         self.head_dim, self.head_dim_v, self.batch = head_dim, head_dim_v, batch
         self.phases = phases if phases is not None else list(PHASES)
         self.engine = engine
@@ -318,6 +334,7 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
     for key in given:
         engine = engine or key.removesuffix("_args")  # --vllm X or --sglang-args ... imply their engine
     line = None
+    gpus_flag = "--gpus"
     if lines:  # a pasted serve line; explicit kb options win over its flags
         name, text = lines[0]
         line = engines.get(name).parse_line(text)  # type: ignore[union-attr]
@@ -325,14 +342,20 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
                                 "block_size": block_size, "dtype": dtype,
                                 "max_num_batched_tokens": max_num_batched_tokens, "weights": weights}
         for k, v in engines.get(name).line_options(line).items():  # type: ignore[union-attr]
+            if k == "kv" and opts.get(k) is not None and v is not None and parse_kv(str(opts[k])) != parse_kv(str(v)):
+                raise UsageError(f"--kv {opts[k]} conflicts with --{name}-args --kv-cache-dtype {v}",
+                                 fix="give the KV dtype once: drop --kv, or change the serve line")
             if opts.get(k) is None and v is not None:
                 opts[k] = v
+        if gpus is None and opts["gpus"] is not None:  # the GPUs came from the line: errors name its flag
+            spelled = getattr(line, "spelled", {})
+            gpus_flag = f"--{name}-args {spelled.get('tp') or spelled.get('tp_size') or '-tp'}"
         model, ctx, kv, gpus, util = opts["model"], opts["ctx"], opts["kv"], opts["gpus"], opts["util"]
         block_size, dtype, weights = opts["block_size"], opts["dtype"], opts["weights"]
         max_num_batched_tokens = opts["max_num_batched_tokens"]
     q = Query(
         gpu=gpu.strip() if gpu else None,
-        gpus=positive_int(gpus, "--gpus", "8") or 1,
+        gpus=positive_int(gpus, gpus_flag, "8") or 1,
         ctx=parse_ctx(ctx) if ctx is not None else None,
         kv=parse_kv(kv) if kv is not None else None,
         dtype=parse_dtype(dtype) if dtype is not None else None,
@@ -350,6 +373,7 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
         batched_tokens=positive_int(max_num_batched_tokens, "--max-num-batched-tokens", "8192"),
         assume=parse_assume(assume),
     )
+    q.gpus_flag = gpus_flag
     for key in given:  # the engine's release and line belong to that engine
         name = key.removesuffix("_args")
         if q.engine != name:

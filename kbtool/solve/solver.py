@@ -126,6 +126,24 @@ def model_features(model: ModelV, gpus: int) -> dict[str, Any]:
     return out
 
 
+def check_tensor_parallel(model: ModelV, gpus: int, flag: str) -> None:
+    """Refuse a tensor-parallel size the engines refuse: vLLM's ModelConfig.verify_with_parallel_config (and
+    SGLang's ModelConfig) require the attention heads to divide over the GPUs, and vLLM's QKVParallelLinear
+    splits KV heads evenly or replicates them evenly (kv % tp == 0 below the KV head count, tp % kv == 0 above)."""
+    if gpus <= 1:
+        return
+    if model.num_heads % gpus:
+        raise UsageError(f"{flag} {gpus}: {model.id}'s {model.num_heads} attention heads do not divide over {gpus} "
+                         "GPUs; the engines refuse it (attention heads must be divisible by the tensor-parallel size)",
+                         fix=f"use a tensor-parallel size that divides {model.num_heads}")
+    for g in model.layers:
+        kv = g.kv_heads
+        if kv and ((gpus < kv and kv % gpus) or (gpus >= kv and gpus % kv)):
+            raise UsageError(f"{flag} {gpus}: {model.id}'s {kv} KV heads can neither be split nor replicated evenly "
+                             f"over {gpus} GPUs; vLLM refuses it",
+                             fix=f"use a size that divides or is a multiple of {kv}")
+
+
 def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]]:
     q = cx.q
     typical = q.assume == "typical"
@@ -140,6 +158,10 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
         if v is not None:
             env[k] = v
     env.update(q.libs)
+    for lib, ver in q.libs.items():  # a release no evidence ran: say which probed releases bracket it
+        note = unprobed(cx.img.probed.get(lib, []), lib, str(ver))
+        if note:
+            assumed[f"{lib} evidence"] = note
     kv, dtype = q.kv, q.dtype
     if dtype is None:
         old_gpu = env.get("vendor") == "nvidia" and 0 < float(env.get("cc") or 0) < 8.0
@@ -157,6 +179,7 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
     env["kv_dtype_differs"] = kv != dtype
     if cx.model is not None:
         env.update(model_layout(cx.model))
+        check_tensor_parallel(cx.model, q.gpus, getattr(q, "gpus_flag", "--gpus"))
         env.update(model_features(cx.model, q.gpus))
     if q.attention:
         env["attention"] = q.attention
@@ -615,3 +638,18 @@ def solve(kb: Image | KB, q: Query) -> Answer | MultiAnswer:
     counts = {v: sum(r.verdict == v for r in rows) for v in ("yes", "conditional", "no", "unknown")}
     summary = f"{len(rows)} accelerators: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n)
     return MultiAnswer(query=q.as_dict(), rows=rows, summary=summary)
+
+
+def unprobed(probed: list[str], lib: str, version: str) -> str | None:
+    """For `--lib LIB=VERSION` that no evidence ran: the probed releases around it (claims scoped to the
+    release still apply; probe verdicts of other releases do not)."""
+    from kbtool.solve.conditions import compare_versions
+
+    if not probed or version in probed or lib == "vllm":  # vLLM: its engine names the releases (vllm/grid.py)
+        return None
+    below = [v for v in probed if compare_versions(v, version) < 0]
+    above = [v for v in probed if compare_versions(v, version) > 0]
+    if below and above:
+        return f"{version} not probed: between {below[-1]} and {above[0]} (probed); its claims' own scopes only"
+    side = f"after the newest probed {below[-1]}" if below else f"before the oldest probed {above[0]}"
+    return f"{version} not probed: {side}; its claims' own scopes only"

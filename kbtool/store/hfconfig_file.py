@@ -6,13 +6,13 @@ record's source) and hf_quant_config.json (ModelOpt's quantization, when the con
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from kbtool.errors import UsageError
 from kbtool.model.hfconfig import ConfigError, to_record
+from kbtool.store.untrusted import load_json, load_yaml
 
 HF_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
@@ -20,7 +20,8 @@ HF_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 def looks_like_path(name: str) -> bool:
     """Whether `--model NAME` names a file (or a folder holding config.json) rather than a record id."""
     p = Path(name).expanduser()
-    return name.endswith(".json") or p.is_file() or (p.is_dir() and (p / "config.json").is_file())
+    return name.endswith(".json") or p.is_file() or (p.is_dir() and ((p / "config.json").exists()
+                                                                     or (p / "config.json").is_symlink()))
 
 
 def default_id(path: Path) -> str:
@@ -31,13 +32,24 @@ def default_id(path: Path) -> str:
 
 
 def _side(folder: Path) -> dict[str, Any] | None:
+    """SOURCE.yaml beside the config (None when there is none); read through the untrusted-file reader, so a
+    FIFO, a huge file or an alias bomb is refused (exit 2), never read."""
     side = folder / "SOURCE.yaml"
-    if not side.is_file():
+    if not (side.exists() or side.is_symlink()):
         return None
-    from kbtool.store.reader import read_document
+    data = load_yaml(side)
+    return data if isinstance(data, dict) else {}
 
-    doc, errs = read_document(side, str(side))
-    return doc.data if doc is not None and not errs and isinstance(doc.data, dict) else {}
+
+def _neighbour_json(path: Path) -> dict[str, Any] | None:
+    """A JSON file beside config.json (hf_quant_config.json): None when absent; it must be a JSON object."""
+    if not (path.exists() or path.is_symlink()):
+        return None
+    data = load_json(path, nonfinite=True)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: is a JSON {type(data).__name__}, not an object",
+                          fix=f"give ModelOpt's {path.name} (an object with a `quantization` block), or remove it")
+    return data
 
 
 # Fields published configs leave to their transformers config class (which vLLM loads too), by model type: the
@@ -91,22 +103,22 @@ def read_config(name: str, rid: str | None = None) -> dict[str, Any]:
     path = Path(name).expanduser()
     if path.is_dir():
         path = path / "config.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"--model: no file {path}", fix="give the path to the model's config.json") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ConfigError(f"{path}: not a readable JSON config ({e})", fix="give the model's config.json") from None
-    quant = None
-    qfile = path.parent / "hf_quant_config.json"
-    if qfile.is_file():
-        try:
-            quant = json.loads(qfile.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            quant = None
+    if not (path.exists() or path.is_symlink()):
+        raise UsageError(f"--model: no file {path}", fix="give the path to the model's config.json")
+    data = load_json(path, nonfinite=True)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: is a JSON {type(data).__name__}, not an object",
+                          fix="give the model's config.json")
+    quant = _neighbour_json(path.parent / "hf_quant_config.json")
     src, hf_name = _source(path.parent, path)
     filled = _defaults(data, _side(path.parent))
-    rec = to_record(data, rid or default_id(path), where=str(path), name=hf_name, source=src, quant=quant)
+    try:
+        rec = to_record(data, rid or default_id(path), where=str(path), name=hf_name, source=src, quant=quant)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, ZeroDivisionError, OverflowError) as e:
+        # a field of the wrong type deep in the mapping (a string where a number belongs, a list for an object)
+        raise ConfigError(f"{path}: a field has a value the importer cannot read ({type(e).__name__}: "
+                          f"{str(e)[:160]})", fix="check the config's field types against the model's "
+                          "transformers config class") from None
     if filled is not None:
         rec["sources"].append(filled)
         rec["notes"] = rec["notes"][:-1] + "; fields the config leaves out taken from its config class's defaults."

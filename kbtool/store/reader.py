@@ -52,18 +52,17 @@ class _Bad(Exception):
         self.path = path
 
 
-def read_document(path: Path | str, display: str | None = None) -> tuple[Document | None, list[Finding]]:
-    """Read one YAML file. Returns (document, []) or (None, findings)."""
+def read_document(path: Path | str, display: str | None = None,
+                  root: Path | None = None) -> tuple[Document | None, list[Finding]]:
+    """Read one YAML file through the untrusted-file reader (regular files only, size limit; with `root`,
+    symlinks out of the tree refused). Returns (document, []) or (None, findings)."""
+    from kbtool.store.untrusted import UntrustedInputError, read_bytes
+
     name = display or str(path)
-    p = Path(path)
     try:
-        size = p.stat().st_size
-        if size > MAX_BYTES:
-            return None, [_f(name, None, f"file is {size:,} bytes; the limit is {MAX_BYTES:,}",
-                             "split it, or check it is the file you meant")]
-        raw = p.read_bytes()
-    except OSError as e:
-        return None, [_f(name, None, f"cannot read file: {e.strerror or e}", "check the path and permissions")]
+        raw = read_bytes(path, given=name, root=root, limit=MAX_BYTES)
+    except UntrustedInputError as e:
+        return None, [_f(name, e.line, e.reason, e.fix)]
     return parse_bytes(raw, name)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +13,7 @@ from kbtool.findings import Finding
 from kbtool.model import Record
 from kbtool.paths import display
 from kbtool.store.reader import Document, read_document
+from kbtool.store.untrusted import file_kind
 
 
 @dataclass
@@ -45,34 +47,102 @@ class LoadResult:
         return [x.record for x in self.loaded if x.record is not None]
 
 
+def _finding(path: Path, root: Path, message: str, fix: str) -> Finding:
+    return Finding("KB100", message, display(path, root), None, "$", fix=fix, check="yaml")
+
+
+def _is_record(name: str) -> bool:
+    return name.endswith((".yaml", ".yml"))
+
+
+class _Walk:
+    """The records tree walk: regular *.yaml/*.yml files, symlinks followed only while they stay in the tree
+    (each folder once, so a link loop ends), and a finding for everything skipped."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.real_root = Path(os.path.realpath(root))
+        self.files: list[Path] = []
+        self.findings: list[Finding] = []
+        self.seen: set[str] = set()
+        self.linked: list[Path] = []
+
+    def run(self) -> None:
+        while self.linked:
+            self.folder(self.linked.pop(0))
+
+    def leaves(self, p: Path) -> Path | None:
+        real = Path(os.path.realpath(p))
+        return None if real.is_relative_to(self.real_root) else real
+
+    def folder(self, d: Path) -> None:
+        real = os.path.realpath(d)
+        if real in self.seen:
+            return
+        self.seen.add(real)
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError as e:
+            self.findings.append(_finding(d, self.root, f"cannot list folder: {e.strerror or e}",
+                                          "check its permissions"))
+            return
+        for entry in entries:
+            self.entry(Path(entry.path))
+
+    def entry(self, p: Path) -> None:
+        if p.is_symlink():
+            real = self.leaves(p)
+            if not p.exists():
+                if _is_record(p.name):
+                    self.findings.append(_finding(p, self.root, f"dangling symlink (to {os.readlink(p)})",
+                                                  "remove the link, or point it at a record in the tree"))
+                return
+            if real is not None:
+                what = "folder" if p.is_dir() else "record"
+                if p.is_dir() or _is_record(p.name):
+                    self.findings.append(_finding(p, self.root, f"symlinked {what} leaves the records tree (to "
+                                                  f"{real}); not read", f"copy the {what} into the tree instead"))
+                return
+        try:
+            mode = p.stat().st_mode
+        except OSError as e:
+            self.findings.append(_finding(p, self.root, f"cannot read: {e.strerror or e}", "check the path"))
+            return
+        if stat.S_ISDIR(mode):
+            if p.is_symlink():
+                self.linked.append(p)  # after the real folders, so a record is found under its real path first
+            else:
+                self.folder(p)
+        elif _is_record(p.name):
+            if stat.S_ISREG(mode):
+                self.files.append(p)
+            else:
+                self.findings.append(_finding(p, self.root, f"is {file_kind(mode)}, not a regular file; not read",
+                                              "remove it; a record is a regular YAML file"))
+
+
 def discover(paths: Iterable[Path], root: Path) -> tuple[list[Path], list[Finding]]:
-    """Every *.yaml/*.yml under the given paths; symlinks leading outside the tree are findings."""
-    out: list[Path] = []
-    findings: list[Finding] = []
-    real_root = root.resolve()
+    """Every regular *.yaml/*.yml under the given paths (kbtool.store.untrusted's rules): FIFOs, devices,
+    dangling links and symlinks leading outside the tree are skipped, each with a finding naming the path as
+    found in the tree (the link, not its target)."""
+    walk = _Walk(root)
     for p in paths:
-        if p.is_dir():
-            for dirpath, dirnames, filenames in os.walk(p, followlinks=False):
-                dirnames.sort()
-                for name in sorted(filenames):
-                    if name.endswith((".yaml", ".yml")):
-                        out.append(Path(dirpath) / name)
-        elif p.exists() or p.is_symlink():
-            out.append(p)
+        if not (p.exists() or p.is_symlink()):
+            walk.findings.append(Finding("KB100", "no such file or directory", str(p), None, "$",
+                                         fix="check the path", check="yaml"))
+        elif p.is_symlink():
+            walk.entry(p)  # a link given by name follows the tree's rules
+        elif p.is_dir():
+            walk.folder(p)
         else:
-            findings.append(Finding("KB100", "no such file or directory", str(p), None, "$",
-                                    fix="check the path", check="yaml"))
-    kept = []
-    for f in out:
-        if f.is_symlink():
-            target = f.resolve()
-            if not target.is_relative_to(real_root) or not target.exists():
-                findings.append(Finding("KB100", f"symlink points outside the records tree (to {target})",
-                                        display(f, root), None, "$", fix="copy the record in instead",
-                                        check="yaml"))
-                continue
-        kept.append(f)
-    return kept, findings
+            mode = p.stat().st_mode
+            if stat.S_ISREG(mode):
+                walk.files.append(p)
+            else:
+                walk.findings.append(_finding(p, root, f"is {file_kind(mode)}, not a regular file; not read",
+                                              "give a regular YAML file"))
+    walk.run()
+    return walk.files, walk.findings
 
 
 def load_tree(root: Path, paths: Iterable[Path] | None = None, *, cached: bool = False) -> LoadResult:

@@ -8,12 +8,14 @@ it replaces the file. `write_new_record` creates a file that must not exist yet 
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import re
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -42,41 +44,76 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _holder(fd: int) -> int:
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        return int(os.read(fd, 32).decode("ascii", "replace").strip() or "0")
+    except (OSError, ValueError):
+        return 0
+
+
 @contextmanager
 def file_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[Path]:
-    """Hold `.<name>.lock` beside `path` (created exclusively; a lock left by a dead process is taken over)."""
+    """Hold `.<name>.lock` beside `path` through flock(2): the kernel drops the lock when its holder dies, so a
+    lock file left by a killed writer is taken over safely (and said on stderr), never waited on or deleted
+    under a live one. The file holds the holder's pid, for the message a waiter gets."""
+    import fcntl
+
     lock = path.with_name(f".{path.name}.lock")
     deadline = time.monotonic() + timeout
     while True:
         try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            break
-        except FileExistsError:
-            try:
-                pid = int(lock.read_text().strip() or "0")
-            except (OSError, ValueError):
-                pid = 0
-            if pid and not _pid_alive(pid):
-                lock.unlink(missing_ok=True)
-                continue
-            if time.monotonic() > deadline:
-                raise WriteError(
-                    f"{path}: locked by another writer ({lock})",
-                    fix=f"wait for the other `kb` process, or remove {lock} if none is running",
-                ) from None
-            time.sleep(0.05)
+            fd = os.open(lock, os.O_CREAT | os.O_RDWR | getattr(os, "O_NOFOLLOW", 0), 0o644)
         except OSError as exc:
-            raise WriteError(f"{path}: cannot create lock file {lock}: {exc}") from exc
+            raise WriteError(f"{path}: cannot create lock file {lock}: {exc.strerror or exc}",
+                             fix="the records folder must be writable (check permissions, the mount, free space)") \
+                from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = _holder(fd)
+            os.close(fd)
+            if time.monotonic() > deadline:
+                raise WriteError(f"{path}: locked by another writer ({lock}{f', pid {pid}' if pid else ''})",
+                                 fix="wait for the other `kb` process to finish") from None
+            time.sleep(0.05)
+            continue
+        except OSError as exc:
+            os.close(fd)
+            raise WriteError(f"{path}: cannot lock {lock}: {exc.strerror or exc}") from None
+        try:
+            same = os.fstat(fd).st_ino == os.stat(lock).st_ino
+        except OSError:
+            same = False
+        if not same:  # the previous holder removed the file between our open and our flock: lock the new one
+            os.close(fd)
+            continue
+        break
+    stale = _holder(fd)
+    if stale and stale != os.getpid() and not _pid_alive(stale):
+        logging.getLogger("kb").warning("kb: took over the stale lock %s (pid %s is not running)", lock, stale)
     try:
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
         os.write(fd, str(os.getpid()).encode())
-        os.close(fd)
+    except OSError as exc:  # a full disk: the lock is held all the same (flock), only the pid note is missing
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            os.close(fd)
+            raise WriteError(f"{path}: cannot write lock file {lock}: {exc.strerror or exc}") from None
+    try:
         yield lock
     finally:
-        lock.unlink(missing_ok=True)
+        with suppress(OSError):
+            lock.unlink()
+        os.close(fd)
 
 
-def atomic_write(path: Path, text: str | bytes, *, exclusive: bool = False) -> None:
-    """Write `text` to a temp file in the same folder, fsync, then rename over `path` (or link, if exclusive)."""
+def atomic_write(path: Path, text: str | bytes, *, exclusive: bool = False, make_parents: bool = True) -> None:
+    """Write `text` to a temp file in the same folder, fsync, then rename over `path` (or link, if exclusive).
+    Any failure (full disk, read-only target, missing folder without `make_parents`) is a WriteError naming the
+    path, and `path` is left as it was."""
+    if not make_parents and not path.parent.is_dir():
+        raise WriteError(f"cannot write {path}: no folder {path.parent}", fix=f"create {path.parent} first")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -100,7 +137,8 @@ def atomic_write(path: Path, text: str | bytes, *, exclusive: bool = False) -> N
         else:
             os.replace(tmp, path)
     except OSError as exc:
-        raise WriteError(f"cannot write {path}: {exc}") from exc
+        raise WriteError(f"cannot write {path}: {exc.strerror or exc}",
+                         fix="check free space and permissions; the file was left as it was") from None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -80,10 +80,12 @@ def read_format(path: Path) -> dict[str, Any]:
     if path.stat().st_size > MAX_BYTES:
         raise InvalidRecordError(f"{path}: larger than {MAX_BYTES} bytes", fix="split the file")
     if path.suffix.lower() == ".json":
+        from kbtool.store.untrusted import UntrustedInputError, load_json
+
         try:
-            data: Any = json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as e:
-            raise InvalidRecordError(f"{path}: not valid JSON: {e}", fix="fix the JSON syntax") from None
+            data: Any = load_json(path)
+        except UntrustedInputError as e:
+            raise InvalidRecordError(str(e.args[0]), fix=e.fix) from None
     else:
         from kbtool.store.reader import read_document
 

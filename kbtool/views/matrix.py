@@ -51,7 +51,7 @@ def matrix(kb: KB, *, kv: str | None = None, head_dim: int | None = None, phase:
     from kbtool.solve.query import build_query
     from kbtool.solve.solver import solve
 
-    q = build_query(kv=kv or "bf16", head_dim=head_dim or 128, phase=phase)
+    q = build_query(kv=kv or "bf16", head_dim=128 if head_dim is None else head_dim, phase=phase)
     q.attention = attention
     ans = solve(kb, q)
     rows = ans.rows if isinstance(ans, MultiAnswer) else [ans]

@@ -81,6 +81,7 @@ def show_data(kb: KB, name: str) -> dict[str, Any]:
                                                   "last_affected": r.last_affected, "evidence": list(r.evidence)}
                                                  for r in rec.scope if r.evidence]}
         data["evidence"] = _evidence_for_claim(kb, rec)
+        data["timeline"], data["version_events"] = _timeline(kb, rec.id)
     elif isinstance(rec, Evidence):
         data["evidence"] = [evidence_row(rec)]
     else:
@@ -89,6 +90,19 @@ def show_data(kb: KB, name: str) -> dict[str, Any]:
     if isinstance(rec, Kernel) or rec.kind in ("engine-backend", "architecture", "accelerator"):
         data["claims"] = _claims_about(kb, rec.id)
     return data
+
+
+def _timeline(kb: KB, claim: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The claim's outcome per swept vLLM release, and the version events where it changed (solve/timeline)."""
+    from kbtool.solve import timeline as tl
+
+    points = tl.timelines(kb).get(claim, [])
+    rows = [{"release": p.release, "outcome": p.outcome, "evidence": p.evidence, "detail": p.detail}
+            for p in points]
+    events = [{"field": e.field, "release": e.release,
+               "before": [e.before.release, e.before.outcome, e.before.evidence],
+               "after": [e.after.release, e.after.outcome, e.after.evidence]} for e in tl.events(points)]
+    return rows, events
 
 
 def _touches(kb: KB, ev: Evidence, rec: Record) -> bool:

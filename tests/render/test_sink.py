@@ -65,10 +65,11 @@ def test_ansi_styles_and_no_color_keeps_bold() -> None:
 
 
 @pytest.mark.parametrize(("text", "want"), [
-    ("plain", "plain"), ("a\tb", "a       b"), ("\x1b[31mred", "[31mred"), ("x\r\ny\x07z", "x\nyz"),
-    ("[/x] [bold]", "[/x] [bold]"), ("del\x7f", "del"),
+    ("plain", "plain"), ("a\tb", "a       b"), ("\x1b[31mred", "\\x1b[31mred"),
+    ("x\r\ny\x07z", "x\\x0d\ny\\x07z"), ("[/x] [bold]", "[/x] [bold]"), ("del\x7f", "del\\x7f"),
+    ("c1\x9b2J\x9d0;t", "c1\\x9b2J\\x9d0;t"),
 ])
-def test_clean_drops_control_characters(text: str, want: str) -> None:
+def test_clean_shows_control_characters_as_escapes(text: str, want: str) -> None:
     assert clean(text) == want
 
 

@@ -1,14 +1,14 @@
 """kb's SGLang resolution (kbtool/solve/sglang/resolve.py, records sglang-*) against SGLang's own, on the grids
-the sglang-resolve probe recorded (tests/data/sglang/<release>/grid.json.gz: ServerArgs.resolve_once() over
-platform x model x flags). No SGLang is needed. Every point must agree on the prefill and decode backends, page
-size, KV dtype, DSA sub-backends, or the error (type and exact message); the memory settings
-(mem_fraction_static, chunked_prefill_size, decode CUDA-graph max batch) are compared too. The per-field
-agreement is printed (pytest -s).
+the sglang-resolve probe recorded (tests/data/sglang/<release>/<platform>.json.gz: SGLang's ServerArgs
+resolution over model x flags on one platform, written by `kb probe run --probe sglang-resolve`). No SGLang is
+needed. Every recorded point is replayed and must agree on the prefill and decode backends, page size, KV dtype,
+DSA sub-backends, or the error (type and exact message); the memory settings (mem_fraction_static,
+chunked_prefill_size, decode CUDA-graph max batch) are compared too. The per-field agreement is printed
+(pytest -s).
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from functools import cache
 from typing import Any
@@ -18,22 +18,21 @@ import pytest
 from kbtool.kb import load_kb
 from kbtool.solve.image import Image
 from kbtool.solve.sglang import resolve as sr
-from tests.solve import sglang_grid as grid
+from kbtool.solve.sglang.facts import model_facts
+from probes import sglang_resolve as grid
 from tests.util import RECORDS, ROOT
 
 DATA = ROOT / "tests" / "data" / "sglang"
 RELEASES = ("0.5.23", "0.5.17")
-# claims whose refusal the recorded grid does not reach (it passes no DSA sub-backend flags, no context
-# parallelism, no nvfp4 with an explicit trtllm_mha prefill, no DSA model with learnable sinks, ...): each must
-# still name its source, and an entry that the grid does reach is stale and fails ("id@release": that release only)
+# claims whose refusal the recorded grid does not reach (no context parallelism, no Gemma 4 or LFM2 model, no DSA
+# model with learnable sinks, no FA-4 decode with an FP4 KV cache that gets past the earlier KV4 checks, ...): each
+# must still name its source, and an entry that the grid does reach is stale and fails ("id@release": that release
+# only)
 NOT_IN_GRID = {
-    "sglang-trtllm-mha-prefill-cp-sm100", "sglang-flex-attention-no-spec", "sglang-gemma4-backends",
-    "sglang-lfm2-no-triton", "sglang-dsa-sinks-bf16-kv", "sglang-dsa-sinks-prefill-flashmla-sparse",
-    "sglang-dsa-sinks-decode-flashmla-sparse", "sglang-dsa-triton-rocm-only", "sglang-dsa-tilelang-fp8-both",
-    "sglang-dsa-tilelang-fp8-sm89", "sglang-dsa-tilelang-fp8-rocm-only-0.5.17", "sglang-nvfp4-native-prefill-sm100",
-    "sglang-nvfp4-decode-trtllm-mha", "sglang-fp4-kv-fa4-mla-decode", "sglang-fp4-kv-fa4-mha-decode",
-    "sglang-fp4-kv-mla-backends", "sglang-fp4-kv-mha-backends", "sglang-fp4-kv-fa4-mla-decode-0.5.17",
-    "sglang-fp4-kv-fa4-mha-decode-0.5.17",
+    "sglang-trtllm-mha-prefill-cp-sm100", "sglang-gemma4-backends", "sglang-lfm2-no-triton",
+    "sglang-dsa-sinks-bf16-kv", "sglang-dsa-sinks-prefill-flashmla-sparse", "sglang-dsa-sinks-decode-flashmla-sparse",
+    "sglang-dsa-tilelang-fp8-sm89", "sglang-fp4-kv-fa4-mla-decode", "sglang-fp4-kv-fa4-mha-decode",
+    "sglang-fp4-kv-mha-backends",
     "sglang-fp4-kv-cuda-only@0.5.23",  # 0.5.23 refuses nvfp4 on ROCm earlier, in the NVFP4 prefill check
 }
 
@@ -44,8 +43,12 @@ def image() -> Image:
 
 
 @cache
-def recorded(release: str) -> dict[str, Any]:
-    return grid.load(DATA / release / "grid.json.gz")
+def recorded(release: str) -> list[dict[str, Any]]:
+    return grid.recorded(release, DATA)
+
+
+def of(release: str, plat: str) -> dict[str, Any]:
+    return next(d for d in recorded(release) if plat in d["platforms"])
 
 
 def replay(release: str) -> tuple[int, Counter[str], list[tuple[Any, ...]]]:
@@ -53,8 +56,8 @@ def replay(release: str) -> tuple[int, Counter[str], list[tuple[Any, ...]]]:
     agree: Counter[str] = Counter()
     wrong: list[tuple[Any, ...]] = []
     n = 0
-    for p, m, argv, pf, mf, args, want in grid.points(recorded(release)):
-        got = sr.resolve(img, release, pf, mf, args)
+    for p, m, argv, pf, mf, args, want in (x for doc in recorded(release) for x in grid.points(doc)):
+        got = grid.outcome(img, release, pf, mf, args)
         n += 1
         bad = grid.differs(got, want)
         if bad:
@@ -74,6 +77,7 @@ def replay(release: str) -> tuple[int, Counter[str], list[tuple[Any, ...]]]:
 @pytest.mark.parametrize("release", RELEASES)
 def test_grid_agrees(release: str) -> None:
     n, agree, wrong = replay(release)
+    assert n == sum(len(d["rows"]) for d in recorded(release)) > 0, "every recorded point is replayed"
     print(f"\nSGLang {release}: {n} points; " + ", ".join(f"{k} {v}" for k, v in sorted(agree.items())))
     assert not wrong, f"{len(wrong)} of {n} points differ, e.g. {wrong[:3]}"
     ok = agree["ok points"]
@@ -81,11 +85,19 @@ def test_grid_agrees(release: str) -> None:
         assert agree[f] == ok, f"{f}: kb agrees at {agree[f]} of {ok} resolved points"
 
 
+@pytest.mark.parametrize("release", RELEASES)
+def test_every_platform_is_recorded_once(release: str) -> None:
+    docs = recorded(release)
+    plats = [p for d in docs for p in d["platforms"]]
+    assert sorted(plats) == sorted(grid.PLATFORMS), f"SGLang {release}: recorded platforms {plats}"
+    assert all(d["sglang"] == release and not d["failures"] for d in docs)
+
+
 def test_releases_and_by() -> None:
     img = image()
     assert sr.releases(img) == ["0.5.17", "0.5.23"]
-    plat = grid.platform(recorded("0.5.23")["platforms"]["sm100"])
-    facts = grid.model_facts(recorded("0.5.23")["models"]["mla"])
+    plat = grid.platform(of("0.5.23", "sm100")["platforms"]["sm100"])
+    facts = model_facts(of("0.5.23", "sm100")["models"]["mla"])
     got = sr.resolve(img, "0.5.23", plat, facts, {"kv_cache_dtype": "auto", "tp_size": 1})
     assert (got["prefill"], got["decode"], got["page_size"]) == ("trtllm_mla", "trtllm_mla", 64)
     assert got["by"]["attention_backend"].startswith("sglang-0.5.23-cuda#")
@@ -95,8 +107,8 @@ def test_releases_and_by() -> None:
 
 def test_error_names_claim_and_where() -> None:
     img = image()
-    plat = grid.platform(recorded("0.5.23")["platforms"]["sm80"])
-    facts = grid.model_facts(recorded("0.5.23")["models"]["dense"])
+    plat = grid.platform(of("0.5.23", "sm80")["platforms"]["sm80"])
+    facts = model_facts(of("0.5.23", "sm80")["models"]["dense"])
     got = sr.resolve(img, "0.5.23", plat, facts, {"attention_backend": "trtllm_mha"})
     assert got == {
         "error": "ValueError",
@@ -113,20 +125,15 @@ def test_unknown_release_is_usage_error() -> None:
         sr.resolve(image(), "0.4.0", {}, {}, {})
 
 
-def _pattern(message: str) -> re.Pattern[str]:
-    parts = re.split(r"\{[a-z_][a-z0-9_-]*\}", message)
-    return re.compile(".+?".join(re.escape(p) for p in parts), re.S)
-
-
 def test_every_claim_message_is_in_its_grid() -> None:
     """Each SGLang claim's message (templates as wildcards) is an error the grid recorded for every release in
     its scope, unless the claim is in NOT_IN_GRID; a NOT_IN_GRID entry the grid does reach is stale."""
     img = image()
     claims = img.engine_data("sglang")["claims"]
-    messages = {r: {o["message"] for o in recorded(r)["outcomes"] if "error" in o} for r in RELEASES}
+    messages = {r: {o["message"] for d in recorded(r) for o in d["outcomes"] if "error" in o} for r in RELEASES}
     missing, stale = [], []
     for cid, (_w, _r, message, where, _scope) in sorted(claims.items()):
-        pat = _pattern(message)
+        pat = grid.message_pattern(message)
         for release in where:
             seen = any(pat.fullmatch(m) for m in messages[release])
             exempt = cid in NOT_IN_GRID or f"{cid}@{release}" in NOT_IN_GRID

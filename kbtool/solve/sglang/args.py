@@ -71,6 +71,13 @@ _CHOICES = {  # argparse choices (0.5.23 arg_groups/choices.py and fields/model.
                        "fp4_e2m1"),
     "mamba_radix_cache_strategy": ("auto", "no_buffer", "extra_buffer", "extra_buffer_lazy"),
     "dtype": ("auto", "half", "float16", "bfloat16", "float", "float32"),
+    # 0.5.23 arg_groups/fields/exec_.py:299 and :341 (0.5.17's DSA_CHOICES, server_args.py:341, is a subset of
+    # both): the decode list lacks triton_sparse_mla, a prefill-only DSA kernel
+    "dsa_prefill_backend": ("flashmla_sparse", "flashmla_sparse_q8", "flashmla_kv", "flashmla_auto",
+                            "flashinfer_sparse_mla", "triton_sparse_mla", "fa3", "tilelang", "triton", "aiter",
+                            "trtllm", "intel_xpu"),
+    "dsa_decode_backend": ("flashmla_sparse", "flashmla_sparse_q8", "flashmla_kv", "flashmla_auto",
+                           "flashinfer_sparse_mla", "fa3", "tilelang", "triton", "aiter", "trtllm", "intel_xpu"),
 }
 ATTENTION_BACKENDS = ("triton", "torch_native", "flex_attention", "dsa", "nsa", "qsa", "dsv4", "compressed", "fa3",
                       "fa4", "flashinfer", "llada2_cfg_flashinfer", "flashmla", "trtllm_mla", "cutedsl_mla",
@@ -90,6 +97,7 @@ class LaunchArgs:
     fields: dict[str, object] = field(default_factory=dict)
     model: str | None = None
     unknown: list[str] = field(default_factory=list)
+    spelled: dict[str, str] = field(default_factory=dict)  # field -> the flag as typed (--tp, --tp-size)
 
     def server_args(self) -> dict[str, object]:
         """The fields with SGLang's defaults for the ones not given."""
@@ -111,6 +119,23 @@ def _convert(flag: str, key: str, kind: str, text: str) -> object:
     if allowed is not None and text not in allowed:
         raise UsageError(f"--sglang-args: {flag}: invalid choice '{text}'", fix=f"choose from {', '.join(allowed)}")
     return text
+
+
+_POSITIVE = {"tp_size", "dp_size", "pp_size", "ep_size", "attn_cp_size", "attn_dp_size", "page_size",
+             "context_length", "max_running_requests", "max_total_tokens"}
+MAX_PARALLEL = 4096
+
+
+def _checked(flag: str, key: str, value: object) -> object:
+    """SGLang refuses a parallel size or page size below 1: so does kb, naming SGLang's flag as typed."""
+    if key in _POSITIVE and isinstance(value, int) and value < 1:
+        raise UsageError(f"--sglang-args: {flag} {value} must be at least 1 (SGLang refuses it)", fix=f"e.g. {flag} 1")
+    if key.endswith("_size") and key != "page_size" and isinstance(value, int) and value > MAX_PARALLEL:
+        raise UsageError(f"--sglang-args: {flag} {value} is more GPUs than kb models (at most {MAX_PARALLEL})",
+                         fix=f"e.g. {flag} 8")
+    if key == "mem_fraction_static" and isinstance(value, float) and not 0 < value < 1:
+        raise UsageError(f"--sglang-args: {flag} {value} must be in (0, 1)", fix=f"e.g. {flag} 0.85")
+    return value
 
 
 def _strip(words: list[str]) -> list[str]:
@@ -160,7 +185,8 @@ def parse(text: str) -> LaunchArgs:
             value = words[i + 1]
             i += 1
         i += 1
-        out.fields[key] = _convert(flag, key, kind, value)
+        out.fields[key] = _checked(flag, key, _convert(flag, key, kind, value))
+        out.spelled[key] = flag
     if "model_path" in out.fields:
         out.model = str(out.fields["model_path"])
     return out

@@ -128,10 +128,12 @@ def _refusal(img: Image, cid: str, env: dict[str, Any], release: str) -> dict[st
 
 
 def resolve(img: Image, release: str, platform: dict[str, Any], facts: dict[str, Any],
-            args: dict[str, Any]) -> dict[str, Any]:
+            args: dict[str, Any], trace: dict[str, Any] | None = None) -> dict[str, Any]:
     """SGLang `release`'s resolution of `args` (ServerArgs fields, kbtool/solve/sglang/args.py) for a model
     (`facts`, model_facts) on a platform (platform_facts): the backends and settings with the record step or
-    claim that set each, or the error it raises."""
+    claim that set each, or the error it raises. With `trace` (a dict), the state each claim was checked on
+    goes to trace["checks"][claim id] and the last state (resolved, or where it raised) to trace["env"]: what
+    the sglang-resolve probe judges each claim on."""
     sec = img.engine_data("sglang")
     pipes = sec["pipelines"].get(release)
     if not pipes:
@@ -151,6 +153,8 @@ def resolve(img: Image, release: str, platform: dict[str, Any], facts: dict[str,
             continue
         step_id = f"{main['id']}#{i}:{name}"
         if check is not None:
+            if trace is not None:
+                trace.setdefault("checks", {})[check] = trace["env"] = dict(env)
             err = _refusal(img, check, env, release)
             if err is not None:
                 return err
@@ -167,6 +171,8 @@ def resolve(img: Image, release: str, platform: dict[str, Any], facts: dict[str,
                 env[field] = _value(v, env, consts)
                 by[field] = step_id
         _derive(env)
+    if trace is not None:
+        trace["env"] = dict(env)
     return _outcome(env, by)
 
 

@@ -53,6 +53,7 @@ class ServeArgs:
     dp: int | None = None
     kv_cache_memory: int | None = None
     ignored: list[str] = field(default_factory=list)
+    spelled: dict[str, str] = field(default_factory=dict)  # field -> the flag as the user typed it (-tp, --dtype)
 
 
 _HUMAN = {"max_model_len", "max_num_batched_tokens", "kv_cache_memory"}  # vLLM reads these with human_readable_int
@@ -84,6 +85,23 @@ def _number(flag: str, key: str, text: str) -> int | float:
     except ValueError:
         example = "131072 (128k = 128,000; 128K = 131,072)" if key in _HUMAN else "2" if key in _INTS else "0.9"
         raise UsageError(f"--vllm-args: {flag} takes a number; got '{text}'", fix=f"e.g. {flag} {example}") from None
+
+
+_POSITIVE = {"tp", "pp", "dp", "block_size", "max_num_seqs", "max_num_batched_tokens"}
+MAX_PARALLEL = 4096  # no deployment has more GPUs in one tensor/pipeline/data-parallel group
+
+
+def checked(flag: str, key: str, value: int | float) -> int | float:
+    """vLLM refuses a parallel size, block size or batch bound below 1 (its config post-init): so does kb, naming
+    the flag as typed (-tp 0 is reported as -tp, not as kb's --gpus); gpu_memory_utilization in (0, 1]."""
+    if key in _POSITIVE and value < 1:
+        raise UsageError(f"--vllm-args: {flag} {value} must be at least 1 (vLLM refuses it)", fix=f"e.g. {flag} 1")
+    if key in ("tp", "pp", "dp") and value > MAX_PARALLEL:
+        raise UsageError(f"--vllm-args: {flag} {value} is more GPUs than kb models (at most {MAX_PARALLEL})",
+                         fix=f"e.g. {flag} 8")
+    if key == "gpu_memory_utilization" and not 0 < value <= 1:
+        raise UsageError(f"--vllm-args: {flag} {value} must be in (0, 1]", fix=f"e.g. {flag} 0.9")
+    return value
 
 
 def parse(text: str) -> ServeArgs:
@@ -123,5 +141,10 @@ def parse(text: str) -> ServeArgs:
             value = words[i + 1]
             i += 1
         i += 1
-        setattr(out, key, _number(flag, key, value) if key in _INTS or key == "gpu_memory_utilization" else value)
+        if key in _INTS or key == "gpu_memory_utilization":
+            setattr(out, key, checked(flag, key, _number(flag, key, value)))
+            out.spelled[key] = flag
+        else:
+            setattr(out, key, value)
+            out.spelled[key] = flag
     return out

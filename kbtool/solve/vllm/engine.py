@@ -106,7 +106,10 @@ def present(e: dict[str, Any]) -> None:
 
     e["label"] = f"vLLM {e['vllm']}"
     mla = e.get("mla")
-    if not e.get("selected"):
+    if e.get("between"):  # an unswept release (kbtool/solve/vllm/grid.py): the releases around it, by name
+        e["headline"] = f"vLLM {e['vllm']}: {e['between']}"
+        e["verb"] = f"not recorded: {e['between']}"
+    elif not e.get("selected"):
         e["headline"] = f"vLLM {e['vllm']}: {e['error']}"
         e["verb"] = f"error: {e['error']}"
     else:
@@ -123,6 +126,8 @@ def present(e: dict[str, Any]) -> None:
         e["verb"] = f"selects {name(e['selected'])}"
         e["choice"] = {"prefill": str(mla["prefill"][0]) if mla else name(e["selected"]),
                        "decode": name(e["selected"])}
+    if e.get("source") and not e.get("between"):
+        e["headline"] += f" [{e['source']}]"
     if mla:
         e["details"] = [("MLA: ", f"decode {mla['decode']}; prefill {' > '.join(mla['prefill'])} "
                                   f"({mla['prefill_shape']}); KV {mla['kv_layout']}")]

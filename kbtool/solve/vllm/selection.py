@@ -61,10 +61,16 @@ class Selection:
     selected: str | None
     requested: str | None = None
     error: str | None = None
+    source: str | None = None
+    """Where the answer comes from when it is not the release's records: its recorded grid (vllm/grid.py)"""
+    between: str | None = None
+    """For a release with no record at all: the recorded releases around it and what each does"""
 
     def as_dict(self) -> dict[str, Any]:
+        extra = {k: v for k, v in (("source", self.source), ("between", self.between)) if v}
         return {
             "vllm": self.version, "selected": self.selected, "requested": self.requested, "error": self.error,
+            **extra,
             "priority": self.priority,
             "backends": [{"id": c.id, "name": c.name, "status": c.status,
                           "reasons": [r.message for r in c.reasons]} for c in
@@ -151,6 +157,10 @@ def select(img: Image, env: dict[str, Any], version: str | None = None, requeste
     if version is None:
         return Selection(None, [], {}, None, requested, "the KB has no vLLM priority records")
     env = dict(env, engine="vllm", vllm=version)
+    if version not in versions(img):  # no priority records: the release's own grid, or the releases around it
+        from kbtool.solve.vllm.grid import select_unrecorded
+
+        return select_unrecorded(img, env, version, requested, platform)
     backends = {b.id: b for b in img.backends("vllm")}
     by_name = {b.backend_name.upper(): b.id for b in backends.values()}
     order = priority_order(img, env, version, platform)
@@ -274,6 +284,8 @@ def engine_summary(engine: dict[str, Any], where: str) -> str:
     """One sentence: what vLLM would do."""
     name = {b["id"]: b["name"] for b in engine["backends"]}
     v = f"vLLM {engine['vllm']}"
+    if engine.get("between"):
+        return f"{where}: {v} is not recorded; {engine['between']}"
     if engine.get("error"):
         return f"{where}: {v} would refuse: {engine['error']}"
     text = f"yes with {name.get(engine['selected'], engine['selected'])} ({v}'s choice"
@@ -316,6 +328,8 @@ def apply_to_answer(cx: Any, acc: Any, envs: dict[str, dict[str, Any]], assumed:
                                     q.batch, getattr(model, "max_context", None))
     if (memory is not None and memory.fits is False) or ctx_over_model(cx):
         return engine, verdict, summary
+    if engine.get("between"):  # an unswept release: what the releases around it do, never one of them as its answer
+        return engine, "conditional", engine_summary(engine, where)
     if engine.get("error"):
         return engine, "no" if engine["error"] != "depends on inputs not given" else "conditional", \
             engine_summary(engine, where)
@@ -328,16 +342,17 @@ def apply_to_answer(cx: Any, acc: Any, envs: dict[str, dict[str, Any]], assumed:
 
 def pin_release(img: Image, q: Any) -> None:
     """--engine vllm: the release is --vllm, else --lib vllm=X, else the newest with priority records."""
+    import re
+
     from kbtool.errors import UsageError
 
     known = versions(img)
     asked = getattr(q, "vllm", None)
-    if asked is not None and asked not in known:
-        raise UsageError(f"--vllm {asked}: the KB records vLLM's selection for {', '.join(known) or 'no release'} "
-                         "only", fix=f"use --vllm {known[-1]} (the newest recorded)" if known else "leave out --vllm")
-    if asked is None and "vllm" in q.libs:  # --lib vllm=X: that release's claims; its selection if recorded
-        if q.libs["vllm"] in known:
-            q.vllm = q.libs["vllm"]
+    # any release: answered from its recorded grid, or from the recorded releases around it (grid.py)
+    if asked is not None and asked not in known and not re.fullmatch(r"\d+(\.\d+)+([.+-]?[0-9A-Za-z]+)*", asked):
+        raise UsageError(f"--vllm {asked}: not a release number", fix="e.g. --vllm 0.28.0")
+    if asked is None and "vllm" in q.libs:  # --lib vllm=X: that release's claims and its selection
+        q.vllm = q.libs["vllm"]
         return
     version = asked or (known[-1] if known else None)
     if version is None:
@@ -353,6 +368,8 @@ def preflight(engine: dict[str, Any], memory: Any, ctx: int | None, batch: int |
         return (f"ValueError: User-specified max_model_len ({ctx}) is greater than the derived max_model_len "
                 f"(max_position_embeddings={model_max} ...). To allow overriding this maximum, set the env var "
                 "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.")
+    if engine.get("between"):
+        return f"vLLM {engine['vllm']} is not recorded: {engine['between']}"
     if engine.get("error"):
         if engine.get("requested"):
             return f"ValueError: {engine['error']}"

@@ -1,0 +1,53 @@
+"""A claim's version scope against its release timeline (issue 28): what each swept release's evidence shows."""
+
+from __future__ import annotations
+
+from kbtool.checks import check, in_focus
+from kbtool.findings import Finding
+from kbtool.kb import KB
+from kbtool.model import Claim
+from kbtool.solve import timeline as tl
+
+
+def scope_findings(claim: Claim, points: list[tl.Point], lib: str = "vllm") -> list[tuple[int, str, str]]:
+    """(range index or -1, message, fix) for each release whose outcome the claim's `lib` scope contradicts:
+    a release where the claim holds left outside every range, or one where it does not hold inside one."""
+    ranges = [(i, r.model_dump(mode="json", exclude_defaults=True)) for i, r in enumerate(claim.scope)
+              if r.library == lib]
+    if not ranges:
+        return []  # not scoped to releases of `lib`: its timeline is shown, not enforced
+    want = tl.ranges(points)
+    fix = (f"run `kb probe events --write` (the releases give {lib} ranges "
+           f"{'; '.join(_range_text(r) for r in want) or 'none'})")
+    out = []
+    for p in points:
+        inside = [i for i, r in ranges if tl.covers(r, p.release)]
+        if p.outcome == "holds" and not inside:
+            out.append((-1, f"holds on {lib} {p.release} ({p.evidence}) but its {lib} scope leaves {p.release} out",
+                        fix))
+        elif p.outcome == "fails" and inside:
+            out.append((inside[0], f"does not hold on {lib} {p.release} ({p.evidence}: {p.detail}) but its scope "
+                        f"includes {p.release}", fix))
+    return out
+
+
+def _range_text(r: dict[str, object]) -> str:
+    lo = r.get("introduced") or "any"
+    hi = r.get("last_affected") or (f"<{r['fixed']}" if r.get("fixed") else "newest")
+    return f"{lo}..{hi}"
+
+
+@check("KB320", "scope-disagrees-with-releases", "a claim's version scope agrees with each swept release's evidence")
+def find_scope_disagreement(kb: KB) -> list[Finding]:
+    out = []
+    lines = tl.timelines(kb)
+    for cid, points in sorted(lines.items()):
+        c = kb.get(cid)
+        if not isinstance(c, Claim) or not in_focus(kb, cid):
+            continue
+        for index, message, fix in scope_findings(c, points):
+            path: tuple[str | int, ...] = ("scope", index) if index >= 0 else ("scope",)
+            file, line = kb.location(cid, *path)
+            out.append(Finding("KB320", message, file, line, "$.scope" + (f"[{index}]" if index >= 0 else ""),
+                               fix=fix, check="scope-disagrees-with-releases", severity="warning"))
+    return out

@@ -1,0 +1,114 @@
+"""`kb probe events`: claims' vLLM version scopes rewritten from their release timelines (issue 28).
+
+The timeline (kbtool/solve/timeline.py) says, release by swept release, whether each engine claim held. A claim
+scoped to vLLM releases gets the ranges those releases prove: one range per run of releases where it held, from
+the first to the last (`introduced` / `last_affected`), each carrying the evidence of the releases on both sides
+of its bounds. Bounds no evidence reaches stay as the record has them: a range that held at the oldest swept
+release keeps its own `introduced` (from its sources), one that held at the newest keeps its upper bound. A
+claim that held at no swept release is left as it is (KB320 reports it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbtool.model import Claim
+from kbtool.model.common import VersionRange
+from kbtool.solve import timeline as tl
+from kbtool.store.writer import SCOPE_KEY, update_verification
+
+
+@dataclass
+class ScopeChange:
+    claim: str
+    path: Path | None
+    old: list[dict[str, Any]]
+    new: list[dict[str, Any]]
+    events: list[tl.Event] = field(default_factory=list)
+
+
+def _dump(r: VersionRange) -> dict[str, Any]:
+    return r.model_dump(mode="json", exclude_defaults=True)
+
+
+def proposed(claim: Claim, points: list[tl.Point], lib: str = "vllm",
+             judged: set[str] | None = None) -> list[dict[str, Any]] | None:
+    """The claim's new scope list, or None when the timeline gives nothing to write. A range cites the
+    evidence of its bounds that holds a verdict on the claim (`judged`; KB306 holds cited evidence to its
+    verdicts); the releases on the other side are in the timeline (`kb show CLAIM`)."""
+    mine = [_dump(r) for r in claim.scope if r.library == lib]
+    known = [p for p in points if p.outcome in ("holds", "fails")]
+    if not mine or not any(p.outcome == "holds" for p in known):
+        return None
+    runs: list[dict[str, Any]] = []
+    for r in tl.ranges(known):
+        run = {"library": lib, **{k: v for k, v in r.items() if k != "evidence"}}
+        held = [p for p in known if p.outcome == "holds" and tl.covers(r, p.release)]
+        first, last = held[0], held[-1]
+        if first is known[0]:  # no evidence below: the record's own lower bound, else the oldest swept release
+            own = [m for m in mine if tl.covers(m, first.release)]
+            if own and own[0].get("introduced"):
+                run["introduced"] = own[0]["introduced"]
+            elif not own:
+                run["introduced"] = first.release
+        if last is known[-1]:  # no evidence above: the record's own upper bound, else the newest swept release
+            own = [m for m in mine if tl.covers(m, last.release)]
+            bound: dict[str, Any] = {k: own[0][k] for k in ("fixed", "last_affected") if own and k in own[0]}
+            run.pop("last_affected", None)
+            run.update(bound if own else {"last_affected": last.release})
+        cites = set(r["evidence"]) | {first.evidence, last.evidence}
+        if judged is not None:
+            cites &= judged
+        if cites:
+            run["evidence"] = sorted(cites)
+        runs.append({k: run[k] for k in ("library", "introduced", "fixed", "last_affected", "evidence") if k in run})
+    others = [_dump(r) for r in claim.scope if r.library != lib]
+    return others + runs
+
+
+def plan(claims: dict[str, tuple[Claim, Path | None]], lines: dict[str, list[tl.Point]],
+         only: list[str] | None = None, judged: dict[str, set[str]] | None = None) -> list[ScopeChange]:
+    out = []
+    for cid, points in sorted(lines.items()):
+        if cid not in claims or (only and cid not in only):
+            continue
+        claim, path = claims[cid]
+        new = proposed(claim, points, judged=(judged or {}).get(cid, set()) if judged is not None else None)
+        old = [_dump(r) for r in claim.scope]
+        if new is not None and new != old:
+            out.append(ScopeChange(cid, path, old, new, tl.events(points)))
+    return out
+
+
+def write(changes: list[ScopeChange]) -> list[Path]:
+    written = []
+    for ch in changes:
+        if ch.path is None:
+            continue
+
+        def block(data: Any, ch: ScopeChange = ch) -> dict[str, Any]:
+            ver = dict(data.get("verification") or {}) if isinstance(data, dict) else {}
+            return {**ver, SCOPE_KEY: ch.new}
+
+        if update_verification(ch.path, block):
+            written.append(ch.path)
+    return written
+
+
+def run(records: Path, *, write_: bool = False, only: list[str] | None = None) -> tuple[list[ScopeChange],
+                                                                                      list[Path]]:
+    from kbtool.kb import load_kb
+    from kbtool.probe.commands import load_claims
+
+    kb, _ = load_kb(records)
+    claims: dict[str, tuple[Claim, Path | None]] = dict(load_claims(records, strict=write_))
+    from kbtool.model import Evidence
+
+    judged: dict[str, set[str]] = {}
+    for ev in kb.of_kind("evidence", Evidence):
+        for v in ev.verdicts:
+            judged.setdefault(v.claim, set()).add(ev.id)
+    changes = plan(claims, tl.timelines(kb), only, judged)
+    return changes, write(changes) if write_ else []

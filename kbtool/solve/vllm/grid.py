@@ -1,0 +1,157 @@
+"""A vLLM release answered from its own recorded selector grid (issue 28).
+
+`kb probe sweep` leaves, for every swept release, the vllm-selector probe's raw grid (tests/data/vllm/X/cc*.json.gz,
+and rocm-gfx942.json.gz for the ROCm platform): at each configuration, the backend vLLM's own selector picked,
+its priority list and every backend's `validate_configuration` reasons. A release with no priority records in
+the KB but a recorded grid is answered from the grid point of the query: what that release did, cited by its
+evidence record. A release with neither is answered by the recorded releases around it (`between`): each
+one's own choice, named, and "not swept" — never another release's answer in its place.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+from kbtool.solve.conditions import compare_versions
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from kbtool.solve.image import Image
+    from kbtool.solve.vllm.selection import Selection
+
+LAYOUT_OF = {"gqa": "dense", "mha": "dense", "mqa": "dense", "mla": "mla", "sparse-mla": "sparse"}
+DTYPE_OF = {"bf16": "bfloat16", "fp16": "float16"}
+ROCM_ARCH = "gfx942"
+
+
+def folders() -> list[Path]:
+    """Where recorded grids live: the checkout's tests/data/vllm, else the installed copy's kbtool/_data/vllm."""
+    import kbtool
+    from kbtool.paths import records_dir
+
+    return [records_dir().parent / "tests" / "data" / "vllm", Path(kbtool.__file__).parent / "_data" / "vllm"]
+
+
+@functools.cache
+def recorded() -> tuple[str, ...]:
+    """Releases with a recorded CUDA grid, oldest first."""
+    found = {p.name for f in folders() if f.is_dir() for p in f.iterdir() if any(p.glob("cc*.json.gz"))}
+    return tuple(sorted(found, key=functools.cmp_to_key(compare_versions)))
+
+
+def _file(version: str, name: str) -> Path | None:
+    for f in folders():
+        p = f / version / name
+        if p.is_file():
+            return p
+    return None
+
+
+@functools.cache
+def _load(path: Path) -> dict[str, Any]:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return json.load(fh)  # type: ignore[no-any-return]
+
+
+def evidence_id(version: str, probe: str = "vllm-selector") -> str | None:
+    """The newest evidence record of `probe` for the release (its file name carries release and probe)."""
+    from kbtool.paths import records_dir
+
+    tag = version.replace(".", "-")
+    files = sorted((records_dir() / "evidence").glob(f"*-no-gpu-vllm-{tag}-{probe}*.yaml"))
+    return files[-1].stem if files else None
+
+
+def point(version: str, env: dict[str, Any], platform: str = "cuda") -> dict[str, Any] | None:
+    """The recorded grid point of the query's configuration, or None (not recorded, or an axis off the grid)."""
+    if platform == "rocm":
+        path, key = _file(version, f"rocm-{ROCM_ARCH}.json.gz"), ROCM_ARCH
+    else:
+        cc = env.get("cc")
+        if not isinstance(cc, (int, float)):
+            return None
+        path, key = _file(version, f"cc{float(cc):.1f}.json.gz"), f"{float(cc):.1f}"
+    if path is None:
+        return None
+    doc = _load(path)
+    want = [key, bool(env.get("trtllm_kernels", True)) and platform == "cuda",
+            LAYOUT_OF.get(str(env.get("attention") or "gqa")), env.get("head_dim"),
+            DTYPE_OF.get(str(env.get("dtype") or "bf16")), str(env.get("kv_cache_dtype") or "auto"),
+            env.get("block_size"), bool(env.get("sinks", False))]
+    for r in doc["rows"]:
+        if r[:8] == want:
+            sets, reasons = doc["reason_sets"], doc["reasons"]
+            per = {n: [reasons[i] for i in sets[s]] for n, s in zip(doc["backends"], r[10], strict=True) if s >= 0}
+            return {"selected": r[8], "priority": list(doc["priorities"][r[9]]), "reasons": per,
+                    "file": path.name, "commit": doc.get("commit")}
+    return None
+
+
+def neighbours(version: str, known: list[str]) -> tuple[str | None, str | None]:
+    below = [v for v in known if compare_versions(v, version) < 0]
+    above = [v for v in known if compare_versions(v, version) > 0]
+    return (below[-1] if below else None), (above[0] if above else None)
+
+
+def select_unrecorded(img: Image, env: dict[str, Any], version: str, requested: str | None,
+                      platform: str) -> Selection:
+    """selection.select for a release with no priority records: its recorded grid point, else its neighbours."""
+    from kbtool.solve.gates import structural
+    from kbtool.solve.vllm.selection import BackendCheck, Selection, select, versions
+
+    backends = {b.id: b for b in img.backends("vllm")}
+    by_name = {b.backend_name.upper(): b.id for b in backends.values()}
+    if version not in recorded():
+        known = sorted(set(versions(img)) | set(recorded()), key=functools.cmp_to_key(compare_versions))
+        sides = []
+        for v in neighbours(version, known):
+            if v is not None:
+                s = select(img, env, v, requested, platform)
+                name = s.checks[s.selected].name if s.selected in s.checks else s.selected
+                sides.append((v, f"selects {name}" if s.selected else f"refuses: {s.error}"))
+        below, above = neighbours(version, known)
+        if below and above:
+            text = f"between {below} ({sides[0][1]}) and {above} ({sides[1][1]}): not swept"
+        elif sides:
+            where = "after the newest" if below else "before the oldest"
+            text = f"{where} recorded release {sides[0][0]} ({sides[0][1]}): not swept"
+        else:
+            text = "no vLLM release is recorded"
+        return Selection(version, [], {}, None, requested, None, between=text,
+                         source=f"run `kb probe sweep --releases {version}` to record it")
+    eid = evidence_id(version)
+    source = f"vLLM {version}'s own selector grid ({eid or 'tests/data/vllm/' + version})"
+    p = point(version, env, platform)
+    if p is None:
+        return Selection(version, [], {}, None, requested,
+                         f"vLLM {version}'s recorded grid has no point for this configuration", source=source)
+    names = list(p["priority"])
+    if requested and requested.upper() not in names:
+        names.append(requested.upper())
+    checks = {}
+    for name in names:
+        bid = by_name.get(name)
+        if bid is None or name not in p["reasons"]:
+            continue
+        rs = p["reasons"][name]
+        checks[bid] = BackendCheck(bid, name, "rejected" if rs else "ok",
+                                   [structural("VLLM", m, "engine", subject=bid) for m in rs])
+    order = [by_name[n] for n in p["priority"] if n in by_name]
+    if requested:
+        rid = by_name.get(requested.upper())
+        if rid is None or rid not in checks:
+            return Selection(version, order, checks, None, requested, f"unknown attention backend {requested!r}",
+                             source=source)
+        c = checks[rid]
+        if c.valid:
+            return Selection(version, order, checks, rid, requested, source=source)
+        return Selection(version, order, checks, None, requested,
+                         f"Selected backend AttentionBackendEnum.{c.name} is not valid for this configuration. "
+                         f"Reason: {[r.message for r in c.reasons]}", source=source)
+    chosen = by_name.get(str(p["selected"])) if p["selected"] else None
+    error = None if chosen else f"No valid attention backend found for {platform}"
+    return Selection(version, order, checks, chosen, None, error, source=source)

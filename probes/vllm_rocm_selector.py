@@ -1,0 +1,91 @@
+"""Probe: vLLM's ROCm platform's attention-backend choice over the selector grid, without a GPU (issue 28).
+
+Each case is one AMD GPU architecture (gfx942: MI300X/MI325X). `run` starts probes/_vllm_rocm_grid.py under the
+interpreter that has vLLM (KB_VLLM_PYTHON, else this one). It imports vLLM's own ROCm platform with the GPU's
+architecture name answered (vllm/platforms/rocm.py reads it once at import), and records, per grid point of
+probes/_vllm_grid.py (head size x dtype x KV dtype x block size x layout x sinks), every backend's
+`validate_configuration` reasons, the ROCm priority list and the backend `get_valid_backends` picks. The raw grid
+is written to tests/data/vllm/<version>/rocm-<arch>.json.gz (KB_VLLM_RAW_DIR overrides the folder).
+
+AITER (ROCm's kernel library) is not in the vllm wheel; the grid is what a stock install without AITER selects.
+The probe judges no claim: its summary (what ROCm selects per layout) is the release's ROCm record, and the
+release timelines (`kb show CLAIM`) read it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from kbtool.probe.spec import ProbeSpec
+from probes.vllm_selector import _raw, keep_or_copy, load, raw_dir, rows
+
+ROOT = Path(__file__).resolve().parents[1]
+GRID = Path(__file__).with_name("_vllm_rocm_grid.py")
+ARCHS = ["gfx942"]
+PYTHON_ENV = "KB_VLLM_PYTHON"
+
+SPEC = ProbeSpec(
+    id="vllm-rocm-selector",
+    version=1,
+    order=7,
+    title="vLLM ROCm platform attention-backend selection (no GPU)",
+    claims=[],
+    requires={"gpu": False, "packages": ["vllm"]},
+    timeout_s=900,
+    untestable="The vLLM ROCm selector probe needs vLLM installed (KB_VLLM_PYTHON).",
+)
+
+
+def cases() -> list[dict[str, Any]]:
+    return [{"platform": "rocm", "arch": a} for a in ARCHS]
+
+
+def run(case: dict[str, Any]) -> dict[str, Any]:
+    python = os.environ.get(PYTHON_ENV) or sys.executable
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="kb-vllm-rocm-grid-") as tmp:
+        out = Path(tmp) / "grid.json.gz"
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+        proc = subprocess.run([python, str(GRID), str(out), "--arch", case["arch"]], capture_output=True,
+                              text=True, env=env, timeout=SPEC.timeout_s - 30, check=False)
+        if proc.returncode != 0 or not out.exists():
+            tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
+            return {"outcome": "ERROR", "message": " | ".join(tail)[-1000:]}
+        doc = load(out)
+        dest = raw_dir() / str(doc["vllm"]) / f"rocm-{case['arch']}.json.gz"
+        keep_or_copy(out, dest)
+    digest = hashlib.sha256(dest.read_bytes()).hexdigest()
+    return {"outcome": "OK", "seconds": round(time.monotonic() - start, 1), "metrics": {
+        "vllm": doc["vllm"], "vllm_commit": doc.get("commit"), "torch": doc.get("torch"),
+        "grid_points": len(doc["rows"]), "backends": len(doc["backends"]),
+        "import_errors": sorted(doc.get("import_errors") or {}),
+        "raw": str(dest.relative_to(ROOT)) if dest.is_relative_to(ROOT) else str(dest), "sha256": digest,
+        "selected": dict(Counter(str(r[8]) for r in doc["rows"])), "grid_seconds": doc.get("seconds"),
+    }}
+
+
+def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
+    return []
+
+
+def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:
+    table: dict[str, dict[str, int]] = {}
+    version = None
+    for obs in observations:
+        m = obs.get("metrics") or {}
+        if obs.get("outcome") != "OK" or not m.get("raw"):
+            continue
+        doc = load(_raw(m["raw"]))
+        version = version or str(doc["vllm"])
+        sel = Counter((p["cc"], p["layout"], str(p["selected"])) for p in rows(doc))
+        for (arch, layout, chosen), n in sorted(sel.items()):
+            table.setdefault(f"rocm {arch} {layout}", {})[chosen] = n
+    return {"vllm": version, "platform": "rocm", "selected": table} if version else {}

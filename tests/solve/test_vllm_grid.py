@@ -1,0 +1,61 @@
+"""Any vLLM release through `--vllm X` (kbtool/solve/vllm/grid.py): a release answered from its own recorded grid
+gives what vLLM's selector gave at that grid point; a release with no record names the recorded releases
+around it and is never answered as one of them."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+
+from kbtool.kb import load_kb
+from kbtool.solve.image import Image
+from kbtool.solve.vllm import grid
+from kbtool.solve.vllm import selection as engine
+from probes import vllm_selector as vs
+from tests.util import RECORDS, ROOT
+
+
+@cache
+def image() -> Image:
+    return Image.of(load_kb(RECORDS)[0])
+
+
+@pytest.mark.parametrize("release", ["0.19.1", "0.24.0", "0.33.0"])
+def test_grid_answer_is_the_recorded_selection(release: str) -> None:
+    img = image()
+    rows = vs.rows(vs.load(ROOT / "tests" / "data" / "vllm" / release / "cc9.0.json.gz"))
+    for p in rows[::97]:  # a spread of grid points: every layout, head size, KV dtype, block and sink
+        env = dict(vs.grid_env(p), engine="vllm", vllm=release)
+        sel = grid.select_unrecorded(img, env, release, None, "cuda")
+        ids = {b.backend_name: b.id for b in img.backends("vllm")}
+        want = ids[p["selected"]] if p["selected"] else None
+        assert sel.selected == want, (p, sel.error)
+        assert sel.source and "own selector grid" in sel.source
+        for bid, c in sel.checks.items():
+            assert [r.message for r in c.reasons] == list(p["reasons"][c.name]), bid
+
+
+def test_unswept_release_names_both_neighbours() -> None:
+    img = image()
+    env = engine.vllm_env(9.0, dtype="bfloat16", kv="fp8", head_size=128, block=16, layout="dense", sink=False,
+                          trtllm=True)
+    sel = engine.select(img, env, "0.28.7")
+    assert sel.selected is None and sel.error is None
+    below, above = grid.neighbours("0.28.7", sorted(set(engine.versions(img)) | set(grid.recorded())))
+    assert sel.between is not None and sel.between.startswith(f"between {below} (selects ")
+    assert f" and {above} (selects " in sel.between and sel.between.endswith("): not swept")
+    late = engine.select(img, env, "9.0.0")
+    assert late.between is not None and late.between.startswith("after the newest recorded release")
+
+
+def test_lib_release_without_evidence_names_the_probed_ones() -> None:
+    from kbtool.solve.solver import unprobed
+
+    probed = image().probed["flashinfer"]
+    assert "0.6.18" in probed and "0.7.2.post1" in probed
+    assert unprobed(probed, "flashinfer", "0.6.18") is None
+    note = unprobed(["0.6.18", "0.7.2.post1"], "flashinfer", "0.7.0")
+    assert note == "0.7.0 not probed: between 0.6.18 and 0.7.2.post1 (probed); its claims' own scopes only"
+    assert unprobed(["0.6.18"], "flashinfer", "0.9.0") == \
+        "0.9.0 not probed: after the newest probed 0.6.18; its claims' own scopes only"
