@@ -61,6 +61,7 @@ def all_checks() -> list[Check]:
         references.find_duplicate_ids, references.find_dangling_refs, references.find_alias_collisions,
         references.find_cycles, references.find_self_refs, references.find_misplaced,
         values.find_unsourced_facts, values.find_bad_values, values.find_unknown_condition_values,
+        values.find_control_characters,
         verification.find_status_without_evidence, verification.find_evidence_disagreement,
         verification.find_disputes_without_sides, verification.find_untestable_without_reason,
         consistency.find_scope_disagreement, timeline.find_scope_disagreement,
