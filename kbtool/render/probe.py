@@ -155,7 +155,7 @@ def boot_error_text(errors: list[dict[str, Any]], rows: list[Any], written: Any 
 def sweep_bar(enabled: bool, total: int) -> Iterator[Callable[[str, str], None]]:
     """One bar over a sweep's releases on stderr; yields the sweep's on_step(release, step) hook."""
     if not enabled:
-        yield lambda release, step: None
+        yield lambda _release, _step: None
         return
     bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    TextColumn("{task.fields[last]}"), console=err, transient=False)
