@@ -85,7 +85,8 @@ def _tokens(s: str) -> list[str]:
 def parse_version(text: str | int | float) -> tuple[tuple[int, int | str], ...]:
     """A comparable key for '12.8', '0.6.18', '2026.09.30', '2.8.0+cu128', '0.11.0rc1', '1.0.0.dev3'.
 
-    Numeric parts compare as numbers; a pre-release tag (dev, a, b, rc) sorts before the release; a local
+    Numeric parts compare as numbers; a pre-release tag (dev, a, b, rc) sorts before the release and a
+    post-release tag (post, as in FlashInfer's '0.7.2.post1') after it, as PEP 440 orders them; a local
     part after '+' is ignored. Trailing zeros do not matter: '12.8' == '12.8.0'.
     """
     s = str(text).strip().lower().lstrip("v").split("+", 1)[0]
@@ -93,6 +94,8 @@ def parse_version(text: str | int | float) -> tuple[tuple[int, int | str], ...]:
     for tok in _tokens(s):
         if tok.isdigit():
             parts.append((0, int(tok)))
+        elif tok in ("post", "r", "rev"):
+            parts.append((1, 0))
         else:
             parts.append((-1, _PRE.get(tok, -5)))
     while parts and parts[-1] == (0, 0):

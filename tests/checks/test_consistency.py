@@ -38,10 +38,13 @@ def test_the_recorded_tree_agrees() -> None:
     assert find_evidence_disagreement(kb) == []
 
 
-def test_the_fixed_bound_came_from_the_0_7_2_run() -> None:
+def test_the_fixed_bound_came_from_the_first_release_that_builds_it() -> None:
+    # the FlashInfer sweep on the H200: 0.7.0.post1 (head-dim-3) still refuses, 0.7.1 (head-dim-4) builds
     (claim,) = [r for r in tree() if isinstance(r, Claim) and r.id == FP8]
     (r,) = claim.scope
-    assert r.fixed == "0.7.2.post1" and r.evidence == ["2026-12-01-nvidia-h200-sxm-flashinfer-head-dim"]
+    assert r.fixed == "0.7.1"
+    assert r.evidence == ["2026-12-02-nvidia-h200-sxm-flashinfer-head-dim-4",
+                          "2026-12-01-nvidia-h200-sxm-flashinfer-head-dim"]
 
 
 def test_a_bound_the_evidence_does_not_support_is_found() -> None:

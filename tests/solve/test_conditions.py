@@ -94,6 +94,8 @@ def test_false_leaves_and_allowed() -> None:
 @pytest.mark.parametrize(("a", "b", "want"), [
     ("12.8", "12.8.0", 0), ("12.10", "12.9", 1), ("0.6.18", "0.6.2", 1), ("2.8.0+cu128", "2.8.0", 0),
     ("0.11.0rc1", "0.11.0", -1), ("1.0.dev3", "1.0a1", -1), ("2026.09.30", "2026.9.30", 0), ("v13.1", "13.1", 0),
+    ("0.7.2.post1", "0.7.2", 1), ("0.7.2.post1", "0.7.3", -1), ("0.6.18.post1", "0.6.18", 1),
+    ("0.7.2.post2", "0.7.2.post1", 1),
 ])
 def test_versions(a: str, b: str, want: int) -> None:
     assert compare_versions(a, b) == want
