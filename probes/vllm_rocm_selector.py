@@ -14,23 +14,15 @@ release timelines (`kb show CLAIM`) read it.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import subprocess
-import sys
-import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from kbtool.probe.spec import ProbeSpec
-from probes.vllm_selector import _raw, keep_or_copy, load, raw_dir, rows
+from probes.vllm_selector import _raw, load, rows, run_grid
 
-ROOT = Path(__file__).resolve().parents[1]
 GRID = Path(__file__).with_name("_vllm_rocm_grid.py")
 ARCHS = ["gfx942"]
-PYTHON_ENV = "KB_VLLM_PYTHON"
 
 SPEC = ProbeSpec(
     id="vllm-rocm-selector",
@@ -49,27 +41,8 @@ def cases() -> list[dict[str, Any]]:
 
 
 def run(case: dict[str, Any]) -> dict[str, Any]:
-    python = os.environ.get(PYTHON_ENV) or sys.executable
-    start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="kb-vllm-rocm-grid-") as tmp:
-        out = Path(tmp) / "grid.json.gz"
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
-        proc = subprocess.run([python, str(GRID), str(out), "--arch", case["arch"]], capture_output=True,
-                              text=True, env=env, timeout=SPEC.timeout_s - 30, check=False)
-        if proc.returncode != 0 or not out.exists():
-            tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
-            return {"outcome": "ERROR", "message": " | ".join(tail)[-1000:]}
-        doc = load(out)
-        dest = raw_dir() / str(doc["vllm"]) / f"rocm-{case['arch']}.json.gz"
-        keep_or_copy(out, dest)
-    digest = hashlib.sha256(dest.read_bytes()).hexdigest()
-    return {"outcome": "OK", "seconds": round(time.monotonic() - start, 1), "metrics": {
-        "vllm": doc["vllm"], "vllm_commit": doc.get("commit"), "torch": doc.get("torch"),
-        "grid_points": len(doc["rows"]), "backends": len(doc["backends"]),
-        "import_errors": sorted(doc.get("import_errors") or {}),
-        "raw": str(dest.relative_to(ROOT)) if dest.is_relative_to(ROOT) else str(dest), "sha256": digest,
-        "selected": dict(Counter(str(r[8]) for r in doc["rows"])), "grid_seconds": doc.get("seconds"),
-    }}
+    return run_grid(GRID, ["--arch", case["arch"]], f"rocm-{case['arch']}.json.gz", SPEC.timeout_s - 30,
+                    accepted=False)
 
 
 def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:

@@ -156,28 +156,38 @@ def raw_dir() -> Path:
 
 
 def run(case: dict[str, Any]) -> dict[str, Any]:
+    return run_grid(GRID, ["--cc", case["cc"]], f"cc{case['cc']}.json.gz", SPEC.timeout_s - 30, accepted=True)
+
+
+def run_grid(script: Path, args: list[str], name: str, timeout: float, *, accepted: bool) -> dict[str, Any]:
+    """Run a grid script under vLLM's interpreter (KB_VLLM_PYTHON), keep its raw grid as raw_dir()/VERSION/name,
+    and return the case's answer (the grid's size, digest and what it selects; `accepted` adds per-backend
+    acceptance counts). probes/vllm_rocm_selector.py runs its ROCm grid through this too."""
     python = os.environ.get(PYTHON_ENV) or sys.executable
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kb-vllm-grid-") as tmp:
         out = Path(tmp) / "grid.json.gz"
         env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
-        proc = subprocess.run([python, str(GRID), str(out), "--cc", case["cc"]], capture_output=True, text=True,
-                              env=env, timeout=SPEC.timeout_s - 30, check=False)
+        proc = subprocess.run([python, str(script), str(out), *args], capture_output=True, text=True,
+                              env=env, timeout=timeout, check=False)
         if proc.returncode != 0 or not out.exists():
             tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
             return {"outcome": "ERROR", "message": " | ".join(tail)[-1000:]}
         doc = load(out)
-        dest = raw_dir() / str(doc["vllm"]) / f"cc{case['cc']}.json.gz"
+        dest = raw_dir() / str(doc["vllm"]) / name
         keep_or_copy(out, dest)
     digest = hashlib.sha256(dest.read_bytes()).hexdigest()
-    return {"outcome": "OK", "seconds": round(time.monotonic() - start, 1), "metrics": {
+    metrics: dict[str, Any] = {
         "vllm": doc["vllm"], "vllm_commit": doc.get("commit"), "torch": doc.get("torch"),
         "grid_points": len(doc["rows"]), "backends": len(doc["backends"]),
         "import_errors": sorted(doc.get("import_errors") or {}),
         "raw": str(dest.relative_to(ROOT)) if dest.is_relative_to(ROOT) else str(dest), "sha256": digest,
-        "accepted": accepted_counts(doc), "selected": dict(Counter(str(r[8]) for r in doc["rows"])),
-        "grid_seconds": doc.get("seconds"),
-    }}
+    }
+    if accepted:
+        metrics["accepted"] = accepted_counts(doc)
+    metrics["selected"] = dict(Counter(str(r[8]) for r in doc["rows"]))
+    metrics["grid_seconds"] = doc.get("seconds")
+    return {"outcome": "OK", "seconds": round(time.monotonic() - start, 1), "metrics": metrics}
 
 
 def keep_or_copy(new: Path, dest: Path) -> None:
