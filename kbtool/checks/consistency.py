@@ -101,6 +101,9 @@ def _range_findings(kb: KB, c: Claim) -> list[Finding]:
                 continue
             on = judged(kb).get(eid, {}).get(c.id)
             version = (on or {}).get("scope", {}).get(r.library) or run_vars(ev).get(r.library)
+            if on is None and version is not None and not in_range(str(version), r) and any(
+                    v.claim == c.id and v.verdict == "contradicted" for v in ev.verdicts):
+                continue  # the other side of a bound: outside today's range, so judged only when it was recorded
             if on is None or version is None:
                 out.append(_finding(kb, c, f"evidence '{eid}' has no verdict on this claim with {r.library}", where,
                                     fix))

@@ -71,3 +71,29 @@ def test_a_verdict_the_evidence_does_not_say_is_found() -> None:
     verification["verdicts"][0]["status"] = "verified"
     found = find_scope_disagreement(with_claim(records, claim.id, verification=verification))
     assert any("verdict 'verified' but evidence" in f.message for f in found)
+
+
+CUTLASS = "cutlass-mla-decode-head-dim-576"
+
+
+def cutlass_tree(*selectors: str) -> list:  # type: ignore[type-arg]
+    """The CUTLASS claim (no other), the kernels and the named releases' selector grids (to keep the judge quick)."""
+    extra = [ROOT / "evidence" / f"2026-12-02-no-gpu-vllm-{s.replace('.', '-')}-vllm-selector.yaml" for s in selectors]
+    loaded = [x.record for x in load_tree(ROOT, [ROOT / "claims" / f"{CUTLASS}.yaml", ROOT / "kernels", *extra]).loaded]
+    return loaded
+
+
+def test_the_release_past_a_bound_may_be_cited() -> None:
+    # 0.29.0 holds, 0.30.0 fails: outside today's range 0.30.0 is judged only as recorded (contradicted)
+    scope = [{"library": "vllm", "last_affected": "0.29.0",
+              "evidence": ["2026-12-02-no-gpu-vllm-0-29-0-vllm-selector", "2026-12-02-no-gpu-vllm-0-30-0-vllm-selector"]}]
+    found = find_scope_disagreement(with_claim(cutlass_tree("0.29.0", "0.30.0"), CUTLASS, scope=scope))
+    assert [f.message for f in found if f.path.startswith("$.scope")] == []
+    assert found == [] or all("verdicts" in f.path or "verification" in f.path for f in found)
+
+
+def test_a_release_past_a_bound_that_held_is_found() -> None:
+    # 0.29.0 confirmed the claim, so a range ending at 0.22.0 may not cite it as the other side
+    scope = [{"library": "vllm", "last_affected": "0.22.0", "evidence": ["2026-12-02-no-gpu-vllm-0-29-0-vllm-selector"]}]
+    found = find_scope_disagreement(with_claim(cutlass_tree("0.29.0"), CUTLASS, scope=scope))
+    assert any(f.path == "$.scope.0.evidence.0" for f in found)
