@@ -1,83 +1,20 @@
-"""Evidence judged again today: the verdicts KB303 and KB306 read, and KB306 (per-scope verdicts and version-scope
-events agree with the evidence).
-
-Each evidence record's cases are judged again by today's probe against today's claims (kbtool.probe.rejudge), the
-record's own verdicts standing where its probe cannot judge it again. The answers are cached by content
-(kbtool.probe.verdict_cache): a run after an edit judges only the records whose inputs the edit changed.
-"""
+"""KB306: per-scope verdicts and version-scope events agree with the evidence, judged again today
+(kbtool.probe.judged)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from kbtool.checks import check, in_focus
 from kbtool.findings import Finding
 from kbtool.kb import KB
 from kbtool.model import Claim, Evidence
+from kbtool.probe.judged import judged
 from kbtool.probe.scoping import in_range
 
 _SCOPED = {"verified": "confirmed", "refuted": "contradicted", "untestable": "inconclusive"}
-_JUDGED: list[tuple[KB, Any]] = []  # the last KB judged, held so its id is not reused
 
 
 def _claims(kb: KB) -> list[Claim]:
     return [r for r in kb if isinstance(r, Claim)]
-
-
-class Rejudged:
-    """evidence id -> claim -> {"verdict", "scope"}, each record judged again only when first asked for (a
-    `kb validate FILE` that cites no evidence judges nothing), from the verdict cache where its inputs are
-    unchanged; the probes are imported only for a record the cache does not hold."""
-
-    def __init__(self, kb: KB, cache: Any = None) -> None:
-        from kbtool.probe.verdict_cache import Inputs, VerdictCache
-
-        self.kb, self.claims = kb, {c.id: c for c in _claims(kb)}
-        self.cache = cache if cache is not None else VerdictCache()
-        self.inputs = Inputs(kb)
-        self._probes: dict[str, Any] | None = None
-        self.done: dict[str, dict[str, Any]] = {}
-
-    @property
-    def probes(self) -> dict[str, Any]:
-        if self._probes is None:
-            from kbtool.probe.rejudge import probes_by_id
-
-            self._probes = probes_by_id()
-        return self._probes
-
-    def verdicts(self, ev: Evidence) -> list[dict[str, Any]]:
-        """Today's verdicts on `ev` as dicts (claim, verdict, scope, detail)."""
-        cached = self.cache.get(ev, self.inputs)
-        if cached is not None:
-            return list(cached)
-        from kbtool.probe.rejudge import reads, rejudge
-
-        again = rejudge(ev, self.claims, self.probes)
-        out = [v.model_dump(mode="json") for v in again.verdicts]
-        try:
-            deps = reads(ev, self.probes.get(ev.probe.id))
-        except Exception:  # a probe whose inputs cannot be named is judged again each time, not cached
-            return out
-        self.cache.put(ev, self.inputs, out, **deps)
-        return out
-
-    def get(self, eid: str, default: Any = None) -> Any:
-        if eid not in self.done:
-            ev = self.kb.get(eid)
-            if not isinstance(ev, Evidence):
-                return default
-            self.done[eid] = {v["claim"]: {"verdict": v["verdict"], "scope": v.get("scope") or {}}
-                              for v in self.verdicts(ev)}
-        return self.done[eid]
-
-
-def judged(kb: KB) -> Any:
-    """evidence id -> claim -> {"verdict", "scope"}: each record's cases judged by today's probe (kbtool.probe.rejudge;
-    the record's own verdicts where its probe cannot judge it again), lazily, once per KB."""
-    if not _JUDGED or _JUDGED[0][0] is not kb:
-        _JUDGED[:] = [(kb, Rejudged(kb))]
-    return _JUDGED[0][1]
 
 
 def _finding(kb: KB, c: Claim, message: str, path: tuple[str | int, ...], fix: str) -> Finding:

@@ -13,7 +13,7 @@ _AGREES = {"verified": {"confirmed"}, "refuted": {"contradicted"}, "disputed": {
                                                                                 "confirmed", "inconclusive"}}
 def judged(kb: KB) -> Any:
     """evidence id -> claim -> {"verdict", "scope"}: what each evidence record says judged again today."""
-    from kbtool.checks.consistency import judged as rejudged
+    from kbtool.probe.judged import judged as rejudged
 
     return rejudged(kb)
 

@@ -34,10 +34,12 @@ def _dump(r: VersionRange) -> dict[str, Any]:
 
 
 def proposed(claim: Claim, points: list[tl.Point], lib: str = "vllm",
-             judged: set[str] | None = None) -> list[dict[str, Any]] | None:
+             judged: dict[str, str] | None = None) -> list[dict[str, Any]] | None:
     """The claim's new scope list, or None when the timeline gives nothing to write. A range cites the
-    evidence of its bounds that holds a verdict on the claim (`judged`; KB306 holds cited evidence to its
-    verdicts); the releases on the other side are in the timeline (`kb show CLAIM`)."""
+    evidence of its bounds whose verdict on the claim today (`judged`: evidence id -> verdict) is on its side,
+    as KB306 holds cited evidence to those verdicts: confirmed inside the range, contradicted outside. A bound
+    the timeline counts as holding that today's judge contradicts (the claim is then `disputed`) is not cited;
+    the releases on the other side are in the timeline (`kb show CLAIM`)."""
     mine = [_dump(r) for r in claim.scope if r.library == lib]
     known = [p for p in points if p.outcome in ("holds", "fails")]
     if not mine or not any(p.outcome == "holds" for p in known):
@@ -58,9 +60,10 @@ def proposed(claim: Claim, points: list[tl.Point], lib: str = "vllm",
             bound: dict[str, Any] = {k: own[0][k] for k in ("fixed", "last_affected") if own and k in own[0]}
             run.pop("last_affected", None)
             run.update(bound if own else {"last_affected": last.release})
+        inside = {p.evidence for p in held}
         cites = set(r["evidence"]) | {first.evidence, last.evidence}
         if judged is not None:
-            cites &= judged
+            cites = {e for e in cites if judged.get(e) == ("confirmed" if e in inside else "contradicted")}
         if cites:
             run["evidence"] = sorted(cites)
         runs.append({k: run[k] for k in ("library", "introduced", "fixed", "last_affected", "evidence") if k in run})
@@ -69,13 +72,13 @@ def proposed(claim: Claim, points: list[tl.Point], lib: str = "vllm",
 
 
 def plan(claims: dict[str, tuple[Claim, Path | None]], lines: dict[str, list[tl.Point]],
-         only: list[str] | None = None, judged: dict[str, set[str]] | None = None) -> list[ScopeChange]:
+         only: list[str] | None = None, judged: dict[str, dict[str, str]] | None = None) -> list[ScopeChange]:
     out = []
     for cid, points in sorted(lines.items()):
         if cid not in claims or (only and cid not in only):
             continue
         claim, path = claims[cid]
-        new = proposed(claim, points, judged=(judged or {}).get(cid, set()) if judged is not None else None)
+        new = proposed(claim, points, judged=(judged or {}).get(cid, {}) if judged is not None else None)
         old = [_dump(r) for r in claim.scope]
         if new is not None and new != old:
             out.append(ScopeChange(cid, path, old, new, tl.events(points)))
@@ -105,10 +108,11 @@ def run(records: Path, *, write_: bool = False, only: list[str] | None = None) -
     kb, _ = load_kb(records)
     claims: dict[str, tuple[Claim, Path | None]] = dict(load_claims(records, strict=write_))
     from kbtool.model import Evidence
+    from kbtool.probe.judged import judged as today
 
-    judged: dict[str, set[str]] = {}
-    for ev in kb.of_kind("evidence", Evidence):
-        for v in ev.verdicts:
-            judged.setdefault(v.claim, set()).add(ev.id)
+    judged: dict[str, dict[str, str]] = {}
+    for ev in kb.of_kind("evidence", Evidence):  # today's verdicts, as KB306 holds the cited evidence to them
+        for cid, on in today(kb).get(ev.id, {}).items():
+            judged.setdefault(cid, {})[ev.id] = on["verdict"]
     changes = plan(claims, tl.timelines(kb), only, judged)
     return changes, write(changes) if write_ else []

@@ -125,6 +125,12 @@ class _Entry:
     scope: dict[str, Any]
 
 
+def _generated(side: dict[str, Any]) -> bool:
+    """A side this module wrote for a probe's dispute ("As stated: ..." / "Probe: ..."): rewritten from today's
+    verdicts, and dropped once they agree; sides a record's author wrote from disagreeing sources are kept."""
+    return str(side.get("position", "")).startswith(("As stated: ", "Probe: "))
+
+
 def _merge_status(old: str, new: str) -> str:
     """New evidence against the claim's current status: disagreement with earlier evidence is a dispute."""
     if old in ("verified", "refuted") and new in ("verified", "refuted") and old != new:
@@ -320,8 +326,9 @@ def _block(
     block: dict[str, Any] = {"status": status, "evidence": ids}
     lines = [f"{_scope_text(v['scope'])}: {v['status']}" for v in verdicts]
     block["reason"] = ("; ".join(lines) + (" | " + verdicts[-1]["reason"] if verdicts else ""))[:1500]
+    sourced = [sd for sd in old.get("sides") or [] if not _generated(sd)]  # the sources' own disagreement
     if status == "disputed":
-        sides = list(old.get("sides") or [])
+        sides = sourced
         if len(sides) < 2:
             sides = [
                 {"position": f"As stated: {original.statement}",
@@ -330,8 +337,8 @@ def _block(
                  "sources": [{"type": "probe", "ref": f"evidence/{i}"} for i in ids or [e.ev.id for e in entries]]},
             ]
         block["sides"] = sides
-    elif old.get("sides"):
-        block["sides"] = old["sides"]  # the sources' disagreement stays on record after a probe settles it
+    elif sourced:
+        block["sides"] = sourced  # the sources' disagreement stays on record after a probe settles it
     if not verdicts and old.get("reason"):
         block["reason"] = old["reason"]
     changed = str(original.verification.status) != status

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kbtool.checks.consistency import Rejudged
 from kbtool.kb import KB
 from kbtool.model import Claim, Evidence
+from kbtool.probe.judged import Rejudged
 from kbtool.probe.rejudge import probes_by_id, reads
 from kbtool.probe.verdict_cache import Inputs, VerdictCache
 from kbtool.store.records import load_tree

@@ -61,3 +61,14 @@ def test_proposed_keeps_source_bounds_beyond_the_swept_releases() -> None:
                                   "evidence": ["ev-0.19.1", "ev-0.22.0", "ev-0.33.0"]}]
     never = pts(("0.19.1", "fails"), ("0.22.0", "fails"))
     assert proposed(c, never) is None
+
+
+def test_proposed_cites_only_evidence_whose_verdict_today_is_on_its_side() -> None:
+    """A bound the timeline counts as holding but today's judge contradicts is not cited (KB306 would refuse it);
+    the release past the bound is cited when today's judge contradicts the claim there."""
+    c = claim([{"library": "vllm"}])
+    line = pts(("0.30.0", "fails"), ("0.31.0", "holds"), ("0.32.0", "holds"), ("0.33.0", "holds"))
+    judged = {"ev-0.30.0": "contradicted", "ev-0.31.0": "contradicted", "ev-0.33.0": "confirmed"}
+    assert proposed(c, line, judged=judged) == [{"library": "vllm", "introduced": "0.31.0",
+                                                 "evidence": ["ev-0.30.0", "ev-0.33.0"]}]
+    assert proposed(c, line, judged={}) == [{"library": "vllm", "introduced": "0.31.0"}]
