@@ -1,0 +1,92 @@
+"""The campaign runner's wall time in one process and on a local Ray cluster, and what a killed worker costs.
+
+    python benchmarks/campaign.py [PLAN] [--cpus N]
+
+Runs PLAN (default: tests/data/campaign/recorded-releases.yaml, every recorded release's selector grid, one
+compute capability a task) three times into temporary folders: in this process, on a local Ray cluster of N CPUs
+(default: this machine's), and on that cluster again with the first Ray worker seen running a task SIGKILLed.
+Prints each wall time, the ratio to the in-process run, and whether the three runs wrote the same files. Needs
+the `campaign` extra (ray); nothing is written under records/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kbtool.probe import campaign  # noqa: E402
+
+
+def digest(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:12] for p in sorted(folder.glob("replay-*.json"))}
+
+
+def kill_one_worker(stop: threading.Event, killed: list[int]) -> None:
+    while not stop.is_set() and not killed:
+        for proc in Path("/proc").iterdir():
+            try:
+                cmd = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if proc.name.isdigit() and cmd.startswith(b"ray::execute"):
+                os.kill(int(proc.name), signal.SIGKILL)
+                killed.append(int(proc.name))
+                return
+        time.sleep(0.2)
+
+
+def on_ray(plan: Path, out: Path, cpus: int, kill: bool) -> tuple[campaign.CampaignReport, list[int]]:
+    import ray
+
+    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+    killed: list[int] = []
+    stop = threading.Event()
+    killer = threading.Thread(target=kill_one_worker, args=(stop, killed)) if kill else None
+    try:
+        if killer:
+            killer.start()
+        report = campaign.run(plan, out=out, root=ROOT)
+    finally:
+        stop.set()
+        if killer:
+            killer.join()
+        ray.shutdown()
+    return report, killed
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("plan", nargs="?", type=Path, default=ROOT / "tests/data/campaign/recorded-releases.yaml")
+    ap.add_argument("--cpus", type=int, default=os.cpu_count() or 1)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        one = campaign.run(args.plan, out=base / "one", root=ROOT, ray_address="none")
+        ray_report, _ = on_ray(args.plan, base / "ray", args.cpus, kill=False)
+        kill_report, killed = on_ray(args.plan, base / "kill", args.cpus, kill=True)
+        same = digest(base / "one") == digest(base / "ray") == digest(base / "kill")
+        print(f"plan {args.plan.name}: {len(one.results)} tasks; {os.cpu_count()} cores, Ray cluster of "
+              f"{args.cpus} CPUs")
+        runs = (("one process", one), ("local Ray", ray_report), ("local Ray, a worker killed", kill_report))
+        for label, rep in runs:
+            ok = sum(r.status == "ok" for r in rep.results)
+            print(f"  {label:28} {rep.seconds:7.1f} s  x{rep.seconds / one.seconds:5.2f}  {ok}/{len(rep.results)} ok")
+        rerun = {r.task for r in kill_report.results if killed and r.pid != killed[0]}
+        print(f"  killed worker pid {killed[0] if killed else 'none'}; every task completed by a live worker: "
+              f"{len(rerun) == len(kill_report.results)}; same replay files in all three runs: {same}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
