@@ -86,7 +86,8 @@ def cutlass_tree(*selectors: str) -> list:  # type: ignore[type-arg]
 def test_the_release_past_a_bound_may_be_cited() -> None:
     # 0.29.0 holds, 0.30.0 fails: outside today's range 0.30.0 is judged only as recorded (contradicted)
     scope = [{"library": "vllm", "last_affected": "0.29.0",
-              "evidence": ["2026-12-02-no-gpu-vllm-0-29-0-vllm-selector", "2026-12-02-no-gpu-vllm-0-30-0-vllm-selector"]}]
+              "evidence": ["2026-12-02-no-gpu-vllm-0-29-0-vllm-selector",
+                           "2026-12-02-no-gpu-vllm-0-30-0-vllm-selector"]}]
     found = find_scope_disagreement(with_claim(cutlass_tree("0.29.0", "0.30.0"), CUTLASS, scope=scope))
     assert [f.message for f in found if f.path.startswith("$.scope")] == []
     assert found == [] or all("verdicts" in f.path or "verification" in f.path for f in found)
@@ -94,6 +95,7 @@ def test_the_release_past_a_bound_may_be_cited() -> None:
 
 def test_a_release_past_a_bound_that_held_is_found() -> None:
     # 0.29.0 confirmed the claim, so a range ending at 0.22.0 may not cite it as the other side
-    scope = [{"library": "vllm", "last_affected": "0.22.0", "evidence": ["2026-12-02-no-gpu-vllm-0-29-0-vllm-selector"]}]
+    scope = [{"library": "vllm", "last_affected": "0.22.0",
+              "evidence": ["2026-12-02-no-gpu-vllm-0-29-0-vllm-selector"]}]
     found = find_scope_disagreement(with_claim(cutlass_tree("0.29.0"), CUTLASS, scope=scope))
     assert any(f.path == "$.scope.0.evidence.0" for f in found)
