@@ -33,15 +33,9 @@ def digest(folder: Path) -> dict[str, str]:
 
 def kill_one_worker(stop: threading.Event, killed: list[int]) -> None:
     while not stop.is_set() and not killed:
-        for proc in Path("/proc").iterdir():
-            try:
-                cmd = (proc / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if proc.name.isdigit() and cmd.startswith(b"ray::execute"):
-                os.kill(int(proc.name), signal.SIGKILL)
-                killed.append(int(proc.name))
-                return
+        for pid in campaign.running_task_pids()[:1]:
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
         time.sleep(0.2)
 
 

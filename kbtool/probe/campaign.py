@@ -308,5 +308,18 @@ def run(plan: Path, *, out: Path, root: Path, ray_address: str | None = "local",
     return report
 
 
+def running_task_pids() -> list[int]:
+    """Pids of this machine's Ray workers running a campaign task (what a worker-failure test or benchmark kills)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmd = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if proc.name.isdigit() and cmd.startswith(b"ray::execute"):
+            pids.append(int(proc.name))
+    return pids
+
+
 def clean(out: Path) -> None:
     shutil.rmtree(out, ignore_errors=True)

@@ -59,15 +59,9 @@ def test_local_ray_cluster_gives_the_same_files_and_survives_a_killed_worker(in_
         killed = None
         deadline = time.monotonic() + 120
         while killed is None and runner.is_alive() and time.monotonic() < deadline:
-            for proc in Path("/proc").iterdir():
-                try:
-                    cmd = (proc / "cmdline").read_bytes()
-                except OSError:
-                    continue
-                if proc.name.isdigit() and cmd.startswith(b"ray::execute"):
-                    os.kill(int(proc.name), signal.SIGKILL)
-                    killed = int(proc.name)
-                    break
+            for pid in campaign.running_task_pids()[:1]:
+                os.kill(pid, signal.SIGKILL)
+                killed = pid
             time.sleep(0.2)
         runner.join(timeout=600)
         report = box["r"]
