@@ -135,6 +135,8 @@ def find_control_characters(kb: KB) -> list[Finding]:
 
     out = []
     for where in kb.where.values():
+        if where.doc.clean:  # the reader saw no control character in it
+            continue
         for path, text in _strings(where.data):
             if text.isprintable():
                 continue

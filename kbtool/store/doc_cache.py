@@ -2,7 +2,8 @@
 
 `kb validate` reads every record file; parsing YAML (with the line of every node) is most of what a run costs
 once evidence is no longer judged again (kbtool.probe.verdict_cache). A file that parsed cleanly is stored as its
-data and line map under a digest of its bytes and of the reader's source, in one marshal file per records tree:
+data, line map and clean flag (kbtool.store.reader.Document) under a digest of its bytes and of the reader's
+source, in one marshal file per records tree:
 `<cache dir>/docs-<tag>.marshal` (kbtool.store.cache; off with KB_NO_CACHE=1 or KB_CACHE_DIR set empty). The
 file holds only entries of the last run's files, so it does not grow; a missing, foreign, corrupted or stale file
 reads as empty, so it is safe to delete; those of trees not validated for a week are removed. Files that failed
@@ -21,14 +22,14 @@ from typing import Any
 from kbtool.store import cache as image_cache
 from kbtool.store.reader import Document, read_document
 
-VERSION = 1
+VERSION = 2  # entries: (data, line map, clean)
 MAGIC = b"KB-DOCS\n"
-_READER = Path(__file__).with_name("reader.py")
+_SOURCES = (Path(__file__).with_name("reader.py"), Path(__file__).parent.parent / "escape.py")  # make an entry
 
 
 def _salt() -> bytes:
     try:
-        return hashlib.sha256(b"%d\n" % VERSION + _READER.read_bytes()).digest()
+        return hashlib.sha256(b"%d\n" % VERSION + b"".join(p.read_bytes() for p in _SOURCES)).digest()
     except OSError:
         return b""
 
@@ -74,15 +75,15 @@ class DocCache:
             return read_document(path, name)
         key = hashlib.sha256(raw).digest()
         hit = self.old.get(key) or self.new.get(key)
-        if isinstance(hit, tuple) and len(hit) == 2 and isinstance(hit[1], dict):
+        if isinstance(hit, tuple) and len(hit) == 3 and isinstance(hit[1], dict):
             self.new[key] = hit
-            return Document(name, hit[0], dict(hit[1])), []
+            return Document(name, hit[0], dict(hit[1]), hit[2] is True), []
         self.misses += 1
         from kbtool.store.reader import parse_bytes
 
         doc, problems = parse_bytes(raw, name)
         if doc is not None and not problems:
-            self.new[key] = (doc.data, doc.lines)
+            self.new[key] = (doc.data, doc.lines, doc.clean)
         return doc, problems
 
     def save(self) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from kbtool.escape import CONTROL
 from kbtool.findings import Finding, PathPart, render_path
 
 try:
@@ -37,6 +38,9 @@ class Document:
     file: str
     data: Any
     lines: dict[tuple[PathPart, ...], int] = field(default_factory=dict)
+    # True when the reader saw no non-finite number and no control character in any key or string: the NaN and
+    # control-character checks then have nothing to find in it (False: not known, they look)
+    clean: bool = False
 
     def line_of(self, path: tuple[PathPart, ...] | list[PathPart]) -> int | None:
         p = tuple(path)
@@ -97,10 +101,12 @@ def parse_bytes(raw: bytes, name: str) -> tuple[Document | None, list[Finding]]:
     if node is None:
         return None, [_f(name, 1, "empty document", None)]
     doc = Document(name, None)
+    builder = _Builder(doc.lines)
     try:
-        doc.data = _Builder(doc.lines).build(node, (), 0)
+        doc.data = builder.build(node, (), 0)
     except _Bad as e:
         return None, [Finding(CODE, str(e), name, e.line, render_path(e.path), check="yaml")]
+    doc.clean = builder.clean
     return doc, []
 
 
@@ -114,6 +120,7 @@ class _Builder:
     def __init__(self, lines: dict[tuple[PathPart, ...], int]) -> None:
         self.lines = lines
         self.nodes = 0
+        self.clean = True  # no non-finite number, no control character seen so far
 
     def build(self, node: yaml.Node, path: tuple[PathPart, ...], depth: int) -> Any:
         self.nodes += 1
@@ -141,12 +148,18 @@ class _Builder:
             if node.tag != _CORE + "seq":
                 raise _Bad(f"unsupported tag {node.tag!r}; records use plain YAML", line, path)
             return [self.build(v, (*path, i), depth + 1) for i, v in enumerate(node.value)]
-        return _scalar(node, line, path)
+        return self._seen(_scalar(node, line, path))
 
     def _key(self, k: yaml.Node, path: tuple[PathPart, ...]) -> str:
         if not isinstance(k, yaml.ScalarNode):
             raise _Bad("mapping keys must be plain scalars", k.start_mark.line + 1, path)
-        return str(_scalar(k, k.start_mark.line + 1, path))
+        return str(self._seen(_scalar(k, k.start_mark.line + 1, path)))
+
+    def _seen(self, v: Any) -> Any:
+        if self.clean and ((isinstance(v, str) and CONTROL.search(v)) or (isinstance(v, float)
+                                                                            and not math.isfinite(v))):
+            self.clean = False
+        return v
 
 
 _BOOL = {"true": True, "false": False, "yes": True, "no": False, "on": True, "off": False}

@@ -39,3 +39,4 @@ def test_control_characters_in_record_strings(tmp_path) -> None:  # type: ignore
     (f,) = find_control_characters(KB.from_load(load_tree(root)))
     assert (f.code, f.path, f.message) == ("KB404", "$.notes",
                                            "control character \\x9b in a string: 'C1 \\x9b2J and ESC \\x1b]0;t'")
+    assert find_control_characters(KB.from_load(load_tree(root))) == [f]  # read again (from the parse cache)

@@ -56,3 +56,17 @@ def test_a_corrupt_cache_file_reads_as_empty(tree: Path) -> None:
     first.path.write_bytes(first.path.read_bytes()[:-3] + b"xyz")
     docs, doc, _ = _read(tree)
     assert docs.misses == 1 and doc.data["id"] == "a"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("text, clean", [
+    ("id: a\nkind: architecture\nname: A\n", True),
+    (RECORD, False),  # .inf
+    ('id: a\nkind: architecture\nname: "A\\e]0;t"\n', False),  # ESC through a YAML escape
+    ('id: a\nkind: architecture\n"k\\x9b": 1\n', False),  # C1 in a key
+])
+def test_the_clean_flag_is_kept_through_the_cache(tree: Path, text: str, clean: bool) -> None:
+    """The NaN and control-character checks skip a file only when its reader saw neither (store.reader)."""
+    (tree / "a.yaml").write_text(text)
+    _, doc, _ = _read(tree)
+    second, again, _ = _read(tree)
+    assert second.misses == 0 and doc.clean is clean and again.clean is clean  # type: ignore[union-attr]
