@@ -129,10 +129,13 @@ def on_shipped(args: list[str]) -> bool:
     return "--kb" not in args
 
 
-def _codes(items: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-    return [{"id": k.get("id"), "status": k.get("status"),
-             "codes": sorted({str(r.get("code")) for r in k.get("reasons") or [] if isinstance(r, dict)})}
-            for k in items or []]
+def _codes(items: list[dict[str, Any]] | None) -> list[str]:
+    """One line a kernel or backend, in the answer's order: "id: status (CODE CODE)"."""
+    out = []
+    for k in items or []:
+        codes = sorted({str(r.get("code")) for r in k.get("reasons") or [] if isinstance(r, dict)})
+        out.append(f"{k.get('id')}: {k.get('status')}" + (f" ({' '.join(codes)})" if codes else ""))
+    return out
 
 
 MEMORY = ("fits", "kv_bytes", "kv_bytes_per_token", "weights_bytes", "available_bytes", "capacity_bytes", "max_ctx",
@@ -218,7 +221,7 @@ def test_a_changed_record_is_caught() -> None:
     answer = {"kernels": [{"id": "flash-attention-3", "status": "ok", "reasons": []}]}
     digests = record_digests(answer)
     assert list(digests) == ["flash-attention-3"]
-    assert view(answer)["kernels"] == [{"id": "flash-attention-3", "status": "ok", "codes": []}]
+    assert view(answer)["kernels"] == ["flash-attention-3: ok"]
     edited = dict(_kb_records())
     edited["flash-attention-3"] = "0" * 16
     assert digests != {i: edited[i] for i in digests}  # what test_golden compares
