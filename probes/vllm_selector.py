@@ -262,58 +262,71 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
     compiled = [(c, _condition(c.get("when")), _condition(c.get("requires"))) for c in claims
                 if any_scope or _scope_has(c, version)]
     rec_id = {c["id"]: backend_record(c) or c["subject"] for c, _, _ in compiled}
-    results = []
-    envs = [(p, dict(grid_env(p), engine="vllm", vllm=version)) for p in points]
-    predictions: dict[str, list[bool | None]] = {}
+    envs = [dict(grid_env(p), engine="vllm", vllm=version) for p in points]
+    # The loops below visit claims x points (tens of thousands of points, a hundred claims): what can be shared is
+    # worked out once. A prediction reads only its condition's variables (a key per variable set, points grouped
+    # by key, each key evaluated once); a judgement reads only (prediction, the backend's reasons, explained).
+    eligible: dict[tuple[Any, ...], list[int]] = {}
+    keys: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+    shared: dict[int, tuple[str, ...]] = {}
+    where: dict[tuple[Any, ...], dict[int, tuple[int, Any]]] = {}  # (backend, layouts) -> point -> (reasons, cc)
+    served_of: dict[str, tuple[str, ...]] = {}
+    predictions: dict[str, dict[int, bool | None]] = {}
     for c, when, req in compiled:
-        preds: list[bool | None] = []
-        backend, served = name_of.get(rec_id[c["id"]]), layouts.get(rec_id[c["id"]], [])
-        names = sorted(condition_vars(when) | condition_vars(req))
-        seen: dict[tuple[Any, ...], bool | None] = {}  # the prediction depends only on the variables it reads
-        for p, env in envs:
-            if backend not in p["reasons"] or (served and env["attention"] not in served):
-                preds.append(None)  # a point the judge below skips: no need to evaluate the claim there
-                continue
-            key = tuple(env.get(n) for n in names)
-            if key not in seen:
-                w = evaluate(when, env) if when is not None else True
-                seen[key] = None if w is not True else evaluate(req, env) if req is not None else True
-            preds.append(seen[key])
-        predictions[c["id"]] = preds
+        backend, served = name_of.get(rec_id[c["id"]]), tuple(layouts.get(rec_id[c["id"]], []))
+        served_of[c["id"]] = served
+        if (backend, served) not in eligible:  # points where the claim can be held: the backend was asked
+            eligible[backend, served] = [i for i, (p, env) in enumerate(zip(points, envs, strict=True))
+                                         if backend in p["reasons"] and (not served or env["attention"] in served)]
+            for i in eligible[backend, served]:
+                r = points[i]["reasons"][backend]
+                shared[id(r)] = r  # reason tuples are shared (rows): counted by identity
+            where[backend, served] = {i: (id(points[i]["reasons"][backend]), points[i]["cc"])
+                                      for i in eligible[backend, served]}
+        names = tuple(sorted(condition_vars(when) | condition_vars(req)))
+        if names not in keys:
+            keys[names] = [tuple(map(env.get, names)) for env in envs]
+        at, idx = keys[names], eligible[backend, served]
+        seen: dict[tuple[Any, ...], bool | None] = {}
+        for k, i in {at[i]: i for i in idx}.items():  # one point of each key
+            env = envs[i]
+            w = evaluate(when, env) if when is not None else True
+            seen[k] = None if w is not True else evaluate(req, env) if req is not None else True
+        predictions[c["id"]] = {i: v for i in idx if (v := seen[at[i]]) is not None}
+    refusing = {cid: {i for i, v in pred.items() if v is False} for cid, pred in predictions.items()}
     kinds: dict[tuple[str, tuple[str, ...]], list[str]] = {}  # reasons are shared tuples (rows)
+    results = []
     for c, _when, _req in compiled:
         backend = name_of.get(rec_id[c["id"]])
         code = c["reason"]["code"]
         # with any_scope, a claim of the same kind is another release's version of this gate, not a rival, unless
         # both are the release's own claims (then the outcome is the verdict's)
         own = _scope_has(c, version)
-        rivals = [predictions[o["id"]] for o, _, _ in compiled
-                  if rec_id[o["id"]] == rec_id[c["id"]] and o["id"] != c["id"]
-                  and not (any_scope and o["reason"]["code"] == code and not (own and _scope_has(o, version)))]
-        agree, refused_ok, ran_bad = 0, [], []
-        ccs: set[str] = set()
-        for i, want in enumerate(predictions[c["id"]]):
-            if want is None:
-                continue  # no prediction, or a layout the backend does not serve (vLLM: "MLA not supported" ...)
-            p = envs[i][0]
-            reasons = p["reasons"][backend]
+        explained = set().union(*(refusing[o["id"]] for o, _, _ in compiled
+                                  if rec_id[o["id"]] == rec_id[c["id"]] and o["id"] != c["id"]
+                                  and not (any_scope and o["reason"]["code"] == code
+                                           and not (own and _scope_has(o, version)))))
+        pred, at = predictions[c["id"]], where[backend, served_of[c["id"]]]
+        counts = Counter(zip(pred.values(), map(at.__getitem__, pred), map(explained.__contains__, pred), strict=True))
+        agree, against, ccs = 0, set(), set()
+        for (want, (rid, cc), expl), n in counts.items():
+            reasons = shared[rid]
             key = (code, reasons)
             if key not in kinds:
                 kinds[key] = of_kind(code, list(reasons))
             got = kinds[key]
-            explained = any(r[i] is False for r in rivals)
-            if want is False and not got and p["reasons"][backend]:
+            if want is False and not got and reasons:
                 continue  # refused for other reasons only: the point did not run, so it says nothing here
-            ok = bool(got) if want is False else not got or explained
-            ccs.add(p["cc"])
-            if ok:
-                agree += 1
-            elif want is False:
-                refused_ok.append(p)
+            ccs.add(cc)
+            if (bool(got) if want is False else not got or expl):
+                agree += n
             else:
-                ran_bad.append((p, got))
-        results.append({"claim": c["id"], "agree": agree, "ran": refused_ok, "refused": ran_bad, "ccs": sorted(ccs),
-                        "backend": backend})
+                against.add((want, (rid, cc), expl))
+        bad = [i for i, w in pred.items() if (w, at[i], i in explained) in against] if against else []
+        results.append({"claim": c["id"], "agree": agree, "ran": [points[i] for i in bad if pred[i] is False],
+                        "refused": [(points[i], kinds[code, points[i]["reasons"][backend]]) for i in bad
+                                    if pred[i] is not False],
+                        "ccs": sorted(ccs), "backend": backend})
     return results
 
 
