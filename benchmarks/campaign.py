@@ -5,14 +5,16 @@
 Runs PLAN (default: tests/data/campaign/recorded-releases.yaml, every recorded release's selector grid, one
 compute capability a task) three times into temporary folders: in this process, on a local Ray cluster of N CPUs
 (default: this machine's), and on that cluster again with the first Ray worker seen running a task SIGKILLed.
-Prints each wall time, the ratio to the in-process run, and whether the three runs wrote the same files. Needs
-the `campaign` extra (ray); nothing is written under records/.
+Prints each wall time, the ratio to the in-process run, whether the three runs wrote the same files (replay
+outcomes; evidence outcomes, data and raw-grid digests), and each task's time. Needs the `campaign` extra (ray);
+nothing is written under records/, and raw grids that release tasks wrote into tests/data/vllm are removed.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import signal
 import sys
@@ -28,7 +30,24 @@ from kbtool.probe import campaign  # noqa: E402
 
 
 def digest(folder: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:12] for p in sorted(folder.glob("replay-*.json"))}
+    """What must not depend on where a task ran: each replay file's bytes, and of each evidence record a release
+    task wrote, its outcomes, its data and the sha256 of the raw grids it names (not its times)."""
+    from kbtool.store.reader import read_document
+
+    out = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:12] for p in sorted(folder.glob("replay-*.json"))}
+    for p in sorted(folder.glob("*/*.yaml")):
+        doc, _ = read_document(p)
+        rec = doc.data if doc is not None and isinstance(doc.data, dict) else {}
+        cases = [c for c in rec.get("cases") or [] if isinstance(c, dict)]
+        keep = {"data": rec.get("data"), "outcomes": [c.get("outcome") for c in cases],
+                "raw": [(c.get("metrics") or {}).get("sha256") for c in cases]}
+        probe = (rec.get("probe") or {}).get("id")
+        out[f"{p.parent.name}/{probe}"] = hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:12]
+    return out
+
+
+def raw_grids() -> set[Path]:
+    return {p for p in (ROOT / "tests" / "data" / "vllm").rglob("*") if p.is_file()}
 
 
 def kill_one_worker(stop: threading.Event, killed: list[int]) -> None:
@@ -64,6 +83,7 @@ def main() -> int:
     ap.add_argument("plan", nargs="?", type=Path, default=ROOT / "tests/data/campaign/recorded-releases.yaml")
     ap.add_argument("--cpus", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args()
+    before = raw_grids()  # a release task writes its raw grid into the checkout; the new ones go at the end
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         one = campaign.run(args.plan, out=base / "one", root=ROOT, ray_address="none")
@@ -78,7 +98,12 @@ def main() -> int:
             print(f"  {label:28} {rep.seconds:7.1f} s  x{rep.seconds / one.seconds:5.2f}  {ok}/{len(rep.results)} ok")
         rerun = {r.task for r in kill_report.results if killed and r.pid != killed[0]}
         print(f"  killed worker pid {killed[0] if killed else 'none'}; every task completed by a live worker: "
-              f"{len(rerun) == len(kill_report.results)}; same replay files in all three runs: {same}")
+              f"{len(rerun) == len(kill_report.results)}; same replay files and evidence in all three runs: {same}")
+        for label, rep in runs:
+            for r in rep.results:
+                print(f"    {label:28} {r.task:40} {r.status:6} {r.seconds:7.1f} s  pid {r.pid}")
+    for p in raw_grids() - before:
+        p.unlink()
     return 0
 
 

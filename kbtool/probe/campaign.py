@@ -11,7 +11,7 @@ A plan (YAML) lists tasks; entries with lists expand to one task per combination
 - `probe`: `kb probe run --probe P --out TMP` where the task lands (a GPU probe asks Ray for `num_gpus` and
   the `accelerator_type:T` resource, so it runs on a node with that GPU);
 - `release`: the sweep's unit (kbtool/probe/sweep.py): a fresh environment with the release, its probes run
-  with `--out TMP`, the environment deleted;
+  with `--out TMP`, the environment deleted (uv's cache, `UV_CACHE`, is kept on the node);
 - `replay`: the vllm-selector judge over one shard (one compute capability) of a release's recorded grid under
   tests/data/vllm: every engine claim's outcome on that shard, no vLLM needed.
 
@@ -41,6 +41,9 @@ from typing import Any
 from kbtool.errors import ProbeError, UsageError
 
 KINDS = ("probe", "release", "replay")
+# uv's cache for release tasks: kept between tasks and campaigns (torch and its CUDA wheels, ~3 GB, are what most
+# releases share; a task's temporary folder would download them again every time); $UV_CACHE_DIR wins
+UV_CACHE = Path.home() / ".cache" / "kb" / "uv"
 RETRIES = 3
 
 
@@ -170,7 +173,8 @@ def execute(task: Task, root: Path) -> dict[str, Any]:
 
                 dist, _, env_var = sweep.library("vllm")
                 venv = Path(tmp) / f"{dist}-{task.release}"
-                sweep.install("vllm", str(task.release), venv, sys.executable, Path(tmp) / "install.log")
+                sweep.install("vllm", str(task.release), venv, sys.executable, Path(tmp) / "install.log",
+                              cache=UV_CACHE)
                 env[env_var] = str(venv / "bin" / "python")
             _kb_run(str(task.probe), out, root, env)
             files = _collect(out, "out")

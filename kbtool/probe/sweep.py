@@ -156,15 +156,16 @@ def _uv() -> str | None:
     return str(beside) if beside.exists() else None
 
 
-def install(lib: str, release: str, venv: Path, python: str, log: Path) -> None:
-    """A fresh environment at `venv` holding `dist==release` and what it pins (uv when present, else pip)."""
+def install(lib: str, release: str, venv: Path, python: str, log: Path, cache: Path | None = None) -> None:
+    """A fresh environment at `venv` holding `dist==release` and what it pins (uv when present, else pip). uv's
+    cache is $UV_CACHE_DIR, else `cache`, else `venv`'s folder/uv-cache."""
     dist = library(lib)[0]
     if venv.exists():
         shutil.rmtree(venv)
     uv = _uv()
     env = dict(os.environ)
     if uv:
-        env.setdefault("UV_CACHE_DIR", str(venv.parent / "uv-cache"))
+        env.setdefault("UV_CACHE_DIR", str(cache or venv.parent / "uv-cache"))
         steps = [[uv, "venv", "-q", "-p", python, str(venv)],
                  [uv, "pip", "install", "-q", "-p", str(venv / "bin" / "python"), f"{dist}=={release}"]]
     else:
