@@ -357,11 +357,33 @@ def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update
     evidence, imported = import_evidence(records / "evidence", [ev_io.load(p) for p in files], write=write)
     probes = probes_by_id()
     evidence = list({e.id: e for e in evidence}.values())  # a record given twice (folder and file) counts once
-    evidence = [rejudge(e, claims, probes, kb_context(records, e.environment.model_dump(mode="json")))
-                for e in evidence]
+    evidence = _judged_again(evidence, records, claims, probes)
     today = max([e.started[:10] for e in evidence] + dates)
     updates, skips, written = _apply(evidence, untestable, claims, today, write=write)
     return updates, skips, imported + written + (measured.write(records, evidence, probes) if write else [])
+
+
+def _judged_again(evidence: list[Evidence], records: Path, claims: Any, probes: dict[str, Probe]) -> list[Evidence]:
+    """Each record with today's verdicts. A judge handed no accelerator or architecture record (an engine probe's
+    "no GPU" runs: what `kb validate` judges) reads them from the verdict cache as validate does
+    (kbtool.probe.judged); a GPU run's judge compares with the KB's records of its GPU and judges again here."""
+    from kbtool.model.evidence import VerdictEntry
+
+    cached: Any = None
+    out = []
+    for ev in evidence:
+        context = kb_context(records, ev.environment.model_dump(mode="json"))
+        if context:
+            out.append(rejudge(ev, claims, probes, context))
+            continue
+        if cached is None:
+            from kbtool.kb import load_kb
+            from kbtool.probe.judged import Rejudged
+
+            cached = Rejudged(load_kb(records)[0])
+        verdicts = [VerdictEntry.model_validate(v) for v in cached.verdicts(ev)]
+        out.append(ev.model_copy(update={"verdicts": verdicts}))
+    return out
 
 
 def _manifest(path: Path) -> dict[str, Any]:

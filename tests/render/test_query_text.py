@@ -108,7 +108,7 @@ _RICH_ENV = ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "T
 def run_query(args: list[str], extra: dict[str, str] | None = None) -> str:
     """`kb query ARGS` in a subprocess, stdout and stderr piped; the golden text of the run."""
     env = {k: v for k, v in os.environ.items() if k not in _RICH_ENV}
-    env.update({"KB_CACHE_DIR": "", "PYTHONIOENCODING": "utf-8", **(extra or {})})
+    env.update({"PYTHONIOENCODING": "utf-8", **(extra or {})})  # the session's KB cache (tests/conftest.py)
     res = subprocess.run([sys.executable, "-m", "kbtool", "query", *args], cwd=ROOT, env=env,
                          stdin=subprocess.DEVNULL, capture_output=True, timeout=120, check=False)
     text = (f"$ kb query {' '.join(args)}\n"
