@@ -38,6 +38,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@pytest.fixture(scope="session")
+def shipped_verdicts() -> None:
+    """The session's verdict cache holds today's verdicts on the shipped evidence (one `kb validate` of the shipped
+    records). A test that validates, applies or checks a copy of the shipped tree then judges only what it changed;
+    with xdist one worker judges while another that asks waits on the lock and finds it done. The cache is keyed
+    by content (kbtool.probe.verdict_cache), so the answers are the ones a cold run gives."""
+    import fcntl
+    import subprocess
+    import sys
+
+    base = os.environ.get("KB_CACHE_DIR")
+    if not base or os.environ.get("KB_NO_CACHE"):
+        return
+    root = Path(__file__).resolve().parent.parent
+    Path(base).mkdir(parents=True, exist_ok=True)
+    with open(Path(base) / "shipped-verdicts.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run([sys.executable, "-m", "kbtool", "validate", "--kb", str(root / "records")], cwd=root,
+                       capture_output=True, timeout=1800, check=False)
+
+
 @pytest.fixture(autouse=True)
 def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never reach the network."""

@@ -48,6 +48,7 @@ def _tree(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.usefixtures("shipped_verdicts")
 def test_one_unknown_key_is_one_finding(tmp_path: Path) -> None:
     """A kernel that fails its schema still exists: the claims about it do not dangle."""
     root = _tree(tmp_path)
@@ -59,14 +60,16 @@ def test_one_unknown_key_is_one_finding(tmp_path: Path) -> None:
     assert [(f["code"], f["path"], f["message"]) for f in errors] == [("KB101", "$.speed", "unknown key 'speed'")]
 
 
+@pytest.mark.usefixtures("shipped_verdicts")
 def test_schema_and_semantic_findings_come_in_one_run(tmp_path: Path) -> None:
     root = _tree(tmp_path)
     kernel = root / "kernels" / "flash-attention-2.yaml"
     kernel.write_text(kernel.read_text() + "speed: fast\n")
     acc = root / "accelerators" / "nvidia-h100-sxm.yaml"
     acc.write_text(acc.read_text().replace("memory_gb: {value: 80,", "memory_gb: {value: -80,"))
-    claim = next(p for p in sorted((root / "claims").glob("*.yaml")) if "subject: flash-attention-3" in p.read_text())
-    claim.write_text(claim.read_text().replace("subject: flash-attention-3", "subject: no-such-kernel"))
+    # a subject no engine judge reads: the verdict cache still holds every engine probe's verdicts
+    claim = next(p for p in sorted((root / "claims").glob("*.yaml")) if "subject: torch-sdpa-flash" in p.read_text())
+    claim.write_text(claim.read_text().replace("subject: torch-sdpa-flash", "subject: no-such-kernel"))
     r = run_kb("validate", "--kb", str(root), "--format", "json")
     codes = {(f["code"], Path(f["file"]).name) for f in json.loads(r.out)["findings"] if f["severity"] == "error"}
     assert ("KB101", "flash-attention-2.yaml") in codes  # schema

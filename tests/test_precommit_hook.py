@@ -50,7 +50,7 @@ def _entry_command(hook_id: str, files: list[str]) -> list[str]:
 
 
 def test_hook_entry_passes_good_records_and_fails_bad_ones(repo: Path) -> None:
-    env = {**os.environ, "KB_CACHE_DIR": ""}
+    env = dict(os.environ)  # the session's KB cache (tests/conftest.py)
     ok = subprocess.run(_entry_command("kb-validate", ["records/architectures/sm90.yaml"]), cwd=repo, env=env,
                         capture_output=True, text=True, check=False)
     assert ok.returncode == 0, ok.stdout + ok.stderr
@@ -61,6 +61,7 @@ def test_hook_entry_passes_good_records_and_fails_bad_ones(repo: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("shipped_verdicts")
 def test_pre_commit_runs_the_hook_in_a_temporary_repository(repo: Path, tmp_path_factory: pytest.TempPathFactory) \
         -> None:
     pre_commit = shutil.which("pre-commit", path=str(Path(sys.executable).parent)) or shutil.which("pre-commit")
@@ -68,7 +69,7 @@ def test_pre_commit_runs_the_hook_in_a_temporary_repository(repo: Path, tmp_path
         pytest.skip("pre-commit is not installed (pip install pre-commit)")
     home = tmp_path_factory.mktemp("pre-commit-home")
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "KB_RECORDS")}
-    env |= {"PRE_COMMIT_HOME": str(home), "KB_CACHE_DIR": ""}
+    env |= {"PRE_COMMIT_HOME": str(home)}
 
     def try_repo() -> subprocess.CompletedProcess[str]:
         _git_add(repo)

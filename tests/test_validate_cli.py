@@ -11,6 +11,7 @@ import pytest
 from tests.util import DATA, RECORDS, run_kb
 
 
+@pytest.mark.usefixtures("shipped_verdicts")
 def test_shipped_records_validate() -> None:
     r = run_kb("validate", "--kb", str(RECORDS))
     assert r.code == 0, r.out

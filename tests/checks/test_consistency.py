@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kbtool.checks.consistency import find_scope_disagreement
 from kbtool.checks.verification import find_evidence_disagreement
 from kbtool.kb import KB
@@ -15,10 +17,11 @@ FP8 = "flashinfer-fp8-kv-head-dim-512-needs-sm100"
 
 
 def tree(vllm_selector: bool = False) -> list:  # type: ignore[type-arg]
-    """Claims, kernels and evidence; the vLLM selector's grids (the slow judge, about claims these tests do not
-    edit) only when asked."""
+    """Claims, kernels, engine backends and evidence; the vLLM selector's grids (the slow judge, about claims these
+    tests do not edit) only when asked."""
     evidence = [p for p in (ROOT / "evidence").glob("*.yaml") if vllm_selector or "vllm-selector" not in p.name]
-    return [x.record for x in load_tree(ROOT, [ROOT / "claims", ROOT / "kernels", *evidence]).loaded]
+    folders = [ROOT / "claims", ROOT / "kernels", ROOT / "engine-backends"]  # what the judges' cache keys read
+    return [x.record for x in load_tree(ROOT, [*folders, *evidence]).loaded]
 
 
 def with_claim(records: list, cid: str, **update: object) -> KB:  # type: ignore[type-arg]
@@ -32,6 +35,7 @@ def with_claim(records: list, cid: str, **update: object) -> KB:  # type: ignore
     return KB.from_records(out)
 
 
+@pytest.mark.usefixtures("shipped_verdicts")
 def test_the_recorded_tree_agrees() -> None:
     kb = KB.from_records(tree(vllm_selector=True))
     assert find_scope_disagreement(kb) == []

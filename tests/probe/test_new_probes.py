@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from kbtool.probe import commands
@@ -76,6 +77,7 @@ def test_triton_tutorial_reads_only_its_own_head_dim_checks() -> None:
     assert "hd16" in got["triton-fused-attention-head-dims"]["detail"]
 
 
+@pytest.mark.usefixtures("shipped_verdicts")
 def test_apply_is_idempotent_and_counts_a_record_once(tmp_path: Path) -> None:
     """Applying the whole evidence folder (and one of its files again) to the claims as committed changes nothing."""
     files = [EVIDENCE, EVIDENCE / "2026-12-01-nvidia-h200-sxm-flashinfer-head-dim.yaml"]

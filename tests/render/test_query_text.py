@@ -1,8 +1,9 @@
 """`kb query`'s plain text (stdout not a terminal) against golden files (KB_REGEN=1 rewrites them).
 
 Each case runs `python -m kbtool query ARGS` in a subprocess with stdout, stderr and stdin not terminals, the
-caches off (KB_CACHE_DIR empty) and none of the variables that change rich's output (COLUMNS, NO_COLOR, ...)
-set unless the case sets them. The file holds the arguments, the exit code, stdout and stderr.
+session's KB cache (tests/conftest.py; content-addressed, so the answer is a cold run's) and none of the
+variables that change rich's output (COLUMNS, NO_COLOR, ...) set unless the case sets them. The file holds the
+arguments, the exit code, stdout and stderr.
 """
 
 from __future__ import annotations

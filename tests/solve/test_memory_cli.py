@@ -11,7 +11,7 @@ from kbtool.errors import UsageError
 from kbtool.solve.query import parse_size, parse_weights
 from tests.util import RECORDS, run_kb
 
-ENV = {"KB_NO_CACHE": "1"}
+ENV: dict[str, str] = {}  # the session's KB cache (tests/conftest.py)
 
 
 def memory(*args: str) -> dict[str, Any]:

@@ -32,11 +32,13 @@ def _snapshot(root: Path) -> dict[str, bytes]:
 
 def _tree_with_unapplied_claims(tmp: Path) -> Path:
     """A copy of the shipped claims and evidence, with every probe-set status reset to unverified. The vLLM
-    selector's evidence is left out (its judge alone takes longer than the rest) and of the others one in two is
-    kept: the test samples write-backs; more records are more of the same."""
+    selector's and SGLang resolver's evidence is left out (their grids alone take longer than the rest) and of the
+    others one in two is kept: the test samples write-backs; more records are more of the same."""
     root = tmp / "records"
     shutil.copytree(RECORDS / "claims", root / "claims")
-    keep = [p.name for p in sorted((RECORDS / "evidence").glob("*.yaml")) if "vllm-selector" not in p.name][::2]
+    shutil.copytree(RECORDS / "engine-backends", root / "engine-backends")  # the engine judges' cache keys read them
+    keep = [p.name for p in sorted((RECORDS / "evidence").glob("*.yaml"))
+            if "vllm-selector" not in p.name and "sglang-resolve" not in p.name][::2]
     shutil.copytree(RECORDS / "evidence", root / "evidence", ignore=lambda _d, names: [
         n for n in names if n.endswith(".yaml") and n not in keep])
     for p in (root / "claims").glob("*.yaml"):
@@ -68,6 +70,7 @@ def _check_old_or_new(root: Path, old: dict[str, bytes], new: dict[str, bytes]) 
     assert all(Path(k).name.startswith(".") and k.endswith((".tmp", ".lock")) for k in leftovers), leftovers
 
 
+@pytest.mark.usefixtures("shipped_verdicts")
 @pytest.mark.parametrize("command", ["probe-apply", "fmt"])
 def test_sigkill_leaves_every_record_old_or_new(tmp_path: Path, command: str) -> None:
     random.seed(7)
