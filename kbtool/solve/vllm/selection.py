@@ -15,6 +15,7 @@ from kbtool.names import architecture_of
 from kbtool.solve.conditions import compare_versions, evaluate
 from kbtool.solve.context import ctx_over_model
 from kbtool.solve.gates import Judge, apply_claims, structural
+from kbtool.solve.kvcache import FP8_DS_MLA_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -224,7 +225,6 @@ MLA_PREFILL = {
 # vLLM 0.24.0 has no 192/64/256 exception: on cc 10.x it tries FLASH_ATTN first for every MLA shape
 # (vllm/v1/attention/backends/mla/prefill/selector.py:49-69 at ee0da84ab, tag v0.24.0)
 NO_192_256_PREFILL = frozenset({"0.24.0"})
-FP8_DS_MLA_BYTES = 656  # vllm/v1/kv_cache_interface.py MLAAttentionSpec: 512 fp8 latent + 16 scale + 128 bf16 rope
 
 
 def mla_path(env: dict[str, Any], selected: str | None, version: str | None = None) -> dict[str, Any]:
