@@ -242,11 +242,23 @@ def of_kind(code: str, reasons: list[str]) -> list[str]:
     return [r for r in reasons if any(k in r for k in keys) and (code == "SINKS" or "sink" not in r)]
 
 
-def grid_env(p: dict[str, Any]) -> dict[str, Any]:
+@functools.cache
+def architectures(records: Path | None = None) -> dict[str, str | None]:
+    """{architecture id: compute capability} of the architecture records: the grid's `sm` comes from them."""
+    out: dict[str, str | None] = {}
+    for path in sorted(((records or _records()) / "architectures").glob("*.yaml")):
+        rec = _load_yaml(path)
+        if isinstance(rec, dict) and isinstance(rec.get("id"), str):
+            cc = rec.get("compute_capability")
+            out[rec["id"]] = str(cc) if cc is not None else None
+    return out
+
+
+def grid_env(p: dict[str, Any], archs: dict[str, str | None] | None = None) -> dict[str, Any]:
     from kbtool.solve.vllm.selection import vllm_env
 
     return vllm_env(float(p["cc"]), dtype=p["dtype"], kv=p["kv"], head_size=p["head_size"], block=p["block"],
-                    layout=p["layout"], sink=p["sink"], trtllm=p["trtllm"],
+                    layout=p["layout"], sink=p["sink"], trtllm=p["trtllm"], archs=archs or architectures(),
                     num_heads=p.get("num_heads"))
 
 

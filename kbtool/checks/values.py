@@ -16,24 +16,32 @@ _NONNEG = ("sm_count", "memory_gb", "memory_bytes", "memory_bandwidth_tbs", "l2_
 _MAX = 1e15
 
 
-def _facts(rec: Any) -> list[tuple[str, Fact[Any]]]:
-    return [(name, v) for name in type(rec).model_fields if isinstance(v := getattr(rec, name), Fact)]
+def _facts(rec: Any) -> list[tuple[tuple[str | int, ...], Fact[Any]]]:
+    """(path, fact) of every fact field of a record, and of every fact in a list field (device_names)."""
+    out: list[tuple[tuple[str | int, ...], Fact[Any]]] = []
+    for name in type(rec).model_fields:
+        v = getattr(rec, name)
+        if isinstance(v, Fact):
+            out.append(((name,), v))
+        elif isinstance(v, list):
+            out += [((name, i), x) for i, x in enumerate(v) if isinstance(x, Fact)]
+    return out
 
 
 @check("KB301", "fact-without-source", "every fact points at one of its record's sources, or says unverified")
 def find_unsourced_facts(kb: KB) -> list[Finding]:
     out = []
     for r in kb:
-        for name, fact in _facts(r):
+        for path, fact in _facts(r):
             if fact.source is not None and fact.source >= len(r.sources):
-                file, line = kb.location(r.id, name, "source")
+                file, line = kb.location(r.id, *path, "source")
                 out.append(Finding("KB301", f"source index {fact.source} but the record has {len(r.sources)} "
-                                   "source(s)", file, line, f"$.{name}.source",
+                                   "source(s)", file, line, _p((*path, "source")),
                                    fix="point at an entry of `sources` (0-based)", check="fact-without-source"))
             elif fact.source is None and fact.basis == "recorded" and len(r.sources) > 1:
-                file, line = kb.location(r.id, name)
+                file, line = kb.location(r.id, *path)
                 out.append(Finding("KB301", "recorded fact without a source index, and the record has several "
-                                   "sources", file, line, f"$.{name}", fix="add `source: N`",
+                                   "sources", file, line, _p(path), fix="add `source: N`",
                                    check="fact-without-source"))
     return out
 
@@ -43,7 +51,7 @@ def find_bad_values(kb: KB) -> list[Finding]:
     out = []
     for r in kb:
         if isinstance(r, Accelerator | Architecture):
-            for name, fact in _facts(r):
+            for (name, *_rest), fact in _facts(r):
                 if name in _NONNEG and isinstance(fact.value, int | float) and not 0 < fact.value < _MAX:
                     file, line = kb.location(r.id, name, "value")
                     out.append(Finding("KB401", f"{name} = {fact.value!r} is not a positive finite size", file,

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .common import NumFact, Record, Ref
+from .common import Fact, NumFact, Record, Ref
 
 
 class Accelerator(Record):
@@ -14,6 +14,11 @@ class Accelerator(Record):
     vendor: str = Field(description="nvidia or amd")
     architecture: Ref = Field(description="Architecture record id, e.g. sm90")
     form_factor: str | None = Field(default=None, description="sxm, pcie, oam, superchip, consumer card, ...")
+    device_names: list[Fact[str]] = Field(
+        default_factory=list,
+        description="The exact names the driver reports for this product (nvidia-smi's name, torch.cuda."
+        "get_device_name), each with its source: `kb probe` maps the GPU it runs on to this record by them, else by "
+        "the name and aliases as whole words (kbtool/names.py match_device)")
     sm_count: NumFact | None = Field(default=None, description="Streaming multiprocessors (CUs on AMD)")
     memory_gb: NumFact | None = Field(default=None, description="Device memory as marketed, GB (1e9 bytes)")
     memory_bytes: NumFact | None = Field(default=None, description="Device memory as reported by the driver")

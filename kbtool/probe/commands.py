@@ -226,7 +226,7 @@ def run(
     after that many seconds (the rest are recorded SKIPPED)."""
     from kbtool.probe.environment import fingerprint
 
-    env = env if env is not None else fingerprint(REPO_ROOT)
+    env = env if env is not None else fingerprint(REPO_ROOT, records=records)
     deadline = time.monotonic() + budget_s if budget_s else None
     report = RunReport(env)
     probes = select(discover(), probe_id, claim_id, exclude)

@@ -1,8 +1,9 @@
 """The environment fingerprint: GPU, compute capability, SMs, memory, driver, CUDA, torch, library versions.
 
 `fingerprint()` collects it in a subprocess (so the parent never initialises CUDA), `python -m
-kbtool.probe.environment` prints it as JSON. The mappings from GPU names and compute capabilities to the
-KB's accelerator and architecture ids are pure functions.
+kbtool.probe.environment` prints it as JSON. The parent then names the GPU from the records: the mappings from
+GPU names and compute capabilities to the KB's accelerator and architecture ids are pure functions of the
+accelerator and architecture records (their `device_names`, names, aliases and `compute_capability`).
 """
 
 from __future__ import annotations
@@ -19,62 +20,54 @@ from typing import Any
 
 from kbtool.probe.spec import PACKAGES, PackageInfo, package_info
 
-ARCH_BY_CC = {
-    "7.5": "sm75",
-    "8.0": "sm80",
-    "8.6": "sm86",
-    "8.9": "sm89",
-    "9.0": "sm90",
-    "10.0": "sm100",
-    "10.3": "sm103",
-    "12.0": "sm120",
-    "12.1": "sm121",
-}
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
-# (pattern on the driver's GPU name, accelerator id); first match wins, so specific names come first.
-ACCELERATOR_PATTERNS: list[tuple[str, str]] = [
-    (r"\bGB300\b", "nvidia-gb300"),
-    (r"\bGB200\b", "nvidia-gb200"),
-    (r"\bB300\b", "nvidia-b300"),
-    (r"\bB200\b", "nvidia-b200"),
-    (r"\bH200 NVL\b", ""),
-    (r"\bH200\b", "nvidia-h200-sxm"),
-    (r"\bH100 PCIe\b", "nvidia-h100-pcie"),
-    (r"\bH100\b.*(SXM|HBM3)", "nvidia-h100-sxm"),
-    (r"\bH20\b", "nvidia-h20"),
-    (r"\bA100\b.*80GB", "nvidia-a100-80gb-sxm"),
-    (r"\bA100\b.*40GB", "nvidia-a100-40gb-sxm"),
-    (r"\bA10\b", "nvidia-a10"),
-    (r"\bL40S\b", "nvidia-l40s"),
-    (r"\bL40\b", "nvidia-l40"),
-    (r"\bL4\b", "nvidia-l4"),
-    (r"RTX 5090", "nvidia-rtx-5090"),
-    (r"RTX 4090", "nvidia-rtx-4090"),
-    (r"MI355X", "amd-mi355x"),
-    (r"MI300X", "amd-mi300x"),
-]
+    from kbtool.model import Accelerator, Architecture
 
 
-def architecture_id(cc: str | None) -> str | None:
-    return ARCH_BY_CC.get(cc or "")
+def architecture_id(cc: str | None, architectures: Iterable[Architecture]) -> str | None:
+    """The KB architecture id of a compute capability ("9.0"), from the architecture records' `compute_capability`."""
+    from kbtool.names import architecture_of
+
+    return architecture_of(cc, {a.id: a.compute_capability for a in architectures})
 
 
-def accelerator_id(gpu_name: str | None) -> str | None:
-    """The KB accelerator id for a driver-reported GPU name, or None when it is not in the KB."""
-    if not gpu_name:
-        return None
-    for pattern, acc in ACCELERATOR_PATTERNS:
-        if re.search(pattern, gpu_name):
-            return acc or None
-    return None
+def accelerator_id(gpu_name: str | None, accelerators: Iterable[Accelerator]) -> str | None:
+    """The KB accelerator id for a driver-reported GPU name, or None when no record names it (or several might):
+    the records' `device_names` first, then their names and aliases as whole words (kbtool/names.py)."""
+    from kbtool.names import match_device
+
+    return match_device(gpu_name, [(a.id, [a.id, a.name, *a.aliases], [d.value for d in a.device_names])
+                                   for a in accelerators])
+
+
+def identify(env: dict[str, Any], records: Path | None = None) -> dict[str, Any]:
+    """Set `accelerator` and `architecture` of a fingerprint with a GPU from the KB's accelerator and architecture
+    records (`records`, else the records tree in use: kbtool.paths)."""
+    if not env.get("gpu"):
+        return env
+    from kbtool.kb import KB
+    from kbtool.model import Accelerator, Architecture
+    from kbtool.paths import records_dir
+    from kbtool.store.records import load_tree
+
+    root = records_dir(records)
+    folders = [root / f for f in ("accelerators", "architectures") if (root / f).is_dir()]
+    kb = KB.from_load(load_tree(root, folders)) if folders else KB()
+    env["accelerator"] = accelerator_id(env.get("gpu"), kb.of_kind("accelerator", Accelerator))
+    env["architecture"] = architecture_id(env.get("compute_capability"), kb.of_kind("architecture", Architecture))
+    return env
 
 
 def gpu_slug(env: dict[str, Any]) -> str:
     """Short GPU name for file names: the accelerator id, else the driver's name in kebab case."""
     if env.get("accelerator"):
         return str(env["accelerator"])
-    name = str(env.get("gpu") or "unknown-gpu").lower()
-    return re.sub(r"[^a-z0-9]+", "-", name).strip("-") or "unknown-gpu"
+    from kbtool.names import name_tokens
+
+    return "-".join(name_tokens(str(env.get("gpu") or ""))) or "unknown-gpu"
 
 
 def installed_version(name: str) -> str | None:
@@ -152,13 +145,12 @@ def collect() -> dict[str, Any]:
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
     if cudnn:
         libraries["cudnn"] = str(cudnn)
-    env["accelerator"] = accelerator_id(props.name)
-    env["architecture"] = architecture_id(cc)
-    return env
+    return env  # accelerator and architecture: identify(), in the parent, from the records
 
 
-def fingerprint(root: Path | None = None, timeout: float = 180.0) -> dict[str, Any]:
-    """Collect the fingerprint in a subprocess; without torch or a GPU, `gpu` is None and `reason` says why."""
+def fingerprint(root: Path | None = None, timeout: float = 180.0, records: Path | None = None) -> dict[str, Any]:
+    """Collect the fingerprint in a subprocess; without torch or a GPU, `gpu` is None and `reason` says why. The GPU
+    is named by the KB's records under `records` (identify)."""
     try:
         out = subprocess.run(
             [sys.executable, "-m", "kbtool.probe.environment"],
@@ -175,7 +167,7 @@ def fingerprint(root: Path | None = None, timeout: float = 180.0) -> dict[str, A
         tail = (out.stderr or "").strip().splitlines()[-1:] or ["no output"]
         return {"gpu": None, "reason": f"reading the GPU failed: {tail[0]}", "libraries": {}}
     env: dict[str, Any] = json.loads(lines[-1])
-    return env
+    return identify(env, records)
 
 
 if __name__ == "__main__":

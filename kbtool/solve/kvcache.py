@@ -31,7 +31,10 @@ if TYPE_CHECKING:
     from kbtool.model import Model
     from kbtool.solve.image import ModelV
 
-FP8_DS_MLA_BYTES = 656  # MLAAttentionSpec.real_page_size_bytes for cache_dtype_str "fp8_ds_mla", per token
+# MLAAttentionSpec.real_page_size_bytes for cache_dtype_str "fp8_ds_mla", per token and layer
+# (vllm/v1/kv_cache_interface.py, commits above): 512 fp8 latent + 16 scale + 128 bf16 rope bytes.
+# The one definition: solve/vllm/selection.py imports it.
+FP8_DS_MLA_BYTES = 656
 DEFAULT_BLOCK = 16  # vLLM's default block size on CUDA; the kernel alignment of FlashAttention / FlashInfer
 MLA_BLOCK = 64  # FlashMLA's page size, which vLLM's MLA backends require
 DEFAULT_BATCHED_TOKENS = 8192  # vLLM's max_num_batched_tokens for `vllm serve` on >= 70 GiB GPUs (arg_utils)

@@ -158,18 +158,21 @@ def test_older_release_is_compared_with_its_own_claims(full: bool) -> None:
 
 def test_grid_env_maps_vllm_spellings() -> None:
     env = engine.vllm_env(9.0, dtype="bfloat16", kv="auto", head_size=576, block=None, layout="sparse",
-                          sink=False, trtllm=True)
+                          sink=False, trtllm=True, archs=image().cc)
     assert env["kv_dtype"] == "bf16" and env["attention"] == "sparse-mla" and env["sm"] == "sm90"
     assert "block_size" not in env
     env = engine.vllm_env(10.0, dtype="float16", kv="fp8", head_size=128, block=64, layout="dense",
-                          sink=True, trtllm=False)
+                          sink=True, trtllm=False, archs=image().cc)
+    assert env["sm"] == "sm100"
+    assert "sm" not in engine.vllm_env(8.7, dtype="bfloat16", kv="auto", head_size=128, block=None, layout="dense",
+                                       sink=False, trtllm=True, archs=image().cc)  # no architecture record has 8.7
     assert (env["kv_dtype"], env["kv_cache_dtype"], env["block_size"], env["dtype"]) == ("fp8_e4m3", "fp8", 64,
                                                                                          "fp16")
 
 
 def test_explicit_backend_is_refused_with_its_reasons() -> None:
     env = engine.vllm_env(9.0, dtype="bfloat16", kv="fp8", head_size=128, block=None, layout="dense", sink=False,
-                          trtllm=True)
+                          trtllm=True, archs=image().cc)
     sel = engine.select(image(), env, "0.33.0", requested="FLEX_ATTENTION")
     assert sel.selected is None
     assert sel.error is not None and sel.error.startswith(

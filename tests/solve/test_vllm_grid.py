@@ -39,7 +39,7 @@ def test_grid_answer_is_the_recorded_selection(release: str) -> None:
 def test_unswept_release_names_both_neighbours() -> None:
     img = image()
     env = engine.vllm_env(9.0, dtype="bfloat16", kv="fp8", head_size=128, block=16, layout="dense", sink=False,
-                          trtllm=True)
+                          trtllm=True, archs=image().cc)
     sel = engine.select(img, env, "0.28.7")
     assert sel.selected is None and sel.error is None
     below, above = grid.neighbours("0.28.7", sorted(set(engine.versions(img)) | set(grid.recorded())))

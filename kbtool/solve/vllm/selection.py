@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kbtool.names import architecture_of
 from kbtool.solve.conditions import compare_versions, evaluate
 from kbtool.solve.context import ctx_over_model
 from kbtool.solve.gates import Judge, apply_claims, structural
+from kbtool.solve.kvcache import FP8_DS_MLA_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,8 +24,6 @@ if TYPE_CHECKING:
     from kbtool.solve.answer import Reason
     from kbtool.solve.image import BackendV, Image
 
-SM_OF_CC = {8.0: "sm80", 8.6: "sm86", 8.7: "sm87", 8.9: "sm89", 9.0: "sm90", 10.0: "sm100", 10.3: "sm103",
-            11.0: "sm110", 12.0: "sm120", 12.1: "sm121"}
 # vLLM's --kv-cache-dtype strings -> the KB's kv_dtype ("auto" is the model dtype)
 KV_OF_VLLM = {"float16": "fp16", "bfloat16": "bf16", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
               "fp8_e5m2": "fp8_e5m2", "nvfp4": "nvfp4", "fp8_ds_mla": "fp8_ds_mla"}
@@ -189,8 +189,11 @@ def select(img: Image, env: dict[str, Any], version: str | None = None, requeste
 
 
 def vllm_env(cc: float, *, dtype: str, kv: str, head_size: int, block: int | None, layout: str,
-             sink: bool, trtllm: bool, num_heads: int | None = None) -> dict[str, Any]:
-    """The query environment for one vLLM selector configuration (the probe's grid point)."""
+             sink: bool, trtllm: bool, archs: dict[str, str | None], num_heads: int | None = None) -> dict[str, Any]:
+    """The query environment for one vLLM selector configuration (the probe's grid point). `archs` is
+    {architecture id: compute capability} as the architecture records give it (Image.cc): `sm` is the record
+    whose compute capability is `cc`, and is left out where none is."""
+
     d = DTYPE_OF_VLLM.get(dtype, dtype)
     env: dict[str, Any] = {
         "cc": cc, "dtype": d, "kv_dtype": d if kv == "auto" else KV_OF_VLLM.get(kv, kv), "head_dim": head_size,
@@ -198,8 +201,9 @@ def vllm_env(cc: float, *, dtype: str, kv: str, head_size: int, block: int | Non
         "sparse": layout == "sparse", "sinks": sink, "trtllm_kernels": trtllm, "vendor": "nvidia",
         "kv_cache_dtype": kv,
     }
-    if cc in SM_OF_CC:
-        env["sm"] = SM_OF_CC[cc]
+    sm = architecture_of(cc, archs)
+    if sm is not None:
+        env["sm"] = sm
     if block is not None:
         env["block_size"] = block
     if num_heads is not None:
@@ -221,7 +225,6 @@ MLA_PREFILL = {
 # vLLM 0.24.0 has no 192/64/256 exception: on cc 10.x it tries FLASH_ATTN first for every MLA shape
 # (vllm/v1/attention/backends/mla/prefill/selector.py:49-69 at ee0da84ab, tag v0.24.0)
 NO_192_256_PREFILL = frozenset({"0.24.0"})
-FP8_DS_MLA_BYTES = 656  # vllm/v1/kv_cache_interface.py MLAAttentionSpec: 512 fp8 latent + 16 scale + 128 bf16 rope
 
 
 def mla_path(env: dict[str, Any], selected: str | None, version: str | None = None) -> dict[str, Any]:
