@@ -2,8 +2,9 @@
 
 `kb validate` reads every record file; parsing YAML (with the line of every node) is most of what a run costs
 once evidence is no longer judged again (kbtool.probe.verdict_cache). A file that parsed cleanly is stored as its
-data, line map and clean flag (kbtool.store.reader.Document) under a digest of its bytes and of the reader's
-source, in one marshal file per records tree:
+data, line map (packed; unpacked by the first finding that needs a line) and clean flag
+(kbtool.store.reader.Document) under a digest of its bytes and of the reader's source, in one marshal file per
+records tree:
 `<cache dir>/docs-<tag>.marshal` (kbtool.store.cache; off with KB_NO_CACHE=1 or KB_CACHE_DIR set empty). The
 file holds only entries of the last run's files, so it does not grow; a missing, foreign, corrupted or stale file
 reads as empty, so it is safe to delete; those of trees not validated for a week are removed. Files that failed
@@ -22,7 +23,7 @@ from typing import Any
 from kbtool.store import cache as image_cache
 from kbtool.store.reader import Document, read_document
 
-VERSION = 2  # entries: (data, line map, clean)
+VERSION = 3  # entries: (data, line map as marshal bytes, clean)
 MAGIC = b"KB-DOCS\n"
 _SOURCES = (Path(__file__).with_name("reader.py"), Path(__file__).parent.parent / "escape.py")  # make an entry
 
@@ -75,15 +76,15 @@ class DocCache:
             return read_document(path, name)
         key = hashlib.sha256(raw).digest()
         hit = self.old.get(key) or self.new.get(key)
-        if isinstance(hit, tuple) and len(hit) == 3 and isinstance(hit[1], dict):
+        if isinstance(hit, tuple) and len(hit) == 3 and isinstance(hit[1], bytes):
             self.new[key] = hit
-            return Document(name, hit[0], dict(hit[1]), hit[2] is True), []
+            return Document(name, hit[0], {}, hit[2] is True, packed=hit[1]), []
         self.misses += 1
         from kbtool.store.reader import parse_bytes
 
         doc, problems = parse_bytes(raw, name)
         if doc is not None and not problems:
-            self.new[key] = (doc.data, doc.lines, doc.clean)
+            self.new[key] = (doc.data, marshal.dumps(doc.lines), doc.clean)  # unpacked only when a finding needs it
         return doc, problems
 
     def save(self) -> None:

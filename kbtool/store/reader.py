@@ -6,6 +6,7 @@ files, bad encodings, tabs, duplicate keys) becomes findings, never exceptions.
 
 from __future__ import annotations
 
+import marshal
 import math
 import re
 from dataclasses import dataclass, field
@@ -41,8 +42,12 @@ class Document:
     # True when the reader saw no non-finite number and no control character in any key or string: the NaN and
     # control-character checks then have nothing to find in it (False: not known, they look)
     clean: bool = False
+    # the line map as the parse cache stores it (marshal bytes), unpacked by the first line_of: most runs never ask
+    packed: bytes | None = None
 
     def line_of(self, path: tuple[PathPart, ...] | list[PathPart]) -> int | None:
+        if self.packed is not None:
+            self.lines, self.packed = {**marshal.loads(self.packed), **self.lines}, None
         p = tuple(path)
         while p not in self.lines and p:
             p = p[:-1]

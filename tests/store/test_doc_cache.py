@@ -33,7 +33,9 @@ def test_an_unchanged_file_is_not_parsed_again_and_reads_the_same(tree: Path) ->
     second, again, problems = _read(tree)
     assert (first.misses, second.misses) == (1, 0) and problems == []
     plain, _ = read_document(tree / "a.yaml", "a.yaml")
-    assert again.data == doc.data == plain.data and again.lines == plain.lines  # type: ignore[union-attr]
+    assert again.data == doc.data == plain.data  # type: ignore[union-attr]
+    assert again.packed is not None and not again.lines  # type: ignore[union-attr]  # unpacked on demand
+    assert {p: again.line_of(p) for p in plain.lines} == plain.lines  # type: ignore[union-attr]
 
 
 def test_an_edit_parses_again(tree: Path) -> None:
