@@ -280,21 +280,21 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
     # by key, each key evaluated once); a judgement reads only (prediction, the backend's reasons, explained).
     eligible: dict[tuple[Any, ...], list[int]] = {}
     keys: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
-    shared: dict[int, tuple[str, ...]] = {}
+    shared: dict[int, tuple[str, ...]] = {}  # reason tuples are shared (rows): counted by identity
     where: dict[tuple[Any, ...], dict[int, tuple[int, Any]]] = {}  # (backend, layouts) -> point -> (reasons, cc)
-    served_of: dict[str, tuple[str, ...]] = {}
+    group: dict[str, tuple[Any, ...]] = {}  # claim -> (backend, layouts)
     predictions: dict[str, dict[int, bool | None]] = {}
     for c, when, req in compiled:
         backend, served = name_of.get(rec_id[c["id"]]), tuple(layouts.get(rec_id[c["id"]], []))
-        served_of[c["id"]] = served
+        group[c["id"]] = (backend, served)
         if (backend, served) not in eligible:  # points where the claim can be held: the backend was asked
             eligible[backend, served] = [i for i, (p, env) in enumerate(zip(points, envs, strict=True))
                                          if backend in p["reasons"] and (not served or env["attention"] in served)]
+            where[backend, served] = {}
             for i in eligible[backend, served]:
                 r = points[i]["reasons"][backend]
-                shared[id(r)] = r  # reason tuples are shared (rows): counted by identity
-            where[backend, served] = {i: (id(points[i]["reasons"][backend]), points[i]["cc"])
-                                      for i in eligible[backend, served]}
+                shared[id(r)] = r
+                where[backend, served][i] = (id(r), points[i]["cc"])
         names = tuple(sorted(condition_vars(when) | condition_vars(req)))
         if names not in keys:
             keys[names] = [tuple(map(env.get, names)) for env in envs]
@@ -309,7 +309,7 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
     kinds: dict[tuple[str, tuple[str, ...]], list[str]] = {}  # reasons are shared tuples (rows)
     results = []
     for c, _when, _req in compiled:
-        backend = name_of.get(rec_id[c["id"]])
+        backend = group[c["id"]][0]
         code = c["reason"]["code"]
         # with any_scope, a claim of the same kind is another release's version of this gate, not a rival, unless
         # both are the release's own claims (then the outcome is the verdict's)
@@ -318,7 +318,7 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
                                   if rec_id[o["id"]] == rec_id[c["id"]] and o["id"] != c["id"]
                                   and not (any_scope and o["reason"]["code"] == code
                                            and not (own and _scope_has(o, version)))))
-        pred, at = predictions[c["id"]], where[backend, served_of[c["id"]]]
+        pred, at = predictions[c["id"]], where[group[c["id"]]]
         counts = Counter(zip(pred.values(), map(at.__getitem__, pred), map(explained.__contains__, pred), strict=True))
         agree, against, ccs = 0, set(), set()
         for (want, (rid, cc), expl), n in counts.items():

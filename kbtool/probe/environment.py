@@ -65,9 +65,8 @@ def gpu_slug(env: dict[str, Any]) -> str:
     """Short GPU name for file names: the accelerator id, else the driver's name in kebab case."""
     if env.get("accelerator"):
         return str(env["accelerator"])
-    from kbtool.names import name_tokens
-
-    return "-".join(name_tokens(str(env.get("gpu") or ""))) or "unknown-gpu"
+    name = str(env.get("gpu") or "unknown-gpu").lower()
+    return re.sub(r"[^a-z0-9]+", "-", name).strip("-") or "unknown-gpu"  # ASCII only: it goes into file names
 
 
 def installed_version(name: str) -> str | None:

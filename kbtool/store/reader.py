@@ -161,8 +161,7 @@ class _Builder:
         return str(self._seen(_scalar(k, k.start_mark.line + 1, path)))
 
     def _seen(self, v: Any) -> Any:
-        if self.clean and ((isinstance(v, str) and CONTROL.search(v)) or (isinstance(v, float)
-                                                                            and not math.isfinite(v))):
+        if (isinstance(v, str) and CONTROL.search(v)) or (isinstance(v, float) and not math.isfinite(v)):
             self.clean = False
         return v
 
