@@ -6,6 +6,7 @@ Exit codes: 0 ok, 1 findings (or a "no" the user asked to fail on), 2 usage or i
 from __future__ import annotations
 
 import builtins
+import gc
 import json
 import os
 import sys
@@ -796,6 +797,19 @@ def probe_boot_error(
 
 def main() -> None:
     """Run the app; map errors to exit codes, never show a traceback for bad input."""
+    # A run builds many long-lived objects (records, parsed documents). CPython's default thresholds make the
+    # collector walk them again and again: collect less often, as mypy does (mypy/build.py, build():
+    # gc.set_threshold(200 * 1000, 30, 30)). At exit the interpreter's last collections would walk them all once
+    # more only to find nothing to free (a quarter of a warm `kb validate`); gc.freeze() takes them out of those
+    # collections (docs.python.org/3/library/gc.html#gc.freeze); they are still freed.
+    gc.set_threshold(200_000, 30, 30)
+    try:
+        _run()
+    finally:
+        gc.freeze()
+
+
+def _run() -> None:
     try:
         rc = app(standalone_mode=False)  # click returns the code of a typer.Exit here
         sys.exit(rc if isinstance(rc, int) else 0)

@@ -46,15 +46,30 @@ def schema_dir() -> Path:
 
 def display(path: Path, root: Path | None = None) -> str:
     """A short path for messages: relative to the records' parent or the cwd where possible."""
-    from pathlib import Path
+    return Display(root)(path)
 
-    bases = [b for b in (root.parent if root else None, Path.cwd()) if b is not None]
-    given = Path(os.path.abspath(path))  # the path as found (a symlink names itself, not its target)
-    for base in bases:
-        for here, there in ((given, Path(os.path.abspath(base))),
-                            (Path(os.path.realpath(given.parent)) / given.name, base.resolve())):
-            try:
-                return str(here.relative_to(there))
-            except ValueError:
-                continue
-    return str(path)
+
+class Display:
+    """`display` for the many files of one walk: the bases and each folder's real path are resolved once."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        from pathlib import Path
+
+        bases = [b for b in (root.parent if root else None, Path.cwd()) if b is not None]
+        self.bases = [(os.path.abspath(b), str(b.resolve())) for b in bases]
+        self._real: dict[str, str] = {}
+
+    def __call__(self, path: Path) -> str:
+        given = os.path.abspath(path)  # the path as found (a symlink names itself, not its target)
+        parent, name = os.path.split(given)
+        if parent not in self._real:
+            self._real[parent] = os.path.realpath(parent)
+        real = os.path.join(self._real[parent], name)
+        for plain, resolved in self.bases:
+            for here, there in ((given, plain), (real, resolved)):
+                if here == there:
+                    return "."
+                prefix = there if there.endswith(os.sep) else there + os.sep
+                if here.startswith(prefix):
+                    return here[len(prefix):]
+        return str(path)

@@ -56,13 +56,15 @@ def find_evidence_disagreement(kb: KB) -> list[Finding]:
                 continue
             on = judged(kb).get(eid, {}).get(c.id)
             verdicts = [on["verdict"]] if on else []
-            file, line = kb.location(c.id, "verification", "evidence", i)
+            if verdicts and (allowed is None or set(verdicts) & allowed):
+                continue
+            file, line = kb.location(c.id, "verification", "evidence", i)  # a line map is unpacked only here
             if not verdicts:
                 out.append(Finding("KB303", f"evidence '{eid}' has no verdict on this claim (judged again today)",
                                    file, line,
                                    f"$.verification.evidence[{i}]", fix="cite the evidence that judged it",
                                    check="evidence-disagrees"))
-            elif allowed is not None and not set(verdicts) & allowed:
+            else:
                 out.append(Finding("KB303", f"status '{v.status}' but evidence '{eid}' says {verdicts[0]}", file,
                                    line, "$.verification.status", fix="re-run `kb probe run --write` or fix status",
                                    check="evidence-disagrees"))

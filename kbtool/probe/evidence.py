@@ -14,7 +14,6 @@ from kbtool.model.evidence import Environment
 from kbtool.probe.environment import gpu_slug
 from kbtool.probe.runner import CaseResult
 from kbtool.probe.spec import ProbeSpec
-from kbtool.store.writer import write_new_record
 
 _ENV_FIELDS = set(Environment.model_fields)
 _VERDICTS = {"confirmed", "contradicted", "partial", "inconclusive"}
@@ -105,6 +104,8 @@ def write(folder: Path, evidence: Evidence) -> tuple[Path, Evidence]:
     path, evidence = free_path(folder, evidence)
     data = evidence.model_dump(mode="json", exclude_defaults=True, by_alias=True)
     data = {"id": data.pop("id"), "kind": "evidence", **{k: v for k, v in data.items() if k != "kind"}}
+    from kbtool.store.writer import write_new_record  # ruamel: only when writing
+
     write_new_record(path, data)
     return path, evidence
 

@@ -86,6 +86,12 @@ def claim_digest(claim: Claim) -> str:
     return _digest(json.dumps(data, sort_keys=True, default=str))
 
 
+def _plain(obj: Any) -> Any:
+    """A condition (a pydantic model) as the JSON of its fields; anything else as its text."""
+    dump = getattr(obj, "model_dump", None)
+    return dump(mode="json", exclude_none=True) if callable(dump) else str(obj)
+
+
 def file_digest(path: str) -> str | None:
     try:
         return _digest(Path(path).read_bytes())
@@ -114,7 +120,7 @@ class Inputs:
             key = ("context", cid)
             if key not in self._memo:
                 ctx = claim_context(claims, [cid]).get(cid)
-                self._memo[key] = _digest(cid, json.dumps(ctx, sort_keys=True, default=str))
+                self._memo[key] = _digest(cid, json.dumps(ctx, sort_keys=True, default=_plain))
             parts.append(self._memo[key])
         return _digest(*parts)
 

@@ -23,7 +23,6 @@ from kbtool.model import Claim, Evidence
 from kbtool.model.common import condition_vars
 from kbtool.probe.scoping import ScopeEvent, apply_event, conflicts, event_for, scope_dump
 from kbtool.solve.conditions import compare_versions, evaluate
-from kbtool.store.writer import SCOPE_KEY
 
 ARCH_VARS = {"sm", "cc", "gpu"}
 
@@ -346,6 +345,8 @@ def _block(
     if verdicts:
         block["verdicts"] = verdicts
     if events:
+        from kbtool.store.writer import SCOPE_KEY  # the writer (and ruamel) only when a scope moves
+
         block[SCOPE_KEY] = scope_dump(claim)
     copied: dict[str, Any] = json.loads(json.dumps(block))  # no shared objects: the YAML writer emits anchors for them
     return copied

@@ -11,7 +11,7 @@ from typing import Any
 
 from kbtool.findings import Finding
 from kbtool.model import Record
-from kbtool.paths import display
+from kbtool.paths import Display, display
 from kbtool.store.reader import Document, read_document
 from kbtool.store.untrusted import file_kind
 
@@ -157,8 +157,9 @@ def load_tree(root: Path, paths: Iterable[Path] | None = None, *, cached: bool =
         from kbtool.store.doc_cache import DocCache
 
         docs = DocCache(root)
+    name = Display(root)
     for f in files:
-        doc, problems = docs.read(f, display(f, root)) if docs else read_document(f, display(f, root))
+        doc, problems = docs.read(f, name(f)) if docs else read_document(f, name(f))
         result.findings += problems
         if doc is None:
             continue
