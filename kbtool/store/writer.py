@@ -20,12 +20,19 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from ruamel.yaml.comments import CommentedMap
-from ruamel.yaml.error import YAMLError as RuamelError
 from ruamel.yaml.scalarstring import SingleQuotedScalarString
 
 from kbtool.errors import WriteError
 from kbtool.store import roundtrip
+
+# libyaml's parser where PyYAML has it: the same SafeLoader resolver and constructor, a C scanner (the writer reads
+# each record it edits three times; the pure-Python scanner was most of `kb probe apply --write`)
+_SAFE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _safe_load(text: str) -> Any:
+    return yaml.load(text, Loader=_SAFE)  # a SafeLoader: plain data only
+
 
 LOCK_TIMEOUT_S = 30.0
 WIDTH = 120
@@ -163,7 +170,7 @@ def _protect(value: Any) -> Any:
         return [_protect(v) for v in value]
     if isinstance(value, str):
         try:
-            same = yaml.safe_load(value) == value
+            same = _safe_load(value) == value
         except yaml.YAMLError:
             same = False
         return value if same and value.strip() == value and value else SingleQuotedScalarString(value)
@@ -181,20 +188,22 @@ def dump(data: dict[str, Any]) -> str:
 def _top_level_span(text: str, key: str) -> tuple[int, int] | None:
     """0-based [start, end) line span of a top-level key's entry, or None if the key is absent."""
     try:
-        data = roundtrip.yaml_rt().load(text)
-    except RuamelError as exc:
+        node = yaml.compose(text, Loader=_SAFE)
+    except yaml.YAMLError as exc:
         raise WriteError(f"cannot parse the record for editing: {exc}") from exc
-    if not isinstance(data, CommentedMap):
+    if not isinstance(node, yaml.MappingNode):
         raise WriteError("the record is not a YAML mapping")
-    if key not in data:
+    marks = [(k.value, k.start_mark) for k, _v in node.value if isinstance(k, yaml.ScalarNode)]
+    keys = [k for k, _m in marks]
+    if key not in keys:
         return None
-    keys = list(data.keys())
-    start, col = data.lc.key(key)
+    at = dict(reversed(marks))  # the first entry of a key (the reader refuses duplicates)
+    start, col = at[key].line, at[key].column
     if col != 0:
         raise WriteError(f"`{key}` is not at column 0; cannot edit it in place")
     lines = text.splitlines(keepends=True)
     i = keys.index(key)
-    end = data.lc.key(keys[i + 1])[0] if i + 1 < len(keys) else len(lines)
+    end = marks[i + 1][1].line if i + 1 < len(marks) else len(lines)
     while end - 1 > start and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
         end -= 1  # blank lines and column-0 comments before the next key belong to that key
     return start, end
@@ -243,7 +252,7 @@ def splice_key(text: str, key: str, value: Any) -> str:
 def _check_only_verification_changed(old: str, new: str, block: dict[str, Any], name: str,
                                      scope: list[Any] | None = None) -> None:
     try:
-        before, after = yaml.safe_load(old), yaml.safe_load(new)
+        before, after = _safe_load(old), _safe_load(new)
     except yaml.YAMLError as exc:
         raise WriteError(f"{name}: the edited record does not parse ({exc}); nothing written") from exc
     got = after.pop("verification", None) if isinstance(after, dict) else None
@@ -276,7 +285,7 @@ def update_verification(path: Path, block: Block | Callable[[Any], Block | None]
             raise WriteError(f"cannot read {path}: {exc}") from exc
         if callable(block):
             try:
-                current = yaml.safe_load(old)
+                current = _safe_load(old)
             except yaml.YAMLError as exc:
                 raise WriteError(f"{path}: cannot parse the record for editing: {exc}") from exc
             rebased = block(current)
