@@ -5,6 +5,7 @@ Exit codes: 0 ok, 1 findings (or a "no" the user asked to fail on), 2 usage or i
 
 from __future__ import annotations
 
+import atexit
 import builtins
 import gc
 import json
@@ -800,13 +801,13 @@ def main() -> None:
     # A run builds many long-lived objects (records, parsed documents). CPython's default thresholds make the
     # collector walk them again and again: collect less often, as mypy does (mypy/build.py, build():
     # gc.set_threshold(200 * 1000, 30, 30)). At exit the interpreter's last collections would walk them all once
-    # more only to find nothing to free (a quarter of a warm `kb validate`); gc.freeze() takes them out of those
-    # collections (docs.python.org/3/library/gc.html#gc.freeze); they are still freed.
+    # more only to find nothing to free (a quarter of a warm `kb validate`): gc.freeze() at exit takes them out of
+    # those collections (docs.python.org/3/library/gc.html#gc.freeze); they are still freed. Registered once per
+    # process however often main() runs (tests call it in-process).
     gc.set_threshold(200_000, 30, 30)
-    try:
-        _run()
-    finally:
-        gc.freeze()
+    atexit.unregister(gc.freeze)
+    atexit.register(gc.freeze)
+    _run()
 
 
 def _run() -> None:

@@ -61,6 +61,7 @@ def test_hook_entry_passes_good_records_and_fails_bad_ones(repo: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.install
 @pytest.mark.usefixtures("shipped_verdicts")
 def test_pre_commit_runs_the_hook_in_a_temporary_repository(repo: Path, tmp_path_factory: pytest.TempPathFactory) \
         -> None:

@@ -100,8 +100,10 @@ def test_export_formats(fx: KB) -> None:
 
 
 def test_cli_graph() -> None:
-    r = run_kb("graph", "impact", "fa4-requires-blackwell")
+    # one cell per GPU: the whole grid on the shipped KB is test_impact_fa4_requires_blackwell_on_shipped_kb's
+    r = run_kb("graph", "impact", "fa4-requires-blackwell", "--kv", "bf16", "--head-dim", "128")
     assert r.code == 0, r.err
+    assert "GPUs x kv bf16 x head dim 128" in r.out
     assert "kernels that change: flash-attention-4" in r.out
     assert "nvidia-h100-sxm: flash-attention-4 disputed -> rejected" in r.out
     w = run_kb("graph", "why", "fa4", "--gpu", "h100", "--kv", "bf16", "--head-dim", "128", "--json")
