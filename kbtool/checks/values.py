@@ -9,6 +9,7 @@ from kbtool.findings import Finding
 from kbtool.kb import KB
 from kbtool.model import Accelerator, Architecture, Claim
 from kbtool.model.common import All, AnyOf, Condition, Fact, Leaf, Not
+from kbtool.model.engine_priority import EnginePriority
 from kbtool.vocab import VARS
 
 _NONNEG = ("sm_count", "memory_gb", "memory_bytes", "memory_bandwidth_tbs", "l2_mb", "bf16_dense_tflops",
@@ -43,6 +44,50 @@ def find_unsourced_facts(kb: KB) -> list[Finding]:
                 out.append(Finding("KB301", "recorded fact without a source index, and the record has several "
                                    "sources", file, line, _p(path), fix="add `source: N`",
                                    check="fact-without-source"))
+        if isinstance(r, EnginePriority) and r.mla_prefill is not None:
+            out += _prefill_sources(kb, r)
+    return out
+
+
+def _prefill_sources(kb: KB, r: EnginePriority) -> list[Finding]:
+    """KB301 for an engine-priority record's MLA prefill orders and calls: each `source` is one of its sources."""
+    assert r.mla_prefill is not None
+    at: list[tuple[tuple[str | int, ...], int]] = [(("mla_prefill", "lists", i), pl.source)
+                                                   for i, pl in enumerate(r.mla_prefill.lists)]
+    at += [(("mla_prefill", "calls", name), c.source) for name, c in r.mla_prefill.calls.items()]
+    out = []
+    for path, index in at:
+        if index >= len(r.sources):
+            file, line = kb.location(r.id, *path, "source")
+            out.append(Finding("KB301", f"source index {index} but the record has {len(r.sources)} source(s)", file,
+                               line, _p((*path, "source")), fix="point at an entry of `sources` (0-based)",
+                               check="fact-without-source"))
+    return out
+
+
+def _prefill_values(kb: KB, r: EnginePriority) -> list[Finding]:
+    """KB401 for MLA prefill orders: conditions read query variables, `refused` and `calls` name listed backends."""
+    assert r.mla_prefill is not None
+    out = []
+    named = {b for pl in r.mla_prefill.lists for b in pl.order}
+    for i, pl in enumerate(r.mla_prefill.lists):
+        for path, leaf in _leaves(pl.when, ("mla_prefill", "lists", i, "when")):
+            if leaf.var not in VARS:
+                file, line = kb.location(r.id, *path)
+                out.append(Finding("KB401", f"'{leaf.var}' is not a query variable", file, line, _p(path) + ".var",
+                                   fix=f"use one of: {', '.join(VARS)}", check="bad-value"))
+        for name in pl.refused:
+            if name not in pl.order:
+                path = ("mla_prefill", "lists", i, "refused", name)
+                file, line = kb.location(r.id, *path)
+                out.append(Finding("KB401", f"{name} is refused but not in this order", file, line, _p(path),
+                                   fix=f"name a backend of its order: {', '.join(pl.order)}", check="bad-value"))
+    for name in r.mla_prefill.calls:
+        if name not in named:
+            path = ("mla_prefill", "calls", name)
+            file, line = kb.location(r.id, *path)
+            out.append(Finding("KB401", f"{name} is in no prefill order", file, line, _p(path),
+                               fix=f"name a backend the orders list: {', '.join(sorted(named))}", check="bad-value"))
     return out
 
 
@@ -65,6 +110,8 @@ def find_bad_values(kb: KB) -> list[Finding]:
                         out.append(Finding("KB401", f"'{leaf.var}' is not a query variable", file, line,
                                            _p(path) + ".var", fix=f"use one of: {', '.join(VARS)}",
                                            check="bad-value"))
+        if isinstance(r, EnginePriority) and r.mla_prefill is not None:
+            out += _prefill_values(kb, r)
     return out
 
 

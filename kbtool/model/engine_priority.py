@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from .common import Condition, Record, Ref, Scalar, Strict, VersionRange, schema_rule
+from .common import Condition, Record, Ref, Scalar, Strict, VersionRange, given, schema_rule
 
 
 class PriorityList(Strict):
@@ -67,7 +67,43 @@ class Constant(Strict):
     notes: str | None = Field(default=None, description="Where and how the engine uses it")
 
 
+class PrefillList(Strict):
+    """One of vLLM's MLA prefill orders: the backends it tries, in order, where `when` holds."""
+
+    when: Condition | None = Field(default=None, description="Where this order applies (default: always)")
+    order: list[str] = Field(
+        min_length=1, description="vLLM's MLA prefill backend names (MLAPrefillBackendEnum), most preferred first, "
+        "exactly as the release lists them")
+    refused: dict[str, str] = Field(
+        default_factory=dict, description="Backends of `order` that the release's own check refuses under its "
+        "default settings, each with why (kb skips them, as vLLM does)")
+    source: int = Field(ge=0, description="Index into the record's sources: where the release builds this order")
+    notes: str | None = Field(default=None, description="What the source says, in our words")
+
+
+class PrefillCall(Strict):
+    """The kernel entry point a prefill backend calls, with its source."""
+
+    call: str = Field(min_length=1, description="Shown after the backend's name, e.g. varlen")
+    source: int = Field(ge=0, description="Index into the record's sources: where the backend calls it")
+    notes: str | None = Field(default=None, description="What it calls, in our words")
+
+
+class MlaPrefill(Strict):
+    """How the release picks the backend that runs MLA prefill (uncompressed q/k/v, apart from the MLA decode
+    backend the priority lists choose)."""
+
+    lists: list[PrefillList] = Field(min_length=1, description="Prefill orders; the first whose `when` holds")
+    calls: dict[str, PrefillCall] = Field(
+        default_factory=dict, description="Per prefill backend name, the kernel entry point it calls, shown after "
+        "the name (FLASH_ATTN: varlen, FlashAttention's flash_attn_varlen_func)")
+    notes: str | None = Field(default=None, description="Where the selection lives in this release, in our words")
+
+
 class EnginePriority(Record):
+    model_config = schema_rule({"if": {"properties": {"engine": {"const": "vllm"}}, "required": ["engine"]},
+                                "then": given("mla_prefill")})
+
     kind: Literal["engine-priority"] = Field(description="Record kind")
     engine: Literal["vllm", "sglang", "trtllm"] = Field(description="Serving engine")
     platform: Literal["cuda", "rocm"] = Field(description="The engine platform whose selection this is")
@@ -77,6 +113,16 @@ class EnginePriority(Record):
         default_factory=list, description="The engine's resolution pipeline, in order (SGLang); empty for vLLM")
     constants: dict[str, Constant] = Field(
         default_factory=dict, description="Numbers the resolver's formulas read (memory reserve terms)")
+    mla_prefill: MlaPrefill | None = Field(
+        default=None, description="vLLM: the MLA prefill backend order of this release and platform (required for "
+        "vLLM records)")
+
+    @model_validator(mode="after")
+    def _vllm_has_prefill(self) -> EnginePriority:
+        if self.mla_prefill is None and self.engine == "vllm":
+            raise ValueError("a vLLM record needs `mla_prefill`: the release's MLA prefill backend order, read from "
+                             "its source (or, where it has no such selection, the path it takes)")
+        return self
 
     def refs(self) -> list[tuple[str, str]]:
         out = [("tries", b) for pl in self.lists for b in pl.order]

@@ -114,8 +114,10 @@ def present(e: dict[str, Any]) -> None:
         e["verb"] = f"error: {e['error']}"
     else:
         text = f"vLLM {e['vllm']} selects {name(e['selected'])}"
-        if mla:
+        if mla and mla["prefill"]:
             text += f" (decode); prefill {mla['prefill'][0]}, {mla['prefill_shape']}"
+        elif mla:
+            text += f" (decode); MLA prefill order not recorded for {e['vllm']}"
         ids = [b["id"] for b in e["backends"]]  # vLLM's priority order: the refusals that matter come first
         ahead = e["backends"][:ids.index(e["selected"])] if e["selected"] in ids else e["backends"]
         before = [b for b in ahead if b["status"] == "rejected"][:2]
@@ -124,13 +126,20 @@ def present(e: dict[str, Any]) -> None:
                                               if b["reasons"])
         e["headline"] = text
         e["verb"] = f"selects {name(e['selected'])}"
-        e["choice"] = {"prefill": str(mla["prefill"][0]) if mla else name(e["selected"]),
+        prefill = name(e["selected"]) if not mla else str(mla["prefill"][0]) if mla["prefill"] else \
+            "MLA prefill path not recorded"
+        e["choice"] = {"prefill": prefill,
                        "decode": name(e["selected"])}
     if e.get("source") and not e.get("between"):
         e["headline"] += f" [{e['source']}]"
     if mla:
-        e["details"] = [("MLA: ", f"decode {mla['decode']}; prefill {' > '.join(mla['prefill'])} "
+        order = " > ".join(mla["prefill"]) or mla.get("prefill_unrecorded", "not recorded")
+        e["details"] = [("MLA: ", f"decode {mla['decode']}; prefill {order} "
                                   f"({mla['prefill_shape']}); KV {mla['kv_layout']}")]
+        if mla.get("prefill_source"):
+            e["details"].append(("", f"prefill order: {mla['prefill_source']}"))
+        if mla.get("prefill_refused"):
+            e["details"].append(("", "prefill refused by default: " + "; ".join(mla["prefill_refused"])))
         if mla.get("indexer"):
             e["details"].append(("", mla["indexer"]))
 

@@ -212,29 +212,35 @@ def vllm_env(cc: float, *, dtype: str, kv: str, head_size: int, block: int | Non
 
 
 # ---- MLA as vLLM runs it -------------------------------------------------------------------------
-# The MLA backends above are decode backends. vLLM 0.33.0 picks the MLA *prefill* backend separately
-# (vllm/platforms/interface.py:435-500 at 4ba787ec9, get_mla_prefill_backend_cls): on cc 10.x FLASH_ATTN, then
-# TRTLLM_RAGGED, FLASHINFER, TOKENSPEED_MLA (TRTLLM_RAGGED first for qk_nope 192 / rope 64 / v 256 models);
-# on Hopper and older FLASH_ATTN only. Prefill runs uncompressed: qk = qk_nope + rope (192 for DeepSeek-V3),
-# v = v_head_dim (128), through FlashAttention's varlen kernel (prefill/flash_attn.py:164-250).
-MLA_PREFILL = {
-    "cc10": ["FLASH_ATTN (varlen)", "TRTLLM_RAGGED", "FLASHINFER", "TOKENSPEED_MLA"],
-    "cc10-192-256": ["TRTLLM_RAGGED", "FLASH_ATTN (varlen)", "FLASHINFER", "TOKENSPEED_MLA"],
-    "other": ["FLASH_ATTN (varlen)"],
-}
-# vLLM 0.24.0 has no 192/64/256 exception: on cc 10.x it tries FLASH_ATTN first for every MLA shape
-# (vllm/v1/attention/backends/mla/prefill/selector.py:49-69 at ee0da84ab, tag v0.24.0)
-NO_192_256_PREFILL = frozenset({"0.24.0"})
+# The MLA backends above are decode backends. vLLM picks the MLA *prefill* backend separately; each release's
+# order (by compute capability and MLA dimensions), the backends its own checks refuse by default and what each
+# backend calls are the `mla_prefill` block of its engine-priority record (kbtool/solve/vllm/records.py compiles
+# them). Prefill runs uncompressed: qk = qk_nope + rope (192 for DeepSeek-V3), v = v_head_dim (128).
 
 
-def mla_path(env: dict[str, Any], selected: str | None, version: str | None = None) -> dict[str, Any]:
+def prefill_order(img: Image, env: dict[str, Any], version: str | None,
+                  platform: str = "cuda") -> tuple[list[str], list[str], str] | None:
+    """vLLM's MLA prefill order for the release and platform: (backends in the order tried, each shown with what
+    it calls; the ones its own checks refuse by default, with why; the source), or None where no record of the
+    release holds one (an unrecorded release: never another release's order in its place)."""
+    if version is None:
+        return None
+    for _id, plat, scope, lists, calls in img.engine_data("vllm")["mla_prefill"]:
+        if plat != platform or not _in_range(version, scope):
+            continue
+        for when, order, refused, source in lists:
+            if evaluate(when, env) is True:
+                shown = {b: f"{b} ({calls[b]})" if b in calls else b for b in order}
+                return ([shown[b] for b in order if b not in refused],
+                        [f"{shown[b]}: {why}" for b, why in refused.items()], source)
+        return None
+    return None
+
+
+def mla_path(img: Image, env: dict[str, Any], selected: str | None, version: str | None = None,
+             platform: str | None = None) -> dict[str, Any]:
     """Prefill path, decode backend and KV layout of an MLA model under vLLM."""
-    cc = env.get("cc") or 0.0
     nope, rope, v = env.get("qk_nope_head_dim"), env.get("qk_rope_head_dim"), env.get("v_head_dim")
-    key = "cc10-192-256" if 10.0 <= cc < 11.0 and (nope, rope, v) == (192, 64, 256) else (
-        "cc10" if 10.0 <= cc < 11.0 else "other")
-    if key == "cc10-192-256" and version in NO_192_256_PREFILL:
-        key = "cc10"
     qk = (nope or 128) + (rope or 64)
     kv = env.get("kv_dtype")
     latent = env.get("head_dim") or 576
@@ -243,8 +249,16 @@ def mla_path(env: dict[str, Any], selected: str | None, version: str | None = No
     else:
         width = 1 if kv in ("fp8_e4m3", "fp8_e5m2") else 2
         layout = f"one latent per token per layer: {latent} x {width} B = {latent * width} B ({kv}), no K/V pair"
-    out = {"decode": selected, "prefill": MLA_PREFILL[key], "prefill_shape": f"qk {qk} / v {v or 128}",
-           "kv_layout": layout}
+    got = prefill_order(img, env, version, platform or platform_of(env))
+    out: dict[str, Any] = {"decode": selected, "prefill": got[0] if got else [],
+                           "prefill_shape": f"qk {qk} / v {v or 128}", "kv_layout": layout}
+    if got is None:
+        known = ", ".join(versions(img)) or "none"
+        out["prefill_unrecorded"] = f"vLLM {version}'s MLA prefill order is not recorded (recorded: {known})"
+    else:
+        out["prefill_source"] = got[2]
+        if got[1]:
+            out["prefill_refused"] = got[1]
     if env.get("sparse"):
         out["indexer"] = ("DeepSeek sparse attention: a lightning indexer picks the top-k (2048) tokens per query; "
                           "it keeps its own fp8 key cache beside the latent cache (mla/indexer.py)")
@@ -279,7 +293,7 @@ def answer_for(img: Image, env: dict[str, Any], assumed: dict[str, Any], version
     sel = select(img, e, version, requested)
     out = sel.as_dict()
     if e["attention"] in ("mla", "sparse-mla"):
-        out["mla"] = mla_path(e, sel.checks[sel.selected].name if sel.selected else None, sel.version)
+        out["mla"] = mla_path(img, e, sel.checks[sel.selected].name if sel.selected else None, sel.version)
     return out
 
 
@@ -293,8 +307,10 @@ def engine_summary(engine: dict[str, Any], where: str) -> str:
         return f"{where}: {v} would refuse: {engine['error']}"
     text = f"yes with {name.get(engine['selected'], engine['selected'])} ({v}'s choice"
     mla = engine.get("mla")
-    if mla:
+    if mla and mla["prefill"]:
         text += f" for decode; prefill via {mla['prefill'][0]}, {mla['prefill_shape']}"
+    elif mla:
+        text += f" for decode; MLA prefill order not recorded for this release, {mla['prefill_shape']}"
     return f"{where}: {text})"
 
 
