@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import functools
 import gc
 import json
 import os
@@ -810,9 +811,16 @@ def main() -> None:
     _run()
 
 
+@functools.cache
+def _command() -> Any:
+    """The click command typer builds from the app (every command's signature read): built once per process, as
+    tests run main() many times in one; errors are mapped below, so typer's exception hook is not installed."""
+    return typer.main.get_command(app)
+
+
 def _run() -> None:
     try:
-        rc = app(standalone_mode=False)  # click returns the code of a typer.Exit here
+        rc = _command()(standalone_mode=False)  # click returns the code of a typer.Exit here
         sys.exit(rc if isinstance(rc, int) else 0)
     except typer.Exit as e:
         sys.exit(e.exit_code)
