@@ -7,8 +7,9 @@ data, line map (packed; unpacked by the first finding that needs a line) and cle
 records tree:
 `<cache dir>/docs-<tag>.marshal` (kbtool.store.cache; off with KB_NO_CACHE=1 or KB_CACHE_DIR set empty). The
 file holds only entries of the last run's files, so it does not grow; a missing, foreign, corrupted or stale file
-reads as empty, so it is safe to delete; those of trees not validated for a week are removed. Files that failed
-to parse are never stored (their findings are made again each time).
+reads as empty, so it is safe to delete. A tree with no file yet starts from the newest file of another tree
+(entries are keyed by content: a copy of a validated tree parses only what differs). Files of trees not validated
+for a week are removed. Files that failed to parse are never stored (their findings are made again each time).
 """
 
 from __future__ import annotations
@@ -50,17 +51,33 @@ class DocCache:
     def _read(self) -> dict[bytes, Any]:
         if self.path is None:
             return {}
+        entries = self._load(self.path)
+        if entries is None:  # no cache of this tree yet: another tree's newest (entries are keyed by content, so a
+            try:              # copy of a validated tree, or a checkout in a new folder, parses only what differs)
+                others = sorted(self.path.parent.glob("docs-*.marshal"), key=lambda p: p.stat().st_mtime)
+            except OSError:
+                others = []
+            entries = self._load(others[-1]) if others else None
+        return entries or {}
+
+    def _load(self, path: Path) -> dict[bytes, Any] | None:
+        """The entries of one cache file; None when there is none; empty when it is foreign, corrupt or stale."""
         try:
-            with open(self.path, "rb") as f:
+            with open(path, "rb") as f:
                 if hasattr(os, "getuid") and os.fstat(f.fileno()).st_uid != os.getuid():
                     return {}  # not written by this user
                 raw = f.read()
-            start = len(MAGIC) + 4
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return {}
+        start = len(MAGIC) + 4
+        try:
             if not raw.startswith(MAGIC) or zlib.crc32(raw[start:]) != int.from_bytes(raw[len(MAGIC):start],
                                                                                        "little"):
                 return {}
             salt, entries = marshal.loads(raw[start:])
-        except (OSError, ValueError, EOFError, TypeError):
+        except (ValueError, EOFError, TypeError):
             return {}
         return entries if salt == self.salt and isinstance(entries, dict) else {}
 

@@ -72,3 +72,21 @@ def test_the_clean_flag_is_kept_through_the_cache(tree: Path, text: str, clean: 
     _, doc, _ = _read(tree)
     second, again, _ = _read(tree)
     assert second.misses == 0 and doc.clean is clean and again.clean is clean  # type: ignore[union-attr]
+
+
+def test_a_copy_of_a_validated_tree_starts_from_its_cache_and_keeps_its_own(tree: Path) -> None:
+    import shutil
+
+    _read(tree)
+    copy = tree.parent / "copy" / "records"
+    shutil.copytree(tree, copy)
+    (copy / "b.yaml").write_text(RECORD.replace("id: a", "id: b"))
+    docs = DocCache(copy)
+    assert docs.path != DocCache(tree).path  # one file per tree
+    docs.read(copy / "a.yaml", "a.yaml")
+    docs.read(copy / "b.yaml", "b.yaml")
+    docs.save()
+    assert docs.misses == 1  # a.yaml from the other tree's file: only the new file is parsed
+    again = DocCache(copy)
+    again.read(copy / "b.yaml", "b.yaml")
+    assert again.misses == 0 and len(again.old) == 2  # its own file now
