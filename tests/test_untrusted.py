@@ -269,6 +269,11 @@ def test_read_only_target_is_exit_2(tmp_path: Path) -> None:
     (["--gpu", "h100", "--vllm-args", "serve llama-3.1-8b -tp 3"], "--vllm-args -tp 3: llama-3.1-8b's 32"),
     (["--gpu", "h100", "--kv", "fp8", "--vllm-args", "serve llama-3.1-8b --kv-cache-dtype bf16"],
      "--kv fp8 conflicts with --vllm-args --kv-cache-dtype bf16"),
+    (["--gpu", "h100", "--kv", "fp8", "--vllm-args", "serve llama-3.1-8b --kv-cache-dtype auto"],
+     "--kv fp8 conflicts with --vllm-args --kv-cache-dtype auto"),
+    (["--gpu", "h100", "--kv", "fp8", "--sglang-args",
+      "python -m sglang.launch_server --model-path llama-3.1-8b --kv-cache-dtype auto"],
+     "--kv fp8 conflicts with --sglang-args --kv-cache-dtype auto"),
 ])
 def test_no_silent_substitution(argv: list[str], message: str) -> None:
     r = run_kb("query", *argv)
