@@ -89,7 +89,7 @@ class KB:
 def load_kb(root: Path) -> tuple[KB, int]:
     """The one loader: the records under `root` that validate, indexed, and how many files were left out
     (unreadable, invalid or a duplicate id; `kb validate` says why)."""
-    result = load_tree(root)
+    result = load_tree(root, cached=True)  # parsed files from the content-keyed cache (kbtool.store.doc_cache)
     kb = KB.from_load(result)
     bad = {f.file for f in result.findings if f.severity == "error"} | {d.file for d in kb.duplicates}
     return kb, len(bad)

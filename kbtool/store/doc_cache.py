@@ -7,9 +7,10 @@ data, line map (packed; unpacked by the first finding that needs a line) and cle
 records tree:
 `<cache dir>/docs-<tag>.marshal` (kbtool.store.cache; off with KB_NO_CACHE=1 or KB_CACHE_DIR set empty). The
 file holds only entries of the last run's files, so it does not grow; a missing, foreign, corrupted or stale file
-reads as empty, so it is safe to delete. A tree with no file yet starts from the newest file of another tree
-(entries are keyed by content: a copy of a validated tree parses only what differs). Files of trees not validated
-for a week are removed. Files that failed to parse are never stored (their findings are made again each time).
+reads as empty, so it is safe to delete. A tree with no file yet takes, after 20 misses, the entries of the
+newest file of another tree (entries are keyed by content: a copy of a validated tree parses only what differs).
+Files of trees not validated for a week are removed. Files that failed to parse are never stored (their findings
+are made again each time).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from kbtool.store.reader import Document, read_document
 
 VERSION = 3  # entries: (data, line map as marshal bytes, clean)
 MAGIC = b"KB-DOCS\n"
+SEED_AFTER = 20  # misses in a tree with no cache file yet before another tree's entries are read
 _SOURCES = (Path(__file__).with_name("reader.py"), Path(__file__).parent.parent / "escape.py")  # make an entry
 
 
@@ -44,6 +46,7 @@ class DocCache:
             b = os.path.realpath(root).encode("utf-8", "surrogateescape")
             self.path = Path(base, f"docs-{zlib.crc32(b):08x}{zlib.adler32(b):08x}.marshal")
         self.salt = _salt()
+        self.seed = False
         self.old: dict[bytes, Any] = self._read()
         self.new: dict[bytes, Any] = {}
         self.misses = 0
@@ -52,13 +55,23 @@ class DocCache:
         if self.path is None:
             return {}
         entries = self._load(self.path)
-        if entries is None:  # no cache of this tree yet: another tree's newest (entries are keyed by content, so a
-            try:              # copy of a validated tree, or a checkout in a new folder, parses only what differs)
-                others = sorted(self.path.parent.glob("docs-*.marshal"), key=lambda p: p.stat().st_mtime)
-            except OSError:
-                others = []
-            entries = self._load(others[-1]) if others else None
+        self.seed = entries is None  # no cache of this tree yet: another tree's may hold its files (_seed)
         return entries or {}
+
+    def _seed(self) -> None:
+        """Take the entries of the newest other tree's cache file: entries are keyed by content, so a copy of a
+        validated tree, or a checkout in a new folder, parses only what differs. Done once, after SEED_AFTER
+        misses, so a small new tree (a test's) never reads a large cache it cannot use."""
+        self.seed = False
+        assert self.path is not None
+        try:
+            others = sorted((p for p in self.path.parent.glob("docs-*.marshal") if p != self.path),
+                            key=lambda p: p.stat().st_mtime)
+        except OSError:
+            return
+        entries = self._load(others[-1]) if others else None
+        for key, value in (entries or {}).items():
+            self.old.setdefault(key, value)
 
     def _load(self, path: Path) -> dict[bytes, Any] | None:
         """The entries of one cache file; None when there is none; empty when it is foreign, corrupt or stale."""
@@ -97,6 +110,13 @@ class DocCache:
             self.new[key] = hit
             return Document(name, hit[0], {}, hit[2] is True, packed=hit[1]), []
         self.misses += 1
+        if self.seed and self.misses >= SEED_AFTER:
+            self._seed()
+            hit = self.old.get(key)
+            if isinstance(hit, tuple) and len(hit) == 3 and isinstance(hit[1], bytes):
+                self.misses -= 1
+                self.new[key] = hit
+                return Document(name, hit[0], {}, hit[2] is True, packed=hit[1]), []
         from kbtool.store.reader import parse_bytes
 
         doc, problems = parse_bytes(raw, name)

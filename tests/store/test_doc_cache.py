@@ -74,9 +74,13 @@ def test_the_clean_flag_is_kept_through_the_cache(tree: Path, text: str, clean: 
     assert second.misses == 0 and doc.clean is clean and again.clean is clean  # type: ignore[union-attr]
 
 
-def test_a_copy_of_a_validated_tree_starts_from_its_cache_and_keeps_its_own(tree: Path) -> None:
+def test_a_copy_of_a_validated_tree_starts_from_its_cache_and_keeps_its_own(
+        tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import shutil
 
+    from kbtool.store import doc_cache
+
+    monkeypatch.setattr(doc_cache, "SEED_AFTER", 1)  # the first miss reads the other tree's file
     _read(tree)
     copy = tree.parent / "copy" / "records"
     shutil.copytree(tree, copy)
@@ -90,3 +94,13 @@ def test_a_copy_of_a_validated_tree_starts_from_its_cache_and_keeps_its_own(tree
     again = DocCache(copy)
     again.read(copy / "b.yaml", "b.yaml")
     assert again.misses == 0 and len(again.old) == 2  # its own file now
+
+
+def test_a_small_new_tree_does_not_read_another_trees_cache(tree: Path) -> None:
+    _read(tree)
+    other = tree.parent / "small" / "records"
+    other.mkdir(parents=True)
+    (other / "a.yaml").write_text(RECORD)
+    docs = DocCache(other)
+    docs.read(other / "a.yaml", "a.yaml")
+    assert docs.misses == 1 and docs.seed  # fewer misses than SEED_AFTER: parsed, the other file left unread
