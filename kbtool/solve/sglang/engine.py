@@ -9,6 +9,8 @@ kb's own options filled in where the line is silent: --kv as --kv-cache-dtype, -
 
 from __future__ import annotations
 
+from kbtool.solve import profile
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -115,7 +117,7 @@ class Sglang:
                 args.pop(k, None)
             args["attention_backend"] = backend.backend_name
             facts = sglang_facts.model_facts_from_record(cx.model) if cx.model is not None else {}
-            platform = sglang_facts.platform_facts(acc, env.get("cc"), env.get("cuda") or "12.9")
+            platform = sglang_facts.platform_facts(acc, env.get("cc"), env.get("cuda") or profile.CUDA)
             r = cx.engine_cache[key] = sglang_resolve.resolve(cx.img, q.sglang, platform, facts, args)
         if r.get("error"):
             claim = next((c for c in cx.img.claims(backend.id) if c.id == r.get("claim")), None)
@@ -143,7 +145,7 @@ class Sglang:
         got: dict[str, Any] | None = cx.engine_cache.get(key)
         if got is None:
             facts = sglang_facts.model_facts_from_record(cx.model) if cx.model is not None else {}
-            platform = sglang_facts.platform_facts(acc, env.get("cc"), env.get("cuda") or "12.9")
+            platform = sglang_facts.platform_facts(acc, env.get("cc"), env.get("cuda") or profile.CUDA)
             got = sglang_resolve.resolve(cx.img, cx.q.sglang, platform, facts, args_for(cx.q, cx.model))
             cx.engine_cache[key] = got
         return got
