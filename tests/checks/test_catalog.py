@@ -34,3 +34,9 @@ def test_every_decorated_check_is_listed() -> None:
     listed = {c.code for c in all_checks()}
     assert decorated and decorated <= listed
     assert listed - decorated == {"KB100", "KB101"}  # done while loading
+
+
+def test_each_check_module_has_its_own_test_file() -> None:
+    here = Path(__file__).parent
+    modules = {p.stem for p in CHECKS.glob("*.py") if p.stem != "__init__"}
+    assert modules and {m for m in modules if not (here / f"test_{m}.py").is_file()} == set()

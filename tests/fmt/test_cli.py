@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kbtool.checks.style import find_not_canonical
 from kbtool.cli import app
 from kbtool.validate import validate
 
@@ -46,22 +45,6 @@ def test_fmt_reports_unreadable_files_and_exits_1(tmp_path: Path) -> None:
     r = runner.invoke(app, ["fmt", "--kb", str(tmp_path / "records")])
     assert r.exit_code == 1
     assert "cannot format records/claims/x.yaml:2" in r.stderr
-
-
-def test_kb601_warns_with_the_fix_and_is_not_an_error(tmp_path: Path) -> None:
-    p = write(tmp_path, "records/claims/x.yaml", MESSY)
-    f = find_not_canonical(p, MESSY, "records/claims/x.yaml")
-    assert f is not None and f.code == "KB601" and f.severity == "warning"
-    assert f.fix is not None and "run `kb fmt`" in f.fix
-    assert find_not_canonical(p, WANT, "records/claims/x.yaml") is None
-
-
-def test_validate_reports_kb601_only_until_fmt_runs(tmp_path: Path) -> None:
-    root = tmp_path / "records"
-    write(tmp_path, "records/claims/x.yaml", MESSY)
-    assert [f.code for f in validate(root, style=True).findings if f.code == "KB601"] == ["KB601"]
-    runner.invoke(app, ["fmt", "--kb", str(root)])
-    assert [f.code for f in validate(root, style=True).findings if f.code == "KB601"] == []
 
 
 def test_new_scaffolds_a_canonical_record_with_comments(tmp_path: Path) -> None:
