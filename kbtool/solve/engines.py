@@ -42,7 +42,8 @@ if TYPE_CHECKING:
             """Its pasted serve line (--NAME-args), parsed with its own flag names; bad values are UsageError."""
 
         def line_options(self, line: Any) -> dict[str, Any]:
-            """kb's options (model, ctx, kv, gpus, util, block_size, dtype, ...) the line names."""
+            """kb's options (model, ctx, kv, gpus, util, block_size, dtype, ...) the line names, and kv_pasted: its
+            --kv-cache-dtype as typed ("auto" included)."""
 
         def apply_line(self, q: Any, line: Any) -> None:
             """The line's engine-only settings onto the query."""

@@ -341,11 +341,12 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
         opts: dict[str, Any] = {"model": model, "ctx": ctx, "kv": kv, "gpus": gpus, "util": util,
                                 "block_size": block_size, "dtype": dtype,
                                 "max_num_batched_tokens": max_num_batched_tokens, "weights": weights}
-        pasted_kv = getattr(line, "kv_cache_dtype", None) or (getattr(line, "fields", None) or {}).get("kv_cache_dtype")
+        found = dict(engines.get(name).line_options(line))  # type: ignore[union-attr]
+        pasted_kv = found.pop("kv_pasted", None)  # as the line spells it; line_options' "kv" leaves auto out
         if kv is not None and pasted_kv == "auto" and parse_kv(str(kv)) not in ("bf16", "fp16"):
             raise UsageError(f"--kv {kv} conflicts with --{name}-args --kv-cache-dtype auto (the model's own dtype)",
                              fix="give the KV dtype once: drop --kv, or change the serve line")
-        for k, v in engines.get(name).line_options(line).items():  # type: ignore[union-attr]
+        for k, v in found.items():
             if k == "kv" and opts.get(k) is not None and v is not None and parse_kv(str(opts[k])) != parse_kv(str(v)):
                 raise UsageError(f"--kv {opts[k]} conflicts with --{name}-args --kv-cache-dtype {v}",
                                  fix="give the KV dtype once: drop --kv, or change the serve line")

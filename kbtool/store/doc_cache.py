@@ -105,24 +105,26 @@ class DocCache:
         if raw is None:
             return read_document(path, name)
         key = hashlib.sha256(raw).digest()
-        hit = self.old.get(key) or self.new.get(key)
-        if isinstance(hit, tuple) and len(hit) == 3 and isinstance(hit[1], bytes):
-            self.new[key] = hit
-            return Document(name, hit[0], {}, hit[2] is True, packed=hit[1]), []
-        self.misses += 1
-        if self.seed and self.misses >= SEED_AFTER:
+        doc = self._hit(key, name)
+        if doc is None and self.seed and self.misses + 1 >= SEED_AFTER:
             self._seed()
-            hit = self.old.get(key)
-            if isinstance(hit, tuple) and len(hit) == 3 and isinstance(hit[1], bytes):
-                self.misses -= 1
-                self.new[key] = hit
-                return Document(name, hit[0], {}, hit[2] is True, packed=hit[1]), []
+            doc = self._hit(key, name)
+        if doc is not None:
+            return doc, []
+        self.misses += 1
         from kbtool.store.reader import parse_bytes
 
         doc, problems = parse_bytes(raw, name)
         if doc is not None and not problems:
             self.new[key] = (doc.data, marshal.dumps(doc.lines), doc.clean)  # unpacked only when a finding needs it
         return doc, problems
+
+    def _hit(self, key: bytes, name: str) -> Document | None:
+        hit = self.old.get(key) or self.new.get(key)
+        if not (isinstance(hit, tuple) and len(hit) == 3 and isinstance(hit[1], bytes)):
+            return None
+        self.new[key] = hit
+        return Document(name, hit[0], {}, hit[2] is True, packed=hit[1])
 
     def save(self) -> None:
         """Write the entries this run used, when any was parsed anew or the set shrank."""

@@ -64,6 +64,7 @@ class Sglang:
         return {
             "model": line.model, "ctx": str(f["context_length"]) if f.get("context_length") else None,
             "kv": None if kv in (None, "auto") else KV_OF.get(str(kv), str(kv)), "gpus": f.get("tp_size"),
+            "kv_pasted": kv,  # as typed, "auto" included (a conflict with kb's --kv is refused)
             "dtype": f["dtype"] if f.get("dtype") not in (None, "auto") else None,
         }
 

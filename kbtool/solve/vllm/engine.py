@@ -39,6 +39,7 @@ class Vllm:
             "model": serve.model,  # an id, alias, config path or Hugging Face id (kbtool/solve/modelref.py)
             "ctx": str(serve.max_model_len) if serve.max_model_len and serve.max_model_len > 0 else None,
             "kv": serve.kv_cache_dtype if serve.kv_cache_dtype and serve.kv_cache_dtype != "auto" else None,
+            "kv_pasted": serve.kv_cache_dtype,  # as typed, "auto" included (a conflict with kb's --kv is refused)
             "gpus": serve.tp, "util": serve.gpu_memory_utilization, "block_size": serve.block_size,
             "dtype": serve.dtype if serve.dtype and serve.dtype != "auto" else None,
             "max_num_batched_tokens": serve.max_num_batched_tokens, "weights": weights,
