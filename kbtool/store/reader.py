@@ -22,6 +22,7 @@ try:
     from yaml import CSafeLoader as _Loader
 except ImportError:  # pragma: no cover - libyaml missing
     from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+LOADER = _Loader  # libyaml's parser, the SafeLoader resolver and constructor either way (the writer reads with it)
 
 MAX_BYTES = 1 << 20  # one record file; the largest real record is a few KB
 MAX_NODES = 200_000  # counts nodes reached through aliases too: an alias bomb trips this
@@ -94,7 +95,7 @@ def parse_bytes(raw: bytes, name: str) -> tuple[Document | None, list[Finding]]:
     if not text.strip():
         return None, [_f(name, 1, "empty file", "delete it, or run `kb new KIND ID` to scaffold a record")]
     try:
-        node = yaml.compose(text, Loader=_Loader)
+        node = yaml.compose(text, Loader=LOADER)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         at = mark.line + 1 if mark else None

@@ -24,14 +24,13 @@ from ruamel.yaml.scalarstring import SingleQuotedScalarString
 
 from kbtool.errors import WriteError
 from kbtool.store import roundtrip
-
-# libyaml's parser where PyYAML has it: the same SafeLoader resolver and constructor, a C scanner (the writer reads
-# each record it edits three times; the pure-Python scanner was most of `kb probe apply --write`)
-_SAFE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from kbtool.store.reader import LOADER
 
 
 def _safe_load(text: str) -> Any:
-    return yaml.load(text, Loader=_SAFE)  # a SafeLoader: plain data only
+    # the reader's loader (libyaml's scanner): the writer reads each record it edits three times, and the pure-Python
+    # scanner was most of `kb probe apply --write`
+    return yaml.load(text, Loader=LOADER)  # a SafeLoader: plain data only
 
 
 LOCK_TIMEOUT_S = 30.0
@@ -188,7 +187,7 @@ def dump(data: dict[str, Any]) -> str:
 def _top_level_span(text: str, key: str) -> tuple[int, int] | None:
     """0-based [start, end) line span of a top-level key's entry, or None if the key is absent."""
     try:
-        node = yaml.compose(text, Loader=_SAFE)
+        node = yaml.compose(text, Loader=LOADER)
     except yaml.YAMLError as exc:
         raise WriteError(f"cannot parse the record for editing: {exc}") from exc
     if not isinstance(node, yaml.MappingNode):
