@@ -244,17 +244,28 @@ def wait_gpu_free(limit_s: float = 30, under_mib: int = 2048) -> dict:
     return {"used_mib_first": first, "used_mib": used, "waited_s": round(time.time() - t0, 1)}
 
 
-def kill_children() -> None:
-    """SIGKILL every process this one started (SGLang's scheduler, detokenizer, compilers), then our group."""
-    try:
-        import psutil
+def _descendants(root: int) -> list[int]:
+    """Every live process under `root`, children first, read from /proc (psutil need not be there)."""
+    parent: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            parent[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+    out, todo = [], [root]
+    while todo:
+        at = todo.pop()
+        kids = [p for p, pp in parent.items() if pp == at]
+        out += kids
+        todo += kids
+    return out
 
-        for c in psutil.Process().children(recursive=True):
-            with contextlib.suppress(Exception):
-                c.kill()
-    except Exception:
-        pass
-    if os.getpgrp() == os.getpid():  # only our own group: never the caller's
+
+def kill_children() -> None:
+    """SIGKILL every process this one started (SGLang's scheduler, detokenizer, compilers), then SIGTERM our group
+    (only from the main thread, which alone may ignore the signal for itself; the deadline thread calls this too)."""
+    for pid in _descendants(os.getpid()):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    if os.getpgrp() == os.getpid() and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         with contextlib.suppress(Exception):
             os.killpg(os.getpid(), signal.SIGTERM)
@@ -424,8 +435,10 @@ def main() -> int:
                                                             "max_total_num_tokens", "weights_gb", "kv_gb",
                                                             "cuda_graph_gb")}}
             os.write(real_stdout, (json.dumps(line) + "\n").encode())
-            kill_children()
-            os._exit(code if code is not None else (0 if result.get("outcome") == "OK" else 1))
+            try:
+                kill_children()
+            finally:  # whatever the clean-up met, the process ends here (the deadline's whole point)
+                os._exit(code if code is not None else (0 if result.get("outcome") == "OK" else 1))
 
     limit = float(case.get("timeout_s") or 150) - 15
 

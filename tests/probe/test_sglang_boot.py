@@ -195,7 +195,7 @@ def test_hung_boot_is_killed_with_its_children(tmp_path: Path, monkeypatch: pyte
     t0 = time.time()
     monkeypatch.setenv("KB_SGL_DONE", str(tmp_path / "done.txt"))
     res = probe.run({"id": "hang", "model": "llama-3.1-8b", "timeout_s": 20})
-    assert time.time() - t0 < 20  # boot_case.py's own deadline (5 s), not run()'s, unless the host crawls
+    assert time.time() - t0 < 12  # boot_case.py's own deadline (5 s), not run()'s (15 s), unless the host crawls
     assert res["outcome"] == "TIMEOUT", res
     assert res["metrics"]["load_begin_avail_gb"] == 138.12
     assert res["metrics"]["release"] == "0.0.fake"
