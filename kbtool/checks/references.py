@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kbtool.checks import check
 from kbtool.findings import Finding
 from kbtool.kb import KB
@@ -19,10 +21,14 @@ def find_duplicate_ids(kb: KB) -> list[Finding]:
     return out
 
 
-def _ref_path(kb: KB, rid: str, rel: str, target: str) -> tuple[str | None, int | None, str]:
-    """Locate the field that holds a reference, for the message."""
-    rec = kb.by_id[rid]
-    data = kb.where[rid].data if rid in kb.where else rec.model_dump(by_alias=True)
+def _data(kb: KB, rid: str) -> Any:
+    """A record's fields as written (or, for a record built in memory, as dumped)."""
+    return kb.where[rid].data if rid in kb.where else kb.by_id[rid].model_dump(by_alias=True)
+
+
+def _ref_path(kb: KB, rid: str, rel: str, target: str, data: Any = None) -> tuple[str | None, int | None, str]:
+    """Locate the field that holds a reference, for the message (`data`: the record's, when the caller has it)."""
+    data = _data(kb, rid) if data is None else data
     for key, val in data.items() if isinstance(data, dict) else []:
         if val == target:
             file, line = kb.location(rid, key)
@@ -44,10 +50,12 @@ def _ref_path(kb: KB, rid: str, rel: str, target: str) -> tuple[str | None, int 
 def find_dangling_refs(kb: KB) -> list[Finding]:
     out = []
     for r in kb:
+        data = None  # dumped once per record, and only for a record with a dangling reference
         for rel, target in r.refs():
             if kb.exists(target) or rel == "xref":
                 continue
-            file, line, path = _ref_path(kb, r.id, rel, target)
+            data = _data(kb, r.id) if data is None else data
+            file, line, path = _ref_path(kb, r.id, rel, target, data)
             near = kb.aliases.get(target.lower())
             fix = f"use the id '{near}'" if near else "add the record, or fix the id"
             out.append(Finding("KB202", f"'{target}' is not a known record ({rel})", file, line, path, fix=fix,
