@@ -284,12 +284,16 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
     where: dict[tuple[Any, ...], dict[int, tuple[int, Any]]] = {}  # (backend, layouts) -> point -> (reasons, cc)
     group: dict[str, tuple[Any, ...]] = {}  # claim -> (backend, layouts)
     predictions: dict[str, dict[int, bool | None]] = {}
+    asked: dict[str, list[int]] = {}  # backend -> the points where it was asked
+    for i, p in enumerate(points):
+        for b in p["reasons"]:
+            asked.setdefault(b, []).append(i)
     for c, when, req in compiled:
         backend, served = name_of.get(rec_id[c["id"]]), tuple(layouts.get(rec_id[c["id"]], []))
         group[c["id"]] = (backend, served)
         if (backend, served) not in eligible:  # points where the claim can be held: the backend was asked
-            eligible[backend, served] = [i for i, (p, env) in enumerate(zip(points, envs, strict=True))
-                                         if backend in p["reasons"] and (not served or env["attention"] in served)]
+            eligible[backend, served] = [i for i in asked.get(backend, [])
+                                         if not served or envs[i]["attention"] in served]
             where[backend, served] = {}
             for i in eligible[backend, served]:
                 r = points[i]["reasons"][backend]
