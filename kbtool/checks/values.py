@@ -7,7 +7,7 @@ from typing import Any
 from kbtool.checks import check
 from kbtool.findings import Finding
 from kbtool.kb import KB
-from kbtool.model import Accelerator, Architecture, Claim
+from kbtool.model import Accelerator, Architecture, Claim, Kernel
 from kbtool.model.common import All, AnyOf, Condition, Fact, Leaf, Not
 from kbtool.model.engine_priority import EnginePriority
 from kbtool.vocab import VARS
@@ -44,17 +44,20 @@ def find_unsourced_facts(kb: KB) -> list[Finding]:
                 out.append(Finding("KB301", "recorded fact without a source index, and the record has several "
                                    "sources", file, line, _p(path), fix="add `source: N`",
                                    check="fact-without-source"))
-        if isinstance(r, EnginePriority) and r.mla_prefill is not None:
-            out += _prefill_sources(kb, r)
+        out += _indexed_sources(kb, r)
     return out
 
 
-def _prefill_sources(kb: KB, r: EnginePriority) -> list[Finding]:
-    """KB301 for an engine-priority record's MLA prefill orders and calls: each `source` is one of its sources."""
-    assert r.mla_prefill is not None
-    at: list[tuple[tuple[str | int, ...], int]] = [(("mla_prefill", "lists", i), pl.source)
-                                                   for i, pl in enumerate(r.mla_prefill.lists)]
-    at += [(("mla_prefill", "calls", name), c.source) for name, c in r.mla_prefill.calls.items()]
+def _indexed_sources(kb: KB, r: Any) -> list[Finding]:
+    """KB301 for the sourced parts of a record that are not facts (an engine-priority record's MLA prefill orders
+    and calls, a kernel's KV formats and CUDA toolkits): each `source` is one of the record's sources."""
+    at: list[tuple[tuple[str | int, ...], int]] = []
+    if isinstance(r, EnginePriority) and r.mla_prefill is not None:
+        at += [(("mla_prefill", "lists", i), pl.source) for i, pl in enumerate(r.mla_prefill.lists)]
+        at += [(("mla_prefill", "calls", name), c.source) for name, c in r.mla_prefill.calls.items()]
+    if isinstance(r, Kernel):
+        at += [(("kv_formats", i), f.source) for i, f in enumerate(r.kv_formats)]
+        at += [(("cuda_toolkits",), r.cuda_toolkits.source)] if r.cuda_toolkits is not None else []
     out = []
     for path, index in at:
         if index >= len(r.sources):

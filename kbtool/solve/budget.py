@@ -23,6 +23,8 @@ from kbtool.solve.vllm import pool as vllm_pool
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from kbtool.model import Model
     from kbtool.solve.image import ModelV
 
@@ -89,11 +91,12 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         utilization: float = 0.9, weights: str | None = None, reserve: int | None = None,
         batched_tokens: int = DEFAULT_BATCHED_TOKENS, mla_format: str | None = None, max_num_seqs: int = SAMPLER_ROWS,
         eager: bool = False, block_size: int | None = None, pp: int = 1, release: str | None = None,
-        kv_cache_memory: int | None = None) -> Fit:
+        kv_cache_memory: int | None = None, formats: Mapping[str, tuple[int, str | None]] | None = None) -> Fit:
     """Whether `batch` sequences of `ctx` tokens fit in the KV pool of each of `tp` GPUs, and how many do, as vLLM
-    `release` sizes that pool (vllm_pool.accounting); `kv_cache_memory` (--kv-cache-memory-bytes) is the pool."""
+    `release` sizes that pool (vllm_pool.accounting); `kv_cache_memory` (--kv-cache-memory-bytes) is the pool;
+    `formats`: the KV layouts the records size (kvcache.kv_model)."""
     acct = vllm_pool.accounting(release)
-    kv: KvModel = kv_model(model, kv_dtype, tp, batched_tokens, mla_format)
+    kv: KvModel = kv_model(model, kv_dtype, tp, batched_tokens, mla_format, formats)
     if pp > 1:  # each pipeline stage holds its share of the layers, their KV cache and their weights
         for t in kv.terms:
             t.per_token, t.fixed = t.per_token / pp, t.fixed / pp

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 16  # 13: the SGLang section; 14: backend platforms; 15: engine sections (engine-NAME);
-# 16: the vLLM section (MLA prefill orders)
+IMAGE_VERSION = 17  # 13: the SGLang section; 14: backend platforms; 15: engine sections (engine-NAME);
+# 16: the vLLM section (MLA prefill orders); 17: KV formats and the typical CUDA (kernel records)
 # 12: recorded vLLM boots (measured pools); 11: dispute sides carry their own requires;
 # 10: models carry their experts (vLLM's MoE workspace); 9: models carry their architecture; 8: claims carry
 # measured values; 7: engine-priority records
@@ -336,6 +336,9 @@ def build(kb: KB) -> dict[str, Any]:
                     for k in kernels],
         "claims": by_subject,
         "libraries": sorted(libs),
+        "kv_formats": {f.name: (f.bytes_per_token, k.sources[f.source].locator() if f.source < len(k.sources) else None)
+                       for k in kernels for f in k.kv_formats},
+        "cuda": _typical_cuda(kernels),
         "accelerators": lazy({a.id: (a.id, a.vendor, a.architecture, a.capacity_bytes(),
                                      a.memory_bytes is not None) for a in by_kind.get("accelerator", [])}),
         "cc": {a.id: a.compute_capability for a in by_kind.get("architecture", [])},
@@ -353,6 +356,18 @@ def build(kb: KB) -> dict[str, Any]:
         "boot_errors": lazy(_boot_errors(by_kind.get("measurement", []))),
         **{f"engine-{name}": lazy(sec) for name, sec in _engine_sections(by_kind).items()},
     }
+
+
+def _typical_cuda(kernels: list[Any]) -> str | None:
+    """The `--assume typical` CUDA toolkit: the newest of each kernel's oldest supported toolkit (the oldest one
+    every kernel that lists its toolkits is built for), None where no kernel lists them."""
+    import functools
+
+    from kbtool.solve.conditions import compare_versions
+
+    key = functools.cmp_to_key(compare_versions)
+    oldest = [min(k.cuda_toolkits.versions, key=key) for k in kernels if k.cuda_toolkits is not None]
+    return max(oldest, key=key) if oldest else None
 
 
 def _probed(evidence: list[Any]) -> dict[str, list[str]]:
@@ -408,6 +423,8 @@ class Image:
         self._claim_rows: dict[str, list[tuple[Any, ...]]] = data["claims"]  # subject -> rows
         self._claims: dict[str, list[ClaimV]] = {}
         self.libraries: list[str] = data["libraries"]
+        self.kv_formats: dict[str, tuple[int, str | None]] = data["kv_formats"]  # name -> (B/token/layer, source)
+        self.cuda: str | None = data["cuda"]  # the typical CUDA toolkit (kernel records' cuda_toolkits)
         self._raw = {k: data[k] for k in ("accelerators", "models", "backends", "priorities", "boots",
                                                "boot_errors")}
         self._raw.update((k, v) for k, v in data.items() if k.startswith("engine-"))

@@ -28,13 +28,11 @@ from kbtool.vocab import DTYPE_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from kbtool.model import Model
     from kbtool.solve.image import ModelV
 
-# MLAAttentionSpec.real_page_size_bytes for cache_dtype_str "fp8_ds_mla", per token and layer
-# (vllm/v1/kv_cache_interface.py, commits above): 512 fp8 latent + 16 scale + 128 bf16 rope bytes.
-# The one definition: solve/vllm/selection.py imports it.
-FP8_DS_MLA_BYTES = 656
 DEFAULT_BLOCK = 16  # vLLM's default block size on CUDA; the kernel alignment of FlashAttention / FlashInfer
 MLA_BLOCK = 64  # FlashMLA's page size, which vLLM's MLA backends require
 DEFAULT_BATCHED_TOKENS = 8192  # vLLM's max_num_batched_tokens for `vllm serve` on >= 70 GiB GPUs (arg_utils)
@@ -113,11 +111,13 @@ def state_page(state: list, tp: int) -> int:  # type: ignore[type-arg]
 
 
 def kv_model(model: Model | ModelV, kv_dtype: str, tp: int = 1, batched_tokens: int = DEFAULT_BATCHED_TOKENS,
-             mla_format: str | None = None) -> KvModel:
+             mla_format: str | None = None, formats: Mapping[str, tuple[int, str | None]] | None = None) -> KvModel:
     """Per-GPU KV accounting of `model` with the cache in `kv_dtype` under tensor parallel `tp`.
 
     `mla_format` "fp8_ds_mla" forces FlashMLA's sparse fp8 layout; by default it is used for sparse MLA
-    (an indexer present) with an fp8 cache, as vLLM's FLASHMLA_SPARSE backend does."""
+    (an indexer present) with an fp8 cache, as vLLM's FLASHMLA_SPARSE backend does. Its size per token and layer
+    comes from `formats` (Image.kv_formats: the kernel records' `kv_formats`, name -> (bytes, source)); a layout
+    the records do not size is counted as a plain latent in `kv_dtype`, with a note."""
     nbytes = DTYPE_BYTES[kv_dtype]
     out = KvModel()
     attn_page_1 = 0.0  # one attention layer's bytes per token (hybrid page alignment)
@@ -158,10 +158,15 @@ def kv_model(model: Model | ModelV, kv_dtype: str, tp: int = 1, batched_tokens: 
             d = g.kv_lora_rank + g.rope_dim
             sparse = getattr(g, "index_head_dim", None) is not None
             fmt = mla_format or ("fp8_ds_mla" if sparse and kv_dtype.startswith("fp8") else None)
-            if fmt == "fp8_ds_mla":
-                per = float(FP8_DS_MLA_BYTES * g.count)
-                out.terms.append(Term("mla", per, f"mla (fp8_ds_mla): {g.count} layers x {FP8_DS_MLA_BYTES} B"
-                                      f" = {per:,.0f} B/token"))
+            sized = (formats or {}).get(fmt) if fmt else None
+            if fmt and sized is None:
+                out.notes.append(f"the {fmt} layout's size is not in the records (a kernel record's kv_formats): "
+                                 f"counted as a plain {kv_dtype} latent")
+            if sized is not None:
+                size, where = sized
+                per = float(size * g.count)
+                out.terms.append(Term("mla", per, f"mla ({fmt}): {g.count} layers x {size} B = {per:,.0f} B/token"
+                                      + (f" ({where})" if where else "")))
             else:
                 per = head_bytes(kv_dtype, d) * g.count
                 out.terms.append(Term("mla", per, f"mla: {g.count} layers x ({g.kv_lora_rank} kv_lora_rank + "

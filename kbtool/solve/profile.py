@@ -4,9 +4,9 @@ One documented profile, listed in every answer's `assumed:` line and JSON:
 
 - libraries: the newest release of each library the KB records (kernel records' `latest_version`, and the
   versions probe evidence ran), so a verdict from evidence on an older release does not cover the query;
-- cuda: 12.9, the oldest CUDA toolkit the newest recorded FlashInfer release supports (flashinfer-ai/flashinfer
-  README.md:227 @ fb28d7242b3506a2348265962041acc1fb56cca4 lists 12.9, 13.0 and 13.4); it also meets FA-3's
-  12.3 and FlashMLA's 12.8;
+- cuda: the oldest CUDA toolkit that every kernel recording its wheels' toolkits (`cuda_toolkits`) is built for
+  (Image.cuda); with the shipped records 12.9, FlashInfer's oldest (its README's CUDA Support section), which
+  also meets the FA-3 (12.3) and FlashMLA (12.8) gates; not assumed where no kernel record lists its toolkits;
 - head dims: the model's, else 128;
 - block size: the engine's default (vLLM: 16, vllm/config/cache.py `block_size` default on CUDA) for dense
   attention; for MLA models (vLLM forces each MLA backend's own block size) and without an engine, what the
@@ -25,7 +25,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from kbtool.solve.image import Image
 
-CUDA = "12.9"
 HEAD_DIM = 128
 BATCH = 1
 NO_FEATURES = {"sinks": False, "sliding_window": 0, "softcap": 0, "alibi": False, "sparse": False}

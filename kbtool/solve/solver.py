@@ -190,8 +190,8 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
             if lib not in env:
                 env[lib] = ver
                 assumed[lib] = f"{ver} (newest recorded)"
-        if "cuda" not in env and acc.vendor == "nvidia":
-            env["cuda"] = assumed["cuda"] = profile.CUDA
+        if "cuda" not in env and acc.vendor == "nvidia" and cx.img.cuda:
+            env["cuda"] = assumed["cuda"] = cx.img.cuda
         if "batch" not in env:
             env["batch"] = assumed["batch"] = profile.BATCH
         # vLLM forces the MLA backends' own block sizes (64, 128, 32 x n): there the block size is what the
@@ -535,7 +535,7 @@ def _memory_left(cx: Ctx, acc: AcceleratorV, env: dict[str, Any]) -> int | None:
     ctx = env.get("ctx") or cx.model.max_context
     f = fit(cx.model, env["kv_dtype"], capacity, ctx, batch=env.get("batch") or 1, tp=q.gpus,
             utilization=q.utilization, weights=q.weights, reserve=q.reserve,
-            batched_tokens=q.batched_tokens or DEFAULT_BATCHED_TOKENS)
+            batched_tokens=q.batched_tokens or DEFAULT_BATCHED_TOKENS, formats=cx.img.kv_formats)
     return f.pool_bytes - f.kv_bytes  # the pool is capacity x utilization - weights - the activation reserve
 
 

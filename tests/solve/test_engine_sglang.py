@@ -28,7 +28,7 @@ def _ask(img, **kw):  # type: ignore[no-untyped-def]
 def _resolved(img, gpu: str, model: str, args: dict) -> dict:  # type: ignore[no-untyped-def,type-arg]
     acc = img.accelerator(gpu)
     cc = {"nvidia-h100-sxm": 9.0, "nvidia-b200": 10.0, "nvidia-a100-sxm4-80gb": 8.0}[gpu]
-    return sglang_resolve.resolve(img, sglang_resolve.releases(img)[-1], sglang_facts.platform_facts(acc, cc),
+    return sglang_resolve.resolve(img, sglang_resolve.releases(img)[-1], sglang_facts.platform_facts(acc, cc, img.cuda),
                                   sglang_facts.model_facts_from_record(img.model(model)), args)
 
 

@@ -47,11 +47,34 @@ def test_deepseek_v3_bf16_is_70272_bytes_per_token_no_factor_two() -> None:
     assert kv_model(model(DSV3), "fp8_e4m3").bytes_per_token() == 576 * 61  # dense MLA: plain fp8 latent
 
 
+def _shipped_formats() -> dict[str, tuple[int, str | None]]:
+    """The KV formats of the shipped kernel records, as the image carries them."""
+    import yaml
+
+    from kbtool.model import Kernel
+    from tests.util import RECORDS
+
+    out = {}
+    for path in sorted((RECORDS / "kernels").glob("*.yaml")):
+        k = Kernel.model_validate(yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader))
+        out.update({f.name: (f.bytes_per_token, k.sources[f.source].locator()) for f in k.kv_formats})
+    return out
+
+
 def test_sparse_mla_fp8_is_fp8_ds_mla_plus_the_indexer() -> None:
-    kv = kv_model(model(DSV32), "fp8_e4m3")
+    formats = _shipped_formats()
+    assert formats["fp8_ds_mla"][0] == 512 + 4 * 4 + 64 * 2  # FlashMLA README: e4m3 latent, fp32 scales, bf16 rope
+    kv = kv_model(model(DSV32), "fp8_e4m3", formats=formats)
     assert kv.bytes_per_token() == 61 * 656 + 61 * 132 == 48_068
-    assert kv_model(model(DSV32), "bf16").bytes_per_token() == 61 * 1152 + 61 * 132  # the indexer stays uint8
-    assert kv_model(model(DSV3), "fp8_e4m3", mla_format="fp8_ds_mla").bytes_per_token() == 61 * 656
+    assert "README.md:118" in kv.terms[0].text
+    assert kv_model(model(DSV32), "bf16", formats=formats).bytes_per_token() == 61 * 1152 + 61 * 132  # uint8 indexer
+    assert kv_model(model(DSV3), "fp8_e4m3", mla_format="fp8_ds_mla", formats=formats).bytes_per_token() == 61 * 656
+
+
+def test_an_unsized_kv_format_is_a_plain_latent_with_a_note() -> None:
+    kv = kv_model(model(DSV32), "fp8_e4m3")  # no records: the layout's size is unknown
+    assert kv.bytes_per_token() == 61 * 576 + 61 * 132
+    assert any("fp8_ds_mla" in n and "not in the records" in n for n in kv.notes)
 
 
 def test_different_k_and_v_head_dims() -> None:

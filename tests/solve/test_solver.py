@@ -57,6 +57,17 @@ def test_typical_profile_assumes_cuda_and_lists_it(kb: KB) -> None:
     assert "None" not in str(a.assumed.values()) and "?" not in str(a.assumed.values())
 
 
+def test_typical_cuda_is_the_oldest_toolkit_every_listing_kernel_is_built_for(kb: KB) -> None:
+    # k-gqa's wheels: 13.0 and 12.9; k-mla's: 12.4 and 12.8; the one toolkit both are built for from: 12.9
+    from kbtool.model import Kernel
+
+    assert ask(kb, gpu="hop", head_dim=128).assumed["cuda"] == "12.9"
+    bare = KB.from_records([r.model_copy(update={"cuda_toolkits": None}) if isinstance(r, Kernel) else r for r in kb])
+    a = ask(bare, gpu="hop", head_dim=128, kernel=["k-gqa"])
+    assert "cuda" not in a.assumed  # no record lists toolkits: nothing is assumed, the CUDA gate is unknown
+    assert k(a, "k-gqa").status != "ok"
+
+
 def test_all_known_and_passing_is_ok(kb: KB) -> None:
     a = ask(kb, gpu="hop", head_dim=128, lib=["cuda=12.8"], batch=4, kv="bf16")
     assert k(a, "k-gqa").status == "ok"

@@ -9,8 +9,6 @@ kb's own options filled in where the line is silent: --kv as --kv-cache-dtype, -
 
 from __future__ import annotations
 
-from kbtool.solve import profile
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -118,7 +116,7 @@ class Sglang:
                 args.pop(k, None)
             args["attention_backend"] = backend.backend_name
             facts = sglang_facts.model_facts_from_record(cx.model) if cx.model is not None else {}
-            platform = sglang_facts.platform_facts(acc, env.get("cc"), env.get("cuda") or profile.CUDA)
+            platform = sglang_facts.platform_facts(acc, env.get("cc"), env.get("cuda") or cx.img.cuda)
             r = cx.engine_cache[key] = sglang_resolve.resolve(cx.img, q.sglang, platform, facts, args)
         if r.get("error"):
             claim = next((c for c in cx.img.claims(backend.id) if c.id == r.get("claim")), None)
@@ -146,7 +144,7 @@ class Sglang:
         got: dict[str, Any] | None = cx.engine_cache.get(key)
         if got is None:
             facts = sglang_facts.model_facts_from_record(cx.model) if cx.model is not None else {}
-            platform = sglang_facts.platform_facts(acc, env.get("cc"), env.get("cuda") or profile.CUDA)
+            platform = sglang_facts.platform_facts(acc, env.get("cc"), env.get("cuda") or cx.img.cuda)
             got = sglang_resolve.resolve(cx.img, cx.q.sglang, platform, facts, args_for(cx.q, cx.model))
             cx.engine_cache[key] = got
         return got

@@ -10,8 +10,6 @@ architectures or `learnable_sink` (:1273-1289); K/V widths differ when head_dim 
 
 from __future__ import annotations
 
-from kbtool.solve import profile
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -69,7 +67,7 @@ def model_facts_from_record(model: Any) -> dict[str, Any]:
     }
 
 
-def platform_facts(acc: Any, cc: float | None = None, cuda: str = profile.CUDA) -> dict[str, Any]:
+def platform_facts(acc: Any, cc: float | None = None, cuda: str | None = None) -> dict[str, Any]:
     """The platform facts of an accelerator view (kbtool/solve/image.py AcceleratorV: vendor, architecture,
     capacity), with its compute capability (`cc`, from the architecture record) and the CUDA release."""
     vendor = getattr(acc, "vendor", "nvidia")

@@ -64,7 +64,7 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[Ke
         return fit(model, kv_as or kv, capacity, ctx_as or ctx, batch=batch_as or batch, tp=tp,
                    utilization=q.utilization, weights=weights_as or weights, reserve=reserve, batched_tokens=tokens,
                    max_num_seqs=seqs, eager=eager, block_size=block, pp=pp, release=release,
-                   kv_cache_memory=kv_memory)
+                   kv_cache_memory=kv_memory, formats=cx.img.kv_formats)
 
     f = on(q.gpus)
     if getattr(q, "ctx_auto", False) and f.fits is False and f.max_ctx > 0 and f.ctx_limit == "memory":

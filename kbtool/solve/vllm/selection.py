@@ -15,7 +15,6 @@ from kbtool.names import architecture_of
 from kbtool.solve.conditions import compare_versions, evaluate
 from kbtool.solve.context import ctx_over_model
 from kbtool.solve.gates import Judge, apply_claims, structural
-from kbtool.solve.kvcache import FP8_DS_MLA_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -244,8 +243,9 @@ def mla_path(img: Image, env: dict[str, Any], selected: str | None, version: str
     qk = (nope or 128) + (rope or 64)
     kv = env.get("kv_dtype")
     latent = env.get("head_dim") or 576
-    if env.get("sparse") and kv in ("fp8_e4m3", "fp8_ds_mla"):
-        layout = f"fp8_ds_mla: {FP8_DS_MLA_BYTES} B per token per layer (fp8 latent, scales, bf16 rope)"
+    sized = img.kv_formats.get("fp8_ds_mla")
+    if env.get("sparse") and kv in ("fp8_e4m3", "fp8_ds_mla") and sized is not None:
+        layout = f"fp8_ds_mla: {sized[0]} B per token per layer (fp8 latent, scales, bf16 rope; {sized[1]})"
     else:
         width = 1 if kv in ("fp8_e4m3", "fp8_e5m2") else 2
         layout = f"one latent per token per layer: {latent} x {width} B = {latent * width} B ({kv}), no K/V pair"
