@@ -114,23 +114,6 @@ def ensure_bundle(site: Path, stash: Path | None = None) -> str | None:
     return None
 
 
-def _wait_group_gone(pgid: int, limit_s: float = 20) -> None:
-    import signal
-    import time
-
-    t0 = time.time()
-    while time.time() - t0 < limit_s:
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            return
-        time.sleep(0.5)
-
-
 def run(case: dict[str, Any]) -> dict[str, Any]:
     import time
 
@@ -148,10 +131,10 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
 
 
 def _boot(case: dict[str, Any], site: Path) -> dict[str, Any]:
-    import signal
-    import subprocess
     import sys
     import tempfile
+
+    from probes._group import run_in_group
 
     env = dict(os.environ)
     env["PYTHONPATH"] = str(site) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -162,20 +145,12 @@ def _boot(case: dict[str, Any], site: Path) -> dict[str, Any]:
         log = Path(logs) / f"{case.get('id')}.log" if logs else Path(tmp) / "boot.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         limit = float(case.get("timeout_s") or SPEC.timeout_s) - 5
-        proc = subprocess.Popen([sys.executable, str(HERE / "boot_case.py"), json.dumps(case), str(out), str(log)],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                                start_new_session=True)
-        try:
-            tail, _ = proc.communicate(timeout=limit)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            tail, _ = proc.communicate()
-            tail = f"killed after {limit:.0f} s; " + (tail or "")
-        _wait_group_gone(proc.pid)
-        if out.is_file():
-            rec = json.loads(out.read_text(encoding="utf-8"))
-        else:  # killed before it wrote its record: what SGLang had printed is still in the log
-            rec = from_log_only(log, case, proc.returncode, tail or "")
+        code, tail, killed = run_in_group([sys.executable, str(HERE / "boot_case.py"), json.dumps(case), str(out),
+                                           str(log)], limit, env=env)
+        if killed:
+            tail = f"killed after {limit:.0f} s; " + tail
+        # killed before it wrote its record: what SGLang had printed is still in the log
+        rec = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else from_log_only(log, case, code, tail)
     summary = rec.get("summary") or {}
     metrics: dict[str, Any] = {k: summary.get(k) for k in KEEP}
     logs_parsed = rec.get("from_logs") or {}

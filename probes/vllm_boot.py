@@ -54,21 +54,21 @@ def cases() -> list[dict[str, Any]]:
 
 
 def run(case: dict[str, Any]) -> dict[str, Any]:
-    import subprocess
     import sys
     import tempfile
+
+    from probes._group import run_in_group
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.json"
         limit = float(case.get("timeout_s") or SPEC.timeout_s) - 10
-        try:
-            proc = subprocess.run([sys.executable, str(HERE / "boot_case.py"), json.dumps(case), str(out)],
-                                  capture_output=True, text=True, timeout=limit, check=False)
-        except subprocess.TimeoutExpired:
-            return {"outcome": "ERROR", "message": f"vLLM did not finish booting within {limit:.0f} s"}
+        # its own session: at the deadline, and after it exits, the engine core it started goes with it
+        code, tail, killed = run_in_group([sys.executable, str(HERE / "boot_case.py"), json.dumps(case), str(out)],
+                                          limit)
+        if killed:
+            return {"outcome": "TIMEOUT", "message": f"vLLM did not finish booting within {limit:.0f} s"}
         if not out.is_file():
-            return {"outcome": "ERROR", "message": f"boot_case.py wrote nothing (exit {proc.returncode}): "
-                                                   f"{(proc.stderr or '')[-600:]}"}
+            return {"outcome": "ERROR", "message": f"boot_case.py wrote nothing (exit {code}): {tail[-600:]}"}
         rec = json.loads(out.read_text(encoding="utf-8"))
     summary = rec.get("summary") or {}
     metrics = {k: summary.get(k) for k in KEEP}
