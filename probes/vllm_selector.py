@@ -262,6 +262,24 @@ def grid_env(p: dict[str, Any], archs: dict[str, str | None] | None = None) -> d
                     num_heads=p.get("num_heads"))
 
 
+def _mask(indices: list[int], n: int) -> int:
+    """The set of point indices as the bits of an int (the judge's sets: union, intersection, count in C)."""
+    b = bytearray(n // 8 + 1)
+    for i in indices:
+        b[i >> 3] |= 1 << (i & 7)
+    return int.from_bytes(b, "little")
+
+
+def _bits(m: int) -> list[int]:
+    """The indices of the set bits of `m`, lowest first."""
+    out = []
+    while m:
+        low = m & -m
+        out.append(low.bit_length() - 1)
+        m ^= low
+    return out
+
+
 def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], version: str,
                any_scope: bool = False) -> list[dict[str, Any]]:
     """Per claim: (agree, disagree examples, ccs) over the grid points of one vLLM release; the claims whose
@@ -275,73 +293,101 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
                 if any_scope or _scope_has(c, version)]
     rec_id = {c["id"]: backend_record(c) or c["subject"] for c, _, _ in compiled}
     envs = [dict(grid_env(p), engine="vllm", vllm=version) for p in points]
-    # The loops below visit claims x points (tens of thousands of points, a hundred claims): what can be shared is
-    # worked out once. A prediction reads only its condition's variables (a key per variable set, points grouped
-    # by key, each key evaluated once); a judgement reads only (prediction, the backend's reasons, explained).
-    eligible: dict[tuple[Any, ...], list[int]] = {}
-    keys: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
-    shared: dict[int, tuple[str, ...]] = {}  # reason tuples are shared (rows): counted by identity
-    where: dict[tuple[Any, ...], dict[int, tuple[int, Any]]] = {}  # (backend, layouts) -> point -> (reasons, cc)
-    group: dict[str, tuple[Any, ...]] = {}  # claim -> (backend, layouts)
-    predictions: dict[str, dict[int, bool | None]] = {}
+    n = len(points)
+    # Claims x points is tens of thousands of points times a hundred claims: the sets of points are ints (a bit
+    # per point), and what can be shared is worked out once. A prediction reads only its condition's variables:
+    # the points of each value of them (a key) are one set, each key evaluated at one point. A judgement reads only
+    # (prediction, the backend's reasons at the point, the point's cc, explained by another claim): the points of
+    # each (reasons, cc) of a backend are one set.
     asked: dict[str, list[int]] = {}  # backend -> the points where it was asked
     for i, p in enumerate(points):
         for b in p["reasons"]:
             asked.setdefault(b, []).append(i)
+    eligible: dict[tuple[Any, ...], int] = {}  # (backend, layouts) -> points where the claim can be held
+    classes: dict[tuple[Any, ...], dict[tuple[Any, ...], int]] = {}  # (backend, layouts) -> (reasons, cc) -> points
+    by_value: dict[str, dict[Any, int]] = {}  # variable -> value -> points
+    by_key: dict[tuple[str, ...], dict[tuple[Any, ...], int]] = {(): {(): (1 << n) - 1}}  # names -> key -> points
+
+    def keyed(names: tuple[str, ...]) -> dict[tuple[Any, ...], int]:
+        """The points of each value of the variables `names` (refined one variable at a time; prefixes shared)."""
+        if names not in by_key:
+            var = names[-1]
+            if var not in by_value:
+                at: dict[Any, list[int]] = {}
+                for i, env in enumerate(envs):
+                    at.setdefault(env.get(var), []).append(i)
+                by_value[var] = {v: _mask(ix, n) for v, ix in at.items()}
+            by_key[names] = {(*k, v): x for k, m in keyed(names[:-1]).items()
+                             for v, vm in by_value[var].items() if (x := m & vm)}
+        return by_key[names]
+
+    group: dict[str, tuple[Any, ...]] = {}  # claim -> (backend, layouts)
+    runs: dict[str, tuple[int, int]] = {}  # claim -> (points it lets run, points it refuses)
     for c, when, req in compiled:
         backend, served = name_of.get(rec_id[c["id"]]), tuple(layouts.get(rec_id[c["id"]], []))
-        group[c["id"]] = (backend, served)
-        if (backend, served) not in eligible:  # points where the claim can be held: the backend was asked
-            eligible[backend, served] = [i for i in asked.get(backend, [])
-                                         if not served or envs[i]["attention"] in served]
-            where[backend, served] = {}
-            for i in eligible[backend, served]:
-                r = points[i]["reasons"][backend]
-                shared[id(r)] = r
-                where[backend, served][i] = (id(r), points[i]["cc"])
-        names = tuple(sorted(condition_vars(when) | condition_vars(req)))
-        if names not in keys:
-            keys[names] = [tuple(map(env.get, names)) for env in envs]
-        at, idx = keys[names], eligible[backend, served]
-        seen: dict[tuple[Any, ...], bool | None] = {}
-        for k, i in {at[i]: i for i in idx}.items():  # one point of each key
-            env = envs[i]
+        g = group[c["id"]] = (backend, served)
+        if g not in eligible:  # the backend was asked, for a layout it serves
+            idx = [i for i in asked.get(backend, []) if not served or envs[i]["attention"] in served]
+            eligible[g] = _mask(idx, n)
+            members: dict[tuple[Any, ...], list[int]] = {}
+            for i in idx:
+                members.setdefault((points[i]["reasons"][backend], points[i]["cc"]), []).append(i)
+            classes[g] = {k: _mask(v, n) for k, v in members.items()}
+        lets, refuses = 0, 0
+        for m in keyed(tuple(sorted(condition_vars(when) | condition_vars(req)))).values():
+            m &= eligible[g]
+            if not m:
+                continue
+            env = envs[(m & -m).bit_length() - 1]  # any point of the key: the conditions read only its variables
             w = evaluate(when, env) if when is not None else True
-            seen[k] = None if w is not True else evaluate(req, env) if req is not None else True
-        predictions[c["id"]] = {i: v for i in idx if (v := seen[at[i]]) is not None}
-    refusing = {cid: {i for i, v in pred.items() if v is False} for cid, pred in predictions.items()}
+            v = None if w is not True else evaluate(req, env) if req is not None else True
+            if v is True:
+                lets |= m
+            elif v is False:
+                refuses |= m
+        runs[c["id"]] = (lets, refuses)
     kinds: dict[tuple[str, tuple[str, ...]], list[str]] = {}  # reasons are shared tuples (rows)
     results = []
     for c, _when, _req in compiled:
-        backend = group[c["id"]][0]
+        g = group[c["id"]]
+        backend = g[0]
         code = c["reason"]["code"]
         # with any_scope, a claim of the same kind is another release's version of this gate, not a rival, unless
         # both are the release's own claims (then the outcome is the verdict's)
         own = _scope_has(c, version)
-        explained = set().union(*(refusing[o["id"]] for o, _, _ in compiled
-                                  if rec_id[o["id"]] == rec_id[c["id"]] and o["id"] != c["id"]
-                                  and not (any_scope and o["reason"]["code"] == code
-                                           and not (own and _scope_has(o, version)))))
-        pred, at = predictions[c["id"]], where[group[c["id"]]]
-        counts = Counter(zip(pred.values(), map(at.__getitem__, pred), map(explained.__contains__, pred), strict=True))
-        agree, against, ccs = 0, set(), set()
-        for (want, (rid, cc), expl), n in counts.items():
-            reasons = shared[rid]
+        explained = 0
+        for o, _, _ in compiled:
+            if rec_id[o["id"]] == rec_id[c["id"]] and o["id"] != c["id"] and not (
+                    any_scope and o["reason"]["code"] == code and not (own and _scope_has(o, version))):
+                explained |= runs[o["id"]][1]
+        lets, refuses = runs[c["id"]]
+        agree, bad, ccs = 0, 0, set()
+        for (reasons, cc), members in classes[g].items():
             key = (code, reasons)
             if key not in kinds:
                 kinds[key] = of_kind(code, list(reasons))
             got = kinds[key]
-            if want is False and not got and reasons:
-                continue  # refused for other reasons only: the point did not run, so it says nothing here
-            ccs.add(cc)
-            if (bool(got) if want is False else not got or expl):
-                agree += n
-            else:
-                against.add((want, (rid, cc), expl))
-        bad = [i for i, w in pred.items() if (w, at[i], i in explained) in against] if against else []
-        results.append({"claim": c["id"], "agree": agree, "ran": [points[i] for i in bad if pred[i] is False],
-                        "refused": [(points[i], kinds[code, points[i]["reasons"][backend]]) for i in bad
-                                    if pred[i] is not False],
+            for want, pm in ((True, lets), (False, refuses)):
+                m = pm & members
+                if not m:
+                    continue
+                if want is False and not got and reasons:
+                    continue  # refused for other reasons only: the point did not run, so it says nothing here
+                ccs.add(cc)
+                if want is False:
+                    if got:
+                        agree += m.bit_count()
+                    else:
+                        bad |= m
+                elif not got:
+                    agree += m.bit_count()
+                else:  # vLLM refused it for this claim's kind: as the claim says only where another claim refuses
+                    agree += (m & explained).bit_count()
+                    bad |= m & ~explained
+        wrong = _bits(bad)
+        results.append({"claim": c["id"], "agree": agree, "ran": [points[i] for i in wrong if refuses >> i & 1],
+                        "refused": [(points[i], kinds[code, points[i]["reasons"][backend]]) for i in wrong
+                                    if not refuses >> i & 1],
                         "ccs": sorted(ccs), "backend": backend})
     return results
 
