@@ -210,3 +210,27 @@ def test_mla_block_size_is_the_backends_own_under_vllm(kb: KB) -> None:
     assert k(a, "cutlass-mla-decode").status == "ok"  # CUTLASS_MLA's 128 is what the profile picks for it
     dense = ask(kb, gpu="h100", model="llama-3.1-8b", kv="bf16", engine="vllm", ctx="8k")
     assert dense.assumed["block_size"] == 16
+
+
+def test_a_cuda_below_a_gates_minimum_is_refused(kb: KB) -> None:
+    # FA-3 needs CUDA >= 12.3: --cuda 12.2 refuses it (its claim was once scoped to cuda >= 12.3, where it never fails)
+    a = ask(kb, gpu="h100", kv="bf16", kernel=["flash-attention-3"], lib=["cuda=12.2"])
+    assert k(a, "flash-attention-3").status == "rejected"
+    assert any(r.claim == "fa3-requires-cuda-12-3" for r in k(a, "flash-attention-3").reasons)
+    assert k(ask(kb, gpu="h100", kv="bf16", kernel=["flash-attention-3"], lib=["cuda=12.8"]),
+             "flash-attention-3").status != "rejected"
+
+
+def test_no_gate_is_scoped_away_from_the_versions_it_refuses(kb: KB) -> None:
+    """A reject gate `requires: {var: L, ge: V}` scoped to library L from V on applies only where it passes."""
+    from kbtool.model import Claim
+
+    bad = []
+    for c in kb:
+        req = getattr(c, "requires", None)
+        if not isinstance(c, Claim) or c.effect != "reject" or getattr(req, "var", None) is None:
+            continue
+        for s in c.scope:
+            if s.library == req.var and s.introduced is not None and getattr(req, "ge", None) == s.introduced:
+                bad.append(c.id)
+    assert bad == []
