@@ -48,17 +48,11 @@ def test_deepseek_v3_bf16_is_70272_bytes_per_token_no_factor_two() -> None:
 
 
 def _shipped_formats() -> dict[str, tuple[int, str | None]]:
-    """The KV formats of the shipped kernel records, as the image carries them."""
-    import yaml
+    """The KV formats of the shipped kernel records, as the solver's image carries them."""
+    from kbtool.solve.image import Image
+    from tests.util import RECORDS, load_kb
 
-    from kbtool.model import Kernel
-    from tests.util import RECORDS
-
-    out = {}
-    for path in sorted((RECORDS / "kernels").glob("*.yaml")):
-        k = Kernel.model_validate(yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader))
-        out.update({f.name: (f.bytes_per_token, k.sources[f.source].locator()) for f in k.kv_formats})
-    return out
+    return Image.of(load_kb(RECORDS)).kv_formats
 
 
 def test_sparse_mla_fp8_is_fp8_ds_mla_plus_the_indexer() -> None:
