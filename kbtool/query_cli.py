@@ -33,33 +33,41 @@ OPTIONS: tuple[tuple[str, str, str, str, str], ...] = (
     ("--head-dim", "head_dim", "int", "N", "Head dim (overrides the model's)."),
     ("--batch", "batch", "int", "N", "Concurrent sequences (memory; default 1)."),
     ("--phase", "phase", "str", "PHASE", "prefill, decode or both (default)."),
-    ("--engine", "engine", "str", "NAME", "none (default), vllm or sglang; vllm,sglang answers both side by side."),
+    ("--engine", "engine", "str", "NAME", "none (default) or an engine kb answers for (its options follow); "
+     "several, comma-separated, answer side by side."),
     ("--kernel", "kernel", "many", "ID", "Restrict to these kernels (repeatable)."),
     ("--lib", "lib", "many", "NAME=VERSION", "Library version (repeatable), e.g. flashinfer=0.6.18."),
     ("--block-size", "block_size", "int", "N", "Paged-KV block size."),
-    ("--gpu-memory-utilization", "util", "float", "X", "Share of GPU memory vLLM may use (default 0.9)."),
+    ("--gpu-memory-utilization", "util", "float", "X", "Share of GPU memory the engine may use (default 0.9)."),
     ("--util", "util", "float", "X", "Alias of --gpu-memory-utilization."),
     ("--weights", "weights", "str", "FORMAT", "Weights as deployed: bf16, fp8, int8, int4, nvfp4, mxfp4 "
                                               "(default: as released)."),
     ("--reserve", "reserve", "str", "SIZE", "Activation + CUDA-graph reserve per GPU, e.g. 4GiB (default: "
                                             "estimated)."),
-    ("--max-num-batched-tokens", "max_num_batched_tokens", "int", "N", "vLLM's token budget per step "
-                                                                      "(default 8192)."),
+    ("--max-num-batched-tokens", "max_num_batched_tokens", "int", "N", "The engine's token budget per "
+                                                                      "step (default: the engine's own)."),
     ("--assume", "assume", "str", "PROFILE", "typical (default): fill inputs not given from the documented profile "
      "(kbtool/solve/profile.py) and list them; none: strict, unknown where an input is missing."),
     ("--cuda", "cuda", "str", "VERSION", "CUDA version, e.g. 12.8."),
-    ("--vllm", "vllm", "str", "VERSION", "vLLM release for --engine vllm (default: the newest recorded)."),
-    ("--vllm-args", "vllm_args", "str", "CMD", 'A vLLM serve command, e.g. "serve MODEL --kv-cache-dtype fp8 -tp 2": '
-     "pre-flight answer (backend, KV fit, or vLLM's error)."),
-    ("--sglang", "sglang", "str", "VERSION", "SGLang release for --engine sglang (default: the newest recorded)."),
-    ("--sglang-args", "sglang_args", "str", "CMD", 'An SGLang command, e.g. "python -m sglang.launch_server '
-     '--model-path M --tp 2": pre-flight answer (backends, page size, token pool, or SGLang\'s error).'),
     ("--json", "json", "flag", "", "Print the answer as JSON (schema/query-answer.schema.json)."),
     ("--explain", "explain", "flag", "", "Add sources and evidence."),
     ("--fail-on-no", "fail_on_no", "flag", "", "Exit 1 when the verdict is no."),
     ("--no-cache", "no_cache", "flag", "", "Read every record afresh; skip the cache."),
     ("--kb", "kb", "str", "PATH", "Records tree (default: $KB_RECORDS, the checkout, or the installed copy)."),
 )
+
+
+def _engine_options() -> tuple[tuple[str, str, str, str, str], ...]:
+    """Each registered engine's own options (kbtool/solve/engines/base.py Option): its release pin is keyed NAME,
+    its serve line NAME_args, as build_query reads them."""
+    from kbtool.solve.engines import registry
+
+    return tuple((o.flag, e.name if o.key == "release" else f"{e.name}_args", "str", o.metavar, o.help)
+                 for e in registry.ENGINES.values() for o in e.options)
+
+
+_TAIL = 5  # --json, --explain, --fail-on-no, --no-cache, --kb: after the engines' own options
+OPTIONS = OPTIONS[:-_TAIL] + _engine_options() + OPTIONS[-_TAIL:]
 _BY_FLAG = {o[0]: o for o in OPTIONS}
 _READ_HERE = ("json", "explain", "fail_on_no", "no_cache", "kb")
 MAX_INT = (1 << 31) - 1  # no count, size or dimension kb sizes comes near it
@@ -175,6 +183,9 @@ def _run(argv: list[str]) -> int:
         answer: Any = _compare(img, opts, names)
     else:
         answer = solve(img, build_query(**opts))
+    from kbtool.render.verdict import word
+
+    word(answer)  # the sentences: summary, rows' summary, where engines differ (one module words them)
     if as_json:
         from kbtool.solve.answer import to_json
 

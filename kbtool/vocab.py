@@ -74,7 +74,7 @@ VARS: dict[str, tuple[VarType, tuple[str, ...] | None]] = {
         "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4", "fp8_ds_mla",
         *SGLANG_KV_CACHE_DTYPES)))),
     "causal": ("bool", None),
-    # SGLang's server arguments and model facts, as kbtool/solve/sglang/resolve.py keeps its resolution state: a
+    # SGLang's server arguments and model facts, as kbtool/solve/engines/sglang/resolve.py keeps its resolution state: a
     # backend field not given is "none", a number not given is 0 (SGLang's None)
     "attention_backend": ("id", None),  # --attention-backend
     "prefill_attention_backend": ("id", None),  # --prefill-attention-backend as given (split field)
@@ -105,7 +105,7 @@ VARS: dict[str, tuple[VarType, tuple[str, ...] | None]] = {
     "mamba_extra_buffer": ("bool", None),  # hybrid models: the mamba radix cache keeps an extra state buffer
     "hybrid_linear": ("bool", None),  # the model mixes linear attention / Mamba layers with full attention
     "deterministic": ("bool", None),  # --enable-deterministic-inference
-    # derived by the SGLang resolver from the state above (kbtool/solve/sglang/resolve.py)
+    # derived by the SGLang resolver from the state above (kbtool/solve/engines/sglang/resolve.py)
     "split_backends_equal": ("bool", None),  # both split fields given and equal
     "phases_same_backend": ("bool", None),  # prefill_backend == decode_backend
     "default_attention_backend": ("id", None),  # the generic default (get_default_attn_backend), for overrides

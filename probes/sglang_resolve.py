@@ -8,7 +8,7 @@ through SGLang's `ServerArgs` (0.5.23: `resolve_once()`, the hooks under sglang/
 dtype, forced settings, or its exception type, exact message and place) to
 tests/data/sglang/<release>/<platform>.json.gz (KB_SGLANG_RAW_DIR overrides the folder). The CI test
 tests/solve/test_sglang_resolve.py replays every recorded point through kb's resolver
-(kbtool/solve/sglang/resolve.py), so CI needs no SGLang.
+(kbtool/solve/engines/sglang/resolve.py), so CI needs no SGLang.
 
 The judge holds every SGLang claim (records/claims/sglang-*, effect reject, with SGLang's message) against the
 grid of the release that ran, in its scope or not (a claim judged outside its release range moves that range:
@@ -144,7 +144,7 @@ def recorded(release: str, folder: Path | None = None) -> list[dict[str, Any]]:
 
 
 def platform(p: dict[str, Any]) -> dict[str, Any]:
-    """A grid platform as kb's platform facts (kbtool/solve/sglang/facts.py platform_facts)."""
+    """A grid platform as kb's platform facts (kbtool/solve/engines/sglang/facts.py platform_facts)."""
     cap = p["capability"]
     cuda = p["kind"] == "cuda"
     return {"vendor": "nvidia" if cuda else "amd", "cc": cap[0] + cap[1] / 10,
@@ -156,8 +156,8 @@ def points(doc: dict[str, Any]) -> list[tuple[str, str, list[str], dict[str, Any
                                               dict[str, Any]]]:
     """(platform, model, argv, platform facts, model facts, ServerArgs fields, SGLang's outcome) per grid row."""
     from kbtool.errors import UsageError
-    from kbtool.solve.sglang.args import parse_argv
-    from kbtool.solve.sglang.facts import model_facts
+    from kbtool.solve.engines.sglang.args import parse_argv
+    from kbtool.solve.engines.sglang.facts import model_facts
 
     plats = {k: platform(v) for k, v in doc["platforms"].items()}
     facts = {k: model_facts(v) for k, v in doc["models"].items()}
@@ -181,7 +181,7 @@ REFUSED = "_refused"
 def outcome(img: Any, release: str, plat: dict[str, Any], facts: dict[str, Any], args: dict[str, Any],
             trace: dict[str, Any] | None = None) -> dict[str, Any]:
     """kb's resolution of one point, or its parser's refusal as SGLang's argparse refusal (SystemExit)."""
-    from kbtool.solve.sglang import resolve as sr
+    from kbtool.solve.engines.sglang import resolve as sr
 
     if REFUSED in args:
         return {"error": "SystemExit", "message": args[REFUSED], "where": "argparse"}

@@ -255,7 +255,7 @@ def architectures(records: Path | None = None) -> dict[str, str | None]:
 
 
 def grid_env(p: dict[str, Any], archs: dict[str, str | None] | None = None) -> dict[str, Any]:
-    from kbtool.solve.vllm.selection import vllm_env
+    from kbtool.solve.engines.vllm.selection import vllm_env
 
     return vllm_env(float(p["cc"]), dtype=p["dtype"], kv=p["kv"], head_size=p["head_size"], block=p["block"],
                     layout=p["layout"], sink=p["sink"], trtllm=p["trtllm"], archs=archs or architectures(),

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kbtool.errors import UsageError
-from kbtool.solve.sglang import args as sglang_args
-from kbtool.solve.vllm import args as vllm_args
+from kbtool.solve.engines.sglang import args as sglang_args
+from kbtool.solve.engines.vllm import args as vllm_args
 from kbtool.store.hfconfig_file import read_config
 from tests.util import DATA
 

@@ -5,7 +5,7 @@ list applies where its `when` holds; the first list that holds is the one the en
 
 SGLang does not walk a list: it resolves its server arguments in one ordered pipeline of hooks
 (sglang/srt/arg_groups/pipeline.py) that fill defaults, force settings and raise on what they refuse. Its
-records keep that pipeline as `steps`, run in order by kbtool/solve/sglang/resolve.py: a step sets fields
+records keep that pipeline as `steps`, run in order by kbtool/solve/engines/sglang/resolve.py: a step sets fields
 (`set`, where `when` holds, keeping the values in `keep`), picks a default from this record's `lists`
 (`pick`), or runs a claim (`check`: the claim's refusal is the error SGLang raises there). The first failing
 check is the error SGLang reports.

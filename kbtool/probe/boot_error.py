@@ -3,7 +3,8 @@
 Every recorded vLLM boot (the measurement rows of the vllm-boot probe's runs) is asked again as a user would ask
 it: the boot's flags as a `vllm serve` line, its model's config.json (probes/vllm_boot/models/), its GPU. kb's
 "GPU KV cache size" is compared with vLLM's, and the errors are summed up per accelerator, vLLM release and model
-class (kbtool/solve/vllm/boots.py: model_class). A query the boots do not cover says "estimated" and quotes its class's
+class (kbtool/solve/engines/vllm/boots.py:
+model_class). A query the boots do not cover says "estimated" and quotes its class's
 row. `kb probe boot-error --write` writes the record; tests/probe/test_vllm_boot_memory.py fails when it is stale.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 from kbtool.errors import UsageError
 from kbtool.model import Measurement, Source
 from kbtool.model.measurement import Row
-from kbtool.solve.vllm.boots import RECORD_ID
+from kbtool.solve.engines.vllm.boots import RECORD_ID
 
 MODELS = Path(__file__).resolve().parents[2] / "probes" / "vllm_boot" / "models"
 
@@ -43,7 +44,7 @@ def errors(image: Any, models: Path = MODELS) -> list[dict[str, Any]]:
         q = build_query(gpu=acc, vllm_args=serve_line(c, config), lib=[f"vllm={c.get('vllm')}"])  # its release
         answer = solve(image, q)
         memory = getattr(answer, "memory", None)  # one GPU asked: one answer
-        r = memory.vllm_report if memory is not None else None
+        r = memory.engine_report if memory is not None else None
         if not r or not r.get("estimate"):
             raise UsageError(f"{row_id}: kb gave no vLLM pool for this boot", fix="see `kb query --vllm-args` for it")
         est = r["estimate"]

@@ -189,8 +189,8 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
         for ln in _wrap(text, width):
             sink.line(_styled(ln, styles))
             used += 1
-    if a.engine:  # the engine's own choice, in its module's words (kbtool/solve/engines.py)
-        used += _lines(sink, a.engine["headline"], width)
+    if a.engine:  # the engine's own choice (its Pick)
+        used += _lines(sink, engine_headline(a.engine), width)
     if a.memory is not None:
         m = a.memory
         fits = {True: "fits", False: "does not fit", None: "no ctx given"}[m.fits]
@@ -210,12 +210,12 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
                        f" {room}{f' ({bind})' if bind and m.available_bytes >= 0 else ''}{seqs}", width)
         if m.fits is False:
             used += _lines(sink, "  to fit: " + _fit_options(a, m), width)
-        report = getattr(m, "vllm_report", None) or getattr(m, "engine_report", None)
-        if a.engine and report and report.get("text"):  # what the engine prints at start-up (its module's words)
+        report = m.engine_report
+        if a.engine and report and report.get("text"):  # what the engine prints at start-up (its log lines)
             used += _lines(sink, "  " + report["text"], width, "", "    ")
-    ignored = a.query.get("vllm_ignored")
+    ignored = a.query.get("ignored")
     if ignored:
-        used += _lines(sink, f"vllm-args not considered: {', '.join(ignored)}", width, "", "    ", style="dim")
+        used += _lines(sink, f"serve-line flags not considered: {', '.join(ignored)}", width, "", "    ", style="dim")
     cav: dict[str, tuple[str, Reason]] = {}
     for r in a.caveats:
         cav.setdefault(r.claim, (r.subject or "", r))
@@ -277,7 +277,7 @@ def _memory(sink: Sink, m: Any, ctx: int | None) -> None:
            w, "", "    ")
     for part in m.formula.split("; "):
         _lines(sink, part, w, "  ", "    ")
-    report = getattr(m, "vllm_report", None) or getattr(m, "engine_report", None)
+    report = m.engine_report
     if report and report.get("text"):
         _lines(sink, report["text"], w, "  ", "    ")
     for n in m.notes:
@@ -357,7 +357,7 @@ def _backends(sink: Sink, backends: list[BackendAnswer]) -> None:
     for b in sorted(backends, key=lambda b: (_ORDER[b.status], b.id)):
         ks = ", ".join(f"{k}:{s}" for k, s in b.kernels.items()) or "-"
         starts = getattr(b, "engine_status", b.status)
-        note = "; vLLM's own checks pass (it starts), kb's kernel layer refuses" if b.status == "rejected" and \
+        note = "; the engine's own checks pass (it starts), kb's kernel layer refuses" if b.status == "rejected" and \
             starts in ("ok", "caveat") else ""
         _lines(sink, f"{b.status:<9}{b.id} {b.backend_name}; kernels {ks}{note}", w, "  ", " " * 11)
         for r in sorted(b.reasons, key=lambda r: bool(r.depends_on)):
@@ -400,7 +400,7 @@ def render_multi(target: Sink, m: MultiAnswer, *, explain: bool = False) -> None
 def _engine(sink: Sink, e: dict[str, Any], explain: bool) -> None:
     """The engine's selection: its headline, the backends it weighed with their refusal reasons (vLLM's priority
     list), the engine's own detail lines and what it would print at start-up."""
-    sink.line([(f"{e['label']}:", "bold"), (" ", ""), (e.get("verb") or e["headline"], "")])
+    sink.line([(f"{e['label']}:", "bold"), (" ", ""), (engine_headline(e)[len(e["label"]) + 1:], "")])
     for b in e.get("backends") or []:
         mark = "selected" if b["id"] == e.get("selected") else b["status"]
         style = "green" if mark == "selected" else STYLE.get(b["status"], "")
@@ -430,6 +430,34 @@ def _fit_options(a: Answer, m: Any) -> str:
 
 
 def _engine_choice(e: dict[str, Any] | None, phase: str) -> str | None:
-    """The backend (or MLA prefill path) the engine runs `phase` with, or None without a selection."""
-    got = (e or {}).get("choice", {}).get(phase)
+    """The backend (or MLA prefill path) the engine runs `phase` with, or None where it does not start."""
+    if not e or e.get("state") != "selected":
+        return None
+    got = e.get("prefill") if phase == "prefill" else e.get("decode")
     return str(got) if got is not None else None
+
+
+def engine_headline(e: dict[str, Any]) -> str:
+    """The engine's pick in one line: what it selects per phase, its page size and KV dtype, the refusals ahead of
+    its choice, where the selection comes from; or its error; or the releases around an unrecorded one."""
+    label, state = e["label"], e.get("state")
+    if state == "not_recorded":
+        return f"{label}: {e['between']}"
+    if state == "depends":
+        return f"{label}: {e['error']}"
+    if state == "error":
+        return f"{label} refuses: {e['error_type']}: {e['error']}"
+    text = f"{label} selects {e['decode']}"
+    if e.get("prefill") and e["prefill"] != e["decode"]:
+        text += f" (decode); prefill {e['prefill']}" + (f", {e['prefill_note']}" if e.get("prefill_note") else "")
+    elif e.get("prefill_note"):
+        text += f" (decode); {e['prefill_note']}"
+    if e.get("page_size") is not None:
+        text += f"; page size {e['page_size']}" + (f" ({e['page_size_by']})" if e.get("page_size_by") else "")
+    if e.get("kv_cache_dtype"):
+        text += f"; --kv-cache-dtype {e['kv_cache_dtype']}"
+    if e.get("refused"):
+        text += "; refused: " + ", ".join(f"{name} ({why})" for name, why in e["refused"])
+    if e.get("source"):
+        text += f" [{e['source']}]"
+    return text

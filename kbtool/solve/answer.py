@@ -12,6 +12,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Literal
 
+    from kbtool.solve.decision import Decision
+    from kbtool.solve.engines.base import Pool
+
     Verdict = Literal["yes", "no", "conditional", "unknown"]
     KernelStatus = Literal["ok", "caveat", "disputed", "rejected", "unknown"]
 else:
@@ -222,7 +225,8 @@ class BackendAnswer(_Plain):
 
 
 class Memory(_Plain):
-    """vLLM's budget on one GPU: capacity x utilization - weights - reserve = the KV pool (available_bytes)."""
+    """The KV budget on one GPU, as the engine's accounting sizes it: capacity x its share - weights - reserve = the
+    KV pool (available_bytes)."""
 
     SPEC = {
         "fits": (opt(BOOL), "Whether weights + KV cache fit; null without a model"),
@@ -242,32 +246,29 @@ class Memory(_Plain):
         "max_ctx_memory": (INT, "Largest context memory allows, before the model's cap"),
         "ctx_limit": ({"enum": ["memory", "model"]}, "What binds max_ctx: memory or the model's limit"),
         "gpus_to_fit": (opt(INT), "Fewest GPUs (doubling --gpus, up to 64) that fit; null if it fits or none does"),
-        "vllm_report": (opt(OBJ), "What vLLM will print at start-up for this pool, in its own terms: kv_cache_tokens "
-                                  "('GPU KV cache size'), max_concurrency ('Maximum concurrency for ctx tokens per "
-                                  "request'), num_blocks, block_size, its KV cache groups and padding; basis "
-                                  "'measured' (a recorded boot of the same model, GPU, flags and release: "
-                                  "`measured` cites it) or 'estimated' (kb's model of vLLM 0.24.0's accounting; "
-                                  "`error`: kb against the recorded boots of the model's `class`; `other_release`: "
-                                  "a boot of the same line on another release); `estimate`: kb's own figures"),
-        "engine_report": (opt(OBJ), "With --engine sglang: what SGLang will print at start-up for this pool, in "
-                                    "its own terms: max_total_num_tokens, the 'KV Cache is allocated' line, "
-                                    "mem_fraction_static, page_size, max_running_requests, requests_at_ctx (tokens / "
-                                    "ctx), the pools left out; basis 'estimated'; `error`: SGLang's start-up error"),
+        "engine_report": (opt(OBJ), "What the engine whose accounting sized this pool will print at start-up, in its "
+                                    "own terms (`engine`, `text`: its log lines; vLLM: kv_cache_tokens ('GPU KV cache "
+                                    "size'), max_concurrency, num_blocks, block_size, its KV cache groups and padding, "
+                                    "`accounting`: the release whose accounting was used; SGLang: "
+                                    "max_total_num_tokens, mem_fraction_static, page_size, max_running_requests, "
+                                    "requests_at_ctx, the pools left out, `error`: its start-up error); basis "
+                                    "'measured' (a recorded boot of the same model, GPU, flags and release, cited) or "
+                                    "'estimated' (`error`: kb against the recorded boots of the model's class)"),
         "to_fit": ({"type": "array", "items": OBJ},
                    "When it does not fit: each change that makes it fit, sized again with the same budget before it "
                    "is offered ({change: the query option(s), max_sequences, max_ctx}); empty when nothing kb can "
                    "change fits or when it fits"),
     }
     FIELDS = tuple(SPEC)
-    __slots__ = FIELDS
+    TYPED = ("pool",)  # engine_report, typed (kbtool/solve/engines/base.py Pool); not serialized twice
+    __slots__ = (*FIELDS, *TYPED)
 
     def __init__(self, *, fits: bool | None, kv_bytes: int, kv_bytes_per_token: float = 0, weights_bytes: int,
                  available_bytes: int, capacity_bytes: int = 0, max_ctx: int, formula: str,
                  notes: list[str] | None = None, weights_dtype: str | None = None, reserve_bytes: int = 0,
                  utilization: float = 0.9, pool_tokens: int = 0, max_sequences: int | None = None,
                  max_ctx_memory: int = 0, ctx_limit: str = "memory", gpus_to_fit: int | None = None,
-                 vllm_report: dict[str, Any] | None = None, to_fit: list[dict[str, Any]] | None = None,
-                 engine_report: dict[str, Any] | None = None) -> None:
+                 to_fit: list[dict[str, Any]] | None = None, engine_report: dict[str, Any] | None = None) -> None:
         self.fits, self.kv_bytes, self.kv_bytes_per_token = fits, kv_bytes, kv_bytes_per_token
         self.weights_bytes, self.available_bytes, self.capacity_bytes = weights_bytes, available_bytes, capacity_bytes
         self.max_ctx, self.formula = max_ctx, formula
@@ -275,8 +276,9 @@ class Memory(_Plain):
         self.weights_dtype, self.reserve_bytes, self.utilization = weights_dtype, reserve_bytes, utilization
         self.pool_tokens, self.max_sequences = pool_tokens, max_sequences
         self.max_ctx_memory, self.ctx_limit, self.gpus_to_fit = max_ctx_memory, ctx_limit, gpus_to_fit
-        self.vllm_report, self.engine_report = vllm_report, engine_report
+        self.engine_report = engine_report
         self.to_fit = to_fit if to_fit is not None else []
+        self.pool: Pool | None = None  # the engine's own accounting (kbtool/solve/engines/base.py), typed
 
 
 class Answer(_Plain):
@@ -297,13 +299,13 @@ class Answer(_Plain):
         "ranking": (opt(OBJ), "Measurement-based ranking, if any"),
         "recommended": ({"type": "object", "additionalProperties": STRS},
                         "Per phase, the kernels to use in the order to try"),
-        "engine": (opt(OBJ), "With --engine vllm: the backend vLLM would select, its priority list, each backend's "
-                             "refusal reasons and, for MLA, the prefill path, decode backend and KV layout "
-                             "(kbtool/solve/vllm/selection.py); with --engine sglang: SGLang's resolved prefill and "
-                             "decode "
-                             "backends, page_size, kv_cache_dtype, mem_fraction_static, what forced each "
-                             "(forced_by), or its error (error, error_type, where, claim) "
-                             "(kbtool/solve/sglang/engine.py); null otherwise"),
+        "engine": (opt(OBJ), "With --engine: the engine's pick (kbtool/solve/engines/base.py Pick): engine, label, "
+                             "release, state (selected, error, not_recorded, depends), the selected backend, what "
+                             "runs prefill and decode, page size and what forced it, the refusals ahead of its "
+                             "choice, its error, then the engine's own data (its priority list with every "
+                             "refusal, MLA paths, resolved settings, what it prints at start-up); null otherwise"),
+        "decision": (opt(OBJ), "How the verdict was reached (kbtool/solve/decision.py): the deciding case, per-phase "
+                               "status, what blocks it, the memory state; the summary is worded from it"),
     }
     FIELDS = tuple(SPEC)
     __slots__ = FIELDS
@@ -313,9 +315,10 @@ class Answer(_Plain):
                  backends: list[BackendAnswer] | None = None, caveats: list[Reason] | None = None,
                  assumed: dict[str, Any] | None = None, notes: list[str] | None = None,
                  ranking: dict[str, Any] | None = None, recommended: dict[str, list[str]] | None = None,
-                 engine: dict[str, Any] | None = None) -> None:
+                 engine: dict[str, Any] | None = None, decision: Decision | None = None) -> None:
         self.query, self.verdict, self.summary, self.kernels = query, verdict, summary, kernels
-        self.engine = engine  # with --engine vllm: vLLM's own selection (kbtool/solve/vllm/selection.py)
+        self.engine = engine  # with --engine: the engine's Pick as data (kbtool/solve/engines/base.py)
+        self.decision = decision  # how the verdict was reached; kbtool/render/verdict.py words `summary` from it
         self.memory, self.claims_used = memory, claims_used
         self.depends_on = depends_on if depends_on is not None else []
         self.backends = backends if backends is not None else []

@@ -8,7 +8,7 @@
   NVFP4"), mxfp4 0.5 + one E8M0 scale per 32 values = 0.53125 (OCP Microscaling Formats v1.0). Embeddings,
   lm_head and the groups a checkpoint leaves unquantized stay at the unquantized dtype.
 - Reserve: what vLLM takes off besides the weights (the peak of its profile run, non-torch memory, and the
-  CUDA-graph estimate where its model runner applies one), estimated as kbtool/solve/vllm/pool.py says from
+  CUDA-graph estimate where its model runner applies one), estimated as kbtool/solve/engines/vllm/pool.py says from
   vLLM 0.24.0's code and held to real boots; `--reserve` overrides it.
 - The pool as vLLM reports it ("GPU KV cache size", "Maximum concurrency"): vllm_pool.report, from its KV cache
   groups (sliding-window groups hold window - 1 + max_num_batched_tokens tokens, padding layers included).
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import math
 
+from kbtool.solve.engines.vllm import pool as vllm_pool
 from kbtool.solve.kvcache import DEFAULT_BATCHED_TOKENS, UNBOUNDED_CTX, KvModel, kv_model, max_context
-from kbtool.solve.vllm import pool as vllm_pool
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """`--engine vllm,sglang`: the same question to each engine, and where their answers differ (backend, page size,
-pool tokens, verdict). Each engine's module writes its own `digest` into its answer's engine block
-(kbtool/solve/engines.py); this module only sets them side by side."""
+pool tokens, verdict), from each answer's pick and pool (kbtool/solve/engines/base.py); kbtool/render/verdict.py
+words the differences."""
 
 from __future__ import annotations
 
@@ -10,9 +10,6 @@ from kbtool.solve.answer import Answer, EngineComparison
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-ASPECTS = (("prefill", "prefill backend"), ("decode", "decode backend"), ("page_size", "paged-KV block (page) size"),
-           ("pool_tokens", "KV pool tokens at start-up"))
 
 
 def split_engines(text: str | None) -> list[str]:
@@ -26,26 +23,17 @@ def split_engines(text: str | None) -> list[str]:
 
 
 def digest(a: Answer) -> dict[str, Any]:
+    """What the comparison sets side by side, from the engine's pick and pool."""
     e = a.engine or {}
-    d = dict(e.get("digest") or {})
-    d.setdefault("label", e.get("label") or a.query.get("engine"))
-    return {"engine": a.query.get("engine"), "verdict": a.verdict, **d}
+    pool = a.memory.pool if a.memory is not None else None
+    by = e.get("page_size_by")
+    return {"engine": a.query.get("engine"), "verdict": a.verdict, "label": e.get("label") or a.query.get("engine"),
+            "error": e.get("error"), "prefill": e.get("prefill"), "decode": e.get("decode"),
+            "page_size": e.get("page_size") if e.get("page_size") is not None else a.assumed.get("block_size"),
+            "page_size_why": by, "pool_tokens": pool.tokens if pool is not None else None}
 
 
 def compare(answers: list[Answer]) -> EngineComparison:
-    digests = [digest(a) for a in answers]
-    out: list[str] = []
-    verdicts = {d["verdict"] for d in digests}
-    if len(verdicts) > 1:
-        out.append("verdict: " + "; ".join(f"{d['label']} {d['verdict']}" for d in digests)
-                   + "".join(f" ({d['label']}: {d['error']})" for d in digests if d.get("error")))
-    for key, what in ASPECTS:
-        values = [d.get(key) for d in digests]
-        if any(v is None for v in values) or len(set(values)) < 2:
-            continue
-        shown = "; ".join(f"{d['label']} {d[key]:,}" if isinstance(d[key], int) else f"{d['label']} {d[key]}"
-                          for d in digests)
-        why = [str(d[f"{key}_why"]) for d in digests if d.get(f"{key}_why")]
-        out.append(f"{what}: {shown}" + (f" ({'; '.join(why)})" if why else ""))
+    """The answers side by side; kbtool/render/verdict.py words where they differ."""
     common = {k: v for k, v in answers[0].query.items() if all(a.query.get(k) == v for a in answers[1:])}
-    return EngineComparison(query=common, answers=answers, digest=digests, differences=out)
+    return EngineComparison(query=common, answers=answers, digest=[digest(a) for a in answers], differences=[])

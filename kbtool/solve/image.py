@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 17  # 13: the SGLang section; 14: backend platforms; 15: engine sections (engine-NAME);
+IMAGE_VERSION = 18  # 13: the SGLang section; 14: backend platforms; 15: engine sections (engine-NAME);
 # 16: the vLLM section (MLA prefill orders); 17: KV formats and the typical CUDA (kernel records)
 # 12: recorded vLLM boots (measured pools); 11: dispute sides carry their own requires;
 # 10: models carry their experts (vLLM's MoE workspace); 9: models carry their architecture; 8: claims carry
@@ -235,7 +235,7 @@ def _is_boot(m: Any) -> bool:
 
 def _boot_rows(records: list[Any]) -> list[tuple[Any, ...]]:
     """(accelerator, conditions, kv_cache_tokens, max_concurrency, measurement row id) of every recorded vLLM boot
-    (kbtool/solve/vllm/boots.py matches a query to them)."""
+    (kbtool/solve/engines/vllm/boots.py matches a query to them)."""
     out = []
     for m in records:
         if m.basis == "measured" and _is_boot(m):
@@ -249,7 +249,7 @@ def _boot_rows(records: list[Any]) -> list[tuple[Any, ...]]:
 def _boot_errors(records: list[Any]) -> list[tuple[Any, ...]]:
     """(accelerator, {vllm, class, boots, lowest, highest, error}) of the derived record kbtool/probe/boot_error.py
     writes: kb's estimate against the recorded boots, per model class."""
-    from kbtool.solve.vllm.boots import RECORD_ID
+    from kbtool.solve.engines.vllm.boots import RECORD_ID
 
     return [(r.accelerator or m.accelerator, {**r.conditions, "error": float(r.value)})
             for m in records if m.id == RECORD_ID for r in m.rows]
@@ -290,17 +290,13 @@ def _priority_row(p: Any) -> tuple[Any, ...]:
 def _engine_sections(by_kind: dict[str, list[Any]]) -> dict[str, Any]:
     """Each engine's own section: what its package's records.py `section(by_kind)` compiles (SGLang's resolution
     pipelines and claims), keyed by engine name; engines without one have none."""
-    import importlib
-
-    from kbtool.vocab import ENGINES
+    from kbtool.solve.engines import registry
 
     out = {}
-    for name in ENGINES:
-        try:
-            mod = importlib.import_module(f"kbtool.solve.{name}.records")
-        except ModuleNotFoundError:
-            continue
-        out[name] = mod.section(by_kind)
+    for name, eng in registry.ENGINES.items():
+        got = eng.section(by_kind)
+        if got is not None:
+            out[name] = got
     return out
 
 
@@ -488,7 +484,7 @@ class Image:
 
     def priorities(self, engine: str) -> list[tuple[Any, ...]]:
         """(id, engine, platform, scope, [(when, order)]) of the engine's priority records
-        (kbtool/solve/vllm/selection.py)."""
+        (kbtool/solve/engines/vllm/selection.py)."""
         return [t for t in self._section("priorities") if t[1] == engine]
 
     def boots(self) -> list[tuple[Any, ...]]:

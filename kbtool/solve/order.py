@@ -1,7 +1,8 @@
 """The order to try (design.md §4, issue 17 item 7): per phase, the engine's own priority (with --engine),
 then latency measured on this GPU at a matching shape, then the rest.
 
-The engine's priority comes from its `engine-priority` records (kbtool/solve/vllm/selection.py `priority_order`); the
+The engine's priority comes from its `engine-priority` records (kbtool/solve/engines/vllm/selection.py
+`priority_order`); the
 caveats an engine handles by default are the table below: vLLM's flash-attention fork enables two-level FP8
 accumulation by default (vllm-project/flash-attention hopper/utils.h:238 @ 617264c1c7955c9e84817654ebeedff069f3c5f1).
 """
@@ -17,14 +18,6 @@ if TYPE_CHECKING:
     from kbtool.solve.answer import KernelAnswer
 
 PASSING = ("ok", "caveat")
-
-def handled(engine: str, claim: str) -> str | None:
-    """How the engine already deals with a caveat by default, or None (kbtool/solve/engines.py)."""
-    from kbtool.solve import engines
-
-    eng = engines.get(engine)
-    return eng.handled(claim) if eng is not None else None
-
 
 def _fa_default(sm: str | None) -> str:
     """The FlashAttention generation vLLM picks by default on this architecture: FA-3 on 9.x, FA-4 on 10.x and

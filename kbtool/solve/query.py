@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from kbtool.errors import UsageError
-from kbtool.vocab import DTYPE_ALIASES, ENGINES, KV_DTYPES, LIBRARIES, PHASES
+from kbtool.vocab import DTYPE_ALIASES, KV_DTYPES, LIBRARIES, PHASES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -84,9 +84,12 @@ def parse_phase(text: str | None) -> list[str]:
 
 
 def parse_engine(text: str | None) -> str:
+    from kbtool.solve.engines import registry
+
+    known = ["none", *registry.names()]
     t = (text or "none").strip().lower()
-    if t not in ENGINES:
-        raise UsageError(f"--engine: unknown engine '{text}'", fix=f"use one of {', '.join(ENGINES)}")
+    if t not in known:
+        raise UsageError(f"--engine: unknown engine '{text}'", fix=f"use one of {', '.join(known)}")
     return t
 
 
@@ -197,52 +200,39 @@ def parse_size(text: str | None, flag: str = "--reserve") -> int | None:
     return int(value)
 
 
-RELEASES = tuple(e for e in ENGINES if e != "none")
-"""Each engine's release is a field named after it (q.vllm, q.sglang): the one its module pins."""
-
-
 class Query:
-    """Normalized inputs. `None` means not given (unknown to the gates)."""
+    """Normalized inputs. `None` means not given (unknown to the gates).
 
-    __slots__ = (  # the vLLM ones (attention_backend, kv_cache_dtype, vllm, vllm_ignored): solve/vllm/selection.py
+    The engine's own part is three fields, whatever the engine: `release` (the one its module pins), `settings`
+    (what its pasted serve line sets that kb's options do not name, in its own spelling) and `ignored` (the flags of
+    that line kb does not consider, shown in the answer)."""
+
+    __slots__ = (
         "assume",
         "attention",
-        "attention_backend",
-        "gpus_flag",
         "batch",
         "batched_tokens",
         "block_size",
         "ctx",
-        "ctx_auto",
-        "dp",
         "dtype",
-        "enforce_eager",
         "engine",
-        "engine_args",
-        "engine_ignored",
         "gpu",
         "gpus",
+        "gpus_flag",
         "head_dim",
         "head_dim_v",
+        "ignored",
         "kernels",
         "kv",
-        "kv_cache_dtype",
-        "kv_cache_memory",
         "libs",
-        "max_num_seqs",
         "model",
         "phases",
-        "pp",
+        "release",
         "reserve",
+        "settings",
         "utilization",
-        "vllm_ignored",
         "weights",
-        *RELEASES,
     )
-
-    if TYPE_CHECKING:  # the release fields (RELEASES)
-        vllm: str | None
-        sglang: str | None
 
     def __init__(self, gpu: str | None = None, gpus: int = 1, ctx: int | None = None, kv: str | None = None,
                  dtype: str | None = None, model: str | None = None, head_dim: int | None = None,
@@ -250,7 +240,7 @@ class Query:
                  engine: str = "none", kernels: list[str] | None = None, libs: dict[str, str] | None = None,
                  block_size: int | None = None, attention: str | None = None, utilization: float = 0.9,
                  weights: str | None = None, reserve: int | None = None, batched_tokens: int | None = None,
-                 assume: str = "typical") -> None:
+                 assume: str = "typical", release: str | None = None) -> None:
         self.gpu, self.gpus, self.ctx, self.kv, self.dtype, self.model = gpu, gpus, ctx, kv, dtype, model
         self.gpus_flag = "--gpus"  # the flag the GPU count came from, as typed (--vllm-args -tp), for errors
         self.head_dim, self.head_dim_v, self.batch = head_dim, head_dim_v, batch
@@ -261,18 +251,9 @@ class Query:
         self.block_size, self.attention, self.utilization = block_size, attention, utilization
         self.weights, self.reserve, self.batched_tokens = weights, reserve, batched_tokens
         self.assume = assume  # "typical": fill what was not given from the documented profile; "none": strict
-        for name in RELEASES:
-            setattr(self, name, None)
-        self.attention_backend: str | None = None
-        self.kv_cache_dtype: str | None = None
-        self.vllm_ignored: list[str] = []
-        self.max_num_seqs: int | None = None  # from --vllm-args; None: vLLM's default
-        self.enforce_eager = False
-        self.pp, self.dp = 1, 1  # pipeline stages and data-parallel replicas (--vllm-args)
-        self.ctx_auto = False  # --max-model-len auto / -1 (--vllm-args): vLLM fits the context to memory
-        self.kv_cache_memory: int | None = None  # --kv-cache-memory-bytes (--vllm-args): the pool, per GPU
-        self.engine_args: dict[str, Any] = {}  # --sglang-args: the ServerArgs fields the line sets
-        self.engine_ignored: list[str] = []  # --sglang-args: flags that do not change the answer
+        self.release = release  # the engine's release, as its module pins it
+        self.settings: dict[str, Any] = {}  # the serve line's engine-only settings (the engine's spelling)
+        self.ignored: list[str] = []  # the serve line's flags kb does not consider
 
     def __repr__(self) -> str:
         return f"Query({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
@@ -287,20 +268,12 @@ class Query:
             "weights": self.weights, "reserve": self.reserve, "max_num_batched_tokens": self.batched_tokens,
             "assume": self.assume,
         }
-        for k in (*RELEASES, "attention_backend", "kv_cache_dtype", "max_num_seqs", "kv_cache_memory"):
-            if getattr(self, k) is not None:
-                d[k] = getattr(self, k)
-        if self.enforce_eager:
-            d["enforce_eager"] = True
-        for k in ("pp", "dp"):
-            if getattr(self, k) > 1:
-                d[k] = getattr(self, k)
-        if self.vllm_ignored:
-            d["vllm_ignored"] = list(self.vllm_ignored)
-        if self.engine_args:
-            d["engine_args"] = dict(self.engine_args)
-        if self.engine_ignored:
-            d["engine_ignored"] = list(self.engine_ignored)
+        if self.release is not None:
+            d["release"] = self.release
+        if self.settings:
+            d["settings"] = dict(self.settings)
+        if self.ignored:
+            d["ignored"] = list(self.ignored)
         return d
 
 
@@ -315,8 +288,9 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
 
     `engine_opts` are each engine's own: NAME (its release, e.g. vllm="0.24.0") and NAME_args (a pasted serve
     line, e.g. sglang_args="python -m sglang.launch_server ..."), read by that engine's module
-    (kbtool/solve/engines.py): the line's model, context, KV dtype and GPUs fill kb's options the user left out."""
-    from kbtool.solve import engines
+    (kbtool/solve/engines/registry.py): the line's model, context, KV dtype and GPUs fill kb's options the user left
+    out."""
+    from kbtool.solve.engines import registry as engines
 
     kernels = [k.strip() for item in (kernel or []) for k in item.split(",") if k.strip()]
     libs = parse_libs(lib)
@@ -337,24 +311,26 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
     gpus_flag = "--gpus"
     if lines:  # a pasted serve line; explicit kb options win over its flags
         name, text = lines[0]
-        line = engines.get(name).parse_line(text)  # type: ignore[union-attr]
+        eng = engines.ENGINES[name]
+        flag = eng.line_flag()
+        line = eng.parse_line(text)
         opts: dict[str, Any] = {"model": model, "ctx": ctx, "kv": kv, "gpus": gpus, "util": util,
                                 "block_size": block_size, "dtype": dtype,
                                 "max_num_batched_tokens": max_num_batched_tokens, "weights": weights}
-        found = dict(engines.get(name).line_options(line))  # type: ignore[union-attr]
-        pasted_kv = found.pop("kv_pasted", None)  # as the line spells it; line_options' "kv" leaves auto out
+        found = dict(line.options)
+        pasted_kv = found.pop("kv_pasted", None)  # as the line spells it; the options' "kv" leaves auto out
+        spelled_tp = found.pop("gpus_flag", None)
         if kv is not None and pasted_kv == "auto" and parse_kv(str(kv)) not in ("bf16", "fp16"):
-            raise UsageError(f"--kv {kv} conflicts with --{name}-args --kv-cache-dtype auto (the model's own dtype)",
+            raise UsageError(f"--kv {kv} conflicts with {flag} --kv-cache-dtype auto (the model's own dtype)",
                              fix="give the KV dtype once: drop --kv, or change the serve line")
         for k, v in found.items():
             if k == "kv" and opts.get(k) is not None and v is not None and parse_kv(str(opts[k])) != parse_kv(str(v)):
-                raise UsageError(f"--kv {opts[k]} conflicts with --{name}-args --kv-cache-dtype {v}",
+                raise UsageError(f"--kv {opts[k]} conflicts with {flag} --kv-cache-dtype {v}",
                                  fix="give the KV dtype once: drop --kv, or change the serve line")
             if opts.get(k) is None and v is not None:
                 opts[k] = v
         if gpus is None and opts["gpus"] is not None:  # the GPUs came from the line: errors name its flag
-            spelled = getattr(line, "spelled", {})
-            gpus_flag = f"--{name}-args {spelled.get('tp') or spelled.get('tp_size') or '-tp'}"
+            gpus_flag = f"{flag} {spelled_tp or '-tp'}"
         model, ctx, kv, gpus, util = opts["model"], opts["ctx"], opts["kv"], opts["gpus"], opts["util"]
         block_size, dtype, weights = opts["block_size"], opts["dtype"], opts["weights"]
         max_num_batched_tokens = opts["max_num_batched_tokens"]
@@ -381,13 +357,12 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
     q.gpus_flag = gpus_flag
     for key in given:  # the engine's release and line belong to that engine
         name = key.removesuffix("_args")
+        eng = engines.ENGINES[name]
         if q.engine != name:
-            eng = engines.get(name)
-            label = eng.label if eng is not None else name
-            raise UsageError(f"--{name} and --{name}-args are about {label}",
-                             fix=f"add --engine {name} (or leave --engine out)")
+            flags = " and ".join(f for f in (eng.release_flag(), eng.line_flag()) if f)
+            raise UsageError(f"{flags} are about {eng.label}", fix=f"add --engine {name} (or leave --engine out)")
         if not key.endswith("_args"):
-            setattr(q, name, (given[key] or "").strip().lstrip("v") or None)
+            q.release = (given[key] or "").strip().lstrip("v") or None
     if line is not None:
-        engines.get(lines[0][0]).apply_line(q, line)  # type: ignore[union-attr]
+        engines.ENGINES[q.engine].apply_line(q, line)
     return q

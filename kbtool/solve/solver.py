@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from kbtool.errors import UsageError
 from kbtool.names import resolve_name
-from kbtool.solve import engines
 from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer, Reason, kernel_answer
 from kbtool.solve.context import Ctx, ctx_over_model
+from kbtool.solve.decision import Decision, decide
+from kbtool.solve.engines import registry as engines
 from kbtool.solve.gates import SEVERITY, Judge, Outcome, apply_claims, apply_claims_phases, best, structural, worst
 from kbtool.solve.image import Image
 from kbtool.solve.query import Query, check_libs
 from kbtool.solve.ranking import measured_ranking
-from kbtool.solve.ranking import summary as ranking_summary
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
     from kbtool.solve.answer import KernelStatus, Memory
+    from kbtool.solve.engines.base import Engine
     from kbtool.solve.image import AcceleratorV, ClaimV, KernelV, ModelV
 
 MLA_LAYOUTS = ("mla", "sparse-mla")
@@ -74,9 +75,9 @@ def prepare(img: Image, q: Query) -> Ctx:
         if not cx.backends:
             raise UsageError(f"--engine {q.engine}: the KB has no engine-backend records for it",
                              fix="use --engine none")
-        eng = engines.get(q.engine)
-        if eng is not None:  # one release's gates apply (kbtool/solve/engines.py)
-            eng.pin_release(img, q)
+        cx.engine = engines.get(q.engine)
+        if cx.engine is not None:  # one release's gates apply
+            cx.engine.pin_release(img, q)
     return cx
 
 
@@ -196,7 +197,7 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
             env["batch"] = assumed["batch"] = profile.BATCH
         # vLLM forces the MLA backends' own block sizes (64, 128, 32 x n): there the block size is what the
         # backend needs (chosen per gate below), not the engine's default
-        eng = engines.get(q.engine)
+        eng = cx.engine
         if "block_size" not in env and eng is not None and eng.block_size and env.get("attention") not in MLA_ONLY:
             env["block_size"] = assumed["block_size"] = eng.block_size
         if cx.model is None:
@@ -357,7 +358,7 @@ def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]], kstat: dict[str, tupl
     answers: list[BackendAnswer] = []
     via: dict[str, list[str]] = {}
     per_phase: dict[str, dict[str, Outcome]] = {}
-    eng = engines.get(cx.q.engine)
+    eng = cx.engine
     for b in cx.backends:
         phases: dict[str, Outcome] = {}
         checked = False  # the engine judged this backend itself (SGLang's resolution)
@@ -415,8 +416,10 @@ def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]], kstat: dict[str, tupl
 
 def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     q = cx.q
+    cx.notes = []
     env, assumed = base_env(cx, acc)
-    cx.memory_left = _memory_left(cx, acc, env)
+    memory = _memory(cx, acc, env, assumed)  # once per accelerator: the workspace gate and the verdict read it
+    cx.memory_left = _memory_left(cx, acc, memory)
     envs = {p: phase_env(cx, env, p) for p in q.phases}
     from kbtool.solve.profile import CHOSEN
 
@@ -466,8 +469,8 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     else:
         counts = cx.gate_counts
         kernels = [_kernel_answer(k, s, o, [], counts[k.id]) for k in cx.kernels for s, o in [kstat[k.id]]]
-    if q.engine != "none":
-        _handled(q.engine, kernels)
+    if cx.engine is not None:
+        _handled(cx.engine, kernels)
     chosen = {s: c for j in cx.judges.values() for s, c in j.chosen.items()}
     for subject, passes in sorted(chosen.items()):
         assumed[f"block_size ({subject})"] = " and ".join(dict.fromkeys(passes)) + " (what it needs)"
@@ -476,84 +479,82 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     kernels.sort(key=lambda a: (SEVERITY[a.status], a.gates == 0, a.rank or 10**6, a.id))
     from kbtool.solve.order import engine_ranks, recommended
 
-    erank = engine_ranks(backends, _engine_priority(cx, env)) if backends else {}
+    erank = engine_ranks(backends, cx.engine.priority(cx, env)) if backends and cx.engine is not None else {}
     rec = recommended(kernels, q.phases, erank, env.get("sm"))
     order = {kid: i for p in q.phases for i, kid in enumerate(rec[p])}
     kernels.sort(key=lambda a: (SEVERITY[a.status], order.get(a.id, 10**6), a.gates == 0, a.id))
     used |= glob_out.used
     glob_caveats = _merge(glob_out.caveats)
-    memory: Memory | None = None
-    mem_notes: list[str] = []
-    if cx.model is not None:  # the memory model is only imported when there is a model to size
-        eng = engines.get(q.engine)
-        if eng is not None:  # the engine sizes its own pool (kbtool/solve/engines.py)
-            memory, mem_notes = eng.memory(cx, acc, env, kernels, assumed)
-        else:
-            from kbtool.solve.vllm.memory import memory_for
-
-            memory, mem_notes = memory_for(cx, acc, env, kernels, assumed)
-    verdict, summary = _verdict(cx, acc, kernels, memory, rec)
-    engine = None
-    where = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "")
-    eng = engines.get(q.engine)
-    if eng is not None:  # the engine's own backend selection (kbtool/solve/engines.py)
-        engine, verdict, summary, first = eng.decide(cx, acc, envs, assumed, verdict, summary, memory, backends,
-                                                     kernels)
+    pick = cx.engine.pick(cx, acc, envs, assumed, memory, backends, kernels) if cx.engine is not None else None
+    over = ctx_over_model(cx)
+    decision = decide(where=f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else ""), phases=q.phases, kernels=kernels,
+                      rec=rec, memory=memory, utilization=q.utilization,
+                      over=(*over, cx.model.id) if over is not None and cx.model is not None else None,
+                      held=_merge(glob_out.reasons), glob_caveats=glob_caveats, pick=pick, backends=backends,
+                      long_context=cx.engine.long_context if cx.engine is not None else None)
+    first = _picked_caveats(decision, backends)
+    if first:
         glob_caveats = _merge(first + glob_caveats)
-    held = _merge(glob_out.reasons)  # a hardware gate that holds (vLLM refusing bf16 below sm80) decides
-    if held and verdict != "no":
-        verdict, summary = "no", f"{where}: {held[0].message}"
-    if verdict == "yes" and glob_caveats:  # one verdict, said once: "conditional", and the summary says why
-        verdict = "conditional"
-        summary = (summary.replace(": yes with", ": yes, with hardware caveats, with", 1) if ": yes with" in summary
-                   else summary.replace(": yes (", ": yes with hardware caveats (", 1))
     depends = sorted({d for k in kernels if k.status != "rejected" for rs in (k.reasons, k.caveats) for r in rs
                       for d in r.depends_on})
     qd = q.as_dict()
     qd["gpu"] = acc.id
-    if ranking:
-        summary += f"; measured on {acc.id}: {ranking_summary(ranking)}"
     _mark_evidence_scope(cx.img, [*kernels, *backends])
-    return Answer(query=qd, verdict=verdict, summary=summary, kernels=kernels, memory=memory,
+    return Answer(query=qd, verdict=decision.verdict, summary="", kernels=kernels, memory=memory,
                   claims_used=sorted(used), depends_on=depends, backends=backends, caveats=glob_caveats,
-                  assumed=assumed, notes=mem_notes, ranking=ranking, recommended=rec,
-                  engine=engine)
+                  assumed=assumed, notes=list(cx.notes), ranking=ranking, recommended=rec,
+                  engine=pick.to_dict() if pick is not None else None, decision=decision)
 
 
-def _memory_left(cx: Ctx, acc: AcceleratorV, env: dict[str, Any]) -> int | None:
-    """Bytes left per GPU after weights and the KV cache (the model's), or the usable capacity without a model."""
-    capacity = acc.capacity_bytes()
-    if capacity is None:
-        return None
-    usable = int(capacity * cx.q.utilization)
+def _picked_caveats(d: Decision, backends: list[BackendAnswer]) -> list[Reason]:
+    """The caveats to show first: the picked backend's engine-layer ones, and where the engine starts a backend
+    whose kernels kb refuses for this head size, that refusal."""
+    pick = d.pick
+    picked = next((b for b in backends if pick is not None and b.id == pick.selected), None)
+    if picked is None or pick is None:
+        return []
+    first = [r for r in picked.caveats if r.layer == "engine" and not r.handled]
+    if d.case == "ENGINE_KERNELS_REFUSE":
+        names = ", ".join(d.detail["kernels"])
+        first.insert(0, structural("KERNELS_REJECTED", f"{pick.label} validates this backend, but kb's kernel claims "
+                                   f"refuse this head size for every kernel it runs ({names}; --explain): expect a "
+                                   "failure at first use", "engine", subject=picked.id))
+    return first
+
+
+def _memory(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[str, Any]) -> Memory | None:
+    """The memory block, sized by the engine asked, or without one by the registry's accounting engine (named on
+    the `assumed:` line)."""
     if cx.model is None:
-        return usable
-    from kbtool.solve.budget import fit
-    from kbtool.solve.kvcache import DEFAULT_BATCHED_TOKENS
-
-    q = cx.q
-    ctx = env.get("ctx") or cx.model.max_context
-    f = fit(cx.model, env["kv_dtype"], capacity, ctx, batch=env.get("batch") or 1, tp=q.gpus,
-            utilization=q.utilization, weights=q.weights, reserve=q.reserve,
-            batched_tokens=q.batched_tokens or DEFAULT_BATCHED_TOKENS, formats=cx.img.kv_formats)
-    return f.pool_bytes - f.kv_bytes  # the pool is capacity x utilization - weights - the activation reserve
-
-
-def _engine_priority(cx: Ctx, env: dict[str, Any]) -> list[str]:
-    """The engine's backend ids in its own order of preference for this query (its engine-priority record)."""
-    eng = engines.get(cx.q.engine)
-    return eng.priority(cx, env) if eng is not None else []
+        return None
+    eng = cx.engine
+    if eng is None:
+        eng = engines.accounting()
+        mem = eng.memory(cx, acc, env, assumed)
+        if mem is not None and mem.pool is not None:
+            assumed["memory"] = f"{mem.pool.label}'s accounting (no --engine)"
+        return mem
+    return eng.memory(cx, acc, env, assumed)
 
 
-def _handled(engine: str, kernels: list[KernelAnswer]) -> None:
+def _memory_left(cx: Ctx, acc: AcceleratorV, memory: Memory | None) -> int | None:
+    """Bytes left per GPU after weights and the KV cache, as the memory block sized them, or the usable capacity
+    without a model."""
+    if memory is not None:
+        return memory.available_bytes - memory.kv_bytes
+    capacity = acc.capacity_bytes()
+    if capacity is None or cx.model is not None:
+        return None
+    return int(capacity * cx.q.utilization)
+
+
+def _handled(eng: Engine, kernels: list[KernelAnswer]) -> None:
     """A caveat the engine handles by default is shown as handled and does not demote the kernel."""
-    from kbtool.solve.order import handled
-
     for k in kernels:
         if not k.via or not k.caveats:
             continue
         for r in k.caveats:
-            r.handled = handled(engine, r.claim)
+            r.handled = eng.handled(r.claim)
         if k.status == "caveat" and all(r.handled for r in k.caveats):
             k.status = "ok"
             k.phase_status = {p: "ok" if s == "caveat" else s for p, s in k.phase_status.items()}
@@ -579,52 +580,6 @@ def _mark_evidence_scope(img: Image, answers: list[KernelAnswer] | list[Any]) ->
                     r.verified_on = sorted(arch for arch in archs if arch)
 
 
-def _verdict(cx: Ctx, acc: AcceleratorV, kernels: list[KernelAnswer], memory: Any,
-             rec: dict[str, list[str]]) -> tuple[str, str]:
-    q = cx.q
-    per_phase = {p: best(k.phase_status[p] for k in kernels if p in k.phase_status) if any(
-        p in k.phase_status for k in kernels) else None for p in q.phases}
-    fits = memory.fits if memory is not None else None
-    use = "; ".join(f"{p}: {ids[0]}" for p, ids in rec.items() if ids)
-    where = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "")
-    if not kernels or any(v is None for v in per_phase.values()):
-        missing = ", ".join(p for p, v in per_phase.items() if v is None)
-        return "unknown", f"{where}: no kernel in the KB covers {missing}"
-    over = ctx_over_model(cx)
-    if over:
-        return "no", f"{where}: {over}"
-    mem = ""
-    if memory is not None and fits is not None:
-        gb = 1e9
-        if fits:
-            mem = f"; KV {memory.kv_bytes / gb:,.1f} GB fits in {memory.available_bytes / gb:,.1f} GB"
-        elif memory.available_bytes <= 0:
-            usable = memory.available_bytes + memory.weights_bytes + memory.reserve_bytes
-            mem = (f"; does not fit: weights {memory.weights_bytes / gb:,.1f} GB per GPU exceed the "
-                   f"{usable / gb:,.1f} GB usable ({q.utilization:g} x {memory.capacity_bytes / gb:,.1f} GB), "
-                   f"before {memory.kv_bytes / gb:,.1f} GB of KV")
-        else:
-            mem = (f"; does not fit: KV needs {memory.kv_bytes / gb:,.1f} GB, {memory.available_bytes / gb:,.1f}"
-                   f" GB left after weights and the activation reserve (max ctx {memory.max_ctx:,})")
-    if fits is False:
-        return "no", f"{where}: {mem[2:]}"
-    if any(v == "rejected" for v in per_phase.values()):
-        bad = [p for p, v in per_phase.items() if v == "rejected"]
-        return "no", f"{where}: every kernel is rejected for {', '.join(bad)}{mem}"
-    if all(v == "ok" for v in per_phase.values()):
-        return "yes", f"{where}: yes ({use}){mem}"
-    if all(v in ("ok", "caveat") for v in per_phase.values()):
-        return "conditional", f"{where}: yes with caveats ({use}){mem}"
-    if all(v in ("ok", "caveat", "disputed") for v in per_phase.values()):
-        bad = [p for p, v in per_phase.items() if v == "disputed"]
-        return "conditional", f"{where}: {', '.join(bad)} rests on a disputed claim{mem}"
-    deps = sorted({d for k in kernels for r in k.reasons + k.caveats for d in r.depends_on})
-    if not deps:
-        bad = [p for p, v in per_phase.items() if v == "unknown"]
-        return "unknown", f"{where}: the KB does not know enough to answer for {', '.join(bad)}{mem}"
-    return "conditional", f"{where}: depends on {', '.join(deps)}, not given{mem}"
-
-
 def solve(kb: Image | KB, q: Query) -> Answer | MultiAnswer:
     """One Answer for --gpu; without it, one row per accelerator in the KB."""
     if not q.gpu and not q.model and not q.kernels and q.head_dim is None and q.ctx is None:
@@ -635,9 +590,7 @@ def solve(kb: Image | KB, q: Query) -> Answer | MultiAnswer:
         q.gpu = resolve(img, q.gpu, "accelerator")
         return solve_one(cx, img.accelerator(q.gpu))
     rows = [solve_one(cx, a) for a in img.accelerators()]
-    counts = {v: sum(r.verdict == v for r in rows) for v in ("yes", "conditional", "no", "unknown")}
-    summary = f"{len(rows)} accelerators: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n)
-    return MultiAnswer(query=q.as_dict(), rows=rows, summary=summary)
+    return MultiAnswer(query=q.as_dict(), rows=rows)
 
 
 def unprobed(probed: list[str], lib: str, version: str) -> str | None:

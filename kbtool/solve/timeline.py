@@ -85,7 +85,7 @@ def replayed(ev: Evidence, version: str) -> dict[str, Any] | None:
     with the sha256 the case recorded."""
     import json
 
-    from kbtool.solve.vllm.grid import folders
+    from kbtool.solve.engines.vllm.grid import folders
 
     path = next((f / version / "outcomes.json" for f in folders() if (f / version / "outcomes.json").is_file()),
                 None)

@@ -99,7 +99,7 @@ def test_an_argparse_refusal_agrees_on_the_flag_and_value_only() -> None:
            "message": "sglang serve: error: argument --dsa-decode-backend: invalid choice: 'triton_sparse_mla' "
                       "(choose from 'flashmla_sparse', 'fa3')"}
     from kbtool.errors import UsageError
-    from kbtool.solve.sglang.args import parse_argv
+    from kbtool.solve.engines.sglang.args import parse_argv
 
     got = sg.outcome(image(), "0.5.23", {}, {}, {sg.REFUSED: "never parsed"})
     assert got["where"] == "argparse" and sg.differs(got, sgl) == ["error"]

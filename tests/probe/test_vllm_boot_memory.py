@@ -17,10 +17,10 @@ import yaml
 from kbtool.model import Model
 from kbtool.model.hfconfig import to_record
 from kbtool.query_cli import image
+from kbtool.solve.engines.vllm import mamba as vllm_mamba
+from kbtool.solve.engines.vllm import pool as vllm_pool
 from kbtool.solve.query import build_query
 from kbtool.solve.solver import solve
-from kbtool.solve.vllm import mamba as vllm_mamba
-from kbtool.solve.vllm import pool as vllm_pool
 from probes.vllm_boot import boots_unquantized
 from tests.util import ROOT
 
@@ -63,8 +63,8 @@ def serve_line(p: dict) -> str:
 def predicted(p: dict, env: dict) -> dict:
     q = build_query(gpu=env["accelerator"], vllm_args=serve_line(p), lib=[f"vllm={env['libraries']['vllm']}"])
     answer = solve(image(), q)
-    assert answer.memory is not None and answer.memory.vllm_report is not None, p["id"]
-    return answer.memory.vllm_report["estimate"]  # kb's own figures, not the boot's (which the answer may quote)
+    assert answer.memory is not None and answer.memory.engine_report is not None, p["id"]
+    return answer.memory.engine_report["estimate"]  # kb's own figures, not the boot's (which the answer may quote)
 
 
 def test_there_are_enough_boots_to_judge() -> None:
@@ -175,7 +175,7 @@ def test_a_mamba_hybrid_widens_the_attention_block_until_one_page_holds_a_state(
 def test_the_shipped_estimate_error_record_is_current() -> None:
     """records/measurements/vllm-boot-estimate-error.yaml is what `kb probe boot-error --write` writes today."""
     from kbtool.probe import boot_error
-    from kbtool.solve.vllm.boots import RECORD_ID
+    from kbtool.solve.engines.vllm.boots import RECORD_ID
 
     shipped = yaml.safe_load((ROOT / "records" / "measurements" / f"{RECORD_ID}.yaml").read_text(encoding="utf-8"))
     now = boot_error.record(image())
@@ -185,27 +185,27 @@ def test_the_shipped_estimate_error_record_is_current() -> None:
 
 
 def test_a_query_that_repeats_a_boot_is_answered_with_vllms_numbers() -> None:
+    from kbtool.solve.engines.vllm.memory import memory_for
     from kbtool.solve.solver import base_env, prepare
-    from kbtool.solve.vllm.memory import memory_for
 
     _name, p, m, env = next(b for b in BOOTS if b[1]["model"] == "qwen3-8b")
     img = image()
     cx = prepare(img, build_query(gpu=env["accelerator"], vllm_args=serve_line(p)))
     acc = img.accelerator(img.resolve(env["accelerator"], "accelerator", "--gpu"))
     benv, assumed = base_env(cx, acc)
-    mem, _ = memory_for(cx, acc, benv, [], assumed)
-    r = mem.vllm_report
+    mem = memory_for(cx, acc, benv, assumed, cx.q.release)
+    r = mem.engine_report
     # the query's release (the newest recorded) is not the boot's: kb's estimate, with the boot beside it
     assert r["basis"] == "estimated" and r["other_release"]["kv_cache_tokens"] == m["kv_cache_tokens"]
     assert r["error"]["class"] == "dense" and r["error"]["boots"] >= 10
-    cx.q.vllm = m["release"]  # the boot's own release: vLLM's numbers are the answer
-    mem, _ = memory_for(cx, acc, benv, [], assumed)
-    r = mem.vllm_report
+    cx.q.release = m["release"]  # the boot's own release: vLLM's numbers are the answer
+    mem = memory_for(cx, acc, benv, assumed, cx.q.release)
+    r = mem.engine_report
     assert r["basis"] == "measured" and r["kv_cache_tokens"] == m["kv_cache_tokens"]
     assert r["max_concurrency"] == pytest.approx(m["max_concurrency"], abs=0.01)
     assert r["estimate"]["kv_cache_tokens"] != m["kv_cache_tokens"]  # kb's own figure stays beside it
     # another utilization is another question
     cx2 = prepare(img, build_query(gpu=env["accelerator"], vllm_args=serve_line({**p, "gpu_memory_utilization": 0.85})))
-    cx2.q.vllm = m["release"]
-    mem, _ = memory_for(cx2, acc, base_env(cx2, acc)[0], [], {})
-    assert mem.vllm_report["basis"] == "estimated"
+    cx2.q.release = m["release"]
+    mem = memory_for(cx2, acc, base_env(cx2, acc)[0], {}, cx2.q.release)
+    assert mem.engine_report["basis"] == "estimated"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kbtool.query_cli import image
+from kbtool.render.verdict import answer_summary
 from kbtool.solve.query import build_query
 from kbtool.solve.solver import solve
 
@@ -12,8 +13,8 @@ def test_a_backend_vllm_picks_whose_every_kernel_kb_rejects_is_not_a_plain_yes()
     picked = next(b for b in a.backends if a.engine and b.id == a.engine["selected"])
     assert picked.status == "rejected"  # the premise: every kernel this backend runs is rejected here
     assert a.verdict == "conditional"
-    assert "refuse this head size for every kernel it runs" in a.summary
-    assert "yes" not in a.summary.split(":", 1)[1][:12]
+    assert "refuse this head size for every kernel it runs" in answer_summary(a)
+    assert "yes" not in answer_summary(a).split(":", 1)[1][:12]
     assert any(r.code == "KERNELS_REJECTED" and r.subject == picked.id for r in a.caveats)
 
 

@@ -1,4 +1,4 @@
-"""SGLang behind the engine interface (kbtool/solve/sglang/engine.py): a pasted launch line and kb's own options
+"""SGLang behind the engine interface (kbtool/solve/engines/sglang/engine.py): a pasted launch line and kb's own options
 reach SGLang's resolution; its refusals become a "no" with its exact message; every backend is judged by asking
 the resolution for it; the pool is sized with its resolved mem_fraction_static and page size; --engine
 vllm,sglang sets both answers side by side."""
@@ -10,9 +10,10 @@ import json
 import pytest
 
 from kbtool.query_cli import image, main
+from kbtool.render.verdict import answer_summary
+from kbtool.solve.engines.sglang import facts as sglang_facts
+from kbtool.solve.engines.sglang import resolve as sglang_resolve
 from kbtool.solve.query import build_query
-from kbtool.solve.sglang import facts as sglang_facts
-from kbtool.solve.sglang import resolve as sglang_resolve
 from kbtool.solve.solver import solve
 
 
@@ -40,7 +41,7 @@ def _resolved(img, gpu: str, model: str, args: dict) -> dict:  # type: ignore[no
 ])
 def test_the_answer_is_sglangs_own_resolution(img, gpu: str, model: str, line: str) -> None:  # type: ignore[no-untyped-def]
     a = _ask(img, gpu=gpu, sglang_args=line)
-    from kbtool.solve.sglang.args import parse
+    from kbtool.solve.engines.sglang.args import parse
 
     fields = dict(parse(line).fields)
     fields.pop("model_path", None)
@@ -60,7 +61,7 @@ def test_a_refusal_is_a_no_with_sglangs_exact_error(img) -> None:  # type: ignor
     assert a.engine["error"] == "TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x). Please use " \
                                 "a different backend."
     assert a.engine["error_type"] == "ValueError" and a.engine["where"].startswith("srt/arg_groups/overrides.py:")
-    assert "refuses to start" in a.summary
+    assert "refuses to start" in answer_summary(a)
 
 
 def test_each_backend_is_judged_by_asking_sglang_for_it(img) -> None:  # type: ignore[no-untyped-def]
@@ -82,7 +83,7 @@ def test_kb_options_fill_what_the_line_leaves_out(img) -> None:  # type: ignore[
 
 def test_release_pinning(img, capsys) -> None:  # type: ignore[no-untyped-def]
     old = _ask(img, gpu="h100", model="llama-3.1-8b", sglang="0.5.17")
-    assert old.engine["sglang"] == "0.5.17" and old.query["sglang"] == "0.5.17"
+    assert old.engine["sglang"] == "0.5.17" and old.query["release"] == "0.5.17"
     assert main(["--gpu", "h100", "--engine", "sglang", "--sglang", "0.4.0"]) == 2
     err = capsys.readouterr().err
     assert "0.5.17, 0.5.23" in err and "fix: use --sglang 0.5.23" in err

@@ -21,8 +21,8 @@ import pytest
 
 from kbtool.kb import load_kb
 from kbtool.solve import gates
+from kbtool.solve.engines.vllm import selection as engine
 from kbtool.solve.image import Image
-from kbtool.solve.vllm import selection as engine
 from probes import vllm_selector as vs
 from tests.util import RECORDS, ROOT
 

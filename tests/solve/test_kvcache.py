@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from kbtool.model import Model
 from kbtool.solve.budget import fit, weight_bytes
+from kbtool.solve.engines.vllm import pool as vllm_pool
 from kbtool.solve.kvcache import UNBOUNDED_CTX, kv_model, max_context, state_page
-from kbtool.solve.vllm import pool as vllm_pool
 
 SRC = [{"type": "seed", "seed": "fixture.txt"}]
 

@@ -1,11 +1,11 @@
-"""kbtool/solve/sglang/args.py: SGLang launch commands as ServerArgs fields."""
+"""kbtool/solve/engines/sglang/args.py: SGLang launch commands as ServerArgs fields."""
 
 from __future__ import annotations
 
 import pytest
 
 from kbtool.errors import UsageError
-from kbtool.solve.sglang.args import parse, parse_argv
+from kbtool.solve.engines.sglang.args import parse, parse_argv
 
 
 def test_launch_server_with_aliases() -> None:

@@ -4,7 +4,7 @@ max_total_num_tokens, mem_fraction_static and page size must match what SGLang p
 
 The tolerance is SGLang's own noise, not kb's: the pool is `free-before-load x mem_fraction_static - weights`
 over the bytes per token, and kb knows the free memory before the load only from the recorded CUDA context
-(kbtool/solve/sglang/pool.py CONTEXT_BYTES), so a case may differ by a few MB of allocator state (0.2%)."""
+(kbtool/solve/engines/sglang/pool.py CONTEXT_BYTES), so a case may differ by a few MB of allocator state (0.2%)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SGLang's token pool (kbtool/solve/sglang/pool.py): bytes per token as SGLang's pool configurators count them
+"""SGLang's token pool (kbtool/solve/engines/sglang/pool.py): bytes per token as SGLang's pool configurators count them
 (sglang 0.5.23 model_executor/pool_configurator.py), the budget `pre-load free x mem_fraction_static - weights`,
 whole pages, and its start-up error when the weights leave nothing."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kbtool.query_cli import image
-from kbtool.solve.sglang import pool as sglang_pool
+from kbtool.solve.engines.sglang import pool as sglang_pool
 
 
 @pytest.fixture(scope="module")

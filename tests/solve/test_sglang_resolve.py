@@ -1,4 +1,4 @@
-"""kb's SGLang resolution (kbtool/solve/sglang/resolve.py, records sglang-*) against SGLang's own, on the grids
+"""kb's SGLang resolution (kbtool/solve/engines/sglang/resolve.py, records sglang-*) against SGLang's own, on the grids
 the sglang-resolve probe recorded (tests/data/sglang/<release>/<platform>.json.gz: SGLang's ServerArgs
 resolution over model x flags on one platform, written by `kb probe run --probe sglang-resolve`). No SGLang is
 needed. Every recorded point is replayed and must agree on the prefill and decode backends, page size, KV dtype,
@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from kbtool.kb import load_kb
+from kbtool.solve.engines.sglang import resolve as sr
+from kbtool.solve.engines.sglang.facts import model_facts
 from kbtool.solve.image import Image
-from kbtool.solve.sglang import resolve as sr
-from kbtool.solve.sglang.facts import model_facts
 from probes import sglang_resolve as grid
 from tests.util import RECORDS, ROOT
 

@@ -8,6 +8,7 @@ import pytest
 
 from kbtool.errors import NotFoundError, UsageError
 from kbtool.kb import KB
+from kbtool.render.verdict import answer_summary
 from kbtool.solve.answer import Answer, KernelAnswer, MultiAnswer
 from kbtool.solve.query import build_query
 from kbtool.solve.solver import solve
@@ -79,7 +80,7 @@ def test_disputed_claims_are_enforced_and_labelled(kb: KB) -> None:
     r = next(r for r in k(a, "k-gqa").reasons if r.claim == "k-gqa-requires-sm90")
     assert r.verification == "disputed" and r.enforced
     assert k(a, "k-gqa").status == "disputed"  # its only failing gate is disputed: neither ok nor rejected
-    assert a.verdict == "conditional" and "disputed" in a.summary
+    assert a.verdict == "conditional" and "disputed" in answer_summary(a)
 
 
 def test_refuted_claims_are_shown_not_enforced(kb: KB) -> None:
@@ -175,7 +176,7 @@ def test_engine_backend_gate_alone_rejects(kb: KB) -> None:
 def test_memory_no_fit_gives_verdict_no(kb: KB) -> None:
     a = ask(kb, gpu="hop", model="fx-llama-405b", ctx="128k")
     assert a.verdict == "no" and a.memory is not None and a.memory.fits is False
-    assert "does not fit" in a.summary and "GB" in a.summary
+    assert "does not fit" in answer_summary(a) and "GB" in answer_summary(a)
 
 
 def test_memory_numbers_fixture(kb: KB) -> None:

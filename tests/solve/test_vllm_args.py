@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kbtool.errors import UsageError
-from kbtool.solve.vllm.args import parse
+from kbtool.solve.engines.vllm.args import parse
 from tests.util import run_kb
 
 
@@ -97,9 +97,9 @@ def test_pipeline_parallel_and_quantization_change_the_answer() -> None:
     assert m["weights_dtype"] == "fp8" and 0.5 < m["weights_bytes"] * 4 / plain["weights_bytes"] < 0.55
     assert m["kv_bytes_per_token"] * 4 == plain["kv_bytes_per_token"]
     assert plain["fits"] is False and m["fits"] is True
-    assert staged["query"]["vllm_ignored"] == ["--enable-prefix-caching"] and staged["query"]["pp"] == 4
+    assert staged["query"]["ignored"] == ["--enable-prefix-caching"] and staged["query"]["settings"]["pp"] == 4
     text = run_kb(*base[:-2], "--vllm-args", "serve llama-3.1-70b --max-model-len 32768 --enable-prefix-caching").out
-    assert "vllm-args not considered: --enable-prefix-caching" in text
+    assert "serve-line flags not considered: --enable-prefix-caching" in text
 
 
 def test_a_gpu_without_bf16_is_asked_in_fp16_by_default() -> None:

@@ -1,4 +1,5 @@
-"""Any vLLM release through `--vllm X` (kbtool/solve/vllm/grid.py): a release answered from its own recorded grid
+"""Any vLLM release through `--vllm X` (kbtool/solve/engines/vllm/grid.py): a release answered from its own recorded
+grid
 gives what vLLM's selector gave at that grid point; a release with no record names the recorded releases
 around it and is never answered as one of them."""
 
@@ -9,9 +10,9 @@ from functools import cache
 import pytest
 
 from kbtool.kb import load_kb
+from kbtool.solve.engines.vllm import grid
+from kbtool.solve.engines.vllm import selection as engine
 from kbtool.solve.image import Image
-from kbtool.solve.vllm import grid
-from kbtool.solve.vllm import selection as engine
 from probes import vllm_selector as vs
 from tests.util import RECORDS, ROOT
 

@@ -11,8 +11,8 @@ from pydantic import ValidationError
 
 from kbtool.kb import load_kb
 from kbtool.model.engine_priority import EnginePriority
+from kbtool.solve.engines.vllm import selection
 from kbtool.solve.image import Image
-from kbtool.solve.vllm import selection
 from tests.util import RECORDS
 
 DSV3 = {"qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128}  # DeepSeek-V3 / R1

@@ -1,4 +1,4 @@
-"""vLLM's pool accounting per release (kbtool/solve/vllm/pool.py Accounting): where 0.19.1, 0.24.0 and 0.33.0
+"""vLLM's pool accounting per release (kbtool/solve/engines/vllm/pool.py Accounting): where 0.19.1, 0.24.0 and 0.33.0
 differ, kb's numbers differ the same way, and --kv-cache-memory-bytes is the pool."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from types import SimpleNamespace
 import pytest
 
 from kbtool.query_cli import image
+from kbtool.solve.engines.vllm import pool as vllm_pool
+from kbtool.solve.engines.vllm.args import parse
 from kbtool.solve.query import build_query
 from kbtool.solve.solver import solve
-from kbtool.solve.vllm import pool as vllm_pool
-from kbtool.solve.vllm.args import parse
 
 
 def _model(arch: str | None) -> SimpleNamespace:
@@ -72,7 +72,7 @@ def test_kv_cache_memory_bytes_is_read_as_vllm_reads_it_and_is_the_pool() -> Non
     line = "vllm serve Qwen/Qwen3-8B --max-model-len 8192 --kv-cache-memory-bytes 20G"
     a = solve(image(), build_query(gpu="h200", vllm_args=line))
     assert a.memory is not None and a.memory.available_bytes == 20 * 2**30
-    assert "--kv-cache-memory-bytes" not in (a.query.get("vllm_ignored") or [])
-    assert a.memory.vllm_report["num_blocks"] == 20 * 2**30 // (16 * 36 * 8 * 256 * 2)
+    assert "--kv-cache-memory-bytes" not in (a.query.get("ignored") or [])
+    assert a.memory.engine_report["num_blocks"] == 20 * 2**30 // (16 * 36 * 8 * 256 * 2)
     huge = solve(image(), build_query(gpu="h200", vllm_args=line.replace("20G", "200G")))
     assert huge.memory is not None and huge.memory.fits is False  # weights + 200 GiB exceed the GPU

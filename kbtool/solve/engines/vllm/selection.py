@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 from kbtool.names import architecture_of
 from kbtool.solve.conditions import compare_versions, evaluate
-from kbtool.solve.context import ctx_over_model
 from kbtool.solve.gates import Judge, apply_claims, structural
 
 TYPE_CHECKING = False
@@ -157,7 +156,7 @@ def select(img: Image, env: dict[str, Any], version: str | None = None, requeste
         return Selection(None, [], {}, None, requested, "the KB has no vLLM priority records")
     env = dict(env, engine="vllm", vllm=version)
     if version not in versions(img):  # no priority records: the release's own grid, or the releases around it
-        from kbtool.solve.vllm.grid import select_unrecorded
+        from kbtool.solve.engines.vllm.grid import select_unrecorded
 
         return select_unrecorded(img, env, version, requested, platform)
     backends = {b.id: b for b in img.backends("vllm")}
@@ -213,7 +212,7 @@ def vllm_env(cc: float, *, dtype: str, kv: str, head_size: int, block: int | Non
 # ---- MLA as vLLM runs it -------------------------------------------------------------------------
 # The MLA backends above are decode backends. vLLM picks the MLA *prefill* backend separately; each release's
 # order (by compute capability and MLA dimensions), the backends its own checks refuse by default and what each
-# backend calls are the `mla_prefill` block of its engine-priority record (kbtool/solve/vllm/records.py compiles
+# backend calls are the `mla_prefill` block of its engine-priority record (kbtool/solve/engines/vllm/records.py compiles
 # them). Prefill runs uncompressed: qk = qk_nope + rope (192 for DeepSeek-V3), v = v_head_dim (128).
 
 
@@ -297,32 +296,13 @@ def answer_for(img: Image, env: dict[str, Any], assumed: dict[str, Any], version
     return out
 
 
-def engine_summary(engine: dict[str, Any], where: str) -> str:
-    """One sentence: what vLLM would do."""
-    name = {b["id"]: b["name"] for b in engine["backends"]}
-    v = f"vLLM {engine['vllm']}"
-    if engine.get("between"):
-        return f"{where}: {v} is not recorded; {engine['between']}"
-    if engine.get("error"):
-        return f"{where}: {v} would refuse: {engine['error']}"
-    text = f"yes with {name.get(engine['selected'], engine['selected'])} ({v}'s choice"
-    mla = engine.get("mla")
-    if mla and mla["prefill"]:
-        text += f" for decode; prefill via {mla['prefill'][0]}, {mla['prefill_shape']}"
-    elif mla:
-        text += f" for decode; MLA prefill order not recorded for this release, {mla['prefill_shape']}"
-    return f"{where}: {text})"
-
-
-def apply_to_answer(cx: Any, acc: Any, envs: dict[str, dict[str, Any]], assumed: dict[str, Any], verdict: str,
-                    summary: str, memory: Any) -> tuple[dict[str, Any] | None, str, str]:
-    """The solver's hook (solver.solve_one, with --engine vllm): vLLM's selection decides the engine verdict.
-
-    vLLM serves what its selector accepts (MLA prefill included, which the kernel layer alone rejects for
-    FlashAttention); a memory verdict of "does not fit" still stands."""
+def block_for(cx: Any, envs: dict[str, dict[str, Any]], assumed: dict[str, Any],
+              memory: Any) -> dict[str, Any] | None:
+    """vLLM's selection for the query on one accelerator (the decode phase's environment), with what it would print
+    at start-up; None where the KB records no selection for any release."""
     q = cx.q
-    if not versions(cx.img) or getattr(q, "vllm", None) is None:
-        return None, verdict, summary  # no recorded selection for this release: the engine layer alone answers
+    if not versions(cx.img) or q.release is None:
+        return None  # no recorded selection for this release: the engine layer alone answers
     env = dict(envs.get("decode") or next(iter(envs.values())))
     model = cx.model
     if model is not None:
@@ -339,24 +319,11 @@ def apply_to_answer(cx: Any, acc: Any, envs: dict[str, dict[str, Any]], assumed:
             if mla.head_dim_v:
                 env.setdefault("v_head_dim", mla.head_dim_v)
             env["head_dim"] = mla.kv_lora_rank + mla.rope_dim  # vLLM's MLA head_size: the latent width
-    version = getattr(q, "vllm", None)
-    engine = answer_for(cx.img, env, assumed, version, getattr(q, "attention_backend", None),
-                        getattr(q, "kv_cache_dtype", None))
-    where = f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else "")
+    engine = answer_for(cx.img, env, assumed, q.release, q.settings.get("attention_backend"),
+                        q.settings.get("kv_cache_dtype"))
     engine["preflight"] = preflight(engine, memory, q.ctx or (model.max_context if model is not None else None),
                                     q.batch, getattr(model, "max_context", None))
-    if (memory is not None and memory.fits is False) or ctx_over_model(cx):
-        return engine, verdict, summary
-    if engine.get("between"):  # an unswept release: what the releases around it do, never one of them as its answer
-        return engine, "conditional", engine_summary(engine, where)
-    if engine.get("error"):
-        return engine, "no" if engine["error"] != "depends on inputs not given" else "conditional", \
-            engine_summary(engine, where)
-    mem = ""
-    if memory is not None and memory.fits:
-        mem = f"; KV {memory.kv_bytes / 1e9:,.1f} GB fits in {memory.available_bytes / 1e9:,.1f} GB"
-    # what vLLM does decides; the kernel table below still shows each kernel's own gates and caveats
-    return engine, "yes", engine_summary(engine, where) + mem
+    return engine
 
 
 def pin_release(img: Image, q: Any) -> None:
@@ -366,17 +333,17 @@ def pin_release(img: Image, q: Any) -> None:
     from kbtool.errors import UsageError
 
     known = versions(img)
-    asked = getattr(q, "vllm", None)
+    asked = q.release
     # any release: answered from its recorded grid, or from the recorded releases around it (grid.py)
     if asked is not None and asked not in known and not re.fullmatch(r"\d+(\.\d+)+([.+-]?[0-9A-Za-z]+)*", asked):
         raise UsageError(f"--vllm {asked}: not a release number", fix="e.g. --vllm 0.28.0")
     if asked is None and "vllm" in q.libs:  # --lib vllm=X: that release's claims and its selection
-        q.vllm = q.libs["vllm"]
+        q.release = q.libs["vllm"]
         return
     version = asked or (known[-1] if known else None)
     if version is None:
         return
-    q.vllm = version
+    q.release = version
     q.libs["vllm"] = version
 
 

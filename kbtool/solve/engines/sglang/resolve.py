@@ -8,13 +8,13 @@ or runs a claim, whose refusal is the error SGLang raises at that point (its mes
 place from the claim record). The state is a flat dict of kb condition variables (kbtool/vocab.py): a backend
 field not given is "none", a number not given is 0.
 
-Model and platform facts come from kbtool/solve/sglang/facts.py; the command line from sglang_args.py.
+Model and platform facts come from kbtool/solve/engines/sglang/facts.py; the command line from sglang_args.py.
 """
 
 from __future__ import annotations
 
 from kbtool.solve.conditions import evaluate
-from kbtool.solve.sglang.facts import model_facts, model_facts_from_record, platform_facts
+from kbtool.solve.engines.sglang.facts import model_facts, model_facts_from_record, platform_facts
 from kbtool.solve.templates import fill
 
 TYPE_CHECKING = False
@@ -99,7 +99,7 @@ def _value(v: Any, env: dict[str, Any], consts: dict[str, Any]) -> Any:
         return v
     _tag, var, times = v
     if var == "mem_fraction_estimate":
-        from kbtool.solve.sglang.fraction import mem_fraction
+        from kbtool.solve.engines.sglang.fraction import mem_fraction
 
         return mem_fraction(env, consts)
     if var == "mem_fraction_static_x085":
@@ -129,7 +129,7 @@ def _refusal(img: Image, cid: str, env: dict[str, Any], release: str) -> dict[st
 
 def resolve(img: Image, release: str, platform: dict[str, Any], facts: dict[str, Any],
             args: dict[str, Any], trace: dict[str, Any] | None = None) -> dict[str, Any]:
-    """SGLang `release`'s resolution of `args` (ServerArgs fields, kbtool/solve/sglang/args.py) for a model
+    """SGLang `release`'s resolution of `args` (ServerArgs fields, kbtool/solve/engines/sglang/args.py) for a model
     (`facts`, model_facts) on a platform (platform_facts): the backends and settings with the record step or
     claim that set each, or the error it raises. With `trace` (a dict), the state each claim was checked on
     goes to trace["checks"][claim id] and the last state (resolved, or where it raised) to trace["env"]: what

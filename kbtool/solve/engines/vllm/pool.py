@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kbtool.solve.vllm import mamba as vllm_mamba
+from kbtool.solve.engines.vllm import mamba as vllm_mamba
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

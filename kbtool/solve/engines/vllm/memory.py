@@ -2,59 +2,59 @@
 
 from __future__ import annotations
 
-from kbtool.solve import engines
 from kbtool.solve.answer import Memory
 from kbtool.solve.budget import SAMPLER_ROWS, Fit, fit
+from kbtool.solve.engines.base import Pool
 from kbtool.solve.kvcache import DEFAULT_BATCHED_TOKENS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from kbtool.solve.answer import KernelAnswer
     from kbtool.solve.context import Ctx
+    from kbtool.solve.engines.vllm.pool import Report
     from kbtool.solve.image import AcceleratorV
-    from kbtool.solve.vllm.pool import Report
 
 
 LOW_DTYPES = ("bf16", "fp16", "fp32")  # what fp8 would halve (KV) or shrink (weights)
 
 
-def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[KernelAnswer],  # noqa: ARG001
-               assumed: dict[str, Any]) -> tuple[Memory | None, list[str]]:
-    """Memory for the model on this accelerator; None (with a note) when there is no model or no capacity."""
+def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[str, Any],
+               release: str | None) -> Memory | None:
+    """Memory for the model on this accelerator, sized by `release`'s accounting (None: the release its boots
+    measured); None when there is no model or no capacity (a note says why)."""
     q, model = cx.q, cx.model
     if model is None:
-        return None, []
+        return None
     capacity = acc.capacity_bytes()
     if capacity is None:
-        return None, [f"{acc.id} has no memory capacity recorded; the KV fit is not computed"]
+        cx.notes.append(f"{acc.id} has no memory capacity recorded; the KV fit is not computed")
+        return None
+    settings = q.settings if q.engine == "vllm" else {}
     kv = env["kv_dtype"]
     batch = q.batch or 1
     if q.batch is None:
         assumed["batch"] = 1
-    tokens = getattr(q, "batched_tokens", None) or DEFAULT_BATCHED_TOKENS
-    if getattr(q, "batched_tokens", None) is None:
+    tokens = q.batched_tokens or DEFAULT_BATCHED_TOKENS
+    if q.batched_tokens is None:
         assumed["max_num_batched_tokens"] = f"{DEFAULT_BATCHED_TOKENS} (vLLM's default for vllm serve)"
     ctx = q.ctx
     if ctx is None and model.max_context:
         ctx = model.max_context
         assumed["ctx"] = f"{ctx} (the model's max context, for the memory check only)"
-    weights = getattr(q, "weights", None)
+    weights = q.weights
     notes_in: list[str] = []
     if weights is None and model.weight_dtype == "fp32":  # vLLM's --dtype auto downcasts fp32 checkpoints
         weights = "fp16" if env.get("vendor") == "nvidia" and 0 < float(env.get("cc") or 0) < 8.0 else "bf16"
         kv = weights if kv == "fp32" else kv
         notes_in.append(f"fp32 checkpoint: vLLM's --dtype auto loads it as {weights} (vllm/config/model.py, "
                         "'Downcast for float32 models')")
-    seqs = getattr(q, "max_num_seqs", None) or SAMPLER_ROWS
-    eager = bool(getattr(q, "enforce_eager", False))
+    seqs = settings.get("max_num_seqs") or SAMPLER_ROWS
+    eager = bool(settings.get("enforce_eager"))
     block = env.get("block_size") if isinstance(env.get("block_size"), int) else None
-    reserve = getattr(q, "reserve", None)
-    pp, dp = getattr(q, "pp", 1) or 1, getattr(q, "dp", 1) or 1
-    eng = engines.get(q.engine)
-    release = eng.release(q) if eng is not None else None  # None: the line the boots measured (vllm_pool)
-    kv_memory = getattr(q, "kv_cache_memory", None)
+    reserve = q.reserve
+    pp, dp = settings.get("pp") or 1, settings.get("dp") or 1
+    kv_memory = settings.get("kv_cache_memory")
     if pp > 1 or dp > 1:
         notes_in.append(f"{q.gpus * pp} GPUs per replica (tp {q.gpus} x pp {pp})"
                         + (f"; {dp} data-parallel replicas, each sized as shown" if dp > 1 else ""))
@@ -67,7 +67,7 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[Ke
                    kv_cache_memory=kv_memory, formats=cx.img.kv_formats)
 
     f = on(q.gpus)
-    if getattr(q, "ctx_auto", False) and f.fits is False and f.max_ctx > 0 and f.ctx_limit == "memory":
+    if settings.get("ctx_auto") and f.fits is False and f.max_ctx > 0 and f.ctx_limit == "memory":
         # --max-model-len auto: vLLM lowers the context to what one request's KV fits (kv_cache_utils.py
         # _auto_fit_max_model_len), instead of refusing to start
         notes_in.append(f"--max-model-len auto: vLLM fits the context to memory: {f.max_ctx:,} tokens "
@@ -86,13 +86,23 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], kernels: list[Ke
                  reserve_bytes=f.reserve_bytes, pool_tokens=f.pool_tokens, max_sequences=f.max_sequences,
                  max_ctx_memory=f.max_ctx_memory, ctx_limit=f.ctx_limit, utilization=q.utilization,
                  gpus_to_fit=more[0] if more else None, to_fit=to_fit,
-                 vllm_report=_held_to_boots(cx, acc, _report(f.engine_report, release), {
+                 engine_report=_held_to_boots(cx, acc, _report(f.engine_report, release), {
                      "max_model_len": ctx, "kv_cache_dtype": _vllm_kv(kv, env), "enforce_eager": eager,
                      "gpu_memory_utilization": q.utilization, "max_num_batched_tokens": tokens,
-                     "max_num_seqs": seqs, "tp": q.gpus, "pp": pp}))
-    if mem.vllm_report is not None and q.ctx:  # the words the answer shows (at the asked ctx only)
-        mem.vllm_report["text"] = report_text(mem.vllm_report, q.ctx)
-    return mem, []
+                     "max_num_seqs": seqs, "tp": q.gpus, "pp": pp}, release, kv_memory))
+    r = mem.engine_report
+    if r is not None:
+        if q.ctx:  # the words the answer shows (at the asked ctx only)
+            r["text"] = report_text(r, q.ctx)
+        # vLLM refuses to start when one request of max_model_len does not fit its blocks (kv_cache_utils.py
+        # check_enough_kv_cache_memory): its own count says so as a concurrency under 1
+        starts = None if not q.ctx else (r["max_concurrency"] >= 1 and f.pool_bytes > 0)
+        mem.pool = Pool(engine="vllm", label=f"vLLM {r.get('accounting')}", release=r.get("accounting"),
+                        tokens=r["kv_cache_tokens"], concurrency=r["max_concurrency"], starts=starts,
+                        error=None if starts is not False else "To serve at least one request with the model's max "
+                        "seq len, more KV cache memory is needed than is available", basis=r.get("basis", "estimated"),
+                        report=r)
+    return mem
 
 
 def report_text(r: dict[str, Any], ctx: int) -> str:
@@ -122,17 +132,17 @@ def _vllm_kv(kv: str, env: dict[str, Any]) -> str:
     return "auto" if kv == env.get("dtype") else {"fp8_e4m3": "fp8"}.get(kv, kv)
 
 
-def _held_to_boots(cx: Ctx, acc: AcceleratorV, report: dict[str, Any] | None,
-                   flags: dict[str, Any]) -> dict[str, Any] | None:
-    """The report with what the recorded vLLM boots say of it (kbtool/solve/vllm/boots.py): vLLM's own numbers where
+def _held_to_boots(cx: Ctx, acc: AcceleratorV, report: dict[str, Any] | None, flags: dict[str, Any],
+                   release: str | None, kv_memory: int | None) -> dict[str, Any] | None:
+    """The report with what the recorded vLLM boots say of it (kbtool/solve/engines/vllm/boots.py): vLLM's own numbers
+    where
     a boot asked this question on this release ("measured"), else kb's estimate with its class's error."""
-    from kbtool.solve.vllm import boots
+    from kbtool.solve.engines.vllm import boots
 
     if report is None or cx.model is None:
         return report
-    eng = engines.get(cx.q.engine)
-    release = eng.release(cx.q) if eng is not None else cx.q.libs.get("vllm")
-    if getattr(cx.q, "kv_cache_memory", None):
+    release = release or cx.q.libs.get("vllm")
+    if kv_memory:
         return report  # --kv-cache-memory-bytes: no recorded boot was sized so
     report["class"] = cls = boots.model_class(cx.model)
     report["estimate"] = {"kv_cache_tokens": report["kv_cache_tokens"], "max_concurrency": report["max_concurrency"]}
@@ -204,7 +214,7 @@ def _offer(change: str, g: Fit) -> dict[str, Any]:
 def _report(r: Report | None, release: str | None) -> dict[str, Any] | None:
     if r is None:
         return None
-    from kbtool.solve.vllm.pool import accounting
+    from kbtool.solve.engines.vllm.pool import accounting
 
     return {"kv_cache_tokens": r.tokens, "max_concurrency": round(r.concurrency, 2), "num_blocks": r.num_blocks,
             "block_size": r.block_size, "groups": [{"type": g.kind, "layers": g.layers, "page_bytes": g.page_bytes,

@@ -1,3 +1,3 @@
-"""vLLM behind the engine interface (kbtool/solve/engines.py): its engine module (engine.py), its backend
+"""vLLM behind the engine contract (kbtool/solve/engines/base.py): its engine module (engine.py), its backend
 selection from priority and claim records (selection.py), its serve-line parser (args.py), its memory accounting
 (memory.py, pool.py, mamba.py) and its recorded boots (boots.py)."""

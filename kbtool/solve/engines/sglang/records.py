@@ -1,5 +1,5 @@
 """SGLang's section of the query image (kbtool/solve/image.py `_engine_sections`): what
-kbtool/solve/sglang/resolve.py reads, compiled from its engine-backend, engine-priority and claim records."""
+kbtool/solve/engines/sglang/resolve.py reads, compiled from its engine-backend, engine-priority and claim records."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ if TYPE_CHECKING:
 
 
 def section(by_kind: dict[str, list[Any]]) -> dict[str, Any]:
-    """What kbtool/solve/sglang/resolve.py reads: per release and platform the default lists (backend names) and
+    """What kbtool/solve/engines/sglang/resolve.py reads: per release and platform the default lists (backend names) and
     the pipeline steps (compiled conditions), the formula constants, and the SGLang claims with the exception type
     and place each release raises them (from the claim's sources: `section` "... raises <Type> in <function>")."""
     from kbtool.solve.conditions import compile_condition

@@ -4,7 +4,7 @@ Reads `python -m sglang.launch_server ...`, `sglang serve ...` or bare flags (sh
 names and aliases (0.5.23 sglang/srt/arg_groups/fields/*.py: --tp-size / --tensor-parallel-size, --dp-size /
 --data-parallel-size, --pp-size / --pipeline-parallel-size, --ep-size / --expert-parallel-size / --ep,
 --attn-cp-size / --attention-context-parallel-size, --model-path / --model; argparse also takes the unique
-prefixes --tp, --dp, --pp) into the ServerArgs fields kbtool/solve/sglang/resolve.py reads. Numbers as SGLang
+prefixes --tp, --dp, --pp) into the ServerArgs fields kbtool/solve/engines/sglang/resolve.py reads. Numbers as SGLang
 reads them: --context-length with SI suffixes (human_readable_int: 32k = 32,000, 32K = 32,768), the rest as
 int / float. Fields not given keep SGLang's defaults (docs/sglang-resolution.md §7). Unknown flags are listed,
 not fatal; a bad value raises UsageError naming SGLang's flag.
@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from kbtool.errors import UsageError
-from kbtool.solve.vllm.args import human_int
+from kbtool.solve.engines.vllm.args import human_int
 
 # flag -> (ServerArgs field, kind): kind "str", "int", "float", "human" (SI suffixes), "switch"
 _FLAGS: dict[str, tuple[str, str]] = {

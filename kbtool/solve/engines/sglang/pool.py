@@ -19,7 +19,7 @@
   capped by --max-total-tokens; max_running_requests = min(clamp(tokens / context_len x 512, 2048, 4096),
   tokens // 2) unless given (kv_cache_configurator.py:3119-3132).
 `memory_for` is the memory block of an answer under SGLang: its resolved mem_fraction_static and page size
-(kbtool/solve/sglang/resolve.py) sizing this pool for the model on the GPU.
+(kbtool/solve/engines/sglang/resolve.py) sizing this pool for the model on the GPU.
 Linear-attention and Mamba state, DSA's indexer cache and speculative drafts have pools of their own that this
 model leaves out; the answer says so.
 """
@@ -30,6 +30,7 @@ import math
 
 from kbtool.solve.answer import Memory
 from kbtool.solve.budget import Fit, weight_bytes
+from kbtool.solve.engines.base import Pool as EnginePool
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -167,21 +168,23 @@ def fit(model: Any, kv_dtype: str, capacity: int, ctx: int | None, *, mem_fracti
                 formula="; ".join(lines), notes=notes), pool, error)
 
 
-def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any],
-               assumed: dict[str, Any]) -> tuple[Memory | None, list[str]]:
+def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[str, Any]) -> Memory | None:
     q, model = cx.q, cx.model
     if model is None:
-        return None, []
+        return None
     capacity = acc.capacity_bytes()
     if capacity is None:
-        return None, [f"{acc.id} has no memory capacity recorded; the KV fit is not computed"]
-    r = eng.resolution(cx, acc, env) if q.sglang else {}
+        cx.notes.append(f"{acc.id} has no memory capacity recorded; the KV fit is not computed")
+        return None
+    r = eng.resolution(cx, acc, env) if q.release else {}
     if r.get("error"):
-        return None, [f"SGLang refuses this line before it sizes memory: {r['message']}"]
-    args = q.engine_args or {}
+        cx.notes.append(f"SGLang refuses this line before it sizes memory: {r['message']}")
+        return None
+    args = q.settings if q.engine == eng.name else {}
     msf = args.get("mem_fraction_static") or r.get("mem_fraction_static")
     if msf is None:
-        return None, ["SGLang's mem_fraction_static is not resolved for this GPU; the pool is not sized"]
+        cx.notes.append("SGLang's mem_fraction_static is not resolved for this GPU; the pool is not sized")
+        return None
     if args.get("mem_fraction_static") is None:
         assumed["mem_fraction_static"] = f"{msf} (SGLang's own, from this GPU's memory and the model)"
     kv = _kv(r.get("kv_cache_dtype"), env, model)
@@ -203,12 +206,16 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any],
                  weights_dtype=f.weights_dtype, reserve_bytes=f.reserve_bytes, pool_tokens=f.pool_tokens,
                  max_sequences=f.max_sequences, max_ctx_memory=f.max_ctx_memory, ctx_limit=f.ctx_limit,
                  utilization=float(msf), engine_report=report)
-    return mem, []
+    mem.pool = EnginePool(engine=eng.name, label=f"SGLang {q.release}", release=q.release,
+                          tokens=pool.tokens if pool is not None else None,
+                          concurrency=round(pool.tokens / ctx, 2) if pool is not None and ctx else None,
+                          starts=False if error else None, error=error, report=report)
+    return mem
 
 
 def _kv(resolved: str | None, env: dict[str, Any], model: Any) -> str:
     """The KV dtype SGLang stores: its resolved --kv-cache-dtype, auto being the model's dtype."""
-    from kbtool.solve.sglang.engine import KV_OF
+    from kbtool.solve.engines.sglang.engine import KV_OF
 
     if resolved and resolved != "auto":
         return KV_OF.get(resolved, env.get("kv_dtype") or "bf16")

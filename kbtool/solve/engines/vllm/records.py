@@ -1,5 +1,5 @@
 """vLLM's section of the query image (kbtool/solve/image.py `_engine_sections`): what
-kbtool/solve/vllm/selection.py reads beyond the priority lists, compiled from its engine-priority records."""
+kbtool/solve/engines/vllm/selection.py reads beyond the priority lists, compiled from its engine-priority records."""
 
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ from kbtool.solve.conditions import compare_versions
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from kbtool.solve.engines.vllm.selection import Selection
     from kbtool.solve.image import Image
-    from kbtool.solve.vllm.selection import Selection
 
 LAYOUT_OF = {"gqa": "dense", "mha": "dense", "mqa": "dense", "mla": "mla", "sparse-mla": "sparse"}
 DTYPE_OF = {"bf16": "bfloat16", "fp16": "float16"}
@@ -100,8 +100,8 @@ def neighbours(version: str, known: list[str]) -> tuple[str | None, str | None]:
 def select_unrecorded(img: Image, env: dict[str, Any], version: str, requested: str | None,
                       platform: str) -> Selection:
     """selection.select for a release with no priority records: its recorded grid point, else its neighbours."""
+    from kbtool.solve.engines.vllm.selection import BackendCheck, Selection, select, versions
     from kbtool.solve.gates import structural
-    from kbtool.solve.vllm.selection import BackendCheck, Selection, select, versions
 
     backends = {b.id: b for b in img.backends("vllm")}
     by_name = {b.backend_name.upper(): b.id for b in backends.values()}

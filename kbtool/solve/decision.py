@@ -1,0 +1,154 @@
+"""One decision per accelerator (issue 43): kernel answers, memory, the engine's pick and pool and the global gates
+go in; a `Decision` comes out (verdict, the case that decided it, per-phase status, what blocks it, the memory
+state). Nothing here is worded: kbtool/render/verdict.py writes the summary from the Decision, for the text and
+the JSON alike, and nothing edits a summary after it is made.
+
+The cases, in the order they bind (the first that holds decides; `CASES` names each one's verdict):
+
+- HARDWARE: a hardware gate holds (vLLM refusing bf16 below sm80): no.
+- CTX_OVER_MODEL: --ctx beyond the model's max_position_embeddings: no.
+- ENGINE_REFUSES / ENGINE_DEPENDS: the engine's own check raises (no), or needs an input not given (conditional).
+- POOL_REFUSES: the engine's start-up check on its KV pool fails (its own count): no. Under an engine, "fits"
+  means this check passes, so a "fits" verdict where the engine refuses to start cannot be made.
+- NO_FIT: the KV cache (or the weights) do not fit: no.
+- ENGINE_NOT_RECORDED: the engine release is not recorded: conditional.
+- ENGINE_KERNELS_REFUSE: the engine starts a backend whose every kernel kb's claims refuse for this head size:
+  conditional (expect a failure at first use).
+- ENGINE: the engine starts (yes; conditional with the picked backend's engine caveats or hardware caveats).
+- NO_KERNEL_COVERS, REJECTED, DISPUTED, UNKNOWN, DEPENDS, CAVEATS, YES: the kernel layer alone (no engine pick).
+"""
+
+from __future__ import annotations
+
+from kbtool.solve.answer import _Plain
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from kbtool.solve.answer import BackendAnswer, KernelAnswer, Memory, Reason
+    from kbtool.solve.engines.base import Pick, Pool
+
+CASES = {
+    "HARDWARE": "no", "CTX_OVER_MODEL": "no", "ENGINE_REFUSES": "no", "ENGINE_DEPENDS": "conditional",
+    "POOL_REFUSES": "no", "NO_FIT": "no", "ENGINE_NOT_RECORDED": "conditional",
+    "ENGINE_KERNELS_REFUSE": "conditional", "ENGINE": "yes", "NO_KERNEL_COVERS": "unknown", "REJECTED": "no",
+    "DISPUTED": "conditional", "UNKNOWN": "unknown", "DEPENDS": "conditional", "CAVEATS": "conditional",
+    "YES": "yes",
+}
+
+
+class Decision(_Plain):
+    """How the verdict was reached: the data the summary is worded from."""
+
+    SPEC = {
+        "verdict": ({"enum": ["yes", "no", "conditional", "unknown"]}, "yes, no, conditional or unknown"),
+        "case": ({"enum": list(CASES)}, "The case that decided it (kbtool/solve/decision.py)"),
+        "where": ({"type": "string"}, "The accelerator, with its count under tensor parallel"),
+        "phases": ({"type": "object"}, "Best kernel status per requested phase (null: no kernel covers it)"),
+        "use": ({"type": "object"}, "Per phase, the first kernel to try"),
+        "blocking": ({"type": "array", "items": {"type": "string"}}, "Phases that block (rejected, disputed, "
+                                                                      "unknown, not covered), or inputs not given"),
+        "caveats": ({"type": "array", "items": {"type": "string"}}, "What makes a yes conditional: engine "
+                                                                     "(the picked backend's caveats), hardware"),
+        "memory": ({"anyOf": [{"type": "object"}, {"type": "null"}]}, "Memory state: fits, starts (the engine's "
+                                                                      "start-up check), kv, available, weights, "
+                                                                      "usable, capacity, utilization, max_ctx bytes "
+                                                                      "and tokens; null without a model"),
+        "detail": ({"type": "object"}, "What the case needs to be worded: the hardware gate's message, ctx and the "
+                                       "model's limit, the engine's override, the refused kernels"),
+    }
+    FIELDS = tuple(SPEC)
+    TYPED = ("pick", "pool")  # serialized as the answer's `engine` and `memory.engine_report`
+    __slots__ = (*FIELDS, *TYPED)
+
+    def __init__(self, *, case: str, where: str, phases: dict[str, str | None], use: dict[str, str],
+                 blocking: list[str], caveats: list[str], memory: dict[str, Any] | None, detail: dict[str, Any],
+                 pick: Pick | None, pool: Pool | None) -> None:
+        self.verdict = "conditional" if CASES[case] == "yes" and caveats else CASES[case]
+        self.case, self.where, self.phases, self.use = case, where, phases, use
+        self.blocking, self.caveats, self.memory, self.detail = blocking, caveats, memory, detail
+        self.pick, self.pool = pick, pool
+
+
+def _memory_state(memory: Memory | None, pool: Pool | None, utilization: float) -> dict[str, Any] | None:
+    if memory is None:
+        return None
+    fits = memory.fits
+    starts = pool.starts if pool is not None else None
+    return {"fits": fits if starts is not False else False, "starts": starts,
+            "kv_bytes": memory.kv_bytes, "available_bytes": memory.available_bytes,
+            "weights_bytes": memory.weights_bytes, "capacity_bytes": memory.capacity_bytes,
+            "usable_bytes": memory.available_bytes + memory.weights_bytes + memory.reserve_bytes,
+            "utilization": utilization, "max_ctx": memory.max_ctx,
+            "engine": pool.label if pool is not None else None,
+            "engine_error": pool.error if pool is not None else None,
+            "concurrency": pool.concurrency if pool is not None else None}
+
+
+def decide(*, where: str, phases: list[str], kernels: list[KernelAnswer], rec: dict[str, list[str]],
+           memory: Memory | None, utilization: float, over: tuple[int, int, str] | None, held: list[Reason],
+           glob_caveats: list[Reason], pick: Pick | None, backends: list[BackendAnswer],
+           long_context: str | None) -> Decision:
+    """The one verdict for one accelerator (see the module docstring for the cases, in order)."""
+    from kbtool.solve.gates import best
+
+    per_phase: dict[str, str | None] = {
+        p: best(k.phase_status[p] for k in kernels if p in k.phase_status)
+        if any(p in k.phase_status for k in kernels) else None for p in phases}
+    use = {p: ids[0] for p, ids in rec.items() if ids}
+    pool = memory.pool if memory is not None else None
+    mem = _memory_state(memory, pool, utilization)
+    fits = mem["fits"] if mem is not None else None
+    detail: dict[str, Any] = {}
+    caveats: list[str] = []
+
+    def made(case: str, blocking: list[str] | None = None) -> Decision:
+        return Decision(case=case, where=where, phases=per_phase, use=use, blocking=blocking or [],
+                        caveats=caveats, memory=mem, detail=detail, pick=pick, pool=pool)
+
+    if held:
+        detail["message"] = held[0].message
+        return made("HARDWARE")
+    if over is not None:
+        detail.update(ctx=over[0], limit=over[1], model=over[2], override=long_context)
+        return made("CTX_OVER_MODEL")
+    if pick is not None and pick.state == "error":
+        return made("ENGINE_REFUSES")
+    if pool is not None and pool.starts is False:
+        return made("POOL_REFUSES")
+    if fits is False:
+        return made("NO_FIT")
+    if pick is not None and pick.state == "depends":
+        return made("ENGINE_DEPENDS")
+    if pick is not None and pick.state == "not_recorded":
+        return made("ENGINE_NOT_RECORDED")
+    if glob_caveats:
+        caveats.append("hardware")
+    if pick is not None and pick.state == "selected":
+        picked = next((b for b in backends if b.id == pick.selected), None)
+        if picked is not None:
+            if any(r.layer == "engine" and not r.handled for r in picked.caveats):
+                caveats.insert(0, "engine")
+            refused = list(picked.kernels)
+            by_id = {k.id: k for k in kernels}
+            shape = bool(refused) and all(any(r.code == "HEAD_DIM" for r in by_id[k].reasons)
+                                          for k in refused if k in by_id)
+            if shape and any(r.code == "KERNELS_REJECTED" for r in picked.reasons):
+                detail["kernels"] = refused
+                return made("ENGINE_KERNELS_REFUSE")
+        return made("ENGINE")
+    if not kernels or any(v is None for v in per_phase.values()):
+        return made("NO_KERNEL_COVERS", [p for p, v in per_phase.items() if v is None])
+    if any(v == "rejected" for v in per_phase.values()):
+        return made("REJECTED", [p for p, v in per_phase.items() if v == "rejected"])
+    if all(v == "ok" for v in per_phase.values()):
+        return made("CAVEATS" if caveats else "YES")
+    if all(v in ("ok", "caveat") for v in per_phase.values()):
+        return made("CAVEATS")
+    if all(v in ("ok", "caveat", "disputed") for v in per_phase.values()):
+        return made("DISPUTED", [p for p, v in per_phase.items() if v == "disputed"])
+    deps = sorted({d for k in kernels for r in k.reasons + k.caveats for d in r.depends_on})
+    if not deps:
+        return made("UNKNOWN", [p for p, v in per_phase.items() if v == "unknown"])
+    return made("DEPENDS", deps)

@@ -1,0 +1,1 @@
+"""Serving engines behind one contract (base.py), listed in registry.py; one folder per engine (vllm/, sglang/)."""

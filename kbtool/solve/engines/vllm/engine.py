@@ -1,0 +1,150 @@
+"""vLLM behind the engine contract (kbtool/solve/engines/base.py): its options, its serve line (args.py), its release
+pinning, priority lists and selection (selection.py, from its engine-priority and backend claim records), its
+memory accounting (memory.py), its default block size and the kernel caveats it handles by default.
+
+Only the contract is imported here at import time: the registry loads this module on every query."""
+
+from __future__ import annotations
+
+from kbtool.solve.engines.base import Engine, Line, Option, Pick
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from kbtool.solve.answer import BackendAnswer, KernelAnswer, Memory
+    from kbtool.solve.context import Ctx
+    from kbtool.solve.gates import Outcome
+    from kbtool.solve.image import AcceleratorV, BackendV, Image
+    from kbtool.solve.query import Query
+
+HANDLED = {
+    "fa3-fp8-long-context-two-level-accumulation":
+        "handled: vLLM's flash-attention fork keeps two-level FP8 accumulation on by default",
+}
+
+
+class Vllm(Engine):
+    name = "vllm"
+    label = "vLLM"
+    options = (
+        Option("--vllm", "release", "VERSION", "vLLM release for --engine vllm (default: the newest recorded)."),
+        Option("--vllm-args", "line", "CMD", 'A vLLM serve command, e.g. "serve MODEL --kv-cache-dtype fp8 -tp 2": '
+               "pre-flight answer (backend, KV fit, or vLLM's error)."),
+    )
+    block_size = 16  # vLLM's default --block-size on CUDA for the non-MLA backends (vllm/config/cache.py)
+    long_context = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, which vLLM warns against"  # vllm/config/model.py
+
+    def parse_line(self, text: str) -> Line:
+        """kb's options a `vllm serve` line names (kb's own, when given, win) and its vLLM-only settings."""
+        from kbtool.solve.engines.vllm.args import QUANT_WEIGHTS, parse
+
+        serve = parse(text)
+        weights = None
+        if serve.quantization:
+            weights = QUANT_WEIGHTS.get(serve.quantization.lower())
+            if weights is None:
+                serve.ignored.append(f"--quantization {serve.quantization} (weights sized as the checkpoint says)")
+        options = {
+            "model": serve.model,  # an id, alias, config path or Hugging Face id (kbtool/solve/modelref.py)
+            "ctx": str(serve.max_model_len) if serve.max_model_len and serve.max_model_len > 0 else None,
+            "kv": serve.kv_cache_dtype if serve.kv_cache_dtype and serve.kv_cache_dtype != "auto" else None,
+            "kv_pasted": serve.kv_cache_dtype,  # as typed, "auto" included (a conflict with kb's --kv is refused)
+            "gpus": serve.tp, "util": serve.gpu_memory_utilization, "block_size": serve.block_size,
+            "dtype": serve.dtype if serve.dtype and serve.dtype != "auto" else None,
+            "max_num_batched_tokens": serve.max_num_batched_tokens, "weights": weights,
+            "gpus_flag": serve.spelled.get("tp"),
+        }
+        settings: dict[str, Any] = {
+            "attention_backend": serve.attention_backend, "kv_cache_dtype": serve.kv_cache_dtype,
+            "max_num_seqs": serve.max_num_seqs, "kv_cache_memory": serve.kv_cache_memory,
+            "enforce_eager": serve.enforce_eager or None, "ctx_auto": (serve.max_model_len == -1) or None,
+            "pp": serve.pp if serve.pp and serve.pp > 1 else None,
+            "dp": serve.dp if serve.dp and serve.dp > 1 else None,
+        }
+        return Line(self.name, options, {k: v for k, v in settings.items() if v is not None}, serve.ignored)
+
+    def apply_line(self, q: Query, line: Line) -> None:
+        q.settings, q.ignored = dict(line.settings), list(line.ignored)
+        if q.ctx is not None:  # --max-model-len auto fits the context to memory only where none was given
+            q.settings.pop("ctx_auto", None)
+
+    def pin_release(self, img: Image, q: Query) -> None:
+        from kbtool.solve.engines.vllm import selection
+
+        selection.pin_release(img, q)
+
+    def priority(self, cx: Ctx, env: dict[str, Any]) -> list[str]:
+        from kbtool.solve.engines.vllm import selection
+
+        version = cx.q.release or cx.q.libs.get("vllm") or selection.default_version(cx.img)
+        return selection.priority_order(cx.img, env, version, selection.platform_of(env)) if version else []
+
+    def backend_outcome(self, cx: Ctx, backend: BackendV, env: dict[str, Any]) -> Outcome | None:
+        return None  # kb applies each backend's claims for the pinned release (selection.py)
+
+    def section(self, by_kind: dict[str, list[Any]]) -> Any:
+        from kbtool.solve.engines.vllm.records import section
+
+        return section(by_kind)
+
+    def handled(self, claim: str) -> str | None:
+        return HANDLED.get(claim)
+
+    def memory(self, cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[str, Any]) -> Memory | None:
+        from kbtool.solve.engines.vllm.memory import memory_for
+
+        return memory_for(cx, acc, env, assumed, cx.q.release if cx.q.engine == self.name else None)
+
+    def pick(self, cx: Ctx, acc: AcceleratorV, envs: dict[str, dict[str, Any]], assumed: dict[str, Any],
+             memory: Memory | None, backends: list[BackendAnswer], kernels: list[KernelAnswer]) -> Pick | None:
+        from kbtool.solve.engines.vllm import selection
+
+        block = selection.block_for(cx, envs, assumed, memory)
+        if block is None:
+            return None
+        block["details"] = details(block)
+        return pick_of(block)
+
+
+def pick_of(e: dict[str, Any]) -> Pick:
+    """vLLM's selection block as a Pick: the backend per phase (the MLA prefill path for prefill), the refusals
+    ahead of its choice in its priority order, its error, or the releases around an unrecorded one."""
+    label = f"vLLM {e['vllm']}"
+    common: dict[str, Any] = {"engine": "vllm", "label": label, "release": e["vllm"], "block": e}
+    if e.get("between"):
+        return Pick(state="not_recorded", between=e["between"], **common)
+    if not e.get("selected"):
+        state = "depends" if e["error"] == "depends on inputs not given" else "error"
+        return Pick(state=state, error=e["error"], error_type="ValueError", **common)
+    names = {b["id"]: b["name"] for b in e["backends"]}
+    decode = names.get(e["selected"], e["selected"])
+    mla = e.get("mla")
+    prefill = decode
+    if mla:
+        prefill = str(mla["prefill"][0]) if mla["prefill"] else "MLA prefill path not recorded"
+    ids = [b["id"] for b in e["backends"]]  # vLLM's priority order: the refusals that matter come first
+    ahead = e["backends"][:ids.index(e["selected"])] if e["selected"] in ids else e["backends"]
+    first = [b for b in ahead if b["status"] == "rejected"][:2]
+    refused = [(b["name"], b["reasons"][0].split(" (")[0]) for b in first if b["reasons"]]
+    note = None
+    if mla:
+        note = mla["prefill_shape"] if mla["prefill"] else f"MLA prefill order not recorded for {e['vllm']}"
+    return Pick(state="selected", selected=e["selected"], prefill=prefill, decode=decode, refused=refused,
+                prefill_note=note, source=e.get("source"), **common)
+
+
+def details(e: dict[str, Any]) -> list[tuple[str, str]]:
+    """The explain view's detail lines for an MLA selection: decode, the prefill order and shape, the KV layout."""
+    mla = e.get("mla")
+    if not mla:
+        return []
+    order = " > ".join(mla["prefill"]) or mla.get("prefill_unrecorded", "not recorded")
+    out = [("MLA: ", f"decode {mla['decode']}; prefill {order} ({mla['prefill_shape']}); KV {mla['kv_layout']}")]
+    if mla.get("prefill_source"):
+        out.append(("", f"prefill order: {mla['prefill_source']}"))
+    if mla.get("prefill_refused"):
+        out.append(("", "prefill refused by default: " + "; ".join(mla["prefill_refused"])))
+    if mla.get("indexer"):
+        out.append(("", mla["indexer"]))
+    return out
