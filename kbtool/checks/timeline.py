@@ -6,7 +6,7 @@ from kbtool.checks import check, in_focus
 from kbtool.findings import Finding
 from kbtool.kb import KB
 from kbtool.model import Claim
-from kbtool.solve import timeline as tl
+from kbtool.solve.engines.vllm import timeline as tl
 
 
 def scope_findings(claim: Claim, points: list[tl.Point], lib: str = "vllm") -> list[tuple[int, str, str]]:

@@ -226,7 +226,7 @@ def merge_replays(out: Path) -> list[str]:
 def store_outcomes(out: Path, root: Path) -> list[str]:
     """Replay shards into tests/data/vllm/<release>/outcomes.json beside the grids they were judged from (each
     shard with the sha256 of its grid file), for the release timelines of releases whose evidence summary
-    predates per-release outcomes (kbtool/solve/timeline.py reads them only where the hashes match)."""
+    predates per-release outcomes (kbtool/solve/engines/vllm/timeline.py reads them only where the hashes match)."""
     written = []
     for folder in sorted((out / "replay").glob("*")) if (out / "replay").is_dir() else []:
         dest = root / "tests" / "data" / "vllm" / folder.name / "outcomes.json"

@@ -1,6 +1,7 @@
 """`kb probe events`: claims' vLLM version scopes rewritten from their release timelines (issue 28).
 
-The timeline (kbtool/solve/timeline.py) says, release by swept release, whether each engine claim held. A claim
+The timeline (kbtool/solve/engines/vllm/timeline.py) says, release by swept release, whether each engine claim held.
+A claim
 scoped to vLLM releases gets the ranges those releases prove: one range per run of releases where it held, from
 the first to the last (`introduced` / `last_affected`), each carrying the evidence of the releases on both sides
 of its bounds. Bounds no evidence reaches stay as the record has them: a range that held at the oldest swept
@@ -16,7 +17,7 @@ from typing import Any
 
 from kbtool.model import Claim
 from kbtool.model.common import VersionRange
-from kbtool.solve import timeline as tl
+from kbtool.solve.engines.vllm import timeline as tl
 from kbtool.store.writer import SCOPE_KEY, update_verification
 
 

@@ -131,8 +131,8 @@ def apply_text(updates: list[Update], skips: list[Skip], written: list[Any], wri
 
 def boot_error_text(errors: list[dict[str, Any]], rows: list[Any], written: Any | None) -> None:
     """`kb probe boot-error`: kb's pool beside vLLM's for every recorded boot, then the error per model class."""
-    t = Table(title="kb's 'GPU KV cache size' against vLLM's, per recorded boot", title_justify="left")
-    for col in ("boot", "class", "vLLM", "kb", "error", "concurrency"):
+    t = Table(title="kb's KV pool against the engine's own, per recorded boot", title_justify="left")
+    for col in ("boot", "class", "engine", "kb", "error", "concurrency"):
         t.add_column(col, justify="left" if col in ("boot", "class") else "right")
     for e in sorted(errors, key=lambda e: -abs(e["error"])):
         conc = e["concurrency_error"]
@@ -140,7 +140,7 @@ def boot_error_text(errors: list[dict[str, Any]], rows: list[Any], written: Any 
                   f"{conc:+.2%}" if conc is not None else "-")
     out.print(t)
     s = Table(title="by model class", title_justify="left")
-    for col in ("accelerator", "vLLM", "class", "boots", "lowest", "highest"):
+    for col in ("accelerator", "release", "class", "boots", "lowest", "highest"):
         s.add_column(col)
     for r in rows:
         c = r.conditions
@@ -190,7 +190,7 @@ def sweep_text(tasks: list[Any], skipped: list[str], results: list[Any], seconds
 
 def events_text(changes: list[Any], written: list[Any], write: bool) -> None:
     if not changes:
-        out.print("Every swept claim's vLLM scope already agrees with its releases.")
+        out.print("Every swept claim's engine scope already agrees with its releases.")
         return
     for ch in changes:
         out.print(f"[bold]{ch.claim}[/]")

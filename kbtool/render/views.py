@@ -56,7 +56,7 @@ def show(c: Console, d: dict[str, Any]) -> None:
             bounds = ", ".join(f"{k} {ev[k]}" for k in ("introduced", "fixed", "last_affected") if ev.get(k))
             c.print(f"  scope: {escape(ev['library'])} {escape(bounds)} (from {escape(', '.join(ev['evidence']))})")
     if d.get("timeline"):
-        c.print("\n[bold]releases[/] (vLLM, from each release's own evidence)")
+        c.print("\n[bold]releases[/] (the engine's, from each release's own evidence)")
         for p in d["timeline"]:
             c.print(f"  {escape(p['release'])}: {escape(p['outcome'])}  [dim]{escape(p['evidence'])}[/]")
         for e in d.get("version_events", []):
@@ -152,7 +152,7 @@ def impact(c: Console, d: dict[str, Any], limit: int = 60) -> None:
         at = "; ".join(f"{kv} hd {','.join(map(str, hds))}" for kv, hds in cells.items())
         c.print(f"    {escape(gpu)}: {escape(what)}  [dim]({escape(at)})[/]")
     if d["engine_changes"]:
-        c.print(f"  with --engine vllm: {len(d['engine_changes'])} answer(s) change")
+        c.print(f"  with --engine {escape(str(d['grid']['engine']))}: {len(d['engine_changes'])} answer(s) change")
 
 
 def stats(c: Console, d: dict[str, Any]) -> None:

@@ -204,7 +204,7 @@ class BackendAnswer(_Plain):
         "reasons": (many(ref("Reason")), "Engine-layer (and kernel-layer) reasons"),
         "caveats": (many(ref("Reason")), "Caveats that apply"),
         "refuted": (many(ref("Reason")), "Refuted gates, not enforced"),
-        "engine_status": (STATUS, "The engine's own gates alone (vLLM's validation): ok or caveat means it starts "
+        "engine_status": (STATUS, "The engine's own gates alone (its validation): ok or caveat means it starts "
                                   "this backend; `status` adds kb's kernel layer (its kernels refused, or none "
                                   "recorded: it may start, then fail at first use)"),
     }
@@ -246,13 +246,11 @@ class Memory(_Plain):
         "max_ctx_memory": (INT, "Largest context memory allows, before the model's cap"),
         "ctx_limit": ({"enum": ["memory", "model"]}, "What binds max_ctx: memory or the model's limit"),
         "gpus_to_fit": (opt(INT), "Fewest GPUs (doubling --gpus, up to 64) that fit; null if it fits or none does"),
-        "engine_report": (opt(OBJ), "What the engine whose accounting sized this pool will print at start-up, in its "
-                                    "own terms (`engine`, `text`: its log lines; vLLM: kv_cache_tokens ('GPU KV cache "
-                                    "size'), max_concurrency, num_blocks, block_size, its KV cache groups and padding, "
-                                    "`accounting`: the release whose accounting was used; SGLang: "
-                                    "max_total_num_tokens, mem_fraction_static, page_size, max_running_requests, "
-                                    "requests_at_ctx, the pools left out, `error`: its start-up error); basis "
-                                    "'measured' (a recorded boot of the same model, GPU, flags and release, cited) or "
+        "engine_report": (opt(OBJ), "What the engine whose accounting sized this pool will print at start-up, in "
+                                    "its own terms: `text` its log lines, its pool in tokens and blocks, the "
+                                    "concurrency at the asked length, `accounting` the release whose accounting "
+                                    "was used, the pools left out, `error` its start-up error; basis 'measured' "
+                                    "(a recorded boot of the same model, GPU, flags and release, cited) or "
                                     "'estimated' (`error`: kb against the recorded boots of the model's class)"),
         "to_fit": ({"type": "array", "items": OBJ},
                    "When it does not fit: each change that makes it fit, sized again with the same budget before it "
@@ -383,7 +381,7 @@ def json_schema() -> dict[str, Any]:
         "$id": "https://kb.invalid/schema/query-answer.schema.json",
         "title": "kb query answer",
         "description": "What `kb query --json` prints: one answer, one row per accelerator without --gpu, or one "
-                       "answer per engine with --engine vllm,sglang.",
+                       "answer per engine with several engines (--engine A,B).",
         "oneOf": [ref("Answer"), ref("MultiAnswer"), ref("EngineComparison")],
         "$defs": {c.__name__: c.json_schema() for c in classes},
     }

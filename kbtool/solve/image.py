@@ -230,7 +230,11 @@ def _measured_rows(records: list[Any]) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def _is_boot(m: Any) -> bool:
-    return str(m.conditions.get("probe", "")).startswith("vllm-boot ")
+    """A measurement of an engine's boot probe (Engine.boot_probe), which the engine's pool is held to."""
+    from kbtool.solve.engines import registry
+
+    probe = str(m.conditions.get("probe", "")).split(" ", 1)[0]
+    return any(e.boot_probe == probe for e in registry.ENGINES.values() if e.boot_probe)
 
 
 def _boot_rows(records: list[Any]) -> list[tuple[Any, ...]]:
@@ -249,10 +253,11 @@ def _boot_rows(records: list[Any]) -> list[tuple[Any, ...]]:
 def _boot_errors(records: list[Any]) -> list[tuple[Any, ...]]:
     """(accelerator, {vllm, class, boots, lowest, highest, error}) of the derived record kbtool/probe/boot_error.py
     writes: kb's estimate against the recorded boots, per model class."""
-    from kbtool.solve.engines.vllm.boots import RECORD_ID
+    from kbtool.solve.engines import registry
 
+    ids = {e.boot_error_record for e in registry.ENGINES.values() if e.boot_error_record}
     return [(r.accelerator or m.accelerator, {**r.conditions, "error": float(r.value)})
-            for m in records if m.id == RECORD_ID for r in m.rows]
+            for m in records if m.id in ids for r in m.rows]
 
 
 def _shared(x: Any, share: dict[bytes, Any]) -> Any:

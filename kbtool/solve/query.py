@@ -137,9 +137,7 @@ def check_libs(libs: dict[str, str], known: set[str]) -> None:
             raise UsageError(f"--lib: unknown library '{name}'", fix=f"use one of {', '.join(sorted(allowed))}")
 
 
-_UPPER = {"--gpus": 4096, "--vllm-args -tp": 4096, "--vllm-args --tensor-parallel-size": 4096,
-          "--sglang-args --tp-size": 4096, "--sglang-args --tp": 4096,
-          "--sglang-args --tensor-parallel-size": 4096, "--head-dim": 4096, "--block-size": 1 << 20}
+_UPPER = {"--gpus": 4096, "--head-dim": 4096, "--block-size": 1 << 20}
 """The largest value kb models per flag (4096 is the model schema's head-dim bound): beyond it, an error, never a
 silent "yes" from gates that record nothing that far out."""
 
@@ -149,7 +147,7 @@ def positive_int(value: int | None, flag: str, example: str) -> int | None:
         return None
     if value <= 0:
         raise UsageError(f"{flag}: {value} must be a positive integer", fix=f"e.g. {flag} {example}")
-    top = _UPPER.get(flag)
+    top = _UPPER.get(flag if not flag.endswith(("-tp", "-tp-size", "--tp", "-tensor-parallel-size")) else "--gpus")
     if top is not None and value > top:
         raise UsageError(f"{flag}: {value} is beyond what kb models (at most {top:,})", fix=f"e.g. {flag} {example}")
     return value
@@ -160,7 +158,7 @@ def parse_util(value: float | None) -> float:
         return 0.9
     if not 0 < value <= 1:
         raise UsageError(f"--gpu-memory-utilization: {value} must be in (0, 1]",
-                         fix="e.g. --gpu-memory-utilization 0.9 (the default, as vLLM's; --util is an alias)")
+                         fix="e.g. --gpu-memory-utilization 0.9 (the default; --util is an alias)")
     return value
 
 
@@ -304,7 +302,7 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
     lines = [(k.removesuffix("_args"), v) for k, v in given.items() if k.endswith("_args")]
     if len(lines) > 1:
         raise UsageError(f"{' and '.join(f'--{n}-args' for n, _ in lines)}: one serve line per query",
-                         fix="give one, or compare engines with --engine vllm,sglang and kb's own options")
+                         fix="give one, or compare engines with --engine A,B and kb's own options")
     for key in given:
         engine = engine or key.removesuffix("_args")  # --vllm X or --sglang-args ... imply their engine
     line = None

@@ -141,7 +141,7 @@ def check_tensor_parallel(model: ModelV, gpus: int, flag: str) -> None:
         kv = g.kv_heads
         if kv and ((gpus < kv and kv % gpus) or (gpus >= kv and gpus % kv)):
             raise UsageError(f"{flag} {gpus}: {model.id}'s {kv} KV heads can neither be split nor replicated evenly "
-                             f"over {gpus} GPUs; vLLM refuses it",
+                             f"over {gpus} GPUs; the engines refuse it",
                              fix=f"use a size that divides or is a multiple of {kv}")
 
 
@@ -170,8 +170,8 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
         # for an fp32 checkpoint, and fp16 where the GPU has no bf16 (cc < 8.0)
         ckpt = getattr(cx.model, "unquantized_dtype", None) if cx.model is not None else None
         dtype = "fp16" if kv == "fp16" or old_gpu or ckpt == "fp16" else "bf16"
-        assumed["dtype"] = ("fp16 (no bf16 below sm80; vLLM's --dtype auto picks fp16)" if old_gpu else
-                            f"{dtype} (the checkpoint's torch_dtype, as vLLM's --dtype auto)" if ckpt == "fp16"
+        assumed["dtype"] = ("fp16 (no bf16 below sm80; the engines' --dtype auto picks fp16)" if old_gpu else
+                            f"{dtype} (the checkpoint's torch_dtype, as the engines' --dtype auto)" if ckpt == "fp16"
                             else dtype)
     if kv is None:
         kv = dtype if dtype in ("bf16", "fp16", "fp8_e4m3", "fp8_e5m2") else "bf16"
@@ -597,8 +597,9 @@ def unprobed(probed: list[str], lib: str, version: str) -> str | None:
     """For `--lib LIB=VERSION` that no evidence ran: the probed releases around it (claims scoped to the
     release still apply; probe verdicts of other releases do not)."""
     from kbtool.solve.conditions import compare_versions
+    from kbtool.solve.engines import registry
 
-    if not probed or version in probed or lib == "vllm":  # vLLM: its engine names the releases (vllm/grid.py)
+    if not probed or version in probed or lib in registry.ENGINES:  # an engine names its own releases
         return None
     below = [v for v in probed if compare_versions(v, version) < 0]
     above = [v for v in probed if compare_versions(v, version) > 0]

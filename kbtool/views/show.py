@@ -94,7 +94,7 @@ def show_data(kb: KB, name: str) -> dict[str, Any]:
 
 def _timeline(kb: KB, claim: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The claim's outcome per swept vLLM release, and the version events where it changed (solve/timeline)."""
-    from kbtool.solve import timeline as tl
+    from kbtool.solve.engines.vllm import timeline as tl
 
     points = tl.timelines(kb).get(claim, [])
     rows = [{"release": p.release, "outcome": p.outcome, "evidence": p.evidence, "detail": p.detail}

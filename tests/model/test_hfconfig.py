@@ -11,7 +11,7 @@ import pytest
 
 from kbtool.model.hfconfig import ConfigError, to_record
 from kbtool.model.model_card import Model
-from kbtool.solve.kvcache import state_page
+from kbtool.solve.engines.vllm.kvcache import state_page
 from kbtool.store.hfconfig_file import read_config
 from tests.util import DATA, RECORDS, run_kb
 

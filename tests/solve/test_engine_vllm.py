@@ -191,3 +191,10 @@ def test_the_sample_covers_every_stratum_and_is_smaller() -> None:
         assert {tuple(p[k] for k in key) for p in sample} == {tuple(p[k] for k in key) for p in every}
         assert len(sample) < len(every) / 4
         assert {p["head_size"] for p in sample} == {p["head_size"] for p in every}
+
+
+def test_the_registry_names_the_boot_error_record_boots_py_writes() -> None:
+    from kbtool.solve.engines.registry import ENGINES
+    from kbtool.solve.engines.vllm.boots import RECORD_ID
+
+    assert ENGINES["vllm"].boot_error_record == RECORD_ID

@@ -9,9 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kbtool.model import Model
-from kbtool.solve.budget import fit, weight_bytes
 from kbtool.solve.engines.vllm import pool as vllm_pool
-from kbtool.solve.kvcache import UNBOUNDED_CTX, kv_model, max_context, state_page
+from kbtool.solve.engines.vllm.budget import fit
+from kbtool.solve.engines.vllm.kvcache import UNBOUNDED_CTX, kv_model, max_context, state_page
+from kbtool.solve.weights import weight_bytes
 
 SRC = [{"type": "seed", "seed": "fixture.txt"}]
 

@@ -1,11 +1,11 @@
-"""Release timelines -> OSV version events and ranges (kbtool/solve/timeline.py), and what KB320 and
+"""Release timelines -> OSV version events and ranges (kbtool/solve/engines/vllm/timeline.py), and what KB320 and
 `kb probe events` make of them (kbtool/checks/timeline.py, kbtool/probe/events.py)."""
 
 from __future__ import annotations
 
 from kbtool.model import Claim
 from kbtool.probe.events import proposed
-from kbtool.solve import timeline as tl
+from kbtool.solve.engines.vllm import timeline as tl
 
 
 def pts(*pairs: tuple[str, str]) -> list[tl.Point]:

@@ -200,6 +200,8 @@ class Engine(abc.ABC):
     options: tuple[Option, ...]  # its query options: a release pin ("release") and a serve line ("line")
     block_size: int | None = None  # its paged KV block where no backend forces one (None: its pick decides)
     long_context: str | None = None  # how it is told to serve past the model's max context (None: not recorded)
+    boot_probe: str | None = None  # the probe whose boots its pool accounting is held to (their measurements)
+    boot_error_record: str | None = None  # the derived measurement of its accounting's error against those boots
 
     @abc.abstractmethod
     def parse_line(self, text: str) -> Line:

@@ -29,8 +29,8 @@ from __future__ import annotations
 import math
 
 from kbtool.solve.answer import Memory
-from kbtool.solve.budget import Fit, weight_bytes
 from kbtool.solve.engines.base import Pool as EnginePool
+from kbtool.solve.weights import Fit, weight_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

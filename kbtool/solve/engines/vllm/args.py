@@ -31,7 +31,7 @@ _INTS = {"max_model_len", "tp", "block_size", "max_num_batched_tokens", "max_num
 QUANT_WEIGHTS = {"fp8": "fp8", "fbgemm_fp8": "fp8", "ptpc_fp8": "fp8", "awq": "int4", "awq_marlin": "int4",
                  "gptq": "int4", "gptq_marlin": "int4", "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4",
                  "bitsandbytes": "int4"}
-"""--quantization methods whose weight bytes per parameter kb knows (kbtool/solve/budget.py WEIGHT_BYTES)."""
+"""--quantization methods whose weight bytes per parameter kb knows (kbtool/solve/weights.py WEIGHT_BYTES)."""
 _SWITCHES = {"--enforce-eager": "enforce_eager"}  # flags without a value
 
 

@@ -34,6 +34,8 @@ class Vllm(Engine):
     )
     block_size = 16  # vLLM's default --block-size on CUDA for the non-MLA backends (vllm/config/cache.py)
     long_context = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, which vLLM warns against"  # vllm/config/model.py
+    boot_probe = "vllm-boot"  # probes/vllm_boot
+    boot_error_record = "vllm-boot-estimate-error"  # boots.RECORD_ID, written by kbtool/probe/boot_error.py
 
     def parse_line(self, text: str) -> Line:
         """kb's options a `vllm serve` line names (kb's own, when given, win) and its vLLM-only settings."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 
-from kbtool.solve.kvcache import STATE_BYTES, state_page
+from kbtool.solve.engines.vllm.kvcache import STATE_BYTES, state_page
 
 KERNEL_BLOCK = 16  # the smallest kernel block size of vLLM's FLASH_ATTN backend on CUDA
 

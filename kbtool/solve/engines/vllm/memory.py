@@ -1,11 +1,12 @@
-"""The memory block of an answer: the vLLM budget (kbtool/solve/budget.py) for the model on this GPU."""
+"""The memory block of an answer: the vLLM budget (kbtool/solve/engines/vllm/budget.py) for the model on this GPU."""
 
 from __future__ import annotations
 
 from kbtool.solve.answer import Memory
-from kbtool.solve.budget import SAMPLER_ROWS, Fit, fit
 from kbtool.solve.engines.base import Pool
-from kbtool.solve.kvcache import DEFAULT_BATCHED_TOKENS
+from kbtool.solve.engines.vllm.budget import SAMPLER_ROWS, fit
+from kbtool.solve.engines.vllm.kvcache import DEFAULT_BATCHED_TOKENS
+from kbtool.solve.weights import Fit
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
