@@ -1,8 +1,9 @@
 """`kb query`: its options, parsing, the query image, the answer. The one implementation of the command.
 
 The console script (kbtool/launch.py) calls `main` before typer, pydantic or rich are imported; the typer
-app's `query` command (kbtool/cli.py) hands its arguments to the same `main`. OPTIONS is the command's whole
-interface: add a row to add an option (its key is a keyword of `build_query`, or a flag read here).
+app's `query` command (kbtool/cli.py) hands its arguments to the same `main`. OPTIONS, with each registered
+engine's own options (Engine.options) before the output flags, is the command's whole interface (`options()`): add
+a row to add an option (its key is a keyword of `build_query`, or a flag read here).
 
 The answer comes from the query image (kbtool/solve/image.py), cached per records tree (kbtool/store/cache.py)
 and checked for freshness here, in this process. A tree without a fresh image is validated first: when any
@@ -67,8 +68,11 @@ def _engine_options() -> tuple[tuple[str, str, str, str, str], ...]:
 
 
 _TAIL = 5  # --json, --explain, --fail-on-no, --no-cache, --kb: after the engines' own options
-OPTIONS = OPTIONS[:-_TAIL] + _engine_options() + OPTIONS[-_TAIL:]
-_BY_FLAG = {o[0]: o for o in OPTIONS}
+
+
+def options() -> tuple[tuple[str, str, str, str, str], ...]:
+    """The command's whole interface: kb's own options, with each registered engine's before the output flags."""
+    return OPTIONS[:-_TAIL] + _engine_options() + OPTIONS[-_TAIL:]
 _READ_HERE = ("json", "explain", "fail_on_no", "no_cache", "kb")
 MAX_INT = (1 << 31) - 1  # no count, size or dimension kb sizes comes near it
 
@@ -76,7 +80,7 @@ HELP = "Answer a serving question: kernels, reasons, caveats, KV fit."
 
 
 def help_text() -> str:
-    rows = [(f"{f} {m}".strip(), h) for f, _, _, m, h in OPTIONS] + [("-h, --help", "Show this message and exit.")]
+    rows = [(f"{f} {m}".strip(), h) for f, _, _, m, h in options()] + [("-h, --help", "Show this message and exit.")]
     width = max(len(a) for a, _ in rows)
     return "\n".join(["Usage: kb query [OPTIONS]", "", f"  {HELP}", "",
                       "  Can this accelerator serve this context with this KV dtype (and model, engine, libraries)?",
@@ -102,6 +106,7 @@ def _number(flag: str, kind: str, text: str) -> int | float:
 def parse(argv: list[str]) -> dict[str, Any] | None:
     """The options of `kb query ARGV` by key; None for --help. Anything malformed raises UsageError."""
     out: dict[str, Any] = {}
+    by_flag = {o[0]: o for o in options()}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -109,11 +114,11 @@ def parse(argv: list[str]) -> dict[str, Any] | None:
         if arg in ("-h", "--help"):
             return None
         flag, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
-        opt = _BY_FLAG.get(flag)
+        opt = by_flag.get(flag)
         if opt is None:
             import difflib
 
-            near = difflib.get_close_matches(flag, list(_BY_FLAG), n=1)
+            near = difflib.get_close_matches(flag, list(by_flag), n=1)
             what = "option" if arg.startswith("-") else "argument"
             raise UsageError(f"kb query: unexpected {what} '{arg}'",
                              fix=f"did you mean {near[0]}?" if near else "see `kb query --help`")

@@ -90,9 +90,9 @@ def summary(d: Decision) -> str:
         return f"{where}: no kernel in the KB covers {', '.join(d.blocking)}"
     if case == "REJECTED":
         return f"{where}: every kernel is rejected for {', '.join(d.blocking)}{_fits(d)}"
-    if case == "YES":
+    if case == "YES" and not d.caveats:
         return f"{where}: yes ({uses}){_fits(d)}"
-    if case == "CAVEATS":
+    if case in ("CAVEATS", "YES"):
         kernel = any(s == "caveat" for s in d.phases.values())
         return f"{where}: yes with {'' if kernel else 'hardware '}caveats ({uses}){_fits(d)}"
     if case == "DISPUTED":

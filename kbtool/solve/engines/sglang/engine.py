@@ -236,10 +236,10 @@ def preflight(block: dict[str, Any]) -> str:
     """What SGLang would log at start-up for this line: its backends, then its KV pool line."""
     text = f"attention backend: prefill {block['prefill']}, decode {block['decode']}; page_size {block['page_size']}"
     pool = block.get("pool")
-    if pool:
+    if pool and pool.get("error"):
+        text += f"; {pool['error']}"
+    elif pool and pool.get("kv_line"):
         text += f"; {pool['kv_line']}; max_total_num_tokens={pool['max_total_num_tokens']}, " \
                 f"max_running_requests={pool['max_running_requests']}"
     return text
 
-
-ENGINE = Sglang()
