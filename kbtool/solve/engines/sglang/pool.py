@@ -215,7 +215,7 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
 
 def _kv(resolved: str | None, env: dict[str, Any], model: Any) -> str:
     """The KV dtype SGLang stores: its resolved --kv-cache-dtype, auto being the model's dtype."""
-    from kbtool.solve.engines.sglang.engine import KV_OF
+    from kbtool.solve.engines.sglang.serverargs import KV_OF
 
     if resolved and resolved != "auto":
         return KV_OF.get(resolved, env.get("kv_dtype") or "bf16")

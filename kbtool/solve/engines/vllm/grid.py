@@ -20,7 +20,9 @@ from kbtool.solve.conditions import compare_versions
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from kbtool.solve.engines.vllm.selection import Selection
+    from collections.abc import Callable
+
+    from kbtool.solve.engines.vllm.selected import Selection
     from kbtool.solve.image import Image
 
 LAYOUT_OF = {"gqa": "dense", "mha": "dense", "mqa": "dense", "mla": "mla", "sparse-mla": "sparse"}
@@ -98,9 +100,10 @@ def neighbours(version: str, known: list[str]) -> tuple[str | None, str | None]:
 
 
 def select_unrecorded(img: Image, env: dict[str, Any], version: str, requested: str | None,
-                      platform: str) -> Selection:
-    """selection.select for a release with no priority records: its recorded grid point, else its neighbours."""
-    from kbtool.solve.engines.vllm.selection import BackendCheck, Selection, select, versions
+                      platform: str, ask: Callable[[str], Selection]) -> Selection:
+    """selection.select for a release with no priority records: its recorded grid point, else what `ask` (the
+    selection of a recorded release) gives for the releases around it."""
+    from kbtool.solve.engines.vllm.selected import BackendCheck, Selection, versions
     from kbtool.solve.gates import structural
 
     backends = {b.id: b for b in img.backends("vllm")}
@@ -110,7 +113,7 @@ def select_unrecorded(img: Image, env: dict[str, Any], version: str, requested: 
         sides = []
         for v in neighbours(version, known):
             if v is not None:
-                s = select(img, env, v, requested, platform)
+                s = ask(v)
                 name = s.checks[s.selected].name if s.selected in s.checks else s.selected
                 sides.append((v, f"selects {name}" if s.selected else f"refuses: {s.error}"))
         below, above = neighbours(version, known)

@@ -9,10 +9,10 @@ X's reasons, as vLLM does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from kbtool.names import architecture_of
 from kbtool.solve.conditions import compare_versions, evaluate
+from kbtool.solve.engines.vllm.grid import select_unrecorded
+from kbtool.solve.engines.vllm.selected import BackendCheck, Selection, versions
 from kbtool.solve.gates import Judge, apply_claims, structural
 
 TYPE_CHECKING = False
@@ -35,59 +35,6 @@ _SEV = {"ok": 0, "caveat": 1, "unknown": 2, "rejected": 3}
 
 def _status_of(r: Reason) -> str:
     return "unknown" if r.depends_on else "rejected"
-
-
-@dataclass
-class BackendCheck:
-    id: str
-    name: str
-    status: str  # ok | caveat | unknown | rejected
-    reasons: list[Reason] = field(default_factory=list)
-
-    @property
-    def valid(self) -> bool:
-        return self.status in ("ok", "caveat")
-
-
-@dataclass
-class Selection:
-    """What vLLM would do: the backend it uses, the list it walked, and every refusal with its reasons."""
-
-    version: str | None
-    priority: list[str]
-    checks: dict[str, BackendCheck]
-    selected: str | None
-    requested: str | None = None
-    error: str | None = None
-    source: str | None = None
-    """Where the answer comes from when it is not the release's records: its recorded grid (vllm/grid.py)"""
-    between: str | None = None
-    """For a release with no record at all: the recorded releases around it and what each does"""
-
-    def as_dict(self) -> dict[str, Any]:
-        extra = {k: v for k, v in (("source", self.source), ("between", self.between)) if v}
-        return {
-            "vllm": self.version, "selected": self.selected, "requested": self.requested, "error": self.error,
-            **extra,
-            "priority": self.priority,
-            "backends": [{"id": c.id, "name": c.name, "status": c.status,
-                          "reasons": [r.message for r in c.reasons]} for c in
-                         (self.checks[b] for b in self.priority if b in self.checks)],
-        }
-
-
-def versions(img: Image, engine: str = "vllm") -> list[str]:
-    """The releases the priority records name, oldest first."""
-    out: set[str] = set()
-    for _id, _e, _p, scope, _lists in img.priorities(engine):
-        for _lib, introduced, fixed, last in scope:
-            for v in (introduced, last):
-                if v:
-                    out.add(v)
-            del fixed
-    import functools
-
-    return sorted(out, key=functools.cmp_to_key(compare_versions))
 
 
 def default_version(img: Image) -> str | None:
@@ -156,9 +103,8 @@ def select(img: Image, env: dict[str, Any], version: str | None = None, requeste
         return Selection(None, [], {}, None, requested, "the KB has no vLLM priority records")
     env = dict(env, engine="vllm", vllm=version)
     if version not in versions(img):  # no priority records: the release's own grid, or the releases around it
-        from kbtool.solve.engines.vllm.grid import select_unrecorded
-
-        return select_unrecorded(img, env, version, requested, platform)
+        return select_unrecorded(img, env, version, requested, platform,
+                                 lambda v: select(img, env, v, requested, platform))
     backends = {b.id: b for b in img.backends("vllm")}
     by_name = {b.backend_name.upper(): b.id for b in backends.values()}
     order = priority_order(img, env, version, platform)
