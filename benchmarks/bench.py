@@ -41,9 +41,14 @@ from typing import Any
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 QUERY = ["query", "--gpu", "h100", "--ctx", "128k", "--kv", "fp8"]
+ENGINE = ["query", "--gpu", "h100", "--vllm-args", "vllm serve meta-llama/Llama-3.1-70B-Instruct -tp 4 "
+          "--max-model-len 32k --kv-cache-dtype fp8 --enable-prefix-caching"]  # README's serve-line example
 KB = str(Path(sys.executable).with_name("kb"))
-TARGETS = {("shipped", "warm pty"): 4.0, ("shipped", "warm piped"): 3.0, ("10k", "warm pty"): 8.0}
-VALIDATE_S = {("shipped", "validate cold"): 3.0, ("shipped", "validate edit"): 1.0, ("10k", "validate cold"): 20.0}
+SOLVER = CHECKOUT / "kbtool" / "solve" / "decision.py"  # "validate solver edit": one line added to a solver module
+TARGETS = {("shipped", "warm pty"): 3.0, ("shipped", "warm piped"): 3.0, ("shipped", "engine pty"): 5.0,
+           ("shipped", "engine piped"): 5.0, ("10k", "warm pty"): 8.0}
+VALIDATE_S = {("shipped", "validate empty"): 3.0, ("shipped", "validate cold"): 3.0, ("shipped", "validate edit"): 1.0,
+              ("shipped", "validate solver edit"): 1.0, ("10k", "validate cold"): 20.0}
 
 
 # ---- the synthetic KB ---------------------------------------------------------------------------
@@ -162,12 +167,34 @@ def bench_tree(name: str, root: Path, work: Path, runs: int, validate_runs: int)
     _piped(cmd, env)  # the image is written
     out["warm piped"] = median_of(runs, _piped, cmd, env)
     out["warm pty"] = median_of(runs, _pty, cmd, env)
+    engine = [KB, *ENGINE, "--kb", str(root)]
+    _piped(engine, env)
+    out["engine piped"] = median_of(runs, _piped, engine, env)
+    out["engine pty"] = median_of(runs, _pty, engine, env)
     validate = [KB, "validate", "--kb", str(root)]
     out["validate empty"] = median_of(1, _piped, validate, env, before=clear)
     out["validate cold"] = median_of(validate_runs, _piped, validate, env)
     edit = _one_edit(root)
     out["validate edit"] = median_of(validate_runs, _piped, validate, env, before=edit)
+    if name == "shipped":
+        out["validate solver edit"] = _after_solver_edit(validate, env, validate_runs)
     return out
+
+
+def _after_solver_edit(validate: list[str], env: dict[str, str], runs: int) -> float:
+    """`kb validate` after a one-line edit of a solver module (a comment appended; restored afterwards): the verdict
+    cache is keyed by each judge's own code, so an edit no judge imports judges nothing again."""
+    text = SOLVER.read_bytes()
+    count = [0]
+
+    def edit() -> None:
+        count[0] += 1
+        SOLVER.write_bytes(text + f"# bench edit {count[0]}\n".encode())
+
+    try:
+        return median_of(runs, _piped, validate, env, before=edit)
+    finally:
+        SOLVER.write_bytes(text)
 
 
 def _one_edit(root: Path) -> Any:

@@ -1,0 +1,163 @@
+"""The code a probe's judge runs, and its digest: the key under which re-judged verdicts are cached (issue 43).
+
+A judge's verdicts change only when its own code or what it calls changes. The code is the probe module and every
+module of kbtool/ or probes/ it imports, transitively (function-level imports too), plus the re-judging machinery
+(kbtool.probe.rejudge and what it imports). Imports are read from the source text, not by importing, so working
+the digest out costs a read of the files and no probe import: an edit to a module no judge reaches (the solver's
+verdict, the renderer) judges nothing again, and an edit to one a judge reaches judges that probe's records again.
+Data files beside a probe module (probes/vllm_boot/models/...) count as its code."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+KBTOOL = Path(__file__).resolve().parents[1]
+ROOTS = ("kbtool", "probes")
+_IMPORT = re.compile(r"[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+([\w, \t()]+)|import[ \t]+([\w., \t]+))")
+_SPEC_ID = re.compile(r"^SPEC\s*[:=][^\n]*\n(?:[^\n]*\n){0,3}?\s*id\s*=\s*['\"]([\w.-]+)['\"]", re.MULTILINE)
+MACHINERY = "kbtool.probe.rejudge"
+
+
+class Sources:
+    """The modules of kbtool/ and probes/ by dotted name, read once."""
+
+    def __init__(self, probes_dir: Path | None) -> None:
+        self.files: dict[str, Path] = {}
+        for top in (KBTOOL, probes_dir):
+            if top is None or not top.is_dir():
+                continue
+            for p in sorted(top.rglob("*.py")):
+                if "__pycache__" in p.parts:
+                    continue
+                parts = [top.name, *p.relative_to(top).with_suffix("").parts]
+                if parts[-1] == "__init__":
+                    parts = parts[:-1]
+                self.files[".".join(parts)] = p
+        self.probes_dir = probes_dir
+        self._text: dict[str, str] = {}
+        self._bytes: dict[Path, bytes] = {}
+
+    def text(self, mod: str) -> str:
+        if mod not in self._text:
+            self._text[mod] = self.raw(self.files[mod]).decode("utf-8", "replace")
+        return self._text[mod]
+
+    def raw(self, path: Path) -> bytes:
+        if path not in self._bytes:
+            self._bytes[path] = path.read_bytes()
+        return self._bytes[path]
+
+    def imports(self, mod: str) -> set[str]:
+        """The kbtool/probes modules `mod` imports anywhere in its text."""
+        path = self.files[mod]
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        out: set[str] = set()
+        for line in _runtime_lines(self.text(mod)):
+            m = _IMPORT.match(line)
+            if m is None:
+                continue
+            base, names, plain = m.group(1), m.group(2), m.group(3)
+            if plain is not None:
+                targets = [n.split(" as ")[0].strip() for n in plain.split(",")]
+            else:
+                if base.startswith("."):
+                    level = len(base) - len(base.lstrip("."))
+                    parent = package.split(".")
+                    parent = parent[: len(parent) - (level - 1)] if level > 1 else parent
+                    base = ".".join([*parent, *([base.lstrip(".")] if base.lstrip(".") else [])])
+                names = names.replace("(", " ").replace(")", " ")
+                targets = [base] + [f"{base}.{n.split(' as ')[0].strip()}" for n in names.split(",") if n.strip()]
+            for t in targets:
+                while t and t not in self.files:
+                    t = t.rpartition(".")[0]
+                if t and t.split(".")[0] in ROOTS:
+                    out.add(t)
+        return out
+
+    def closure(self, roots: list[str]) -> set[str]:
+        seen: set[str] = set()
+        todo = [r for r in roots if r in self.files]
+        while todo:
+            mod = todo.pop()
+            if mod in seen:
+                continue
+            seen.add(mod)
+            parts = mod.split(".")
+            todo += [".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in self.files]
+            todo += sorted(self.imports(mod) - seen)
+        return seen
+
+    def probe_modules(self) -> dict[str, str]:
+        """probe id -> its module (a probes/ module assigning SPEC with that id), read, not imported."""
+        out: dict[str, str] = {}
+        for mod, path in self.files.items():
+            if mod.startswith("probes.") and mod.count(".") == 1 and not path.name.startswith("_"):
+                m = _SPEC_ID.search(self.text(mod))
+                if m:
+                    out[m.group(1)] = mod
+        return out
+
+
+def _runtime_lines(text: str) -> list[str]:
+    """The lines that can run: an `if TYPE_CHECKING:` block (imports for the type checker only) is left out."""
+    out: list[str] = []
+    skip: int | None = None  # the indent of the TYPE_CHECKING `if` being skipped
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        indent = len(line) - len(stripped)
+        if skip is not None:
+            if not stripped or indent > skip:
+                continue
+            skip = None
+        if stripped.startswith("if TYPE_CHECKING"):
+            skip = indent
+            continue
+        if stripped.startswith(("from ", "import ")):
+            out.append(line)
+    return out
+
+
+def _probes_dir() -> Path | None:
+    try:
+        import probes
+    except ImportError:
+        return None
+    return Path(next(iter(probes.__path__), "")) or None
+
+
+class JudgeCode:
+    """probe id -> the digest of the code its judge runs (None for a probe kb cannot find)."""
+
+    def __init__(self, probes_dir: Path | None = None) -> None:
+        self.src = Sources(probes_dir if probes_dir is not None else _probes_dir())
+        self.modules = self.src.probe_modules()
+        self._machinery = self.src.closure([MACHINERY])
+        self._memo: dict[str, str | None] = {}
+
+    def files(self, probe_id: str) -> list[Path]:
+        """The files whose bytes make `probe_id`'s judge code, sorted."""
+        mod = self.modules.get(probe_id)
+        if mod is None:
+            return []
+        mods = self.src.closure([mod]) | self._machinery
+        paths = {self.src.files[m] for m in mods}
+        folder = self.src.files[mod].with_suffix("")  # data beside the module: probes/vllm_boot/ for vllm_boot.py
+        if folder.is_dir():
+            paths |= {p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+        return sorted(paths)
+
+    def digest(self, probe_id: str) -> str | None:
+        if probe_id not in self._memo:
+            paths = self.files(probe_id)
+            if not paths:
+                self._memo[probe_id] = None
+            else:
+                h = hashlib.sha256(b"kb-judge-code 1\n")
+                for p in paths:
+                    data = self.src.raw(p)
+                    h.update(f"{p.parent.name}/{p.name}\0{len(data)}\0".encode())
+                    h.update(data)
+                self._memo[probe_id] = h.hexdigest()
+        return self._memo[probe_id]
