@@ -734,6 +734,33 @@ def probe_events(
     render.events_text(changes, written, write)
 
 
+@probe_app.command("seed")
+def probe_seed(
+    write: Annotated[bool, typer.Option("--write", help="Rewrite <records>/.verdicts.json.gz.")] = False,
+    check: Annotated[bool, typer.Option("--check", help="Exit 1 when the shipped seed is stale (CI).")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """The re-judged verdicts shipped beside the records: every evidence record judged again from scratch, so a fresh
+    clone's `kb validate` judges only what its edits reach."""
+    from kbtool.probe import seed as seeds
+    from kbtool.render.console import out
+
+    root = _records(kb)
+    entries = seeds.build(_load_kb(kb))
+    old = seeds.stale(root, entries)
+    if write:
+        from kbtool.store.writer import atomic_write
+
+        atomic_write(seeds.path_of(root), seeds.dump(entries))
+        out.print(f"wrote {seeds.path_of(root)}: {len(entries)} evidence records judged ({len(old)} changed)")
+        return
+    if old:
+        out.print(f"{len(old)} of {len(entries)} seed entries are stale or missing: {', '.join(old[:10])}"
+                  f"{' ...' if len(old) > 10 else ''}\n  fix: run `kb probe seed --write` and commit the file")
+        raise typer.Exit(1 if check else 0)
+    out.print(f"the seed is current: {len(entries)} evidence records")
+
+
 @probe_app.command("campaign")
 def probe_campaign(
     plan: Annotated[Path, typer.Argument(help="Plan file (YAML: tasks of kind probe, release or replay).")],

@@ -27,6 +27,7 @@ class KB:
     # ids of records that were read but failed their schema: they exist, so references to them are not
     # dangling (their own finding says what is wrong; one problem, one finding)
     invalid: set[str] = field(default_factory=set)
+    root: Path | None = None  # the records tree it was read from (the verdict seed lies there)
 
     @classmethod
     def from_load(cls, result: LoadResult) -> KB:
@@ -91,5 +92,6 @@ def load_kb(root: Path) -> tuple[KB, int]:
     (unreadable, invalid or a duplicate id; `kb validate` says why)."""
     result = load_tree(root, cached=True)  # parsed files from the content-keyed cache (kbtool.store.doc_cache)
     kb = KB.from_load(result)
+    kb.root = root
     bad = {f.file for f in result.findings if f.severity == "error"} | {d.file for d in kb.duplicates}
     return kb, len(bad)

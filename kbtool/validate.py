@@ -44,6 +44,7 @@ def validate(root: Path, paths: list[Path] | None = None, *, only: tuple[str, ..
     outside = [p for p in paths if not p.resolve().is_relative_to(root.resolve())]
     result = load_tree(root, [root, *outside] if outside else None, cached=True)
     kb = KB.from_load(result)
+    kb.root = root
     findings = list(result.findings)
     focus = FOCUS.set(frozenset(display(p, root) for p in _expand(paths)) if paths else None)
     for chk in all_checks():

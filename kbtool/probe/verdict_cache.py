@@ -71,6 +71,11 @@ def _digest(*parts: str | bytes) -> str:
     return h.hexdigest()
 
 
+def evidence_key(ev: Evidence) -> str:
+    """An evidence record's content less its id: two records of the same run share their verdicts."""
+    return _digest(ev.model_dump_json(exclude={"id"}))
+
+
 def record_digest(record: Record) -> str:
     return _digest(record.model_dump_json())
 
@@ -164,7 +169,7 @@ class VerdictCache:
     def path(self, ev: Evidence) -> Path | None:
         if self.folder is None:
             return None
-        return self.folder / f"{_digest(ev.model_dump_json(exclude={'id'}))}.json"
+        return self.folder / f"{evidence_key(ev)}.json"
 
     def get(self, ev: Evidence, inputs: Inputs) -> list[dict[str, Any]] | None:
         """The verdicts stored for `ev` when everything the judge read is unchanged; None otherwise."""
