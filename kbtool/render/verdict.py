@@ -70,6 +70,13 @@ def summary(d: Decision) -> str:
     if case == "ENGINE_DEPENDS":
         assert d.pick is not None
         return f"{where}: {label}'s choice {d.pick.error}"
+    if case == "UNMODELLED_MEMORY":
+        flags = "; ".join(f"{f} ({what})" for f, what in det["flags"].items())
+        m = d.memory or {}
+        alone = (f"KV {_gb(m['kv_bytes'])} GB would fit in {_gb(m['available_bytes'])} GB" if m.get("fits")
+                 else f"it would not fit ({_no_fit(d).partition(': ')[2]})")
+        return (f"{where}: memory not decided: the serve line sets {flags}, which kb does not model; without it, "
+                f"{alone}")
     if case == "POOL_REFUSES":
         m = d.memory or {}
         conc = m.get("concurrency")

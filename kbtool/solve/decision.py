@@ -8,6 +8,8 @@ The cases, in the order they bind (the first that holds decides; `CASES` names e
 - HARDWARE: a hardware gate holds (vLLM refusing bf16 below sm80): no.
 - CTX_OVER_MODEL: --ctx beyond the model's max_position_embeddings: no.
 - ENGINE_REFUSES / ENGINE_DEPENDS: the engine's own check raises (no), or needs an input not given (conditional).
+- UNMODELLED_MEMORY: the serve line sets a flag that moves GPU memory kb does not model (--cpu-offload-gb, a
+  draft model, LoRA): conditional, the flag named, never a confident yes or no from the memory model.
 - POOL_REFUSES: the engine's start-up check on its KV pool fails (its own count): no. Under an engine, "fits"
   means this check passes, so a "fits" verdict where the engine refuses to start cannot be made.
 - NO_FIT: the KV cache (or the weights) do not fit: no.
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
 
 CASES = {
     "HARDWARE": "no", "CTX_OVER_MODEL": "no", "ENGINE_REFUSES": "no", "ENGINE_DEPENDS": "conditional",
-    "POOL_REFUSES": "no", "NO_FIT": "no", "ENGINE_NOT_RECORDED": "conditional",
+    "UNMODELLED_MEMORY": "conditional", "POOL_REFUSES": "no", "NO_FIT": "no", "ENGINE_NOT_RECORDED": "conditional",
     "ENGINE_KERNELS_REFUSE": "conditional", "ENGINE": "yes", "NO_KERNEL_COVERS": "unknown", "REJECTED": "no",
     "DISPUTED": "conditional", "UNKNOWN": "unknown", "DEPENDS": "conditional", "CAVEATS": "conditional",
     "YES": "yes",
@@ -89,7 +91,7 @@ def _memory_state(memory: Memory | None, pool: Pool | None, utilization: float) 
 def decide(*, where: str, phases: list[str], kernels: list[KernelAnswer], rec: dict[str, list[str]],
            memory: Memory | None, utilization: float, over: tuple[int, int, str] | None, held: list[Reason],
            glob_caveats: list[Reason], pick: Pick | None, backends: list[BackendAnswer],
-           long_context: str | None) -> Decision:
+           long_context: str | None, unmodelled: dict[str, str] | None = None) -> Decision:
     """The one verdict for one accelerator (see the module docstring for the cases, in order)."""
     from kbtool.solve.gates import best
 
@@ -115,6 +117,9 @@ def decide(*, where: str, phases: list[str], kernels: list[KernelAnswer], rec: d
         return made("CTX_OVER_MODEL")
     if pick is not None and pick.state == "error":
         return made("ENGINE_REFUSES")
+    if unmodelled and mem is not None:
+        detail["flags"] = dict(unmodelled)
+        return made("UNMODELLED_MEMORY")
     if pool is not None and pool.starts is False:
         return made("POOL_REFUSES")
     if fits is False:

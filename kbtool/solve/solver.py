@@ -491,7 +491,8 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
                       rec=rec, memory=memory, utilization=q.utilization,
                       over=(*over, cx.model.id) if over is not None and cx.model is not None else None,
                       held=_merge(glob_out.reasons), glob_caveats=glob_caveats, pick=pick, backends=backends,
-                      long_context=cx.engine.long_context if cx.engine is not None else None)
+                      long_context=cx.engine.long_context if cx.engine is not None else None,
+                      unmodelled=_unmodelled(cx))
     first = _picked_caveats(decision, backends)
     if first:
         glob_caveats = _merge(first + glob_caveats)
@@ -504,6 +505,14 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
                   claims_used=sorted(used), depends_on=depends, backends=backends, caveats=glob_caveats,
                   assumed=assumed, notes=list(cx.notes), ranking=ranking, recommended=rec,
                   engine=pick.to_dict() if pick is not None else None, decision=decision)
+
+
+def _unmodelled(cx: Ctx) -> dict[str, str]:
+    """The serve line's flags that move GPU memory kb does not model, with what each moves (Engine.memory_flags)."""
+    eng = cx.engine
+    if eng is None:
+        return {}
+    return {f: eng.memory_flags[f] for f in cx.q.ignored if f in eng.memory_flags}
 
 
 def _picked_caveats(d: Decision, backends: list[BackendAnswer]) -> list[Reason]:

@@ -28,7 +28,7 @@ def test_grid_answer_is_the_recorded_selection(release: str) -> None:
     rows = vs.rows(vs.load(ROOT / "tests" / "data" / "vllm" / release / "cc9.0.json.gz"))
     for p in rows[::97]:  # a spread of grid points: every layout, head size, KV dtype, block and sink
         env = dict(vs.grid_env(p), engine="vllm", vllm=release)
-        sel = grid.select_unrecorded(img, env, release, None, "cuda", lambda v: engine.select(img, env, v))
+        sel = grid.select_unrecorded(img, env, release, None, "cuda", lambda v, e=env: engine.select(img, e, v))
         ids = {b.backend_name: b.id for b in img.backends("vllm")}
         want = ids[p["selected"]] if p["selected"] else None
         assert sel.selected == want, (p, sel.error)

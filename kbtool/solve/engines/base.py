@@ -201,6 +201,7 @@ class Engine(abc.ABC):
     block_size: int | None = None  # its paged KV block where no backend forces one (None: its pick decides)
     long_context: str | None = None  # how it is told to serve past the model's max context (None: not recorded)
     boot_probe: str | None = None  # the probe whose boots its pool accounting is held to (their measurements)
+    memory_flags: dict[str, str] = {}  # serve-line flags that move GPU memory kb does not model -> what they move
     boot_error_record: str | None = None  # the derived measurement of its accounting's error against those boots
 
     @abc.abstractmethod

@@ -42,6 +42,11 @@ class Sglang(Engine):
                '--model-path M --tp 2": pre-flight answer (backends, page size, token pool, or SGLang\'s error).'),
     )
     block_size = None  # SGLang's page size comes from its resolution (1 unless a backend forces one)
+    # flags whose GPU memory kb does not model (sglang/srt/server_args.py: --cpu-offload-gb, speculative decoding,
+    # LoRA; docs.sglang.ai/advanced_features/server_arguments.html)
+    memory_flags = {"--cpu-offload-gb": "weights offloaded to host memory", "--speculative-algorithm": "a draft "
+                    "model and its KV cache", "--enable-lora": "LoRA adapter weights", "--lora-paths": "LoRA adapter "
+                    "weights"}
 
     def parse_line(self, text: str) -> Line:
         """kb's options an SGLang launch line names (kb's own, when given, win) and its ServerArgs fields."""

@@ -34,6 +34,11 @@ class Vllm(Engine):
     )
     block_size = 16  # vLLM's default --block-size on CUDA for the non-MLA backends (vllm/config/cache.py)
     long_context = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, which vLLM warns against"  # vllm/config/model.py
+    # flags whose GPU memory kb does not model (vllm/engine/arg_utils.py: CacheConfig, LoRAConfig,
+    # SpeculativeConfig, OffloadConfig; docs.vllm.ai/en/latest/configuration/engine_args.html)
+    memory_flags = {"--cpu-offload-gb": "weights offloaded to host memory", "--speculative-config": "a draft model "
+                    "and its KV cache", "--enable-lora": "LoRA adapter weights", "--num-gpu-blocks-override": "the "
+                    "KV pool's size"}
     boot_probe = "vllm-boot"  # probes/vllm_boot
     boot_error_record = "vllm-boot-estimate-error"  # boots.RECORD_ID, written by kbtool/probe/boot_error.py
 

@@ -1,0 +1,42 @@
+"""One decision per accelerator (kbtool/solve/decision.py): the cases that bind before the kernel layer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kbtool import query_cli
+from kbtool.render.verdict import answer_summary
+from kbtool.solve.query import build_query
+from kbtool.solve.solver import solve
+
+
+@pytest.fixture(scope="module")
+def img() -> Any:
+    return query_cli.image()
+
+
+@pytest.mark.parametrize(("engine", "line"), [
+    ("vllm", "vllm serve meta-llama/Llama-3.1-70B-Instruct --cpu-offload-gb 70 --max-model-len 32k"),
+    ("sglang", "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct --cpu-offload-gb 70 "
+               "--context-length 32768"),
+])
+def test_a_flag_that_moves_memory_kb_does_not_model_is_named_never_a_confident_no(img: Any, engine: str,
+                                                                                  line: str) -> None:
+    """70B in bf16 does not fit one H100; --cpu-offload-gb 70 may make it fit, which kb does not model (issue 44)."""
+    plain = solve(img, build_query(gpu="h100", engine=engine, **{f"{engine}_args": line.replace(
+        " --cpu-offload-gb 70", "")}))
+    a = solve(img, build_query(gpu="h100", engine=engine, **{f"{engine}_args": line}))
+    assert plain.verdict == "no"  # type: ignore[union-attr]
+    assert a.verdict == "conditional" and a.decision.case == "UNMODELLED_MEMORY"  # type: ignore[union-attr]
+    assert "--cpu-offload-gb (weights offloaded to host memory)" in answer_summary(a)  # type: ignore[arg-type]
+
+
+def test_the_engines_start_up_check_binds_the_verdict(img: Any) -> None:
+    """vLLM 0.33.0 refuses gemma-3-27b at 128k on an H100 (its count: maximum concurrency under 1); kb said "yes,
+    KV fits" above that line before one decision made both."""
+    a = solve(img, build_query(gpu="h100", model="gemma-3-27b", ctx="128k", engine="vllm"))
+    assert a.memory.pool.starts is False and a.memory.pool.concurrency < 1  # type: ignore[union-attr]
+    assert a.verdict == "no" and a.decision.case == "POOL_REFUSES"  # type: ignore[union-attr]
+    assert "would stop at start-up" in answer_summary(a)  # type: ignore[arg-type]
