@@ -58,9 +58,10 @@ def _folder(repo_id: str, cache: Path) -> Path | None:
         return exact
     want = exact.name.lower()
     try:
-        for entry in os.scandir(cache):
-            if entry.name.lower() == want and entry.is_dir():
-                return Path(entry.path)
+        with os.scandir(cache) as entries:
+            for entry in entries:
+                if entry.name.lower() == want and entry.is_dir():
+                    return Path(entry.path)
     except OSError:
         return None
     return None
@@ -99,7 +100,8 @@ def cached_repos(cache: Path | None = None) -> list[str]:
     """The model repository ids the cache holds (ORG/NAME, as the downloader spelled them), sorted."""
     cache = cache or hub_cache()
     try:
-        names = [e.name for e in os.scandir(cache) if e.name.startswith("models--") and e.is_dir()]
+        with os.scandir(cache) as entries:
+            names = [e.name for e in entries if e.name.startswith("models--") and e.is_dir()]
     except OSError:
         return []
     return sorted(n[len("models--"):].replace("--", "/", 1) for n in names if "--" in n[len("models--"):])
