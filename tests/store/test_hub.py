@@ -55,10 +55,10 @@ class FakeHub(http.server.BaseHTTPRequestHandler):
         if body:
             self.wfile.write(data)
 
-    def do_HEAD(self) -> None:  # noqa: N802 (http.server's name)
+    def do_HEAD(self) -> None:
         self._answer(False)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self._answer(True)
 
     def log_message(self, *args: object) -> None:
