@@ -13,6 +13,7 @@ records tree with errors and names the record's file, line and field.)"""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from kbtool.solve.modelname import TUNED
@@ -35,12 +36,40 @@ class Models(Protocol):
 RowOf = Callable[[Any], dict[str, Any]]
 
 
+def _sized(rec: dict[str, Any], folder: Path) -> str:
+    """Set the record's weight bytes from the safetensors headers beside its config, where the whole checkpoint is
+    there (kbtool/store/checkpoint.py); the words for the assumed line, or "" (parameters x bytes then)."""
+    from kbtool.store.checkpoint import tensor_bytes
+    from kbtool.store.untrusted import UntrustedInputError
+
+    try:
+        got = tensor_bytes(folder)
+    except UntrustedInputError as e:
+        return f"; weights as parameters x bytes: the safetensors headers could not be read ({e.args[0]})"
+    if got is None or got.total <= 0:
+        return ""
+    rec["weight_bytes"] = got.total
+    return f"; weights {got.text}"
+
+
+def _local(img: Models, row_of: RowOf, key: str) -> str:
+    """A config.json (or a folder holding one) here; its checkpoint's safetensors headers size the weights."""
+    from kbtool.model.model_card import Model
+    from kbtool.store.hfconfig_file import read_config
+
+    rec = read_config(key)
+    folder = Path(key).expanduser()
+    said = _sized(rec, folder if folder.is_dir() else folder.parent)
+    return img.add_model(row_of(Model.model_validate(rec)), origin=f"{rec['id']}{said}" if said else None)
+
+
 def _from_config(img: Models, row_of: RowOf, origin: Any, rid: str, how: str) -> str:
     from kbtool.model.model_card import Model
     from kbtool.store.hfconfig_file import read_config
 
     rec = read_config(str(origin.path), rid=rid, origin=origin.source())
-    return img.add_model(row_of(Model.model_validate(rec)), origin=f"{rid} from {origin.text}{how}")
+    said = _sized(rec, origin.path.parent)
+    return img.add_model(row_of(Model.model_validate(rec)), origin=f"{rid} from {origin.text}{how}{said}")
 
 
 def _kebab(text: str) -> str:
@@ -148,12 +177,10 @@ def resolve_model(img: Models, name: str, row_of: RowOf) -> str | None:
     key = name.strip()
     if key.lower() in img.names("model"):
         return None
-    from kbtool.store.hfconfig_file import HF_ID, looks_like_path, read_config
+    from kbtool.store.hfconfig_file import HF_ID, looks_like_path
 
     if looks_like_path(key):
-        from kbtool.model.model_card import Model
-
-        return img.add_model(row_of(Model.model_validate(read_config(key))))
+        return _local(img, row_of, key)
     from kbtool.solve.modelname import is_pathlike
 
     if is_pathlike(key):
