@@ -119,8 +119,10 @@ def _path_elsewhere(img: Models, key: str, row_of: RowOf) -> str:
 
     parts = folders(key)
     ids, names = repo_ids(parts), model_names(parts)
+    here = "holds no config.json" if Path(key).expanduser().exists() else "does not exist here"
+
     def how(text: str) -> str:
-        return f", recognised from the folder name '{text}' ({key} does not exist here; --model ID overrides)"
+        return f", recognised from the folder name '{text}' ({key} {here}; --model ID overrides)"
 
     hit = exact(img.names("model"), ids, names)
     if hit is not None:
@@ -135,7 +137,7 @@ def _path_elsewhere(img: Models, key: str, row_of: RowOf) -> str:
         return _quantized(img, rid, fmt, ending, how(text))
     tried = ", ".join(f"'{t}'" for t in [*ids, *names])
     fetch = f"`hf download {ids[0]} config.json`" if ids else "`hf download ORG/NAME config.json`"
-    raise UsageError(f"--model: {key} does not exist here, and its folder names ({tried}) match no KB record or "
+    raise UsageError(f"--model: {key} {here}, and its folder names ({tried}) match no KB record or "
                      f"alias, with or without a quantization ending, nor a model in the Hugging Face cache "
                      f"({hub_cache()})", fix="give --model ID (`kb list model` lists them), or the model's "
                      f"config.json, or {fetch} into the Hugging Face cache")

@@ -124,3 +124,12 @@ def test_a_path_that_exists_is_read_as_before(tmp_path: Path) -> None:
     assert code == 0, err
     assert a["query"]["model"] == "qwen3-235b-a22b" and "model" not in a["assumed"]
     assert a["memory"]["kv_bytes_per_token"] == 36 * 8 * 128 * 2 * 2 / 4  # qwen3-8b's shapes, on 4 GPUs
+
+
+def test_a_local_folder_without_a_config_is_read_by_its_name(tmp_path: Path) -> None:
+    folder = tmp_path / "Qwen3-8B"
+    folder.mkdir()
+    r = run_kb("query", "--gpu", "h100", "--model", str(folder), "--json", env=OFFLINE)
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["assumed"]["model"] == (f"qwen3-8b, recognised from the folder name 'Qwen3-8B' "
+                                                     f"({folder} holds no config.json; --model ID overrides)")

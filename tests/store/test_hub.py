@@ -164,3 +164,15 @@ def test_a_repository_the_hub_does_not_have(mirror: str) -> None:
         hub.fetch_config("acme/Nothing-1B")
     assert e.value.args[0].endswith(f"and was not found on {mirror} (or it is private: set HF_TOKEN)")
     assert not list((hfcache.hub_cache()).glob("models--acme--Nothing-1B/snapshots/*/config.json"))
+
+
+def test_the_cache_reader_agrees_with_huggingface_hubs_own(tmp_path: Path) -> None:
+    """hfcache.cached_file answers as huggingface_hub's try_to_load_from_cache does, for a hit, a miss, a ref."""
+    hh = pytest.importorskip("huggingface_hub")
+    hf_cache(tmp_path, "acme/Tiny-8B", {"config.json": b"{}"}, commit=SHA)
+    for repo, file, rev in (("acme/Tiny-8B", "config.json", None), ("acme/Tiny-8B", "config.json", SHA),
+                            ("acme/Tiny-8B", "tokenizer.json", None), ("acme/Other-8B", "config.json", None),
+                            ("acme/Tiny-8B", "config.json", "v2")):
+        ours = hfcache.cached_file(repo, file, revision=rev, cache=tmp_path)
+        theirs = hh.try_to_load_from_cache(repo, file, cache_dir=tmp_path, revision=rev)
+        assert (str(ours.path) if ours else None) == (theirs if isinstance(theirs, str) else None), (repo, file, rev)
