@@ -17,7 +17,7 @@ import pytest
 
 from kbtool.store.checkpoint import tensor_bytes
 from kbtool.store.untrusted import UntrustedInputError
-from tests.util import ROOT, run_kb
+from tests.util import ROOT, hf_cache, run_kb
 
 SIZE = {"BF16": 2, "F16": 2, "F32": 4, "I32": 4, "U8": 1, "F8_E4M3": 1, "I64": 8}
 CONFIG = ROOT / "probes" / "vllm_boot" / "models" / "qwen3-8b" / "config.json"
@@ -112,3 +112,21 @@ def test_the_query_sizes_weights_from_the_headers_and_says_so(tmp_path: Path) ->
                env={"KB_NO_CACHE": "1"})
     a = json.loads(r.out)
     assert "model" not in a["assumed"] and "params x 2 B (bf16)" in a["memory"]["formula"]
+
+
+def test_a_snapshot_the_engine_downloaded_sizes_its_weights_from_its_shards(tmp_path: Path) -> None:
+    shard = tmp_path / "shard"
+    total = write_shard(shard, {"model.embed_tokens.weight": ("BF16", [1024, 1024]),
+                                "model.layers.0.mlp.up_proj.weight": ("F8_E4M3", [2048, 1024])})
+    sha = "fedcba9876543210fedcba9876543210fedcba98"
+    hf_cache(tmp_path / "hub", "acme/Tiny-8B", {"config.json": CONFIG.read_bytes(),
+                                                "model.safetensors": shard.read_bytes()}, commit=sha)
+    r = run_kb("query", "--gpu", "h100", "--model", "acme/Tiny-8B", "--json",
+               env={"KB_NO_CACHE": "1", "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub")})
+    assert r.code == 0, r.err
+    a = json.loads(r.out)
+    assert a["memory"]["weights_bytes"] == total == 2 * 1024 * 1024 + 2048 * 1024
+    assert a["assumed"]["model"] == (
+        f"tiny-8b from acme/Tiny-8B config.json at commit {sha[:12]}, from the Hugging Face cache {tmp_path / 'hub'}"
+        f"; weights {total:,} B from the safetensors headers of 1 file(s) (BF16 {2 * 1024 * 1024:,} B, "
+        f"F8_E4M3 {2048 * 1024:,} B)")
