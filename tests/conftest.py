@@ -84,6 +84,14 @@ def shipped_verdicts() -> None:
 
 
 @pytest.fixture(autouse=True)
+def _empty_hf_cache(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Tests never read the machine's own Hugging Face cache (kbtool/store/hfcache.py): an empty one stands in."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path_factory.getbasetemp() / "hf-cache-empty"))
+    for k in ("HF_HOME", "HF_ENDPOINT", "HF_TOKEN", "HF_HUB_OFFLINE"):
+        monkeypatch.delenv(k, raising=False)
+
+
+@pytest.fixture(autouse=True)
 def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never reach the network."""
 

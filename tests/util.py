@@ -47,3 +47,23 @@ def load_kb(root: Path):  # type: ignore[no-untyped-def]
     from kbtool.kb import load_kb as load
 
     return load(root)[0]
+
+
+def hf_cache(cache: Path, repo: str, files: dict[str, bytes], commit: str = "0123456789abcdef" * 2 + "01234567",
+             ref: str | None = "main") -> Path:
+    """Lay `files` of `repo` out as huggingface_hub's cache does (blobs/, snapshots/COMMIT/ symlinks into them,
+    refs/REF holding COMMIT) under `cache`; the snapshot folder."""
+    import hashlib
+
+    folder = cache / ("models--" + repo.replace("/", "--"))
+    snap = folder / "snapshots" / commit
+    snap.mkdir(parents=True, exist_ok=True)
+    (folder / "blobs").mkdir(exist_ok=True)
+    for name, data in files.items():
+        blob = folder / "blobs" / hashlib.sha256(data).hexdigest()
+        blob.write_bytes(data)
+        (snap / name).symlink_to(os.path.relpath(blob, snap))
+    if ref:
+        (folder / "refs").mkdir(exist_ok=True)
+        (folder / "refs" / ref).write_text(commit)
+    return snap

@@ -435,6 +435,7 @@ class Image:
         self.releases: dict[str, str] = data["releases"]  # library -> newest version probe evidence ran
         self.probed: dict[str, list[str]] = data.get("probed") or {}  # library -> every version evidence ran
         self._bench: dict[str, bytes] = data["bench"]
+        self.origins: dict[str, str] = {}  # model id -> how --model was read as it (kbtool/solve/modelref.py)
 
     def _section(self, name: str) -> Any:
         got = self._open.get(name)
@@ -519,10 +520,25 @@ class Image:
                 return got
         return resolve_name(self.names(kind), name, kind, flag)
 
-    def add_model(self, row: dict[str, Any]) -> str:
-        """Add a model row (one not in the records, e.g. from a config.json) and return its id."""
+    def add_model(self, row: dict[str, Any], origin: str | None = None) -> str:
+        """Add a model row (one not in the records, e.g. from a config.json) and return its id; `origin` says
+        where it came from (kbtool/solve/modelref.py), for the answer's assumed line."""
         self._section("models")[row["id"]] = row
         self.names("model")
         self._names["model"] = {**self.names("model"), row["id"]: row["id"]}
+        if origin:
+            self.note_origin(row["id"], origin)
         return str(row["id"])
+
+    def model_row(self, rid: str) -> dict[str, Any]:
+        """A copy of a model's row (kbtool/solve/modelref.py derives a quantized release from it)."""
+        return dict(self._section("models")[rid])
+
+    def note_origin(self, rid: str, origin: str) -> None:
+        """Say how `--model` was read as `rid` (a folder name matched, a config's repository and commit)."""
+        self.origins[rid] = origin
+
+    def model_origin(self, rid: str) -> str | None:
+        """What note_origin said of `rid`, or None."""
+        return self.origins.get(rid)
 

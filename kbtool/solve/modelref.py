@@ -1,4 +1,11 @@
-"""`--model NAME`: a record id or alias, a config.json path, or a Hugging Face id (its config.json from the Hub).
+"""`--model NAME`: a record id or alias, a config.json path, a Hugging Face id, or a path from another machine.
+
+In order: a record id or alias; a config.json (or a folder holding one) that exists here; a Hugging Face id whose
+NAME (or its base model's) is a record; its config.json from the standard Hugging Face cache, else the Hub
+(kbtool/store/hub.py). A path that does not exist here is read by its folder names (kbtool/solve/modelname.py):
+ORG/NAME pairs and names matched to records and aliases, then the Hugging Face cache, then a record once the
+name's quantization ending (FP8, GPTQ-Int4, AWQ) is taken off, with the weights at that format. Whatever was
+matched, and where a config came from (repository, file, commit), is said on the answer's `assumed:` line.
 
 (A model record that does not validate never reaches here: kbtool/query_cli.py refuses to answer from a
 records tree with errors and names the record's file, line and field.)"""
@@ -6,11 +13,12 @@ records tree with errors and names the record's file, line and field.)"""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
-TUNED = ("-instruct-2507", "-thinking-2507", "-instruct", "-thinking", "-chat", "-it", "-base", "-hf")
-"""Name endings of a release tuned from (or the base of) a model with the same config shapes: Qwen/Qwen3-Next-80B-
-A3B-Instruct is qwen3-next-80b-a3b. Quantized releases (-FP8, -AWQ) are not here: their weights differ."""
+from kbtool.solve.modelname import TUNED
+
+__all__ = ["TUNED", "resolve_model"]
 
 
 class Models(Protocol):
@@ -18,32 +26,176 @@ class Models(Protocol):
 
     def names(self, kind: str) -> dict[str, str]: ...
 
-    def add_model(self, row: dict[str, Any]) -> str: ...
+    def add_model(self, row: dict[str, Any], origin: str | None = None) -> str: ...
+
+    def model_row(self, rid: str) -> dict[str, Any]: ...
+
+    def note_origin(self, rid: str, origin: str) -> None: ...
 
 
-def resolve_model(img: Models, name: str, row_of: Callable[[Any], dict[str, Any]]) -> str | None:
+RowOf = Callable[[Any], dict[str, Any]]
+
+
+def _sized(rec: dict[str, Any], folder: Path) -> str:
+    """Set the record's weight bytes from the safetensors headers beside its config, where the whole checkpoint is
+    there (kbtool/store/checkpoint.py); the words for the assumed line, or "" (parameters x bytes then)."""
+    from kbtool.store.checkpoint import tensor_bytes
+    from kbtool.store.untrusted import UntrustedInputError
+
+    try:
+        got = tensor_bytes(folder)
+    except UntrustedInputError as e:
+        return f"; weights as parameters x bytes: the safetensors headers could not be read ({e.args[0]})"
+    if got is None or got.total <= 0:
+        return ""
+    rec["weight_bytes"] = got.total
+    return f"; weights {got.text}"
+
+
+def _local(img: Models, row_of: RowOf, key: str) -> str:
+    """A config.json (or a folder holding one) here; its checkpoint's safetensors headers size the weights."""
+    from kbtool.model.model_card import Model
+    from kbtool.store.hfconfig_file import read_config
+
+    rec = read_config(key)
+    folder = Path(key).expanduser()
+    said = _sized(rec, folder if folder.is_dir() else folder.parent)
+    return img.add_model(row_of(Model.model_validate(rec)), origin=f"{rec['id']}{said}" if said else None)
+
+
+def _from_config(img: Models, row_of: RowOf, origin: Any, rid: str, how: str) -> str:
+    from kbtool.model.model_card import Model
+    from kbtool.store.hfconfig_file import read_config
+
+    rec = read_config(str(origin.path), rid=rid, origin=origin.source())
+    said = _sized(rec, origin.path.parent)
+    return img.add_model(row_of(Model.model_validate(rec)), origin=f"{rid} from {origin.text}{how}{said}")
+
+
+def _kebab(text: str) -> str:
+    import re
+
+    return re.sub(r"[^a-z0-9.+-]+", "-", text.lower()).strip("-.") or "model"
+
+
+def _quantized(img: Models, rid: str, fmt: str | None, ending: str | None, how: str) -> str:
+    """The record `rid`, or a copy of it with its weights at `fmt` where the name's ending says so."""
+    row = img.model_row(rid)
+    if fmt is None or row.get("weight_dtype") == fmt:
+        said = f" (the ending '{ending}' is not a format kb sizes: weights as the record)" if ending and not fmt else ""
+        img.note_origin(rid, f"{rid}{said}{how}")
+        return rid
+    new = f"{rid}-{fmt}"
+    if new in img.names("model"):
+        img.note_origin(img.names("model")[new], f"{new}{how}")
+        return img.names("model")[new]
+    row = {**row, "id": new, "weight_dtype": fmt, "quantized": None, "weight_bytes": None, "quant_group_size": None}
+    return img.add_model(row, origin=f"{rid} with {fmt} weights (the name's '{ending}'){how}")
+
+
+def _cached(img: Models, row_of: RowOf, ids: list[str], names: list[str], how: str) -> str | None:
+    """A config the standard Hugging Face cache holds for one of the ids, else for a repository of that name."""
+    from kbtool.store.hfcache import cached_repos
+    from kbtool.store.hub import find_config
+
+    for hf_id in ids:
+        got = find_config(hf_id)
+        if got is not None:
+            return _from_config(img, row_of, got, _kebab(hf_id.rsplit("/", 1)[-1]), how)
+    repos = cached_repos()
+    for name in names:
+        hits = [r for r in repos if r.rsplit("/", 1)[-1].lower() == name.lower()]
+        got = find_config(hits[0]) if len(hits) == 1 else None
+        if got is not None:
+            return _from_config(img, row_of, got, _kebab(name), how)
+    return None
+
+
+def _path_elsewhere(img: Models, key: str, row_of: RowOf) -> str:
+    """A path that does not exist here, read by its folder names; UsageError naming what was tried."""
+    from kbtool.errors import UsageError
+    from kbtool.solve.modelname import exact, folders, model_names, repo_ids, stripped
+    from kbtool.store.hfcache import hub_cache
+
+    parts = folders(key)
+    ids, names = repo_ids(parts), model_names(parts)
+    here = "holds no config.json" if Path(key).expanduser().exists() else "does not exist here"
+
+    def how(text: str) -> str:
+        return f", recognised from the folder name '{text}' ({key} {here}; --model ID overrides)"
+
+    hit = exact(img.names("model"), ids, names)
+    if hit is not None:
+        img.note_origin(hit[0], f"{hit[0]}{how(hit[1])}")
+        return hit[0]
+    got = _cached(img, row_of, ids, names, how(parts[-1] if parts else key))
+    if got is not None:
+        return got
+    near = stripped(img.names("model"), names)
+    if near is not None:
+        rid, text, fmt, ending = near
+        return _quantized(img, rid, fmt, ending, how(text))
+    tried = ", ".join(f"'{t}'" for t in [*ids, *names])
+    fetch = f"`hf download {ids[0]} config.json`" if ids else "`hf download ORG/NAME config.json`"
+    raise UsageError(f"--model: {key} {here}, and its folder names ({tried}) match no KB record or "
+                     f"alias, with or without a quantization ending, nor a model in the Hugging Face cache "
+                     f"({hub_cache()})", fix="give --model ID (`kb list model` lists them), or the model's "
+                     f"config.json, or {fetch} into the Hugging Face cache")
+
+
+def _hf_id(img: Models, key: str, row_of: RowOf) -> str:
+    """A Hugging Face id: a record named by its NAME (or its base model's), else its config.json from the cache or
+    the Hub; where neither has it, a record its name names once a quantization ending is taken off."""
+    from kbtool.errors import UsageError
+
+    names = img.names("model")
+    last = key.rsplit("/", 1)[-1].lower()
+    if last in names:
+        return names[last]
+    for tail in TUNED:  # an instruction-tuned or base release has its base model's shapes
+        if last.endswith(tail) and last[:-len(tail)] in names:
+            return names[last[:-len(tail)]]
+    from kbtool.store.hub import fetch_config
+
+    try:
+        origin = fetch_config(key)
+    except UsageError:
+        from kbtool.solve.modelname import stripped
+
+        near = stripped(names, [key.rsplit("/", 1)[-1]])
+        if near is None:
+            raise
+        rid, _, fmt, ending = near
+        return _quantized(img, rid, fmt, ending, f", recognised from the name {key}: its config.json is neither in "
+                          f"the Hugging Face cache nor fetched (`hf download {key} config.json` gives kb the exact "
+                          "one)")
+    return _from_config(img, row_of, origin, _kebab(key.partition("/")[2]), "")
+
+
+def resolve_model(img: Models, name: str, row_of: RowOf) -> str | None:
     """The id `name` names, after loading a config.json into `img` (as the row `row_of` makes of its model
     record) where it is one; None to fall back to the plain name lookup (which reports an unknown name with the
     nearest ids)."""
     key = name.strip()
     if key.lower() in img.names("model"):
         return None
-    from kbtool.model.model_card import Model
-    from kbtool.store.hfconfig_file import HF_ID, default_id, looks_like_path, read_config
+    from kbtool.store.hfconfig_file import HF_ID, looks_like_path
 
     if looks_like_path(key):
-        return img.add_model(row_of(Model.model_validate(read_config(key))))
-    if HF_ID.match(key):  # a Hugging Face id: a record named by its model part, else its config.json from the Hub
-        last = key.rsplit("/", 1)[-1].lower()
-        if last in img.names("model"):
-            return img.names("model")[last]
-        for tail in TUNED:  # an instruction-tuned or base release has its base model's shapes
-            if last.endswith(tail) and last[:-len(tail)] in img.names("model"):
-                return img.names("model")[last[:-len(tail)]]
-        from kbtool.store.hub import fetch_config
+        return _local(img, row_of, key)
+    from kbtool.solve.modelname import is_pathlike
 
-        folder = fetch_config(key)
-        rid = default_id(folder / key.partition("/")[2] / "config.json")
-        return img.add_model(row_of(Model.model_validate(read_config(str(folder), rid=rid))))
+    if is_pathlike(key):
+        return _path_elsewhere(img, key, row_of)
+    if HF_ID.match(key):
+        return _hf_id(img, key, row_of)
+    from kbtool.solve.modelname import exact, stripped  # a bare folder name: a record's alias NAME, else stripped
+
+    hit = exact(img.names("model"), [], [key])
+    if hit is not None:
+        img.note_origin(hit[0], f"{hit[0]}, recognised from the name '{key}' (its alias); --model ID overrides")
+        return hit[0]
+    near = stripped(img.names("model"), [key])
+    if near is not None:
+        return _quantized(img, near[0], near[2], near[3], f", recognised from the name '{key}'; --model ID overrides")
     return None
-

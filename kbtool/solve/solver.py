@@ -150,6 +150,9 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
     typical = q.assume == "typical"
     env: dict[str, Any] = {"gpu": acc.id, "vendor": acc.vendor, "engine": q.engine}
     assumed: dict[str, Any] = {}
+    origin = cx.img.model_origin(q.model) if q.model else None  # how --model was read (kbtool/solve/modelref.py)
+    if origin:
+        assumed["model"] = origin
     if acc.architecture in cx.img.cc:
         env["sm"] = acc.architecture
         cc = cx.img.cc[acc.architecture]

@@ -98,8 +98,10 @@ def _source(folder: Path, path: Path) -> tuple[dict[str, Any] | None, str | None
     return src, str(data["model"]) if data.get("model") else None
 
 
-def read_config(name: str, rid: str | None = None) -> dict[str, Any]:
-    """The validated record data for the config at `name` (a config.json, or a folder holding one)."""
+def read_config(name: str, rid: str | None = None, origin: dict[str, str] | None = None) -> dict[str, Any]:
+    """The validated record data for the config at `name` (a config.json, or a folder holding one). `origin` is
+    the source of a config from the Hugging Face cache or Hub (kbtool/store/hub.py Origin.source), which has no
+    SOURCE.yaml beside it: it names the repository, file and commit."""
     path = Path(name).expanduser()
     if path.is_dir():
         path = path / "config.json"
@@ -110,7 +112,7 @@ def read_config(name: str, rid: str | None = None) -> dict[str, Any]:
         raise ConfigError(f"{path}: is a JSON {type(data).__name__}, not an object",
                           fix="give the model's config.json")
     quant = _neighbour_json(path.parent / "hf_quant_config.json")
-    src, hf_name = _source(path.parent, path)
+    src, hf_name = _source(path.parent, path) if origin is None else (dict(origin), origin["repo"])
     filled = _defaults(data, _side(path.parent))
     try:
         rec = to_record(data, rid or default_id(path), where=str(path), name=hf_name, source=src, quant=quant)

@@ -1,86 +1,137 @@
-"""A Hugging Face model's config.json, fetched once and cached, for `--model ORG/NAME` without a KB record.
+"""A Hugging Face model's config.json for `--model ORG/NAME` without a KB record: from the standard Hugging Face
+cache first, else from the Hub through huggingface_hub, at a pinned commit, into that same cache.
 
-The file comes from https://huggingface.co/ORG/NAME/resolve/REV/config.json (REV is the commit the model API
-names, so the answer can cite it) with HF_TOKEN as bearer token where it is set, and is written with a SOURCE.yaml
-(repo, path, commit, model) under KB_HF_CACHE (default ~/.cache/kb/hf). A cached copy is read without the network.
-HF_HUB_OFFLINE=1 or KB_OFFLINE=1 keeps kb off the network. hf_quant_config.json (ModelOpt) comes along when the
-repository has one.
+- The cache is the one vLLM, SGLang and transformers share (kbtool/store/hfcache.py: HF_HUB_CACHE, HF_HOME).
+  It is read without huggingface_hub, so an offline user whose engine downloaded the model gets an answer.
+- The Hub is read only through huggingface_hub (the optional `hub` extra: `pip install 'kbtool[hub]'`), imported
+  here and nowhere on the query path: `hf_hub_download` resolves the revision (default main) to its commit, honours
+  HF_ENDPOINT (mirrors), HF_TOKEN or the stored `hf auth login` token (gated models), and writes the standard
+  cache. hf_quant_config.json (ModelOpt) comes along at the same commit when the repository has one.
+- HF_HUB_OFFLINE=1 (or KB_OFFLINE=1) keeps kb off the network.
+
+Every answer names where the file came from: repository, file and commit (`Origin.text`).
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
-import urllib.error
-import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 from kbtool.errors import UsageError
+from kbtool.store.hfcache import CachedFile, cached_file, hub_cache
 
 HUB = "https://huggingface.co"
 TIMEOUT_S = 10.0
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("KB_HF_CACHE") or Path.home() / ".cache" / "kb" / "hf").expanduser()
-
-
 def offline() -> bool:
-    return any(os.environ.get(k, "").strip().lower() in ("1", "true", "yes") for k in ("HF_HUB_OFFLINE", "KB_OFFLINE"))
+    return any(os.environ.get(k, "").strip().lower() in ("1", "true", "yes", "on")
+               for k in ("HF_HUB_OFFLINE", "KB_OFFLINE"))
 
 
-def _get(url: str) -> bytes:
-    req = urllib.request.Request(url, headers={"User-Agent": "kb (attention-kernel knowledge base)"})
-    token = os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")
-    if token:
-        req.add_header("Authorization", f"Bearer {token}")
-    with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:  # https only: HUB is fixed
-        data: bytes = resp.read()
-        return data
+def endpoint() -> str:
+    """The Hub's address: HF_ENDPOINT (a mirror) where it is set."""
+    return (os.environ.get("HF_ENDPOINT") or HUB).rstrip("/")
 
 
-def _fix(hf_id: str) -> str:
-    repo = hf_id.partition("/")[2].lower()
-    return (f"huggingface-cli download {hf_id} config.json --local-dir {repo} && kb query --model {repo}/config.json"
-            f" (or `kb model import {repo}/config.json` to add it to the KB)")
+@dataclass(frozen=True)
+class Origin:
+    """Where a config.json came from: its path here, the repository, the file, the commit, and how kb got it."""
+
+    path: Path
+    repo: str
+    filename: str
+    commit: str
+    via: str  # "the Hugging Face cache <folder>" or "<endpoint>"
+
+    @property
+    def url(self) -> str:
+        return f"{endpoint()}/{self.repo}/blob/{self.commit}/{self.filename}"
+
+    @property
+    def text(self) -> str:
+        return f"{self.repo} {self.filename} at commit {self.commit[:12]}, from {self.via}"
+
+    def source(self) -> dict[str, str]:
+        """The record source this origin gives (kbtool/store/hfconfig_file.py read_config)."""
+        return {"type": "doc", "repo": self.repo, "path": self.filename, "commit": self.commit, "url": self.url,
+                "section": f"config.json of {self.repo}"}
 
 
-def fetch_config(hf_id: str) -> Path:
-    """The folder holding `hf_id`'s config.json and SOURCE.yaml (cached, else fetched); UsageError when it cannot
-    be had, saying why (offline, not found, gated, network) and how to give the file instead."""
-    folder = cache_dir() / hf_id.replace("/", "--")
-    if (folder / "config.json").is_file():
-        return folder
+def _from_cache(found: CachedFile) -> Origin:
+    return Origin(path=found.path, repo=found.repo, filename=found.filename, commit=found.commit,
+                  via=f"the Hugging Face cache {found.cache}")
+
+
+def fix_line(hf_id: str) -> str:
+    """How to give kb the file: download it into the standard cache, where kb reads it offline."""
+    return (f"`hf download {hf_id} config.json` (on a machine with network; copy the cache folder "
+            f"models--{hf_id.replace('/', '--')} into {hub_cache()}), then ask again; or give --model PATH/config.json")
+
+
+def find_config(hf_id: str, revision: str | None = None) -> Origin | None:
+    """`hf_id`'s config.json from the standard cache, or None."""
+    found = cached_file(hf_id, "config.json", revision)
+    return _from_cache(found) if found is not None else None
+
+
+def fetch_config(hf_id: str, revision: str | None = None) -> Origin:
+    """`hf_id`'s config.json: from the standard cache, else from the Hub into it. UsageError when it cannot be had,
+    saying what was tried (the cache folder, offline, not found, gated, network) and how to give the file."""
+    got = find_config(hf_id, revision)
+    if got is not None:
+        return got
+    where = f"not in the Hugging Face cache ({hub_cache()})"
     if offline():
-        raise UsageError(f"--model: '{hf_id}' has no KB record and kb is offline (HF_HUB_OFFLINE/KB_OFFLINE)",
-                         fix=_fix(hf_id))
+        raise UsageError(f"--model: '{hf_id}' has no KB record, is {where}, and kb is offline "
+                         "(HF_HUB_OFFLINE/KB_OFFLINE)", fix=fix_line(hf_id))
     try:
-        info = json.loads(_get(f"{HUB}/api/models/{hf_id}"))
-        rev = str(info.get("sha") or "main")
-        config = _get(f"{HUB}/{hf_id}/resolve/{rev}/config.json")
-        json.loads(config)
-    except urllib.error.HTTPError as e:
-        why = {401: "is gated or private (set HF_TOKEN)", 403: "is gated (accept its terms, set HF_TOKEN)",
-               404: "was not found on the Hugging Face Hub"}.get(e.code, f"could not be read (HTTP {e.code})")
-        raise UsageError(f"--model: '{hf_id}' has no KB record, and its config.json {why}", fix=_fix(hf_id)) from None
-    except (urllib.error.URLError, TimeoutError, OSError) as e:
-        reason = getattr(e, "reason", e)
-        raise UsageError(f"--model: '{hf_id}' has no KB record, and the Hugging Face Hub could not be reached "
-                         f"({reason})", fix=_fix(hf_id)) from None
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-        raise UsageError(f"--model: '{hf_id}': the Hub's answer is not a JSON config", fix=_fix(hf_id)) from None
+        import huggingface_hub  # noqa: F401  (the optional `hub` extra; only this path needs it)
+    except ImportError:
+        raise UsageError(f"--model: '{hf_id}' has no KB record and is {where}; reading it from the Hub needs "
+                         "huggingface_hub", fix=f"pip install 'kbtool[hub]', or {fix_line(hf_id)}") from None
+    return _download(hf_id, revision or "main", where)
+
+
+def _download(hf_id: str, revision: str, where: str) -> Origin:
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        GatedRepoError,
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    cache, ep = hub_cache(), endpoint()
+    head = f"--model: '{hf_id}' has no KB record, is {where}, and"
     try:
-        quant: bytes | None = _get(f"{HUB}/{hf_id}/resolve/{rev}/hf_quant_config.json")
-    except (urllib.error.URLError, TimeoutError, OSError):
-        quant = None
-    tmp = folder.with_name(folder.name + ".part")
-    tmp.mkdir(parents=True, exist_ok=True)
-    (tmp / "config.json").write_bytes(config)
-    if quant:
-        (tmp / "hf_quant_config.json").write_bytes(quant)
-    (tmp / "SOURCE.yaml").write_text(f"repo: {hf_id}\npath: config.json\ncommit: {rev}\nmodel: {hf_id}\n",
-                                     encoding="utf-8")
-    if folder.exists():  # another process got there first
-        return folder
-    tmp.rename(folder)
-    return folder
+        path = Path(hf_hub_download(hf_id, "config.json", revision=revision, cache_dir=cache, endpoint=ep,
+                                    etag_timeout=TIMEOUT_S))
+    except GatedRepoError:
+        raise UsageError(f"{head} is gated on {ep}: accept its terms on the model page, then set HF_TOKEN or run "
+                         "`hf auth login`", fix=fix_line(hf_id)) from None
+    except RevisionNotFoundError:
+        raise UsageError(f"{head} has no revision '{revision}' on {ep}", fix=fix_line(hf_id)) from None
+    except RepositoryNotFoundError:
+        raise UsageError(f"{head} was not found on {ep} (or it is private: set HF_TOKEN)",
+                         fix=fix_line(hf_id)) from None
+    except LocalEntryNotFoundError:  # before EntryNotFoundError, its base: the Hub could not be reached
+        raise UsageError(f"{head} {ep} could not be reached", fix=fix_line(hf_id)) from None
+    except EntryNotFoundError:
+        raise UsageError(f"{head} its repository on {ep} has no config.json", fix=fix_line(hf_id)) from None
+    except HfHubHTTPError as e:
+        code = getattr(getattr(e, "response", None), "status_code", None)
+        raise UsageError(f"{head} {ep} answered HTTP {code}", fix=fix_line(hf_id)) from None
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{head} {ep} could not be read ({type(e).__name__}: {str(e)[:120]})",
+                         fix=fix_line(hf_id)) from None
+    commit = path.parent.name
+    # ModelOpt's quantization file, at the same commit, where the repository has one
+    with contextlib.suppress(EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError, OSError, ValueError):
+        hf_hub_download(hf_id, "hf_quant_config.json", revision=commit, cache_dir=cache, endpoint=ep,
+                        etag_timeout=TIMEOUT_S)
+    return Origin(path=path, repo=hf_id, filename="config.json", commit=commit, via=ep)

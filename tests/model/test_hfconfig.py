@@ -159,10 +159,10 @@ def test_cli_bad_config_exits_2_without_traceback(tmp_path: Path) -> None:
 
 def test_an_unknown_hugging_face_id_offline_asks_for_the_config_path(tmp_path: Path) -> None:
     r = run_kb("query", "--gpu", "h100", "--model", "acme-labs/Super-Model-9B",
-               env={"KB_NO_CACHE": "1", "KB_OFFLINE": "1", "KB_HF_CACHE": str(tmp_path)})
+               env={"KB_NO_CACHE": "1", "KB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path)})
     assert r.code == 2 and "Traceback" not in r.err
-    assert "has no KB record and kb is offline" in r.err
-    assert "huggingface-cli download acme-labs/Super-Model-9B config.json" in r.err
+    assert f"has no KB record, is not in the Hugging Face cache ({tmp_path}), and kb is offline" in r.err
+    assert "fix: `hf download acme-labs/Super-Model-9B config.json`" in r.err
 
 
 def test_a_known_hugging_face_id_is_an_alias() -> None:

@@ -35,11 +35,29 @@ def test_argv_form() -> None:
 
 @pytest.mark.parametrize(("cmd", "msg"), [
     ("--tp-size two", "--sglang-args: --tp-size takes a number; got 'two'"),
-    ("--kv-cache-dtype fp8", "--sglang-args: --kv-cache-dtype: invalid choice 'fp8'"),
-    ("--attention-backend flash", "--sglang-args: --attention-backend: invalid choice 'flash'"),
+    ("--kv-cache-dtype fp8", "--sglang-args: --kv-cache-dtype: invalid choice 'fp8': not a choice of SGLang "
+     "0.5.23, the newest release kb has recorded (a newer SGLang may have it)"),
+    ("--attention-backend flash", "--sglang-args: --attention-backend: invalid choice 'flash': not a choice of "
+     "SGLang 0.5.23, the newest release kb has recorded (a newer SGLang may have it)"),
+    ("--tp 5000", "--sglang-args: --tp 5000 is more GPUs than kb models (at most 4096)"),
     ("--page-size", "--sglang-args: --page-size needs a value"),
 ])
 def test_bad_values(cmd: str, msg: str) -> None:
     with pytest.raises(UsageError) as e:
         parse(cmd)
     assert str(e.value).splitlines()[0] == msg
+
+
+def test_token_counts_ending_in_size_are_not_gpu_counts() -> None:
+    """--chunked-prefill-size is tokens per prefill chunk (8092 in a real serve line), -1 disables it."""
+    a = parse("python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 2 --chunked-prefill-size 8092")
+    assert (a.fields["tp_size"], a.fields["chunked_prefill_size"]) == (2, 8092)
+    assert parse("--chunked-prefill-size -1").fields["chunked_prefill_size"] == -1
+
+
+def test_a_newer_attention_backend_names_the_recorded_release_and_the_choices() -> None:
+    with pytest.raises(UsageError) as e:
+        parse("--attention-backend flashattn_v5")
+    assert e.value.fix is not None and e.value.fix.startswith("choose from triton, torch_native, ")
+    assert e.value.fix.endswith("; for a newer release's value, kb's records need that release (CONTRIBUTING.md, "
+                                "sglang-resolve)")

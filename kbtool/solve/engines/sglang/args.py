@@ -66,6 +66,7 @@ DEFAULTS: dict[str, object] = {
     "mamba_radix_cache_strategy": "auto", "device": "cuda", "disable_cuda_graph": False,
     "disable_radix_cache": False, "enable_deterministic_inference": False,
 }
+CHOICES_RELEASE = "0.5.23"  # the release the choices below are read from (the newest kb records)
 _CHOICES = {  # argparse choices (0.5.23 arg_groups/choices.py and fields/model.py; 0.5.17 adds its own)
     "kv_cache_dtype": ("auto", "fp8_e5m2", "fp8_e4m3", "mxfp8", "bf16", "bfloat16", "nvfp4", "fp4_mx_block16",
                        "fp4_e2m1"),
@@ -117,12 +118,16 @@ def _convert(flag: str, key: str, kind: str, text: str) -> object:
         raise UsageError(f"--sglang-args: {flag} takes a number; got '{text}'", fix=f"e.g. {flag} {example}") from None
     allowed = _CHOICES.get(key)
     if allowed is not None and text not in allowed:
-        raise UsageError(f"--sglang-args: {flag}: invalid choice '{text}'", fix=f"choose from {', '.join(allowed)}")
+        raise UsageError(f"--sglang-args: {flag}: invalid choice '{text}': not a choice of SGLang {CHOICES_RELEASE},"
+                         " the newest release kb has recorded (a newer SGLang may have it)",
+                         fix=f"choose from {', '.join(allowed)}; for a newer release's value, kb's records need that"
+                         " release (CONTRIBUTING.md, sglang-resolve)")
     return text
 
 
 _POSITIVE = {"tp_size", "dp_size", "pp_size", "ep_size", "attn_cp_size", "attn_dp_size", "page_size",
              "context_length", "max_running_requests", "max_total_tokens"}
+_PARALLEL = {"tp_size", "dp_size", "pp_size", "ep_size", "attn_cp_size", "attn_dp_size"}  # GPU counts, not tokens
 MAX_PARALLEL = 4096
 
 
@@ -130,7 +135,7 @@ def _checked(flag: str, key: str, value: object) -> object:
     """SGLang refuses a parallel size or page size below 1: so does kb, naming SGLang's flag as typed."""
     if key in _POSITIVE and isinstance(value, int) and value < 1:
         raise UsageError(f"--sglang-args: {flag} {value} must be at least 1 (SGLang refuses it)", fix=f"e.g. {flag} 1")
-    if key.endswith("_size") and key != "page_size" and isinstance(value, int) and value > MAX_PARALLEL:
+    if key in _PARALLEL and isinstance(value, int) and value > MAX_PARALLEL:
         raise UsageError(f"--sglang-args: {flag} {value} is more GPUs than kb models (at most {MAX_PARALLEL})",
                          fix=f"e.g. {flag} 8")
     if key == "mem_fraction_static" and isinstance(value, float) and not 0 < value < 1:

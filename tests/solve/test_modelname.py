@@ -1,0 +1,135 @@
+"""`--model` as users paste it: paths from another machine read by their folder names, Hugging Face ids whose
+config is nowhere here, quantization endings (kbtool/solve/modelname.py, kbtool/solve/modelref.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kbtool.solve.modelname import folders, is_pathlike, model_names, repo_ids, stripped
+from tests.util import ROOT, hf_cache, run_kb
+
+OFFLINE = {"KB_NO_CACHE": "1", "HF_HUB_OFFLINE": "1"}
+SHA = "89abcdef0123456789abcdef0123456789abcdef"
+
+
+@pytest.mark.parametrize(("name", "ids", "names"), [
+    ("/mnt/data/models/Qwen3-235B-A22B", ["models/Qwen3-235B-A22B"], ["Qwen3-235B-A22B"]),
+    ("/root/hf_model/Qwen/Qwen2-72B-Instruct-GPTQ-Int4", ["Qwen/Qwen2-72B-Instruct-GPTQ-Int4"],
+     ["Qwen2-72B-Instruct-GPTQ-Int4"]),
+    ("Qwen_Qwen3-30B-A3B-FP8/", ["Qwen/Qwen3-30B-A3B-FP8"], ["Qwen3-30B-A3B-FP8", "Qwen_Qwen3-30B-A3B-FP8"]),
+    (f"/root/.cache/huggingface/hub/models--Qwen--Qwen3-8B/snapshots/{SHA}",
+     ["Qwen/Qwen3-8B", "hub/models--Qwen--Qwen3-8B"], ["Qwen3-8B", "models--Qwen--Qwen3-8B"]),
+])
+def test_a_path_spells_ids_and_names(name: str, ids: list[str], names: list[str]) -> None:
+    parts = folders(name)
+    assert is_pathlike(name)
+    assert repo_ids(parts) == ids and model_names(parts) == names
+
+
+@pytest.mark.parametrize("name", ["qwen3-8b", "Qwen/Qwen3-8B", "llama-3.1-70b"])
+def test_ids_and_hub_ids_are_not_paths(name: str) -> None:
+    assert not is_pathlike(name)
+
+
+NAMES = {"qwen3-30b-a3b": "qwen3-30b-a3b", "qwen/qwen3-30b-a3b": "qwen3-30b-a3b", "llama-3.3-70b": "llama-3.3-70b",
+         "meta-llama/llama-3.3-70b-instruct": "llama-3.3-70b"}
+
+
+@pytest.mark.parametrize(("name", "want"), [
+    ("Qwen3-30B-A3B-FP8", ("qwen3-30b-a3b", "Qwen3-30B-A3B-FP8", "fp8", "-FP8")),
+    ("Qwen3-30B-A3B-GPTQ-Int4", ("qwen3-30b-a3b", "Qwen3-30B-A3B-GPTQ-Int4", "int4", "-GPTQ-Int4")),
+    ("Qwen3-30B-A3B-AWQ", ("qwen3-30b-a3b", "Qwen3-30B-A3B-AWQ", "int4", "-AWQ")),
+    ("Llama-3.3-70B-Instruct-FP8-dynamic", ("llama-3.3-70b", "Llama-3.3-70B-Instruct-FP8-dynamic", "fp8",
+                                            "-FP8-dynamic")),
+    ("Qwen3-30B-A3B-bnb-4bit", ("qwen3-30b-a3b", "Qwen3-30B-A3B-bnb-4bit", None, "-bnb-4bit")),
+    ("Qwen3-31B-A3B-FP8", None),
+    ("Qwen3-30B-A3B", None),  # a name that is a record needs no stripping: exact() takes it
+])
+def test_a_quantization_ending_is_taken_off_and_read(name: str, want: tuple[str, ...] | None) -> None:
+    assert stripped(NAMES, [name]) == want
+
+
+def _query(model: str, env: dict[str, str] | None = None) -> tuple[int, dict, str]:
+    r = run_kb("query", "--gpu", "h100", "--gpus", "4", "--ctx", "32k", "--model", model, "--json",
+               env={**OFFLINE, **(env or {})})
+    return r.code, (json.loads(r.out) if r.code == 0 else {}), r.err
+
+
+def test_a_path_from_another_machine_is_its_folder_name() -> None:
+    code, a, err = _query("/mnt/data/models/Qwen3-235B-A22B")
+    assert code == 0, err
+    assert a["query"]["model"] == "qwen3-235b-a22b"
+    assert a["assumed"]["model"] == ("qwen3-235b-a22b, recognised from the folder name 'Qwen3-235B-A22B' "
+                                     "(/mnt/data/models/Qwen3-235B-A22B does not exist here; --model ID overrides)")
+
+
+def test_a_quantized_folder_sizes_the_weights_at_its_format() -> None:
+    code, a, err = _query("~/.cache/huggingface/local/Llama-3.3-70B-Instruct-FP8")
+    assert code == 0, err
+    r = run_kb("query", "--gpu", "h100", "--gpus", "4", "--ctx", "32k", "--model", "llama-3.3-70b", "--weights",
+               "fp8", "--json", env=OFFLINE)
+    assert a["query"]["model"] == "llama-3.3-70b-fp8" and a["memory"]["weights_dtype"] == "fp8"
+    assert a["memory"]["weights_bytes"] == json.loads(r.out)["memory"]["weights_bytes"]  # as --weights fp8 says
+    assert a["assumed"]["model"] == (
+        "llama-3.3-70b with fp8 weights (the name's '-FP8'), recognised from the folder name "
+        "'Llama-3.3-70B-Instruct-FP8' (~/.cache/huggingface/local/Llama-3.3-70B-Instruct-FP8 does not exist here; "
+        "--model ID overrides)")
+
+
+def test_org_underscore_name_and_a_hub_id_with_no_config_here() -> None:
+    code, a, err = _query("Qwen_Qwen3-30B-A3B-FP8/")
+    assert code == 0, err
+    assert a["query"]["model"] == "qwen3-30b-a3b-fp8" and a["memory"]["weights_dtype"] == "fp8"
+    code, a, err = _query("Qwen/Qwen3-30B-A3B-FP8")
+    assert code == 0, err
+    assert a["assumed"]["model"] == (
+        "qwen3-30b-a3b with fp8 weights (the name's '-FP8'), recognised from the name Qwen/Qwen3-30B-A3B-FP8: its "
+        "config.json is neither in the Hugging Face cache nor fetched (`hf download Qwen/Qwen3-30B-A3B-FP8 "
+        "config.json` gives kb the exact one)")
+
+
+def test_a_folder_name_the_hugging_face_cache_holds_reads_its_config(tmp_path: Path) -> None:
+    cfg = ROOT / "probes" / "vllm_boot" / "models" / "qwen3-8b" / "config.json"
+    hf_cache(tmp_path, "acme/Tiny-8B", {"config.json": cfg.read_bytes()}, commit=SHA)
+    code, a, err = _query("/data/weights/Tiny-8B/", env={"HF_HUB_CACHE": str(tmp_path)})
+    assert code == 0, err
+    assert a["query"]["model"] == "tiny-8b"
+    assert a["assumed"]["model"] == (
+        f"tiny-8b from acme/Tiny-8B config.json at commit {SHA[:12]}, from the Hugging Face cache {tmp_path}, "
+        "recognised from the folder name 'Tiny-8B' (/data/weights/Tiny-8B/ does not exist here; --model ID "
+        "overrides)")
+
+
+def test_a_path_nothing_matches_says_what_was_tried(tmp_path: Path) -> None:
+    r = run_kb("query", "--gpu", "h100", "--model", "/root/hf_model/Acme/Nothing-9B-AWQ",
+               env={**OFFLINE, "HF_HUB_CACHE": str(tmp_path)})
+    assert r.code == 2
+    assert r.err == (
+        "error: --model: /root/hf_model/Acme/Nothing-9B-AWQ does not exist here, and its folder names "
+        "('Acme/Nothing-9B-AWQ', 'Nothing-9B-AWQ') match no KB record or alias, with or without a quantization "
+        f"ending, nor a model in the Hugging Face cache ({tmp_path})\n"
+        "  fix: give --model ID (`kb list model` lists them), or the model's config.json, or `hf download "
+        "Acme/Nothing-9B-AWQ config.json` into the Hugging Face cache\n")
+
+
+def test_a_path_that_exists_is_read_as_before(tmp_path: Path) -> None:
+    folder = tmp_path / "Qwen3-235B-A22B"  # the name of a record, but the folder is here: its config decides
+    folder.mkdir()
+    (folder / "config.json").write_bytes((ROOT / "probes" / "vllm_boot" / "models" / "qwen3-8b" /
+                                          "config.json").read_bytes())
+    code, a, err = _query(str(folder))
+    assert code == 0, err
+    assert a["query"]["model"] == "qwen3-235b-a22b" and "model" not in a["assumed"]
+    assert a["memory"]["kv_bytes_per_token"] == 36 * 8 * 128 * 2 * 2 / 4  # qwen3-8b's shapes, on 4 GPUs
+
+
+def test_a_local_folder_without_a_config_is_read_by_its_name(tmp_path: Path) -> None:
+    folder = tmp_path / "Qwen3-8B"
+    folder.mkdir()
+    r = run_kb("query", "--gpu", "h100", "--model", str(folder), "--json", env=OFFLINE)
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["assumed"]["model"] == (f"qwen3-8b, recognised from the folder name 'Qwen3-8B' "
+                                                     f"({folder} holds no config.json; --model ID overrides)")
