@@ -43,7 +43,7 @@ def test_recorded_releases_are_skipped_unless_forced() -> None:
 
 
 def test_a_failed_install_is_that_releases_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(lib: str, release: str, venv: Path, python: str, log: Path) -> None:
+    def broken(lib: str, release: str, venv: Path, python: str, log: Path, **_: object) -> None:
         raise sweep.ProbeError(f"installing vllm=={release} failed (exit 1); see {log}")
 
     monkeypatch.setattr(sweep, "install", broken)
