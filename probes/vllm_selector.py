@@ -167,7 +167,7 @@ def run_grid(script: Path, args: list[str], name: str, timeout: float, *, accept
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kb-vllm-grid-") as tmp:
         out = Path(tmp) / "grid.json.gz"
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+        env = grid_env_vars()
         proc = subprocess.run([python, str(script), str(out), *args], capture_output=True, text=True,
                               env=env, timeout=timeout, check=False)
         if proc.returncode != 0 or not out.exists():
@@ -188,6 +188,16 @@ def run_grid(script: Path, args: list[str], name: str, timeout: float, *, accept
     metrics["selected"] = dict(Counter(str(r[8]) for r in doc["rows"]))
     metrics["grid_seconds"] = doc.get("seconds")
     return {"outcome": "OK", "seconds": round(time.monotonic() - start, 1), "metrics": metrics}
+
+
+def grid_env_vars() -> dict[str, str]:
+    """The grid's environment: no CUDA device, and bytecode written. A grid asks about modules that fail to import
+    (ROCm backends, FlashInfer, cutlass-dsl) at every point; under PYTHONDONTWRITEBYTECODE=1 (common in container
+    images) in an environment installed without byte-compiling, every retry compiled them from source again and
+    one compute capability overran its limit (issue 46)."""
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 def keep_or_copy(new: Path, dest: Path) -> None:

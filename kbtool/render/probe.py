@@ -174,17 +174,27 @@ def sweep_bar(enabled: bool, total: int) -> Iterator[Callable[[str, str], None]]
 def sweep_text(tasks: list[Any], skipped: list[str], results: list[Any], seconds: float, dry_run: bool) -> None:
     if skipped:
         out.print(f"skipped (evidence exists; --force runs them again): {', '.join(skipped)}")
+    if not tasks:
+        out.print("nothing to do: every release chosen has complete evidence")
+        return
     if dry_run:
         for t in tasks:
-            out.print(f"would run {t.release}: {', '.join(t.probes)}")
+            again = f" (again: {', '.join(t.retry)} did not complete)" if t.retry else ""
+            over = f" with override {', '.join(t.overrides)}" if t.overrides else ""
+            out.print(f"would run {t.release}{over}: {', '.join(t.probes)}{again}")
         return
     table = Table(title="sweep")
     for col in ("release", "status", "install s", "probes s", "probes"):
         table.add_column(col)
     for r in results:
-        probes = "; ".join(f"{k} {v}" for k, v in r.probes.items()) or (r.why or "")
+        probes = "; ".join(f"{k} {v}" for k, v in r.probes.items()) or (r.why or "").split("\n")[0]
         table.add_row(r.release, r.status, str(r.install_s), str(round(r.probe_s, 1)), probes[:200])
     out.print(table)
+    for r in results:
+        if r.overrides:
+            out.print(f"{r.release} installed with override {', '.join(r.overrides)} (its evidence names it)")
+        if r.why and "\n" in r.why:
+            out.print(f"{r.release}: {r.why}", markup=False)
     out.print(f"{len(results)} release(s) in {seconds:.0f} s")
 
 
