@@ -138,7 +138,7 @@ def test_an_install_is_byte_compiled_and_records_its_overrides(tmp_path: Path,
     monkeypatch.setattr(sweep, "_uv", lambda: str(_fake_uv(tmp_path, fail=False)))
     venv = tmp_path / "vllm-0.34.0"
     sweep.install("vllm", "0.34.0", venv, "python3", tmp_path / "log", overrides=["flashinfer-python==0.7.4"])
-    install = [ln for ln in (tmp_path / "calls").read_text().splitlines() if ln.startswith("pip install")][0]
+    install = next(ln for ln in (tmp_path / "calls").read_text().splitlines() if ln.startswith("pip install"))
     assert "--compile-bytecode" in install.split() and "--override" in install.split()
     assert (tmp_path / "overrides-vllm-0.34.0.txt").read_text() == "flashinfer-python==0.7.4\n"
     assert engine.install_overrides(str(venv / "bin" / "python")) == ["flashinfer-python==0.7.4"]
