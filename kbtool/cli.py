@@ -663,6 +663,7 @@ def probe_run(
 def probe_apply(
     paths: Annotated[list[Path], typer.Argument(help="Evidence files, or a folder written by `kb probe run --out`.")],
     write: Annotated[bool, typer.Option("--write", help="Update the claims' verification blocks.")] = False,
+    unchanged: Annotated[bool, typer.Option("--unchanged", help="Also list the claims left as they are.")] = False,
     kb: KbOpt = None,
 ) -> None:
     """Apply evidence recorded elsewhere (e.g. on a GPU host) to the claims here, with the same scoping."""
@@ -670,7 +671,7 @@ def probe_apply(
     from kbtool.render import probe as render
 
     updates, skips, written = apply(_records(kb), paths, write=write)
-    render.apply_text(updates, skips, written, write)
+    render.apply_text(updates, skips, written, write, unchanged)
 
 
 @probe_app.command("sweep")

@@ -34,6 +34,7 @@ class Update:
     new_status: str
     verification: dict[str, Any]
     why: str
+    changes: bool = True  # whether it changes the claim file (`kb probe apply` lists changes first)
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,7 @@ def plan(
                 event = event_for(claim, r.library, str(version), v.verdict == "confirmed", ev.id)
                 if event is not None and not _other_reason(claim, rvars, v.scope, r.library):
                     found.append((event, ev.probe.id))
-    disagree: dict[str, str] = {}  # versions that disagree (holds above one where it fails) move nothing, whatever probe says so
+    disagree: dict[str, str] = {}  # versions that disagree (holds above one where it fails) move nothing
     for cid in {e.claim for e, _ in found}:
         why = conflicts([e for e, _ in found if e.claim == cid])
         if why:

@@ -120,8 +120,23 @@ def run_json(report: RunReport) -> None:
     print(json.dumps(data, indent=2))
 
 
-def apply_text(updates: list[Update], skips: list[Skip], written: list[Any], write: bool) -> None:
-    out.print(update_rows(updates, skips))
+def apply_text(updates: list[Update], skips: list[Skip], written: list[Any], write: bool,
+               unchanged: bool = False) -> None:
+    """The changes first; the claims the evidence leaves as they are (and the skipped ones) only with `unchanged`."""
+    changes = [u for u in updates if u.changes]
+    same = [u for u in updates if not u.changes]
+    if changes:
+        table = update_rows(changes, [])
+        table.title = f"{len(changes)} change(s)"
+        out.print(table)
+    else:
+        out.print("No changes: every claim the evidence speaks for already says what it shows.")
+    if unchanged:
+        table = update_rows(same, skips)
+        table.title = "unchanged"
+        out.print(table)
+    elif same or skips:
+        out.print(f"{len(same)} claim(s) unchanged, {len(skips)} skipped (--unchanged lists them).")
     if not write:
         out.print("Nothing written (add --write to update the claims).")
     else:
