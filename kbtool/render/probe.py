@@ -222,4 +222,6 @@ def events_text(changes: list[Any], written: list[Any], write: bool) -> None:
         for e in ch.events:
             out.print(f"  {e.text()}")
         out.print(f"  scope: {ch.old} -> {ch.new}")
+        if ch.held_back:
+            out.print(f"  not written: {ch.held_back}", markup=False)
     out.print(f"{len(written)} claim file(s) written" if write else "Add --write to rewrite these scopes.")
