@@ -14,11 +14,9 @@ from collections.abc import Iterator
 from types import FrameType
 
 
-class Terminated(BaseException):
-    """SIGTERM arrived; raised in the main thread (a BaseException, like KeyboardInterrupt, so that `except
-    Exception` blocks do not swallow it)."""
-
-    exit_code = 143
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived; raised in the main thread as Ctrl-C is (not an Exception, so that `except Exception` blocks
+    do not swallow it; the CLI ends as on Ctrl-C)."""
 
 
 def _raise(signum: int, _frame: FrameType | None) -> None:
