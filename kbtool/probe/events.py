@@ -91,21 +91,32 @@ def plan(claims: dict[str, tuple[Claim, Path | None]], lines: dict[str, list[tl.
         new = proposed(claim, points, judged=(judged or {}).get(cid, {}) if judged is not None else None)
         old = [_dump(r) for r in claim.scope]
         if new is not None and new != old:
-            out.append(ScopeChange(cid, path, old, new, tl.events(points), unsupported(old, new)))
+            swept = {p.release: p.evidence for p in points if p.outcome in ("holds", "fails")}
+            out.append(ScopeChange(cid, path, old, new, tl.events(points), unsupported(old, new, swept)))
     return out
 
 
 BOUNDS = ("introduced", "fixed", "last_affected")
 
 
-def unsupported(old: list[dict[str, Any]], new: list[dict[str, Any]], lib: str = "vllm") -> str | None:
-    """Why a rewritten scope may not be written: a range whose bounds are not the record's own and that cites no
-    evidence (issue 46: ranges extended to a new release lost their evidence and gained none)."""
+def unsupported(old: list[dict[str, Any]], new: list[dict[str, Any]], swept: dict[str, str] | None = None,
+                lib: str = "vllm") -> str | None:
+    """Why a rewritten scope may not be written (issue 46: ranges extended to a new release lost their evidence
+    and gained none): a range not among the record's own that cites no evidence, or one with a bound at a swept
+    release (`swept`: release -> its evidence) that does not cite that release's evidence."""
+    swept = swept or {}
     own = [{k: r.get(k) for k in BOUNDS} for r in old if r.get("library") == lib]
     for r in new:
-        if r.get("library") == lib and not r.get("evidence") and {k: r.get(k) for k in BOUNDS} not in own:
-            bounds = ", ".join(f"{k} {r[k]}" for k in BOUNDS if r.get(k)) or "every release"
+        if r.get("library") != lib or {k: r.get(k) for k in BOUNDS} in own:
+            continue
+        bounds = ", ".join(f"{k} {r[k]}" for k in BOUNDS if r.get(k)) or "every release"
+        if not r.get("evidence"):
             return f"the range ({bounds}) would cite no evidence that supports it; left as it is"
+        for k in BOUNDS:
+            v = r.get(k)
+            if v and v in swept and swept[v] not in r["evidence"]:
+                return (f"the range ({bounds}) would not cite {swept[v]}, the evidence of its {k} {v} (today's "
+                        f"judge gives no verdict there on the claim as scoped); left as it is")
     return None
 
 
