@@ -60,7 +60,8 @@ def test_a_range_that_would_cite_no_evidence_is_held_back(tmp_path: Path) -> Non
 def test_a_bound_moved_to_a_swept_release_must_cite_that_releases_evidence() -> None:
     """As vLLM 0.34.0's sweep proposed: last_affected 0.33.0 -> 0.34.0, the 0.33.0 evidence dropped and 0.34.0's
     not cited (today's judge has no verdict there on a claim scoped to 0.33.0)."""
-    old = [{"library": "vllm", "introduced": "0.20.0", "last_affected": "0.33.0", "evidence": ["ev-0.20.0", "ev-0.33.0"]}]
+    old = [{"library": "vllm", "introduced": "0.20.0", "last_affected": "0.33.0",
+            "evidence": ["ev-0.20.0", "ev-0.33.0"]}]
     new = [{"library": "vllm", "introduced": "0.20.0", "last_affected": "0.34.0", "evidence": ["ev-0.20.0"]}]
     swept = {"0.19.1": "ev-0.19.1", "0.20.0": "ev-0.20.0", "0.33.0": "ev-0.33.0", "0.34.0": "ev-0.34.0"}
     assert events.unsupported(old, new, swept) == (
