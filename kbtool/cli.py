@@ -663,6 +663,7 @@ def probe_run(
 def probe_apply(
     paths: Annotated[list[Path], typer.Argument(help="Evidence files, or a folder written by `kb probe run --out`.")],
     write: Annotated[bool, typer.Option("--write", help="Update the claims' verification blocks.")] = False,
+    unchanged: Annotated[bool, typer.Option("--unchanged", help="Also list the claims left as they are.")] = False,
     kb: KbOpt = None,
 ) -> None:
     """Apply evidence recorded elsewhere (e.g. on a GPU host) to the claims here, with the same scoping."""
@@ -670,7 +671,7 @@ def probe_apply(
     from kbtool.render import probe as render
 
     updates, skips, written = apply(_records(kb), paths, write=write)
-    render.apply_text(updates, skips, written, write)
+    render.apply_text(updates, skips, written, write, unchanged)
 
 
 @probe_app.command("sweep")
@@ -687,6 +688,8 @@ def probe_sweep(
     python: Annotated[str | None, typer.Option("--python", help="Interpreter the environments are made from.")]
     = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would run; install nothing.")] = False,
+    override: Annotated[list[str] | None, typer.Option("--override", help="A requirement replacing the "
+                        "release's own pin (uv), besides probes/sweep-overrides.yaml; repeatable.")] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     kb: KbOpt = None,
 ) -> None:
@@ -703,9 +706,10 @@ def probe_sweep(
         fail("--new cannot be combined with --from or --releases", 2)
     t0 = time.monotonic()
     registry = sw.registry_releases(lib)
-    newest = sw.newest_recorded(records, lib) if new else None
-    chosen = sw.choose(registry, from_, to, releases.split(",") if releases else None, newer_than=newest)
-    tasks, skipped = sw.plan(records, lib, chosen, force=force, probes=probes.split(",") if probes else None)
+    chosen = sw.choose(sw.new_releases(records, lib, registry) if new else registry, from_, to,
+                       releases.split(",") if releases else None)
+    tasks, skipped = sw.plan(records, lib, chosen, force=force, probes=probes.split(",") if probes else None,
+                             overrides=override)
     results = []
     if not dry_run and tasks:
         with render.sweep_bar(not json_, len(tasks)) as on_step:

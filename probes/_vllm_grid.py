@@ -9,7 +9,10 @@ What importing vLLM without a GPU takes, all undone by nothing (the process exit
   capability, device name, memory and SM count;
 - the module-level workspace allocations of the CUTLASS MLA and FlashInfer MLA backends (torch.empty,
   torch.zeros on "cuda") sent to the meta device while importing them;
-- FlashInfer's TRT-LLM availability (`has_nvidia_artifactory`) decided by the grid, not by the network.
+- FlashInfer's TRT-LLM availability (`has_nvidia_artifactory`) decided by the grid, not by the network;
+- a module whose import failed once fails again at once, with the same exception (remember_failed_imports):
+  backends' checks import FlashInfer, ROCm and cutlass-dsl modules that cannot load here at every grid point, and
+  executing them again each time made one compute capability take longer than the case's limit (issue 46).
 
 Usage: python _vllm_grid.py OUT.json [--cc 9.0 ...] [--quick]
 """
@@ -78,9 +81,37 @@ def stub_libcuda(site: Path) -> Path:
     return lib
 
 
+def remember_failed_imports() -> dict[str, BaseException]:
+    """From now on, importing a module whose import raised before raises that exception again without executing
+    it (nor the modules it imports) again. Python keeps no record of a failed import, so every `import flashinfer`
+    in a backend's check ran FlashInfer's package again (seconds each, at thousands of points). An import that
+    fails here fails the same way each time in this process (no GPU, fixed packages), so the outcome is the same.
+    A module not found is not remembered (looking it up is cheap)."""
+    import importlib._bootstrap as bootstrap
+
+    failed: dict[str, BaseException] = {}
+    real = bootstrap._find_and_load  # what both `import` statements and importlib.import_module call
+
+    def find_and_load(name, import_):
+        if name in failed and name not in sys.modules:
+            raise failed[name].with_traceback(None)
+        try:
+            return real(name, import_)
+        except ModuleNotFoundError:
+            raise  # cheap to look up again, and a namespace package may resolve later: not remembered
+        except Exception as exc:  # the module ran and raised: what is costly to run again
+            failed[name] = exc
+            raise
+
+    bootstrap._find_and_load = find_and_load
+    return failed
+
+
 def setup() -> dict:
     import importlib
     import importlib.util
+
+    remember_failed_imports()
 
     spec = importlib.util.find_spec("vllm")
     assert spec and spec.origin

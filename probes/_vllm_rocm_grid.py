@@ -36,6 +36,7 @@ ARCHS = {"gfx90a": (9, 0, 64 * 2**30, 104), "gfx942": (9, 4, 192 * 2**30, 304),
 def setup(arch: str) -> dict:
     spec = importlib.util.find_spec("vllm")
     assert spec and spec.origin
+    grid.remember_failed_imports()
     grid.stub_libcuda(Path(spec.origin).parent.parent)
     import torch
 

@@ -167,7 +167,7 @@ def run_grid(script: Path, args: list[str], name: str, timeout: float, *, accept
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kb-vllm-grid-") as tmp:
         out = Path(tmp) / "grid.json.gz"
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+        env = grid_env_vars()
         proc = subprocess.run([python, str(script), str(out), *args], capture_output=True, text=True,
                               env=env, timeout=timeout, check=False)
         if proc.returncode != 0 or not out.exists():
@@ -188,6 +188,16 @@ def run_grid(script: Path, args: list[str], name: str, timeout: float, *, accept
     metrics["selected"] = dict(Counter(str(r[8]) for r in doc["rows"]))
     metrics["grid_seconds"] = doc.get("seconds")
     return {"outcome": "OK", "seconds": round(time.monotonic() - start, 1), "metrics": metrics}
+
+
+def grid_env_vars() -> dict[str, str]:
+    """The grid's environment: no CUDA device, and bytecode written. A grid asks about modules that fail to import
+    (ROCm backends, FlashInfer, cutlass-dsl) at every point; under PYTHONDONTWRITEBYTECODE=1 (common in container
+    images) in an environment installed without byte-compiling, every retry compiled them from source again and
+    one compute capability overran its limit (issue 46)."""
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 def keep_or_copy(new: Path, dest: Path) -> None:
@@ -233,6 +243,20 @@ def accepted_counts(doc: dict[str, Any]) -> dict[str, int]:
             if s in empty:
                 counts[n] += 1
     return dict(sorted(counts.items()))
+
+
+# vLLM's refusals that are no claim kind's and need none: the layout a backend serves, and the device the grid
+# cannot be (no driver, an AMD-only backend). A reason that is neither one of these nor of a REASON_KIND (vLLM
+# reworded a refusal: "FP8 KV requires ...") is unattributed: the probe cannot say which claim it answers.
+OTHER_REASONS = ("MLA not supported", "sparse not supported", "requires sparse MLA", "Found no NVIDIA driver",
+                 "not supported on this device", "not supported on the current device", "requires AMD")
+
+
+@functools.cache
+def unattributed(reason: str) -> bool:
+    """Whether a refusal reason is of no claim kind the judge knows and not a layout or device refusal."""
+    known = (k for keys in REASON_KIND.values() for k in keys)
+    return not any(k in reason for k in known) and not any(k in reason for k in OTHER_REASONS)
 
 
 def of_kind(code: str, reasons: list[str]) -> list[str]:
@@ -361,7 +385,7 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
                     any_scope and o["reason"]["code"] == code and not (own and _scope_has(o, version))):
                 explained |= runs[o["id"]][1]
         lets, refuses = runs[c["id"]]
-        agree, bad, ccs = 0, 0, set()
+        agree, bad, ccs, unknown = 0, 0, set(), 0
         for (reasons, cc), members in classes[g].items():
             key = (code, reasons)
             if key not in kinds:
@@ -380,7 +404,9 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
                     else:
                         bad |= m
                 elif not got:
-                    agree += m.bit_count()
+                    agree += m.bit_count()  # the verdict's count, as recorded since OUTCOMES_VERSION 2
+                    if any(unattributed(r) for r in reasons):
+                        unknown |= m  # refused in words no claim kind reads: not agreement for the release events
                 else:  # vLLM refused it for this claim's kind: as the claim says only where another claim refuses
                     agree += (m & explained).bit_count()
                     bad |= m & ~explained
@@ -388,7 +414,9 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
         results.append({"claim": c["id"], "agree": agree, "ran": [points[i] for i in wrong if refuses >> i & 1],
                         "refused": [(points[i], kinds[code, points[i]["reasons"][backend]]) for i in wrong
                                     if not refuses >> i & 1],
-                        "ccs": sorted(ccs), "backend": backend})
+                        "ccs": sorted(ccs), "backend": backend,
+                        "unattributed": [(points[i], [r for r in points[i]["reasons"][backend] if unattributed(r)])
+                                         for i in _bits(unknown)]})
     return results
 
 
@@ -493,14 +521,20 @@ OUTCOMES_VERSION = 4
 
 def release_outcomes(points: list[dict[str, Any]], version: str) -> dict[str, dict[str, Any]]:
     """Every engine claim held against this release's grid whatever its version scope says: per claim the
-    outcome (holds: every point it gates as it says; fails: some point against it; none: no point it gates) and
-    the counts. Not verdicts (a claim is only verified inside its scope): the per-release record the version
-    events (kbtool/probe/timeline.py, `kb show CLAIM`) are read from."""
+    outcome (holds: every point it gates as it says; fails: some point against it; unattributed: none against it,
+    but some point it lets run was refused in words no claim kind reads, so it may or may not hold; none: no point
+    it gates) and the counts. Not verdicts (a claim is only verified inside its scope): the per-release record the
+    version events (kbtool/probe/timeline.py, `kb show CLAIM`) are read from."""
     out: dict[str, dict[str, Any]] = {}
     for r in judge_grid(engine_claims(), points, version, any_scope=True):
-        against = len(r["ran"]) + len(r["refused"])
-        outcome = "none" if r["agree"] + against == 0 else "fails" if against else "holds"
-        entry: dict[str, Any] = {"outcome": outcome, "agree": r["agree"], "against": against}
+        against, unknown = len(r["ran"]) + len(r["refused"]), len(r["unattributed"])
+        outcome = "none" if r["agree"] + against == 0 else "fails" if against else \
+            "unattributed" if unknown else "holds"
+        entry: dict[str, Any] = {"outcome": outcome, "agree": r["agree"] - unknown, "against": against}
+        if unknown:  # points it lets run that vLLM refused in words the probe cannot attribute (issue 46)
+            ex, words = r["unattributed"][0]
+            entry["unattributed"] = unknown
+            entry["unattributed_example"] = f"{_label(ex)}: {words[0]}"
         if r["ran"]:
             entry["accepted"] = _label(r["ran"][0])
         if r["refused"]:

@@ -65,6 +65,7 @@ def all_checks() -> list[Check]:
         verification.find_status_without_evidence, verification.find_evidence_disagreement,
         verification.find_disputes_without_sides, verification.find_untestable_without_reason,
         consistency.find_scope_disagreement, timeline.find_scope_disagreement,
+        timeline.find_unsupported_ranges,
         axes.find_kernels_missing_axes,
         topics.find_dangling_xrefs, topics.find_confidence_mismatch, topics.find_wrong_kinds,
         topics.find_unlinked, topics.find_fat_stubs,

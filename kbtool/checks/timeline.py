@@ -51,3 +51,42 @@ def find_scope_disagreement(kb: KB) -> list[Finding]:
             out.append(Finding("KB320", message, file, line, "$.scope" + (f"[{index}]" if index >= 0 else ""),
                                fix=fix, check="scope-disagrees-with-releases", severity="warning"))
     return out
+
+
+BOUNDS = ("introduced", "fixed", "last_affected")
+
+
+def unsupported_ranges(claim: Claim, points: list[tl.Point], lib: str = "vllm") -> list[tuple[int, str, str]]:
+    """(range index, message, fix) for each `lib` range with a bound at a release the claim's timeline records
+    that cites no evidence: a bound the sweep could support is held only by what the record says (issue 46)."""
+    swept = {p.release: p for p in points if p.outcome in ("holds", "fails")}
+    out = []
+    for i, r in enumerate(claim.scope):
+        if r.library != lib or r.evidence:
+            continue
+        at = [(k, v) for k in BOUNDS if (v := getattr(r, k)) and v in swept]
+        if at:
+            k, v = at[0]
+            out.append((i, f"its {lib} range's {k} {v} cites no evidence, although {lib} {v} was swept "
+                        f"({swept[v].evidence}: {_word(swept[v].outcome)})",
+                        f"run `kb probe events {claim.id}` to see what the releases support, or cite the evidence "
+                        f"that shows the bound in the range's `evidence`"))
+    return out
+
+
+def _word(outcome: str) -> str:
+    return "holds" if outcome == "holds" else "does not hold"
+
+
+@check("KB321", "range-without-evidence", "a claim's version range bounded at a swept release cites evidence")
+def find_unsupported_ranges(kb: KB) -> list[Finding]:
+    out = []
+    for cid, points in sorted(tl.timelines(kb).items()):
+        c = kb.get(cid)
+        if not isinstance(c, Claim) or not in_focus(kb, cid):
+            continue
+        for index, message, fix in unsupported_ranges(c, points):
+            file, line = kb.location(cid, "scope", index)
+            out.append(Finding("KB321", message, file, line, f"$.scope[{index}]", fix=fix,
+                               check="range-without-evidence", severity="warning"))
+    return out

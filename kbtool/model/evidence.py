@@ -24,6 +24,9 @@ class Environment(Strict):
     torch: str | None = Field(default=None, description="torch version")
     python: str | None = Field(default=None, description="Python version")
     libraries: dict[str, str] = Field(default_factory=dict, description="Versions of the libraries probed")
+    install_overrides: list[str] | None = Field(
+        default=None, description="Requirements that replaced the probed library's own pins when its environment was "
+        "installed (`kb probe sweep` with probes/sweep-overrides.yaml or --override), e.g. flashinfer-python==0.7.4")
     accelerator: Ref | None = Field(default=None, description="Matching accelerator record, if known")
     architecture: Ref | None = Field(default=None, description="Matching architecture record, e.g. sm90")
 

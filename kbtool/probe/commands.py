@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from kbtool.probe.rejudge import claim_context, probes_by_id, rejudge
 from kbtool.probe.runner import CaseResult, run_cases
 from kbtool.probe.spec import Probe, ProbeSpec, discover
 from kbtool.probe.verdicts import Skip, Update, plan, untestable_block
-from kbtool.store.writer import update_verification
+from kbtool.store.writer import update_verification, verification_changes
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -291,6 +292,13 @@ def _apply(
             skips.append(Skip(cid, f"left as {claim.verification.status}: untestable here ({reason})"))
             continue
         updates.append(Update(cid, str(claim.verification.status), str(block["status"]), block, reason))
+    return updates, skips, apply_updates(updates, claims, _replanner(evidence, untestable, today)) if write else []
+
+
+def _replanner(evidence: list[Evidence], untestable: list[tuple[str, str, str | None]],
+               today: str) -> Callable[[Claim], Update | None]:
+    """The update for a claim planned again from its current content (another writer changed it meanwhile)."""
+
     def replan(claim: Claim) -> Update | None:
         again, _ = plan(evidence, {claim.id: claim}, today)
         if again:
@@ -301,7 +309,7 @@ def _apply(
                 return Update(cid, str(claim.verification.status), str(block["status"]), block, reason)
         return None
 
-    return updates, skips, apply_updates(updates, claims, replan) if write else []
+    return replan
 
 
 MANIFEST = "probe-run.json"
@@ -359,7 +367,11 @@ def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update
     evidence = list({e.id: e for e in evidence}.values())  # a record given twice (folder and file) counts once
     evidence = _judged_again(evidence, records, claims, probes)
     today = max([e.started[:10] for e in evidence] + dates)
-    updates, skips, written = _apply(evidence, untestable, claims, today, write=write)
+    updates, skips, _ = _apply(evidence, untestable, claims, today, write=False)
+    updates = [dataclasses.replace(u, changes=verification_changes(claims[u.claim][1], u.verification))
+               for u in updates]
+    written = apply_updates([u for u in updates if u.changes], claims, _replanner(evidence, untestable, today)) \
+        if write else []
     return updates, skips, imported + written + (measured.write(records, evidence, probes) if write else [])
 
 

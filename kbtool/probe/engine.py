@@ -62,6 +62,9 @@ def environment(base: dict[str, Any], python: str | None = None, spec: ProbeSpec
     libs = {("flashinfer" if k == "flashinfer-python" else k): v for k, v in found.items()
             if k not in ("torch", "python")}
     env = {k: v for k, v in base.items() if k not in ("reason",)}
+    overrides = install_overrides(exe)
+    if overrides:
+        env["install_overrides"] = overrides
     env.update({
         "gpu": f"no GPU ({engine} {libs.get(engine, 'not installed')})",
         "compute_capability": "n/a",
@@ -73,3 +76,17 @@ def environment(base: dict[str, Any], python: str | None = None, spec: ProbeSpec
         "engine_python": exe,
     })
     return env
+
+
+def install_overrides(python: str) -> list[str]:
+    """The overrides `kb probe sweep` installed the interpreter's environment with (its kb-install.json, written
+    by kbtool/probe/sweep.py beside bin/): requirements that replaced the release's own pins."""
+    from pathlib import Path
+
+    note = Path(python).parent.parent / "kb-install.json"
+    try:
+        data = json.loads(note.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    found = data.get("overrides") if isinstance(data, dict) else None
+    return [str(x) for x in found] if isinstance(found, list) else []

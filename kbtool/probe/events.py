@@ -11,6 +11,7 @@ claim that held at no swept release is left as it is (KB320 reports it).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ class ScopeChange:
     old: list[dict[str, Any]]
     new: list[dict[str, Any]]
     events: list[tl.Event] = field(default_factory=list)
+    held_back: str | None = None  # why `new` is not written (a range no evidence supports)
 
 
 def _dump(r: VersionRange) -> dict[str, Any]:
@@ -42,27 +44,35 @@ def proposed(claim: Claim, points: list[tl.Point], lib: str = "vllm",
     the timeline counts as holding that today's judge contradicts (the claim is then `disputed`) is not cited;
     the releases on the other side are in the timeline (`kb show CLAIM`)."""
     mine = [_dump(r) for r in claim.scope if r.library == lib]
-    known = [p for p in points if p.outcome in ("holds", "fails")]
+    # an unattributed release (vLLM refused points the claim lets run, in words the probe cannot attribute) is
+    # neither side: a range ends before it as before the newest release, on the record's own bound
+    known = [p for p in points if p.outcome in ("holds", "fails", "unattributed")]
     if not mine or not any(p.outcome == "holds" for p in known):
         return None
+    blind = {p.evidence for p in known if p.outcome == "unattributed"}
     runs: list[dict[str, Any]] = []
-    for r in tl.ranges(known):
+    as_break = [dataclasses.replace(p, outcome="fails") if p.outcome == "unattributed" else p for p in known]
+    for r in tl.ranges(as_break):  # its bounds and citations are settled below
         run = {"library": lib, **{k: v for k, v in r.items() if k != "evidence"}}
         held = [p for p in known if p.outcome == "holds" and tl.covers(r, p.release)]
         first, last = held[0], held[-1]
-        if first is known[0]:  # no evidence below: the record's own lower bound, else the oldest swept release
+        below = known[known.index(first) - 1] if first is not known[0] else None
+        above = known[known.index(last) + 1] if last is not known[-1] else None
+        if below is None or below.outcome == "unattributed":  # no evidence below: the record's own lower bound,
+            run.pop("introduced", None)                         # else the oldest swept release
             own = [m for m in mine if tl.covers(m, first.release)]
             if own and own[0].get("introduced"):
                 run["introduced"] = own[0]["introduced"]
             elif not own:
                 run["introduced"] = first.release
-        if last is known[-1]:  # no evidence above: the record's own upper bound, else the newest swept release
+        if above is None or above.outcome == "unattributed":  # no evidence above: the record's own upper bound,
+            # else the newest swept release
             own = [m for m in mine if tl.covers(m, last.release)]
             bound: dict[str, Any] = {k: own[0][k] for k in ("fixed", "last_affected") if own and k in own[0]}
             run.pop("last_affected", None)
             run.update(bound if own else {"last_affected": last.release})
         inside = {p.evidence for p in held}
-        cites = set(r["evidence"]) | {first.evidence, last.evidence}
+        cites = (set(r["evidence"]) | {first.evidence, last.evidence}) - blind
         if judged is not None:
             cites = {e for e in cites if judged.get(e) == ("confirmed" if e in inside else "contradicted")}
         if cites:
@@ -82,14 +92,39 @@ def plan(claims: dict[str, tuple[Claim, Path | None]], lines: dict[str, list[tl.
         new = proposed(claim, points, judged=(judged or {}).get(cid, {}) if judged is not None else None)
         old = [_dump(r) for r in claim.scope]
         if new is not None and new != old:
-            out.append(ScopeChange(cid, path, old, new, tl.events(points)))
+            swept = {p.release: p.evidence for p in points if p.outcome in ("holds", "fails")}
+            out.append(ScopeChange(cid, path, old, new, tl.events(points), unsupported(old, new, swept)))
     return out
+
+
+BOUNDS = ("introduced", "fixed", "last_affected")
+
+
+def unsupported(old: list[dict[str, Any]], new: list[dict[str, Any]], swept: dict[str, str] | None = None,
+                lib: str = "vllm") -> str | None:
+    """Why a rewritten scope may not be written (issue 46: ranges extended to a new release lost their evidence
+    and gained none): a range not among the record's own that cites no evidence, or one with a bound at a swept
+    release (`swept`: release -> its evidence) that does not cite that release's evidence."""
+    swept = swept or {}
+    own = [{k: r.get(k) for k in BOUNDS} for r in old if r.get("library") == lib]
+    for r in new:
+        if r.get("library") != lib or {k: r.get(k) for k in BOUNDS} in own:
+            continue
+        bounds = ", ".join(f"{k} {r[k]}" for k in BOUNDS if r.get(k)) or "every release"
+        if not r.get("evidence"):
+            return f"the range ({bounds}) would cite no evidence that supports it; left as it is"
+        for k in BOUNDS:
+            v = r.get(k)
+            if v and v in swept and swept[v] not in r["evidence"]:
+                return (f"the range ({bounds}) would not cite {swept[v]}, the evidence of its {k} {v} (today's "
+                        f"judge gives no verdict there on the claim as scoped); left as it is")
+    return None
 
 
 def write(changes: list[ScopeChange]) -> list[Path]:
     written = []
     for ch in changes:
-        if ch.path is None:
+        if ch.path is None or ch.held_back:
             continue
 
         def block(data: Any, ch: ScopeChange = ch) -> dict[str, Any]:

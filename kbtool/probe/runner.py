@@ -25,6 +25,7 @@ from typing import IO, Any
 
 from kbtool.probe.outcome import describe_exit
 from kbtool.probe.spec import Probe
+from kbtool.probe.stopping import terminate_raises
 
 STDERR_TAIL = 1500
 
@@ -195,10 +196,19 @@ def run_cases(
     results: list[CaseResult | None] = [None] * len(cases)
     next_index = iter(range(len(cases)))
     lock = threading.Lock()
+    live: set[Worker] = set()  # ended when the run is stopped (SIGINT, SIGTERM): they run in their own sessions
+    stopping = threading.Event()
 
     def take() -> int | None:
         with lock:
-            return next(next_index, None)
+            return None if stopping.is_set() else next(next_index, None)
+
+    def started(worker: Worker) -> Worker:
+        with lock:
+            live.add(worker)
+        if stopping.is_set():
+            worker.kill()
+        return worker
 
     def record(result: CaseResult) -> None:
         with lock:
@@ -219,7 +229,7 @@ def run_cases(
                 timeout = min(timeout, deadline - start + 30)
             try:
                 if worker is None:
-                    worker = Worker(probe.module_ref, cwd=root, env=env)
+                    worker = started(Worker(probe.module_ref, cwd=root, env=env))
                     worker.wait_ready(timeout)
                 answer = worker.ask(case, timeout)
             except _WorkerGone as gone:
@@ -250,8 +260,17 @@ def run_cases(
             worker.close()
 
     threads = [threading.Thread(target=slot, daemon=True) for _ in range(n_workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with terminate_raises():
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        except BaseException:  # Ctrl-C or SIGTERM: no case starts, and every worker (with what it started) ends
+            stopping.set()
+            with lock:
+                running = list(live)
+            for w in running:
+                w.kill()
+            raise
     return [r for r in results if r is not None]

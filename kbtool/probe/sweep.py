@@ -5,15 +5,24 @@ for a probe the library's sweep runs, a fresh virtual environment gets that rele
 missing probe runs as `kb probe run --probe P` with the engine interpreter named (KB_VLLM_PYTHON), so the
 evidence and the raw grids are written by the tool itself, and the environment is deleted before the next
 release is installed (a vLLM environment is ~10 GB). A release whose install or probe fails is recorded as that
-release's failure in the sweep's state file and the sweep goes on. Existing evidence is skipped unless `force`.
+release's failure in the sweep's state file and the sweep goes on. Existing evidence is skipped unless `force`;
+evidence of a run that did not complete (a case ERROR, TIMEOUT or SKIPPED) is not a record of the release, so the
+next sweep (`--new` included) offers that release again.
+
+Installs are byte-compiled (a container's PYTHONDONTWRITEBYTECODE=1 would otherwise recompile every module a grid
+imports again) and take the overrides recorded for the release in probes/sweep-overrides.yaml (or given with
+`--override`) when its own pins do not resolve: uv's `--override`, written into the environment as
+`kb-install.json`, which the evidence's environment then names (kbtool/probe/engine.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -24,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.errors import ProbeError, UsageError
+from kbtool.probe.stopping import terminate_raises
 from kbtool.solve.conditions import compare_versions
 
 REGISTRY = "https://pypi.org/pypi/{dist}/json"
@@ -33,12 +43,18 @@ LIBRARIES: dict[str, tuple[str, tuple[str, ...], str]] = {
 }
 PRE = re.compile(r"(a|b|rc|alpha|beta|dev|pre|preview)\d*", re.IGNORECASE)
 STATE = "sweep-state.json"
+OVERRIDES = Path(__file__).resolve().parents[2] / "probes" / "sweep-overrides.yaml"
+INSTALL_NOTE = "kb-install.json"  # in the environment: what the install replaced (read by kbtool/probe/engine.py)
+INCOMPLETE = ("ERROR", "TIMEOUT", "SKIPPED", "OOM")  # a case outcome that leaves the run short of a record
+LOG_TAIL = 12
 
 
 @dataclass
 class Task:
     release: str
     probes: list[str]
+    retry: list[str] = field(default_factory=list)  # evidence of an earlier run that did not complete
+    overrides: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -50,6 +66,7 @@ class ReleaseResult:
     install_s: float = 0.0
     probe_s: float = 0.0
     why: str | None = None
+    overrides: list[str] = field(default_factory=list)  # requirements that replaced the release's own pins
 
 
 def library(lib: str) -> tuple[str, tuple[str, ...], str]:
@@ -105,13 +122,14 @@ def choose(releases: list[str], lo: str | None, hi: str | None, only: list[str] 
     return out
 
 
-def recorded(records: Path, lib: str) -> dict[tuple[str, str], list[str]]:
-    """(release, probe) -> evidence ids already under records/evidence for the library's sweep probes."""
+def _sweep_evidence(records: Path, lib: str) -> list[tuple[str, str, str, bool]]:
+    """(release, probe, evidence id, complete) for the library's sweep probes' evidence under records/evidence.
+    A run is complete when no case ended ERROR, TIMEOUT, OOM or SKIPPED and it has cases at all."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     probes = set(library(lib)[1])
-    out: dict[tuple[str, str], list[str]] = {}
+    out = []
     for path in sorted((records / "evidence").glob("*.yaml")):
         if "no-gpu" not in path.name:
             continue  # engine probes run with no GPU; their files say so in the name (kbtool/probe/evidence.py)
@@ -124,7 +142,29 @@ def recorded(records: Path, lib: str) -> dict[tuple[str, str], list[str]]:
         pid = str((rec.get("probe") or {}).get("id"))
         version = ((rec.get("environment") or {}).get("libraries") or {}).get(lib)
         if pid in probes and version:
-            out.setdefault((str(version), pid), []).append(str(rec.get("id")))
+            cases = [c for c in rec.get("cases") or [] if isinstance(c, dict)]
+            complete = bool(cases) and not any(c.get("outcome") in INCOMPLETE for c in cases)
+            out.append((str(version), pid, str(rec.get("id")), complete))
+    return out
+
+
+def recorded(records: Path, lib: str) -> dict[tuple[str, str], list[str]]:
+    """(release, probe) -> evidence ids of complete runs already under records/evidence for the sweep's probes."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for version, pid, eid, complete in _sweep_evidence(records, lib):
+        if complete:
+            out.setdefault((version, pid), []).append(eid)
+    return out
+
+
+def incomplete(records: Path, lib: str) -> dict[tuple[str, str], list[str]]:
+    """(release, probe) -> evidence ids of runs that did not complete, where no complete run of the pair exists:
+    what the next sweep runs again."""
+    have = recorded(records, lib)
+    out: dict[tuple[str, str], list[str]] = {}
+    for version, pid, eid, complete in _sweep_evidence(records, lib):
+        if not complete and (version, pid) not in have:
+            out.setdefault((version, pid), []).append(eid)
     return out
 
 
@@ -133,19 +173,63 @@ def newest_recorded(records: Path, lib: str) -> str | None:
     return sort_versions(versions)[-1] if versions else None
 
 
+def new_releases(records: Path, lib: str, registry: list[str]) -> list[str]:
+    """`--new`: the registry's releases newer than the newest with complete evidence, and every release whose
+    last run did not complete (failed, errored or timed out), oldest first."""
+    newest = newest_recorded(records, lib)
+    retry = {v for v, _ in incomplete(records, lib)}
+    return [r for r in registry if r in retry or newest is None or compare_versions(r, newest) > 0]
+
+
 def plan(records: Path, lib: str, releases: list[str], *, force: bool = False,
-         probes: list[str] | None = None) -> tuple[list[Task], list[str]]:
+         probes: list[str] | None = None, overrides: list[str] | None = None) -> tuple[list[Task], list[str]]:
     """Tasks (release, the probes it lacks) and the releases skipped because their evidence exists."""
     have = recorded(records, lib)
+    failed = incomplete(records, lib)
     wanted = probes or list(library(lib)[1])
     tasks, skipped = [], []
     for r in releases:
         missing = [p for p in wanted if force or (r, p) not in have]
         if missing:
-            tasks.append(Task(r, missing))
+            retry = sorted(e for p in missing for e in failed.get((r, p), []))
+            tasks.append(Task(r, missing, retry, release_overrides(lib, r, overrides)))
         else:
             skipped.append(r)
     return tasks, skipped
+
+
+def recorded_overrides(path: Path = OVERRIDES) -> dict[str, dict[str, dict[str, Any]]]:
+    """probes/sweep-overrides.yaml: library -> release -> {override: [requirement, ...], why: text}."""
+    import yaml
+
+    if not path.exists():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{path}: not YAML: {exc}", fix="fix the file (a mapping library -> release -> "
+                         "{override: [...], why: ...})") from exc
+    bad = not isinstance(data, dict) or not all(
+        isinstance(rels, dict) and all(isinstance(v, dict) and isinstance(v.get("override"), list)
+                                       and isinstance(v.get("why"), str) for v in rels.values())
+        for rels in data.values())
+    if bad:
+        raise UsageError(f"{path}: each entry must be library -> 'release' -> {{override: [requirement, ...], "
+                         "why: text}", fix="see CONTRIBUTING.md, 'Sweeping releases'")
+    return {str(lib): {str(r): v for r, v in rels.items()} for lib, rels in data.items()}
+
+
+def release_overrides(lib: str, release: str, extra: list[str] | None = None, path: Path = OVERRIDES) -> list[str]:
+    """The requirements that replace a release's own pins: those recorded for it, then `extra` (`--override`),
+    a later one for the same distribution winning."""
+    found = [str(x) for x in (recorded_overrides(path).get(lib, {}).get(release) or {}).get("override", [])]
+    by_dist: dict[str, str] = {}
+    for req in found + list(extra or []):
+        name = re.split(r"[<>=!~;\[ ]", req, maxsplit=1)[0].strip().lower().replace("_", "-")
+        if not name:
+            raise UsageError(f"override '{req}' names no distribution", fix="give a requirement, e.g. pkg==1.2.3")
+        by_dist[name] = req
+    return list(by_dist.values())
 
 
 def _uv() -> str | None:
@@ -156,44 +240,105 @@ def _uv() -> str | None:
     return str(beside) if beside.exists() else None
 
 
-def install(lib: str, release: str, venv: Path, python: str, log: Path, cache: Path | None = None) -> None:
-    """A fresh environment at `venv` holding `dist==release` and what it pins (uv when present, else pip). uv's
-    cache is $UV_CACHE_DIR, else `cache`, else `venv`'s folder/uv-cache."""
+def install(lib: str, release: str, venv: Path, python: str, log: Path, cache: Path | None = None,
+            overrides: list[str] | None = None) -> None:
+    """A fresh environment at `venv` holding `dist==release` and what it pins (uv when present, else pip),
+    byte-compiled. `overrides` replace the release's own pins (uv only). uv's cache is $UV_CACHE_DIR, else
+    `cache`, else `venv`'s folder/uv-cache. A failed step raises with the last lines of its output."""
     dist = library(lib)[0]
     if venv.exists():
         shutil.rmtree(venv)
     uv = _uv()
     env = dict(os.environ)
+    if overrides and not uv:
+        raise ProbeError(f"installing {dist}=={release} with overrides ({', '.join(overrides)}) needs uv",
+                         fix="pip install uv (beside this interpreter or on PATH), then run again")
     if uv:
         env.setdefault("UV_CACHE_DIR", str(cache or venv.parent / "uv-cache"))
-        steps = [[uv, "venv", "-q", "-p", python, str(venv)],
-                 [uv, "pip", "install", "-q", "-p", str(venv / "bin" / "python"), f"{dist}=={release}"]]
+        install_cmd = [uv, "pip", "install", "-q", "--compile-bytecode", "-p", str(venv / "bin" / "python"),
+                       f"{dist}=={release}"]
+        if overrides:
+            venv.parent.mkdir(parents=True, exist_ok=True)
+            spec = venv.parent / f"overrides-{dist}-{release}.txt"
+            spec.write_text("".join(f"{r}\n" for r in overrides), encoding="utf-8")
+            install_cmd += ["--override", str(spec)]
+        steps = [[uv, "venv", "-q", "-p", python, str(venv)], install_cmd]
     else:
         steps = [[python, "-m", "venv", str(venv)],
                  [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"{dist}=={release}"]]
+    for cmd in steps:
+        code, tail = _logged(cmd, log, env)
+        if code != 0:
+            why = "\n  ".join(tail) or "(no output)"
+            raise ProbeError(f"installing {dist}=={release} failed (exit {code}); the log ({log}) ends:\n  {why}",
+                             fix=f"if the release's own pins do not resolve, record an override for {release} in "
+                                 f"{OVERRIDES.name} or pass --override PKG==VERSION")
+    (venv / INSTALL_NOTE).write_text(json.dumps({"release": release, "overrides": list(overrides or [])}) + "\n",
+                                     encoding="utf-8")
+
+
+def _logged(cmd: list[str], log: Path, env: dict[str, str], timeout: float = 3600) -> tuple[int, list[str]]:
+    """Run `cmd` with its output appended to `log`: (exit code, the last lines it printed)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("a", encoding="utf-8") as fh:
-        for cmd in steps:
-            fh.write(f"$ {' '.join(cmd)}\n")
-            fh.flush()
-            proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=3600, check=False)
-            if proc.returncode != 0:
-                raise ProbeError(f"installing {dist}=={release} failed (exit {proc.returncode}); see {log}")
+        fh.write(f"$ {' '.join(cmd)}\n")
+        fh.flush()
+        start = fh.tell()
+        code = _run_group(cmd, stdout=fh, env=env, timeout=timeout)
+    with log.open("rb") as fh:
+        fh.seek(start)
+        lines = fh.read().decode("utf-8", "replace").strip().splitlines()
+    return code, [ln[:300] for ln in lines[-LOG_TAIL:]]
+
+
+def _run_group(cmd: list[str], *, stdout: Any, env: dict[str, str], timeout: float,
+               cwd: Path | None = None, stderr: Any = subprocess.STDOUT) -> int:
+    """Run `cmd` in its own process group, ended (with all it started) when it overruns `timeout` or when this
+    process is interrupted or terminated (SIGINT, SIGTERM): a stopped sweep leaves no probe writing evidence."""
+    proc = subprocess.Popen(cmd, stdout=stdout, stderr=stderr, env=env, cwd=cwd,
+                            start_new_session=True)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _end_group(proc)
+        return -signal.SIGKILL
+    except BaseException:
+        _end_group(proc)
+        raise
+
+
+def _end_group(proc: subprocess.Popen[Any]) -> None:
+    """SIGTERM to the process group (a `kb probe run` then ends its own workers), SIGKILL after 10 s."""
+    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def run_probe(probe: str, interpreter: Path, env_var: str, root: Path, records: Path, log: Path,
               out: Path | None = None) -> tuple[bool, str, list[str]]:
     """`kb probe run --probe P` under the release's interpreter: (ok, why, evidence paths written)."""
+    import tempfile
+
     cmd = [sys.executable, "-m", "kbtool", "probe", "run", "--probe", probe, "--json", "--kb", str(records)]
     if out is not None:
         cmd += ["--out", str(out)]
     env = dict(os.environ, **{env_var: str(interpreter)})
-    proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=7200, check=False)
-    with log.open("a", encoding="utf-8") as fh:
-        fh.write(f"$ {env_var}={interpreter} {' '.join(cmd)}\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}\n")
+    with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
+        code = _run_group(cmd, stdout=fo, stderr=fe, env=env, timeout=7200, cwd=root)
+        fo.seek(0)
+        fe.seek(0)
+        stdout, stderr = fo.read().decode("utf-8", "replace"), fe.read().decode("utf-8", "replace")
+    with log.open("a", encoding="utf-8") as lf:
+        lf.write(f"$ {env_var}={interpreter} {' '.join(cmd)}\n{stdout[-4000:]}\n{stderr[-4000:]}\n")
     try:
-        report = json.loads(proc.stdout)
+        report = json.loads(stdout)
     except ValueError:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+        tail = (stderr or stdout).strip().splitlines()[-1:] or [f"exit {code}"]
         return False, tail[0][:300], []
     written = [str(p) for p in report.get("written") or [] if str(p).endswith(".yaml")]
     runs = [r for r in report.get("runs") or [] if r.get("probe") == probe]
@@ -220,40 +365,46 @@ def sweep(
     records each release's result as it ends (a sweep stopped half-way says where it was)."""
     from kbtool.probe.commands import REPO_ROOT
 
-    dist, _, env_var = library(lib)
     root = root or REPO_ROOT
     workdir.mkdir(parents=True, exist_ok=True)
-    log = workdir / "log"
-    state_path = workdir / STATE
     results: list[ReleaseResult] = []
-    for task in tasks:
-        res = ReleaseResult(task.release, "ok")
-        venv = workdir / f"{dist}-{task.release}"
-        step = on_step or (lambda _r, _s: None)
-        try:
-            step(task.release, "install")
-            t0 = time.monotonic()
-            install(lib, task.release, venv, python or sys.executable, log)
-            res.install_s = round(time.monotonic() - t0, 1)
-            for probe in task.probes:
-                step(task.release, probe)
-                t1 = time.monotonic()
-                ok, why, written = run_probe(probe, venv / "bin" / "python", env_var, root, records, log)
-                res.probe_s += round(time.monotonic() - t1, 1)
-                res.evidence += written
-                res.probes[probe] = "ok" if ok else f"failed: {why}"
-            if any(v != "ok" for v in res.probes.values()):
-                res.status = "failed"
-        except (ProbeError, OSError, subprocess.TimeoutExpired) as exc:
-            res.status, res.why = "failed", str(exc)
-        finally:
-            if not keep and venv.exists():
-                shutil.rmtree(venv, ignore_errors=True)
-            _prune_cache(venv.parent / "uv-cache", dist)
-        results.append(res)
-        _save_state(state_path, res)
-        step(task.release, res.status)
+    with terminate_raises():
+        for task in tasks:
+            results.append(_one(lib, task, records, workdir, python, root, on_step, keep))
     return results
+
+
+def _one(lib: str, task: Task, records: Path, workdir: Path, python: str | None, root: Path,
+         on_step: Callable[[str, str], None] | None, keep: bool) -> ReleaseResult:
+    """One release: install, its probes, delete; its result saved in the state file."""
+    dist, _, env_var = library(lib)
+    log = workdir / "log"
+    res = ReleaseResult(task.release, "ok", overrides=list(task.overrides))
+    venv = workdir / f"{dist}-{task.release}"
+    step = on_step or (lambda _r, _s: None)
+    try:
+        step(task.release, "install")
+        t0 = time.monotonic()
+        install(lib, task.release, venv, python or sys.executable, log, overrides=task.overrides)
+        res.install_s = round(time.monotonic() - t0, 1)
+        for probe in task.probes:
+            step(task.release, probe)
+            t1 = time.monotonic()
+            ok, why, written = run_probe(probe, venv / "bin" / "python", env_var, root, records, log)
+            res.probe_s += round(time.monotonic() - t1, 1)
+            res.evidence += written
+            res.probes[probe] = "ok" if ok else f"failed: {why}"
+        if any(v != "ok" for v in res.probes.values()):
+            res.status = "failed"
+    except (ProbeError, OSError, subprocess.TimeoutExpired) as exc:
+        res.status, res.why = "failed", str(exc)
+    finally:
+        if not keep and venv.exists():
+            shutil.rmtree(venv, ignore_errors=True)
+        _prune_cache(venv.parent / "uv-cache", dist)
+    _save_state(workdir / STATE, res)
+    step(task.release, res.status)
+    return res
 
 
 def _prune_cache(cache: Path, dist: str) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from kbtool.model import Claim, Evidence
 from kbtool.model.common import condition_vars
-from kbtool.probe.scoping import ScopeEvent, apply_event, conflicts, event_for, scope_dump
+from kbtool.probe.scoping import ScopeEvent, apply_event, conflicts, event_for, in_range, scope_dump
 from kbtool.solve.conditions import compare_versions, evaluate
 
 ARCH_VARS = {"sm", "cc", "gpu"}
@@ -34,6 +34,7 @@ class Update:
     new_status: str
     verification: dict[str, Any]
     why: str
+    changes: bool = True  # whether it changes the claim file (`kb probe apply` lists changes first)
 
 
 @dataclass(frozen=True)
@@ -199,6 +200,8 @@ def plan(
     legacy_partial: set[str] = set()
     evidence = list(evidence)
     work = dict(claims)
+    held: set[tuple[str, str, str]] = set()  # (claim, probe, library): the probe confirmed it inside its range
+    found: list[tuple[ScopeEvent, str]] = []
     for ev in evidence:  # first pass: scope events from runs outside a claim's version range
         rvars = run_vars(ev)
         for v in ev.verdicts:
@@ -209,15 +212,30 @@ def plan(
                 version = v.scope.get(r.library) or rvars.get(r.library)
                 if version is None:
                     continue
+                if v.verdict == "confirmed" and in_range(str(version), r):
+                    held.add((claim.id, ev.probe.id, r.library))
                 event = event_for(claim, r.library, str(version), v.verdict == "confirmed", ev.id)
                 if event is not None and not _other_reason(claim, rvars, v.scope, r.library):
-                    events.setdefault(claim.id, []).append(event)
-    for cid, evs in list(events.items()):
-        why = conflicts(evs)
+                    found.append((event, ev.probe.id))
+    disagree: dict[str, str] = {}  # versions that disagree (holds above one where it fails) move nothing
+    for cid in {e.claim for e, _ in found}:
+        why = conflicts([e for e, _ in found if e.claim == cid])
         if why:
+            disagree[cid] = why
             skips.append(Skip(cid, f"no scope event: {why}"))
-            del events[cid]
+    for event, probe_id in found:
+        if event.claim in disagree:
             continue
+        # A probe that contradicts the claim above its range moves `fixed` only where the same probe confirmed it
+        # inside the range: otherwise it disagrees with the claim at every release (another aspect of it, as
+        # vllm-options' head sizes do for cutlass-mla-decode-head-dim-576), and no release is where it changed.
+        if event.field == "fixed" and (event.claim, probe_id, event.library) not in held:
+            skips.append(Skip(event.claim, f"no scope event from {event.evidence}: {probe_id} confirms the claim "
+                                           f"at no release inside its {event.library} range, so its "
+                                           f"contradiction at {event.new} is not a change there"))
+            continue
+        events.setdefault(event.claim, []).append(event)
+    for cid, evs in list(events.items()):
         claim = claims[cid]
         for e in _strongest(evs):
             claim = apply_event(claim, e)

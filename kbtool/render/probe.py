@@ -120,8 +120,23 @@ def run_json(report: RunReport) -> None:
     print(json.dumps(data, indent=2))
 
 
-def apply_text(updates: list[Update], skips: list[Skip], written: list[Any], write: bool) -> None:
-    out.print(update_rows(updates, skips))
+def apply_text(updates: list[Update], skips: list[Skip], written: list[Any], write: bool,
+               unchanged: bool = False) -> None:
+    """The changes first; the claims the evidence leaves as they are (and the skipped ones) only with `unchanged`."""
+    changes = [u for u in updates if u.changes]
+    same = [u for u in updates if not u.changes]
+    if changes:
+        table = update_rows(changes, [])
+        table.title = f"{len(changes)} change(s)"
+        out.print(table)
+    else:
+        out.print("No changes: every claim the evidence speaks for already says what it shows.")
+    if unchanged:
+        table = update_rows(same, skips)
+        table.title = "unchanged"
+        out.print(table)
+    elif same or skips:
+        out.print(f"{len(same)} claim(s) unchanged, {len(skips)} skipped (--unchanged lists them).")
     if not write:
         out.print("Nothing written (add --write to update the claims).")
     else:
@@ -174,17 +189,27 @@ def sweep_bar(enabled: bool, total: int) -> Iterator[Callable[[str, str], None]]
 def sweep_text(tasks: list[Any], skipped: list[str], results: list[Any], seconds: float, dry_run: bool) -> None:
     if skipped:
         out.print(f"skipped (evidence exists; --force runs them again): {', '.join(skipped)}")
+    if not tasks:
+        out.print("nothing to do: every release chosen has complete evidence")
+        return
     if dry_run:
         for t in tasks:
-            out.print(f"would run {t.release}: {', '.join(t.probes)}")
+            again = f" (again: {', '.join(t.retry)} did not complete)" if t.retry else ""
+            over = f" with override {', '.join(t.overrides)}" if t.overrides else ""
+            out.print(f"would run {t.release}{over}: {', '.join(t.probes)}{again}")
         return
     table = Table(title="sweep")
     for col in ("release", "status", "install s", "probes s", "probes"):
         table.add_column(col)
     for r in results:
-        probes = "; ".join(f"{k} {v}" for k, v in r.probes.items()) or (r.why or "")
+        probes = "; ".join(f"{k} {v}" for k, v in r.probes.items()) or (r.why or "").split("\n")[0]
         table.add_row(r.release, r.status, str(r.install_s), str(round(r.probe_s, 1)), probes[:200])
     out.print(table)
+    for r in results:
+        if r.overrides:
+            out.print(f"{r.release} installed with override {', '.join(r.overrides)} (its evidence names it)")
+        if r.why and "\n" in r.why:
+            out.print(f"{r.release}: {r.why}", markup=False)
     out.print(f"{len(results)} release(s) in {seconds:.0f} s")
 
 
@@ -197,4 +222,6 @@ def events_text(changes: list[Any], written: list[Any], write: bool) -> None:
         for e in ch.events:
             out.print(f"  {e.text()}")
         out.print(f"  scope: {ch.old} -> {ch.new}")
+        if ch.held_back:
+            out.print(f"  not written: {ch.held_back}", markup=False)
     out.print(f"{len(written)} claim file(s) written" if write else "Add --write to rewrite these scopes.")

@@ -303,6 +303,21 @@ def update_verification(path: Path, block: Block | Callable[[Any], Block | None]
         return True
 
 
+def verification_changes(path: Path, block: Block) -> bool:
+    """Whether update_verification(path, block) would change the file (read only, no lock): what `kb probe apply`
+    shows as a change before, or instead of, writing."""
+    try:
+        old = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise WriteError(f"cannot read {path}: {exc}") from exc
+    block = dict(block)
+    scope = block.pop(SCOPE_KEY, None)
+    new = splice_verification(old, block)
+    if scope is not None:
+        new = splice_key(new, "scope", scope)
+    return new != old
+
+
 def write_new_record(path: Path, data: dict[str, Any]) -> None:
     """Create a record file that must not exist yet (evidence). Atomic and locked."""
     text = dump(data)

@@ -15,3 +15,18 @@ def test_kb320_flags_a_release_the_scope_gets_wrong() -> None:
     assert "any..0.21.0" in found[0][2]
     fixed = claim(proposed(c, line) or [])
     assert scope_findings(fixed, line) == []
+
+
+def test_kb321_flags_a_range_bounded_at_a_swept_release_without_evidence() -> None:
+    """Issue 46: `kb probe events` left ranges extended to a new release that cited no evidence at all."""
+    from kbtool.checks.timeline import unsupported_ranges
+
+    line = pts(("0.32.0", "fails"), ("0.33.0", "holds"), ("0.34.0", "holds"))
+    bare = claim([{"library": "vllm", "introduced": "0.33.0", "last_affected": "0.34.0"}])
+    assert unsupported_ranges(bare, line) == [(0, "its vllm range's introduced 0.33.0 cites no evidence, although "
+                                                  "vllm 0.33.0 was swept (ev-0.33.0: holds)",
+                                               "run `kb probe events c` to see what the releases support, or cite "
+                                               "the evidence that shows the bound in the range's `evidence`")]
+    cited = claim([{"library": "vllm", "introduced": "0.33.0", "last_affected": "0.34.0", "evidence": ["ev-0.34.0"]}])
+    unswept = claim([{"library": "vllm", "introduced": "0.10.0"}])  # a bound from sources, where no sweep reaches
+    assert unsupported_ranges(cited, line) == [] and unsupported_ranges(unswept, line) == []

@@ -134,3 +134,26 @@ def test_apply_refuses_to_write_from_a_tree_with_a_broken_claim(records: Path, t
     assert {p: p.read_bytes() for p in (records / "claims").glob("*.yaml")} == before
     updates, _, written = commands.apply(records, [out], write=False)  # a dry run still reports
     assert written == [] and updates
+
+
+def test_apply_lists_changes_first_and_unchanged_only_on_request(records: Path, tmp_path: Path) -> None:
+    """Issue 46: `kb probe apply` printed a 2,569-line table in which its 10 changes were hard to find."""
+    from typer.testing import CliRunner
+
+    from kbtool.cli import app
+
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(records, elsewhere)
+    out = tmp_path / "out"
+    commands.run(records=records, write=False, out=out, env=GPU_ENV)
+    updates, _, _ = commands.apply(elsewhere, [out], write=False)
+    assert {u.claim: u.changes for u in updates} == {"torch-sdpa-flash-head-dim": True, "fa2-head-dim-max-256": True}
+    res = CliRunner().invoke(app, ["probe", "apply", str(out), "--write", "--kb", str(elsewhere)])
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines()[0] == "2 change(s)" and "torch-sdpa-flash" in res.output
+    again = CliRunner().invoke(app, ["probe", "apply", str(out), "--kb", str(elsewhere)])
+    assert again.exit_code == 0 and again.output.splitlines()[0].startswith("No changes")
+    assert "1 claim(s) unchanged, 1 skipped (--unchanged lists them)." in again.output
+    assert "torch-sdpa-flash" not in again.output
+    listed = CliRunner().invoke(app, ["probe", "apply", str(out), "--unchanged", "--kb", str(elsewhere)])
+    assert "unchanged" in listed.output and "torch-sdpa-flash" in listed.output

@@ -43,7 +43,7 @@ def test_recorded_releases_are_skipped_unless_forced() -> None:
 
 
 def test_a_failed_install_is_that_releases_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(lib: str, release: str, venv: Path, python: str, log: Path) -> None:
+    def broken(lib: str, release: str, venv: Path, python: str, log: Path, **_: object) -> None:
         raise sweep.ProbeError(f"installing vllm=={release} failed (exit 1); see {log}")
 
     monkeypatch.setattr(sweep, "install", broken)
@@ -52,3 +52,107 @@ def test_a_failed_install_is_that_releases_failure(tmp_path: Path, monkeypatch: 
     assert "installing vllm==0.34.0 failed" in str(res[0].why)
     state = json.loads((tmp_path / sweep.STATE).read_text())
     assert state["0.34.0"]["status"] == "failed"
+
+
+def _evidence(folder: Path, release: str, outcome: str, day: str = "2026-12-05") -> str:
+    eid = f"{day}-no-gpu-vllm-{release.replace('.', '-')}-vllm-selector"
+    (folder / f"{eid}.yaml").write_text(
+        f"id: {eid}\nkind: evidence\nprobe: {{id: vllm-selector, version: 1}}\n"
+        f"environment: {{gpu: no GPU, compute_capability: n/a, libraries: {{vllm: '{release}'}}}}\n"
+        f"cases:\n- params: {{cc: '8.0'}}\n  outcome: OK\n- params: {{cc: '9.0'}}\n  outcome: {outcome}\n")
+    return eid
+
+
+def test_a_run_that_did_not_complete_is_offered_again(tmp_path: Path) -> None:
+    """An ERROR/TIMEOUT evidence record is not a record of the release: `--new` and a plan run it again (issue 46:
+    while an ERROR record of 0.34.0 existed, `--new --dry-run` printed nothing)."""
+    (tmp_path / "evidence").mkdir()
+    _evidence(tmp_path / "evidence", "0.33.0", "OK")
+    bad = _evidence(tmp_path / "evidence", "0.34.0", "ERROR")
+    assert sweep.recorded(tmp_path, "vllm") == {("0.33.0", "vllm-selector"): [
+        "2026-12-05-no-gpu-vllm-0-33-0-vllm-selector"]}
+    assert sweep.incomplete(tmp_path, "vllm") == {("0.34.0", "vllm-selector"): [bad]}
+    assert sweep.newest_recorded(tmp_path, "vllm") == "0.33.0"
+    assert sweep.new_releases(tmp_path, "vllm", ["0.19.0", "0.33.0", "0.34.0"]) == ["0.34.0"]
+    tasks, skipped = sweep.plan(tmp_path, "vllm", ["0.33.0", "0.34.0"], probes=["vllm-selector"])
+    assert [(t.release, t.retry) for t in tasks] == [("0.34.0", [bad])] and skipped == ["0.33.0"]
+    # a failed older release is offered again by --new too, and a complete re-run settles it
+    _evidence(tmp_path / "evidence", "0.19.0", "TIMEOUT")
+    assert sweep.new_releases(tmp_path, "vllm", ["0.19.0", "0.33.0", "0.34.0"]) == ["0.19.0", "0.34.0"]
+    _evidence(tmp_path / "evidence", "0.34.0", "OK", day="2026-12-06")
+    assert sweep.new_releases(tmp_path, "vllm", ["0.19.0", "0.33.0", "0.34.0"]) == ["0.19.0"]
+
+
+def test_cli_dry_run_says_nothing_to_do_and_lists_retries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from kbtool.cli import app
+
+    (tmp_path / "evidence").mkdir()
+    _evidence(tmp_path / "evidence", "0.33.0", "OK")
+    monkeypatch.setattr(sweep, "registry_releases", lambda lib: ["0.32.0", "0.33.0"])
+    args = ["probe", "sweep", "--new", "--dry-run", "--probes", "vllm-selector", "--kb", str(tmp_path)]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0 and "nothing to do" in res.output
+    bad = _evidence(tmp_path / "evidence", "0.32.0", "ERROR")
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0 and f"would run 0.32.0: vllm-selector (again: {bad} did not complete)" in res.output
+
+
+def test_recorded_override_for_0_34_0_and_the_command_lines(tmp_path: Path) -> None:
+    assert sweep.release_overrides("vllm", "0.34.0") == ["flashinfer-python==0.7.4"]
+    assert sweep.release_overrides("vllm", "0.33.0") == []
+    assert sweep.release_overrides("vllm", "0.34.0", ["flashinfer_python==0.7.5", "triton==3.8.0"]) == [
+        "flashinfer_python==0.7.5", "triton==3.8.0"]  # --override wins for the same distribution
+    tasks, _ = sweep.plan(RECORDS, "vllm", ["0.34.0"], probes=["vllm-selector"])
+    assert tasks[0].overrides == ["flashinfer-python==0.7.4"]
+
+
+def _fake_uv(tmp_path: Path, fail: bool) -> Path:
+    uv = tmp_path / "uv"
+    body = ('echo "$@" >> "$(dirname "$0")/calls"\n'
+            'case "$1" in venv) mkdir -p "${@: -1}/bin";; esac\n')
+    if fail:
+        body += ('case "$2" in install) echo "  x No solution found when resolving dependencies:"; '
+                 'echo "  Because there is no version of flashinfer-python==0.7.3 and vllm==0.34.0 depends on '
+                 'flashinfer-python==0.7.3, we can conclude that vllm==0.34.0 cannot be used."; exit 1;; esac\n')
+    uv.write_text("#!/bin/bash\n" + body)
+    uv.chmod(0o755)
+    return uv
+
+
+def test_a_failed_install_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sweep, "_uv", lambda: str(_fake_uv(tmp_path, fail=True)))
+    with pytest.raises(sweep.ProbeError) as exc:
+        sweep.install("vllm", "0.34.0", tmp_path / "vllm-0.34.0", "python3", tmp_path / "log")
+    text = str(exc.value)
+    assert "installing vllm==0.34.0 failed (exit 1)" in text
+    assert "there is no version of flashinfer-python==0.7.3" in text  # the cause, not only "see log"
+    assert "--override" in text
+
+
+def test_an_install_is_byte_compiled_and_records_its_overrides(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbtool.probe import engine
+
+    monkeypatch.setattr(sweep, "_uv", lambda: str(_fake_uv(tmp_path, fail=False)))
+    venv = tmp_path / "vllm-0.34.0"
+    sweep.install("vllm", "0.34.0", venv, "python3", tmp_path / "log", overrides=["flashinfer-python==0.7.4"])
+    install = next(ln for ln in (tmp_path / "calls").read_text().splitlines() if ln.startswith("pip install"))
+    assert "--compile-bytecode" in install.split() and "--override" in install.split()
+    assert (tmp_path / "overrides-vllm-0.34.0.txt").read_text() == "flashinfer-python==0.7.4\n"
+    assert engine.install_overrides(str(venv / "bin" / "python")) == ["flashinfer-python==0.7.4"]
+    env = engine.environment({}, python=str(venv / "bin" / "python"))  # no interpreter there: versions empty
+    assert env["install_overrides"] == ["flashinfer-python==0.7.4"]
+
+
+def test_the_grid_writes_bytecode_and_evidence_keeps_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbtool.probe import evidence
+    from probes import vllm_selector
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    env = vllm_selector.grid_env_vars()
+    assert "PYTHONDONTWRITEBYTECODE" not in env and env["CUDA_VISIBLE_DEVICES"] == ""
+    model = evidence.environment_model({"gpu": "no GPU (vllm 0.34.0)", "compute_capability": "n/a",
+                                        "install_overrides": ["flashinfer-python==0.7.4"]})
+    assert model.install_overrides == ["flashinfer-python==0.7.4"]

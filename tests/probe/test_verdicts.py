@@ -69,10 +69,21 @@ def test_a_run_above_last_affected_that_still_holds_extends_it() -> None:
 
 def test_a_run_above_last_affected_that_no_longer_holds_sets_fixed_at_most_there() -> None:
     old = claim("o", scope=[{"library": "flash-attn-4", "last_affected": "4.0.0b10"}])
-    ups, _ = run([old], [evidence([("o", "contradicted")])])
+    inside = evidence([("o", "confirmed")], id_="e0", libs={"flash-attn-4": "4.0.0b5"})
+    ups, _ = run([old], [inside, evidence([("o", "contradicted")])])
     (u,) = ups
     assert u.verification[SCOPE_KEY] == [{"library": "flash-attn-4", "fixed": "4.0.0b36", "evidence": ["e1"]}]
-    assert u.new_status == "unverified" and "verdicts" not in u.verification  # outside the new range: no verdict
+    assert u.new_status == "verified" and [v["evidence"] for v in u.verification["verdicts"]] == [["e0"]]
+
+
+def test_a_probe_that_never_confirms_the_claim_in_its_range_moves_no_bound() -> None:
+    """Issue 46: vllm-options contradicts cutlass-mla-decode-head-dim-576 at every release (it reads another
+    aspect, the head sizes a backend lists); its run above the range set `fixed` and KB306 then failed."""
+    old = claim("o", scope=[{"library": "flash-attn-4", "last_affected": "4.0.0b10"}])
+    also_inside = evidence([("o", "contradicted")], id_="e0", libs={"flash-attn-4": "4.0.0b5"})
+    ups, skips = run([old], [also_inside, evidence([("o", "contradicted")])])
+    assert all(SCOPE_KEY not in u.verification for u in ups)
+    assert any("p confirms the claim at no release inside its flash-attn-4 range" in s.why for s in skips)
 
 
 def test_runs_that_agree_with_the_range_move_nothing() -> None:

@@ -110,3 +110,23 @@ def test_one_point_against_a_claim_contradicts_it(monkeypatch: pytest.MonkeyPatc
     got = {v["claim"]: v for v in vs.judge(obs, {})}
     assert got["seed"]["verdict"] == "contradicted" and "512" in got["seed"]["detail"]
     assert got["vllm-flashinfer-head-size-0.33.0"]["verdict"] == "confirmed"
+
+
+def test_a_refusal_in_new_words_is_unattributed_not_agreement() -> None:
+    """Issue 46: vLLM 0.34.0 reworded its refusals ("FP8 KV requires ..."); the probe counted FLASH_ATTN's points
+    refused in the new words as agreeing with the 0.33.0 claims, and `kb probe events` extended them."""
+    assert vs.unattributed("FP8 KV requires block size divisible by 64")
+    assert not vs.unattributed("kv_cache_dtype not supported") and not vs.unattributed("MLA not supported")
+    pts = points()
+    cid = "vllm-flashinfer-head-size-0.33.0"
+    target = [i for i, p in enumerate(pts) if p["layout"] == "dense" and p["head_size"] == 128
+              and not p["reasons"]["FLASHINFER"]][:5]
+    assert target, "the recorded grid has FLASHINFER points at head 128 that vLLM accepts"
+    for i in target:  # the same grid, but vLLM refusing these points in words no claim kind reads
+        pts[i] = {**pts[i], "reasons": {**pts[i]["reasons"], "FLASHINFER": ("FP8 KV requires something new",)}}
+    got = by_claim(vs.judge_grid([c for c in flashinfer_claims() if c["id"] == cid], pts, "0.33.0"))[cid]
+    assert [p["head_size"] for p, _ in got["unattributed"]] == [128] * len(target)
+    outcome = vs.release_outcomes(pts, "0.33.0")[cid]
+    assert outcome["outcome"] == "unattributed" and outcome["unattributed"] == len(target)
+    assert outcome["unattributed_example"].endswith("FP8 KV requires something new")
+    assert vs.release_outcomes(points(), "0.33.0")[cid]["outcome"] == "holds"  # the grid as recorded

@@ -60,3 +60,16 @@ def test_lib_release_without_evidence_names_the_probed_ones() -> None:
     assert note == "0.7.0 not probed: between 0.6.18 and 0.7.2.post1 (probed); its claims' own scopes only"
     assert unprobed(["0.6.18"], "flashinfer", "0.9.0") == \
         "0.9.0 not probed: after the newest probed 0.6.18; its claims' own scopes only"
+
+
+def test_an_answer_names_the_override_the_release_was_installed_with() -> None:
+    """Issue 46: vLLM 0.34.0 pins flashinfer-python==0.7.3, which PyPI lacks; its sweep installed 0.7.4 instead
+    (probes/sweep-overrides.yaml), and an answer from its grid says so."""
+    eid = grid.evidence_id("0.34.0")
+    assert eid is not None and grid.install_overrides(eid) == ("flashinfer-python==0.7.4",)
+    assert grid.install_overrides(str(grid.evidence_id("0.33.0"))) == ()
+    rows = vs.rows(vs.load(ROOT / "tests" / "data" / "vllm" / "0.34.0" / "cc9.0.json.gz"))
+    env = dict(vs.grid_env(rows[0]), engine="vllm", vllm="0.34.0")
+    sel = grid.select_unrecorded(image(), env, "0.34.0", None, "cuda", lambda v: engine.select(image(), env, v))
+    assert sel.source == (f"vLLM 0.34.0's own selector grid ({eid}), installed with override "
+                          "flashinfer-python==0.7.4")

@@ -68,6 +68,22 @@ def evidence_id(version: str, probe: str = "vllm-selector") -> str | None:
     return files[-1].stem if files else None
 
 
+@functools.cache
+def install_overrides(evidence: str) -> tuple[str, ...]:
+    """The requirements that replaced the release's own pins when the evidence's environment was installed
+    (environment.install_overrides, written by `kb probe sweep`); read from the file's text, not parsed."""
+    import re
+
+    from kbtool.paths import records_dir
+
+    try:
+        text = (records_dir() / "evidence" / f"{evidence}.yaml").read_text(encoding="utf-8")
+    except OSError:
+        return ()
+    block = re.search(r"^  install_overrides:\n((?:  - .*\n)+)", text, re.MULTILINE)
+    return tuple(ln.strip()[2:].strip("'\"") for ln in block.group(1).splitlines()) if block else ()
+
+
 def point(version: str, env: dict[str, Any], platform: str = "cuda") -> dict[str, Any] | None:
     """The recorded grid point of the query's configuration, or None (not recorded, or an axis off the grid)."""
     if platform == "rocm":
@@ -128,6 +144,8 @@ def select_unrecorded(img: Image, env: dict[str, Any], version: str, requested: 
                          source=f"run `kb probe sweep --releases {version}` to record it")
     eid = evidence_id(version)
     source = f"vLLM {version}'s own selector grid ({eid or 'tests/data/vllm/' + version})"
+    if eid and (over := install_overrides(eid)):  # the release's own pins did not resolve (issue 46)
+        source += f", installed with override {', '.join(over)}"
     p = point(version, env, platform)
     if p is None:
         return Selection(version, [], {}, None, requested,
