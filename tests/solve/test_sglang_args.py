@@ -38,6 +38,10 @@ def test_argv_form() -> None:
     ("--kv-cache-dtype fp8", "--sglang-args: --kv-cache-dtype: invalid choice 'fp8'"),
     ("--attention-backend flash", "--sglang-args: --attention-backend: invalid choice 'flash'"),
     ("--page-size", "--sglang-args: --page-size needs a value"),
+    ("--context-length infk", "--sglang-args: --context-length takes a number; got 'infk'"),  # issue 48
+    ("--context-length 1e400k", "--sglang-args: --context-length takes a number; got '1e400k'"),
+    ("--context-length -5", "--sglang-args: --context-length -5 must be at least 1 (SGLang refuses it)"),
+    ("--page-size 99999999999999999999999", "--sglang-args: --page-size takes a number; got '99999999999999999999999'"),
 ])
 def test_bad_values(cmd: str, msg: str) -> None:
     with pytest.raises(UsageError) as e:
