@@ -32,7 +32,8 @@ def test_a_hugging_face_id_in_a_serve_line_names_the_record_of_its_model_part() 
     ("serve m --max-model-len lots", "--vllm-args: --max-model-len takes a number; got 'lots'"),
     ("serve m --block-size", "--vllm-args: --block-size needs a value"),
     # issue 48: vLLM takes -1 (auto) and no other negative length; infinities and overflows were OverflowError (exit 3)
-    ("serve m --max-model-len -5", "--vllm-args: --max-model-len -5 must be at least 1, or -1 (auto) (vLLM refuses it)"),
+    ("serve m --max-model-len -5",
+     "--vllm-args: --max-model-len -5 must be at least 1, or -1 (auto) (vLLM refuses it)"),
     ("serve m --max-model-len 0", "--vllm-args: --max-model-len 0 must be at least 1, or -1 (auto) (vLLM refuses it)"),
     ("serve m --max-model-len infk", "--vllm-args: --max-model-len takes a number; got 'infk'"),
     ("serve m --max-model-len 1e400k", "--vllm-args: --max-model-len takes a number; got '1e400k'"),
