@@ -38,6 +38,7 @@ def test_an_operand_of_the_wrong_type_is_refused_at_its_operator(leaf: dict[str,
 
 @pytest.mark.parametrize("leaf", [{"var": "head_dim", "le": 256}, {"var": "cc", "ge": 9.0},
                                   {"var": "cuda", "ge": "12.3"}, {"var": "sinks", "eq": True},
-                                  {"var": "gpu", "in": ["h100"]}, {"var": "head_dim", "multiple_of": 8}, {"var": "no_such_var", "eq": "x"}])
+                                  {"var": "gpu", "in": ["h100"]}, {"var": "head_dim", "multiple_of": 8},
+                                  {"var": "no_such_var", "eq": "x"}])
 def test_operands_of_the_right_type_pass(leaf: dict[str, object]) -> None:
     assert isinstance(Leaf.model_validate(leaf), Leaf)
