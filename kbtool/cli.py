@@ -91,11 +91,12 @@ def fail(message: str, code: int = 2, fix: str | None = None) -> NoReturn:
 
 
 def _records(kb: Path | None) -> Path:
-    from kbtool.paths import records_dir
+    from kbtool.paths import records_dir, root_problem
 
     root = records_dir(kb)
-    if not root.is_dir():
-        fail(f"records tree not found: {root}", 2, "pass --kb PATH or set KB_RECORDS")
+    problem = root_problem(str(root))
+    if problem is not None:
+        fail(problem[0], 2, problem[1])
     return root
 
 

@@ -6,7 +6,22 @@ from __future__ import annotations
 import sys
 
 
+def survive_encoding() -> None:
+    """Output that the terminal's encoding cannot hold (`PYTHONIOENCODING=ascii`, a C locale) is written as
+    backslash escapes (`\u2014`) instead of ending the command in UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        enc = getattr(stream, "encoding", None)
+        reconfigure = getattr(stream, "reconfigure", None)
+        if not enc or reconfigure is None:
+            continue
+        try:
+            "\u2014\u00d7\u2264".encode(enc)
+        except (UnicodeEncodeError, LookupError):
+            reconfigure(errors="backslashreplace")
+
+
 def main() -> None:
+    survive_encoding()
     argv = sys.argv[1:]
     if argv[:1] == ["query"]:
         from kbtool.query_cli import main as query

@@ -240,13 +240,14 @@ def _compare(img: Image, opts: dict[str, Any], names: list[str]) -> Any:
 
 def image(kb: str | None = None, use_cache: bool = True) -> Image:
     """The query image of the records tree: from the cache when fresh, else validated, built and cached."""
-    from kbtool.paths import records_root
+    from kbtool.paths import records_root, root_problem
     from kbtool.solve.image import Image
     from kbtool.store import cache
 
     root = records_root(kb)
-    if not os.path.isdir(root):
-        raise UsageError(f"records tree not found: {root}", fix="pass --kb PATH or set KB_RECORDS")
+    problem = root_problem(root)
+    if problem is not None:
+        raise UsageError(problem[0], fix=problem[1])
     use_cache = use_cache and cache.cache_dir() is not None
     if use_cache:
         payload = cache.read(root)

@@ -8,8 +8,9 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, field_validator, model_validator
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9.+-]*(/[a-z0-9][a-z0-9.+-]*)*$"
-Id = Annotated[str, Field(pattern=ID_PATTERN, max_length=160, description="Stable lowercase kebab-case id")]
-Ref = Annotated[str, Field(pattern=ID_PATTERN, max_length=160, description="The id of another record")]
+ID_MAX_LENGTH = 160  # an id is a file name (`<id>.yaml`, `.<id>.yaml.lock`): well inside NAME_MAX (255)
+Id = Annotated[str, Field(pattern=ID_PATTERN, max_length=ID_MAX_LENGTH, description="Stable lowercase kebab-case id")]
+Ref = Annotated[str, Field(pattern=ID_PATTERN, max_length=ID_MAX_LENGTH, description="The id of another record")]
 Version = Annotated[
     str, Field(pattern=r"^[0-9]+(\.[0-9A-Za-z]+)*([.+-][0-9A-Za-z.+-]+)?$", description="A release version")
 ]

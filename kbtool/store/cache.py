@@ -55,18 +55,25 @@ def image_path(root: str) -> str | None:
 
 
 def _walk(top: str, out: list[tuple[str, int, int]]) -> None:
-    """Every file under `top` as (path, size, mtime_ns), in directory order; __pycache__ skipped."""
+    """Every file under `top` as (path, size, mtime_ns), depth-first in directory order; __pycache__ skipped. A
+    stack, not recursion: a tree 1,200 folders deep is listed like any other."""
+    stack: list[list[os.DirEntry[str]]] = []
     try:
         with os.scandir(top) as it:
-            entries = list(it)
+            stack.append(list(it)[::-1])
     except OSError:
         return
-    for e in entries:
-        if e.is_dir(follow_symlinks=False):
-            if e.name != "__pycache__":
-                _walk(e.path, out)
+    while stack:
+        if not stack[-1]:
+            stack.pop()
             continue
+        e = stack[-1].pop()
         try:
+            if e.is_dir(follow_symlinks=False):
+                if e.name != "__pycache__":
+                    with os.scandir(e.path) as it:
+                        stack.append(list(it)[::-1])
+                continue
             st = e.stat()  # follows a symlink: its target is what the reader sees
         except OSError:
             continue

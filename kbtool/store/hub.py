@@ -31,8 +31,12 @@ def offline() -> bool:
 
 def _get(url: str) -> bytes:
     req = urllib.request.Request(url, headers={"User-Agent": "kb (attention-kernel knowledge base)"})
-    token = os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")
+    name = "HF_TOKEN" if os.environ.get("HF_TOKEN") else "HUGGING_FACE_HUB_TOKEN"
+    token = (os.environ.get(name) or "").strip()  # `$(cat token-file)` keeps no newline; one pasted may
     if token:
+        if not (token.isascii() and token.isprintable()) or " " in token:
+            raise UsageError(f"{name} holds a line break, space or control character; it was not sent",
+                             fix=f"set {name} to the token alone (hf_...), without quotes or newlines")
         req.add_header("Authorization", f"Bearer {token}")
     with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:  # https only: HUB is fixed
         data: bytes = resp.read()

@@ -149,12 +149,36 @@ def file_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[Path]:
         os.close(fd)
 
 
+def make_folder(folder: Path) -> None:
+    """Create `folder` (and its parents) for a record; a WriteError when a file or something else is in the way
+    (`records/models` a regular file ended in FileExistsError)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise WriteError(f"cannot write into {folder}: it is a file, not a folder; nothing written",
+                         fix=f"move {folder} aside; records of this kind live in that folder") from None
+    except NotADirectoryError:
+        raise WriteError(f"cannot write into {folder}: a parent of it is a file, not a folder; nothing written",
+                         fix="move the file aside") from None
+    except OSError as exc:
+        raise WriteError(f"cannot write into {folder}: {exc.strerror or exc}; nothing written",
+                         fix="the records folder must be writable (check permissions, the mount, free space)") \
+            from None
+
+
 def atomic_write(path: Path, text: str | bytes, *, exclusive: bool = False, make_parents: bool = True) -> None:
     """Write `text` to a temp file in the same folder, fsync, then rename over `path` (or link, if exclusive).
     Any failure (full disk, read-only target, missing folder without `make_parents`) is a WriteError naming the
     path, and `path` is left as it was."""
     if not make_parents and not path.parent.is_dir():
         raise WriteError(f"cannot write {path}: no folder {path.parent}", fix=f"create {path.parent} first")
+    try:
+        st = os.stat(path)  # what the name leads to: the rename would put a regular file in its place
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):  # `--out /dev/full` replaced the device with a file
+        raise WriteError(f"cannot write {path}: it is {file_kind(st.st_mode)}, not a regular file; not written",
+                         fix="give the path of a regular file (or leave out --out to print)")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
