@@ -59,3 +59,40 @@ def test_a_gated_model_says_so_and_how_to_give_the_file(tmp_path: Path, monkeypa
         hub.fetch_config("acme/Tiny-8B")
     assert "gated" in str(e.value) and "huggingface-cli download acme/Tiny-8B" in (e.value.fix or "")
     assert not any(tmp_path.iterdir())  # nothing half-written is left to be read as a config later
+
+
+@pytest.mark.parametrize("token", ["hf_abc\r\nX-Evil: 1", "hf_a b", "hf_\x1b]0;x"])
+def test_a_token_with_a_line_break_is_refused_not_sent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      token: str) -> None:
+    """Issue 48: HF_TOKEN holding CR/LF ended in ValueError from the HTTP header check, uncaught (exit 3)."""
+    monkeypatch.setenv("KB_HF_CACHE", str(tmp_path))
+    monkeypatch.delenv("KB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_TOKEN", token)
+    sent: list[object] = []
+    monkeypatch.setattr(hub.urllib.request, "urlopen", lambda *a, **k: sent.append(a))
+    with pytest.raises(UsageError) as e:
+        hub.fetch_config("acme/Tiny-8B")
+    assert str(e.value) == ("HF_TOKEN holds a line break, space or control character; it was not sent\n"
+                            "  fix: set HF_TOKEN to the token alone (hf_...), without quotes or newlines")
+    assert sent == [] and not any(tmp_path.iterdir())
+
+
+def test_a_token_with_a_trailing_newline_is_sent_without_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_TOKEN", "hf_abc\n")
+    seen: list[str] = []
+
+    class Resp(io.BytesIO):
+        def __enter__(self) -> Resp:
+            return self
+
+        def __exit__(self, *a: object) -> None:
+            pass
+
+    def urlopen(req: urllib.request.Request, timeout: float) -> Resp:
+        seen.append(str(req.get_header("Authorization")))
+        return Resp(b"{}")
+
+    monkeypatch.setattr(hub.urllib.request, "urlopen", urlopen)
+    assert hub._get("https://huggingface.co/api/models/a/b") == b"{}"
+    assert seen == ["Bearer hf_abc"]
