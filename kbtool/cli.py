@@ -669,7 +669,10 @@ def probe_apply(
     """Apply evidence recorded elsewhere (e.g. on a GPU host) to the claims here, with the same scoping."""
     from kbtool.probe.commands import apply
     from kbtool.render import probe as render
+    from kbtool.validate import check_incoming
 
+    if write:
+        check_incoming(_records(kb), paths)  # validate's checks before anything is copied into the tree
     updates, skips, written = apply(_records(kb), paths, write=write)
     render.apply_text(updates, skips, written, write)
 
