@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.util import DATA, ROOT, run_kb
+from tests.util import DATA, ROOT, rm_deep, run_kb
 
 FIXTURE = DATA / "kb_fixture"
 
@@ -74,17 +74,20 @@ def _deep(root: Path, depth: int, record: bool) -> None:
 def test_a_folder_1200_levels_deep_is_walked_without_recursion(tmp_path: Path) -> None:
     """RecursionError in validate, a cold query and fmt; a realpath per folder also made the walk cubic in depth."""
     root = _tree(tmp_path)
-    _deep(root, 1200, record=True)
-    t = time.monotonic()
-    v = _kb("validate", "--kb", str(root), "--format", "json")
-    assert v.returncode == 1, v.stderr
-    assert '"path": "$.kind"' in v.stdout and "deep.yaml" in v.stdout
-    f = _kb("fmt", "--check", "--kb", str(root))
-    assert f.returncode == 1 and "Traceback" not in f.stderr
-    (Path(*[root, "models", *["d"] * 1200]) / "deep.yaml").unlink()
-    q = _kb("query", "--kb", str(root), "--gpu", "gpu-hopper", "--ctx", "64k", env={"KB_NO_CACHE": ""})
-    assert q.returncode == 0 and "Traceback" not in q.stderr, q.stderr
-    assert time.monotonic() - t < 60
+    try:
+        _deep(root, 1200, record=True)
+        t = time.monotonic()
+        v = _kb("validate", "--kb", str(root), "--format", "json")
+        assert v.returncode == 1, v.stderr
+        assert '"path": "$.kind"' in v.stdout and "deep.yaml" in v.stdout
+        f = _kb("fmt", "--check", "--kb", str(root))
+        assert f.returncode == 1 and "Traceback" not in f.stderr
+        (Path(*[root, "models", *["d"] * 1200]) / "deep.yaml").unlink()
+        q = _kb("query", "--kb", str(root), "--gpu", "gpu-hopper", "--ctx", "64k", env={"KB_NO_CACHE": ""})
+        assert q.returncode == 0 and "Traceback" not in q.stderr, q.stderr
+        assert time.monotonic() - t < 60
+    finally:  # pytest's own clean-up of old temporary folders recurses: never leave the deep tree to it
+        rm_deep(root / "models" / "d")
 
 
 def test_output_survives_an_ascii_terminal() -> None:

@@ -47,3 +47,32 @@ def load_kb(root: Path):  # type: ignore[no-untyped-def]
     from kbtool.kb import load_kb as load
 
     return load(root)[0]
+
+
+def rm_deep(top: Path) -> None:
+    """Remove a folder tree of any depth without recursion (shutil.rmtree, and pytest's clean-up of old temporary
+    folders, end in RecursionError on a tree 1,200 folders deep): bottom-up, with chdir so paths stay short."""
+    top = top.absolute()
+    if not top.is_dir() or top.is_symlink():
+        return
+    here = os.getcwd()
+    try:
+        os.chdir(top)
+        depth = 0
+        while True:
+            subs = [e.name for e in os.scandir(".") if e.is_dir(follow_symlinks=False)]
+            if subs:
+                os.chdir(subs[0])
+                depth += 1
+                continue
+            for e in os.scandir("."):
+                os.unlink(e.name)
+            if depth == 0:
+                break
+            name = os.path.basename(os.getcwd())
+            os.chdir("..")
+            depth -= 1
+            os.rmdir(name)
+    finally:
+        os.chdir(here)
+    top.rmdir()

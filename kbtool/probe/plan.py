@@ -1,8 +1,8 @@
 """A campaign plan (`kb probe campaign PLAN`, kbtool/probe/campaign.py): read, checked and expanded into tasks.
 
 The plan is read through kbtool.store.untrusted (a regular file, at most LIMITS["plan"] bytes, UTF-8, the record
-reader's depth and node limits, so a FIFO, `/dev/zero` or an alias bomb is refused, not waited on). Every value
-that becomes part of a path is a name checked against its grammar before it touches one: a release
+reader's depth and node limits, no aliases, so a FIFO, `/dev/zero` or an alias bomb is refused, not waited on).
+Every value that becomes part of a path is a name checked against its grammar before it touches one: a release
 (`0.19.1`, `0.7.2.post1`), a shard (`cc9.0`, `rocm-gfx942`), a probe id (`vllm-selector`), an accelerator type.
 The cross product of an entry's lists is counted before it is expanded (at most MAX_TASKS tasks in a plan). Every
 problem is a UsageError (exit 2) naming the plan, the path in it (`$.tasks[0].releases[2]`) and the fix.
@@ -86,7 +86,7 @@ def load_plan(path: Path) -> tuple[str, list[Task]]:
     """The plan's name and its tasks, expanded; a UsageError for anything else (see the module's docstring)."""
     from kbtool.store.untrusted import LIMITS, load_yaml
 
-    doc = load_yaml(path, limit=LIMITS["plan"])
+    doc = load_yaml(path, limit=LIMITS["plan"], aliases=False)  # a plan is a few lists of names: no alias belongs
     if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), list):
         raise UsageError(f"{path}:1 $.tasks: the plan has no task list", fix="add `tasks: [{kind: ..., ...}]`")
     extra = sorted(str(k) for k in doc if k not in ("name", "tasks"))

@@ -243,12 +243,13 @@ def load_json(path: Path | str, *, given: str | None = None, root: Path | None =
 
 
 def load_yaml(path: Path | str, *, given: str | None = None, root: Path | None = None,
-              limit: int = MAX_BYTES) -> Any:
-    """A YAML file read through `read_bytes` and the record reader (its limits and located errors)."""
+              limit: int = MAX_BYTES, aliases: bool = True) -> Any:
+    """A YAML file read through `read_bytes` and the record reader (its limits and located errors); without
+    `aliases`, a file that uses one is refused."""
     from kbtool.store.reader import parse_bytes
 
     name = given or str(path)
-    doc, problems = parse_bytes(read_bytes(path, given=given, root=root, limit=limit), name)
+    doc, problems = parse_bytes(read_bytes(path, given=given, root=root, limit=limit), name, aliases=aliases)
     if doc is None:
         f = problems[0]
         raise UntrustedInputError(name, f"{f.path}: {f.message}", line=f.line, fix=f.fix or "check the file")
