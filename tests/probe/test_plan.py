@@ -93,7 +93,7 @@ def test_a_plan_file_kb_will_not_read_is_refused_at_once(tmp_path: Path, kind: s
     assert str(e.value).startswith(str(plan))
     assert {"fifo": "is a named pipe (FIFO), not a regular file; not read", "dev-zero": "is a character device",
             "not-utf8": "not UTF-8: byte 0xff", "deep": "exceeded maximum nesting depth",
-            "alias-bomb": ":1 $.b[0]: an alias (*name) where none belong",  # the line of its anchor
+            "alias-bomb": ":1: $.b[0]: an alias (*name) where none belong",  # the line of its anchor
             "folder": "is a folder, not a regular file"}[kind] in str(e.value)
 
 
