@@ -3,6 +3,7 @@ or rich (a warm query reads only the cached query image); every other command ru
 
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -23,10 +24,17 @@ def survive_encoding() -> None:
 def main() -> None:
     survive_encoding()
     argv = sys.argv[1:]
+    try:
+        if argv[:1] == ["query"]:
+            from kbtool.query_cli import main as query
+        else:
+            from kbtool.cli import main as cli_main
+    except Exception as e:  # a half-replaced install (`pip install -e` running): one line, not chained tracebacks
+        if os.environ.get("KB_DEBUG"):
+            raise
+        sys.stderr.write(f"kb: cannot start: {type(e).__name__}: {repr(str(e))[1:-1]} (is kb being reinstalled? "
+                         "run it again when pip is done)\n")
+        sys.exit(3)
     if argv[:1] == ["query"]:
-        from kbtool.query_cli import main as query
-
         sys.exit(query(argv[1:]))
-    from kbtool.cli import main as cli_main
-
     cli_main()

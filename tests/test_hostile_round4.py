@@ -129,3 +129,32 @@ def test_out_that_is_not_a_regular_file_is_refused_not_replaced(tmp_path: Path, 
                      "  fix: give the path of a regular file (or leave out --out to print)\n")
     assert out.is_symlink() if kind == "char-device-link" else True
     assert os.path.exists("/dev/null") and not Path("/dev/null").is_file()
+
+
+def test_the_query_error_handler_works_with_a_half_replaced_install(monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A query run while `pip install -e` replaced the package died with two chained tracebacks: the error handler
+    itself failed to import kbtool.render.sink."""
+    from kbtool import query_cli
+
+    def broken(argv: list[str]) -> int:
+        raise ImportError("cannot import name 'solve' from partially initialized module")
+
+    monkeypatch.setitem(sys.modules, "kbtool.render.sink", None)  # `import` of it now raises ImportError
+    monkeypatch.setattr(query_cli, "_run", broken)
+    assert query_cli.main(["--gpu", "h100"]) == 3
+    assert capsys.readouterr().err == (
+        "kb: internal error: ImportError: cannot import name 'solve' from partially initialized module (is kb being "
+        "reinstalled? run it again when pip is done)\n  please report this (set KB_DEBUG=1 for the traceback)\n")
+
+
+@pytest.mark.parametrize("argv, module", [(["validate"], "kbtool.cli"), (["query", "--gpu", "h100"],
+                                                                         "kbtool.query_cli")])
+def test_the_entry_point_says_one_line_when_the_package_cannot_be_imported(argv: list[str], module: str) -> None:
+    code = (f"import sys; sys.modules[{module!r}] = None; sys.argv = ['kb', *{argv!r}]\n"
+            "from kbtool.launch import main; main()")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env={k: v for k, v in os.environ.items() if k != "KB_DEBUG"})
+    assert r.returncode == 3
+    assert r.stderr.startswith("kb: cannot start: ModuleNotFoundError: import of ") and "Traceback" not in r.stderr
+    assert r.stderr.endswith("(is kb being reinstalled? run it again when pip is done)\n")
