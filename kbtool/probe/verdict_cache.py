@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.model import Claim, Evidence, Record
-from kbtool.store.cache import cache_dir, seal, unseal
+from kbtool.store.cache import cache_dir, make_room, seal, unseal
 from kbtool.store.untrusted import LIMITS, UntrustedInputError, read_bytes, read_cache
 
 VERSION = 1
@@ -214,6 +214,7 @@ class VerdictCache:
                 self._prune()
             sealed = seal(str(path), MAGIC, body.encode("utf-8"), self.base)
             if sealed is not None:
+                make_room(str(path))
                 atomic_write(path, sealed)
         except (OSError, WriteError):
             pass  # a cache that cannot be written only costs time

@@ -149,6 +149,23 @@ def _secret(base: str, *, create: bool) -> bytes | None:
     return key
 
 
+def make_room(path: str) -> None:
+    """Remove what stands at one of kb's own cache paths when it is not a regular file (a FIFO, a link to
+    /dev/zero): the writers refuse to replace such a thing (kbtool.store.writer.atomic_write), and kb rebuilds its
+    own caches. A folder is left alone (the write then fails and the cache stays off)."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        try:  # noqa: SIM105
+            os.unlink(path)
+        except OSError:
+            pass
+
+
 def seal(path: str, purpose: bytes, body: bytes, base: str | None = None) -> bytes | None:
     """`body` with its seal in front, for the cache file `path` (in the cache folder `base`, by default its own
     folder); None when no key can be kept (no cache)."""
@@ -205,6 +222,7 @@ def write(root: str, tree: bytes, payload: bytes) -> bool:
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         with file_lock(Path(path), timeout=1.0):
+            make_room(path)
             atomic_write(Path(path), data)
     except (OSError, WriteError):
         return False

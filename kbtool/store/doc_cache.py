@@ -143,6 +143,7 @@ class DocCache:
             sealed = image_cache.seal(str(self.path), MAGIC, body)
             if sealed is None:
                 return
+            image_cache.make_room(str(self.path))
             atomic_write(self.path, MAGIC + sealed)
             _prune(self.path.parent)
         except (OSError, WriteError):
