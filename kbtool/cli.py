@@ -91,11 +91,12 @@ def fail(message: str, code: int = 2, fix: str | None = None) -> NoReturn:
 
 
 def _records(kb: Path | None) -> Path:
-    from kbtool.paths import records_dir
+    from kbtool.paths import records_dir, root_problem
 
     root = records_dir(kb)
-    if not root.is_dir():
-        fail(f"records tree not found: {root}", 2, "pass --kb PATH or set KB_RECORDS")
+    problem = root_problem(str(root))
+    if problem is not None:
+        fail(problem[0], 2, problem[1])
     return root
 
 
@@ -669,7 +670,10 @@ def probe_apply(
     """Apply evidence recorded elsewhere (e.g. on a GPU host) to the claims here, with the same scoping."""
     from kbtool.probe.commands import apply
     from kbtool.render import probe as render
+    from kbtool.validate import check_incoming
 
+    if write:
+        check_incoming(_records(kb), paths)  # validate's checks before anything is copied into the tree
     updates, skips, written = apply(_records(kb), paths, write=write)
     render.apply_text(updates, skips, written, write, unchanged)
 

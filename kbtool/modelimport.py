@@ -6,10 +6,10 @@ from pathlib import Path
 
 from kbtool.errors import WriteError
 from kbtool.fmt.core import canonical
-from kbtool.model.common import ID_PATTERN
+from kbtool.model.common import ID_MAX_LENGTH, ID_PATTERN
 from kbtool.store import roundtrip
 from kbtool.store.hfconfig_file import read_config
-from kbtool.store.writer import atomic_write, file_lock
+from kbtool.store.writer import atomic_write, file_lock, make_folder
 
 
 def record_text(config: str, rid: str | None, root: Path) -> tuple[Path, str]:
@@ -18,6 +18,9 @@ def record_text(config: str, rid: str | None, root: Path) -> tuple[Path, str]:
 
     from kbtool.errors import UsageError
 
+    if rid is not None and len(rid) > ID_MAX_LENGTH:
+        raise UsageError(f"--id: '{rid[:40]}...' is {len(rid)} characters; an id has at most {ID_MAX_LENGTH}",
+                         fix="use a shorter id (it is also the file name)")
     if rid is not None and not re.fullmatch(ID_PATTERN, rid):
         raise UsageError(f"--id: '{rid}' is not a valid id", fix="use lowercase letters, digits, '.', '+' and '-'")
     rec = read_config(config, rid)
@@ -36,7 +39,7 @@ def import_model(config: str, rid: str | None, root: Path, *, overwrite: bool = 
                          fix="replace the symlinked folder with a real one inside the tree")
     if path.exists() and not overwrite:
         raise WriteError(f"{path} already exists", fix="pass --id ANOTHER-ID, or --force to replace it")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent)
     with file_lock(path):
         atomic_write(path, text, exclusive=not overwrite)
     return path

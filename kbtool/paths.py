@@ -27,6 +27,23 @@ def records_root(override: str | None = None) -> str:
                                                                                                  "records")
 
 
+_SYSTEM = ("/proc", "/sys", "/dev")  # kernel file systems: endless, unreadable or devices, never records
+
+
+def root_problem(root: str) -> tuple[str, str] | None:
+    """Why `root` cannot be a records tree, as (message, fix); None when it can be walked. The file system root
+    and the kernel's folders are refused before any walk (`KB_RECORDS=/` read the whole disk)."""
+    fix = "pass --kb PATH or set KB_RECORDS to a records folder"
+    if not os.path.isdir(root):
+        return f"records tree not found: {root}", fix
+    real = os.path.realpath(root)
+    if real == os.path.dirname(real):
+        return f"{root} is the file system root, not a records tree", fix
+    if any(real == s or real.startswith(s + "/") for s in _SYSTEM):
+        return f"{root} is a system folder ({real}), not a records tree", fix
+    return None
+
+
 def schema_root() -> str:
     """The schema folder, as a string."""
     return _in_checkout("schema") or os.path.join(_PKG, "_data", "schema")

@@ -157,19 +157,26 @@ def main(argv: list[str]) -> int:
     except Exception as e:
         if os.environ.get("KB_DEBUG"):
             raise
-        from kbtool.render.sink import clean
-
-        sys.stderr.write(f"kb: internal error: {type(e).__name__}: {clean(str(e))}\n  please report this (set "
-                         "KB_DEBUG=1 for the traceback)\n")
+        hint = " (is kb being reinstalled? run it again when pip is done)" if isinstance(e, ImportError) else ""
+        sys.stderr.write(f"kb: internal error: {type(e).__name__}: {_clean(str(e))}{hint}\n  please report this "
+                         "(set KB_DEBUG=1 for the traceback)\n")
         return 3
 
 
-def _print_error(e: KbError) -> None:
-    from kbtool.render.sink import clean
+def _clean(text: str) -> str:
+    """kbtool.render.sink.clean, or, where it cannot be imported (a half-replaced install while `pip install -e`
+    runs), Python's own escaping: the error handler must not fail in turn."""
+    try:
+        from kbtool.render.sink import clean
+    except Exception:
+        return repr(text)[1:-1]
+    return clean(text)
 
-    sys.stderr.write(f"error: {clean(str(e.args[0]) if e.args else '')}\n")
+
+def _print_error(e: KbError) -> None:
+    sys.stderr.write(f"error: {_clean(str(e.args[0]) if e.args else '')}\n")
     if e.fix:
-        sys.stderr.write(f"  fix: {clean(e.fix)}\n")
+        sys.stderr.write(f"  fix: {_clean(e.fix)}\n")
 
 
 def _run(argv: list[str]) -> int:
@@ -256,13 +263,14 @@ def _compare(img: Image, opts: dict[str, Any], names: list[str]) -> Any:
 
 def image(kb: str | None = None, use_cache: bool = True) -> Image:
     """The query image of the records tree: from the cache when fresh, else validated, built and cached."""
-    from kbtool.paths import records_root
+    from kbtool.paths import records_root, root_problem
     from kbtool.solve.image import Image
     from kbtool.store import cache
 
     root = records_root(kb)
-    if not os.path.isdir(root):
-        raise UsageError(f"records tree not found: {root}", fix="pass --kb PATH or set KB_RECORDS")
+    problem = root_problem(root)
+    if problem is not None:
+        raise UsageError(problem[0], fix=problem[1])
     use_cache = use_cache and cache.cache_dir() is not None
     if use_cache:
         payload = cache.read(root)

@@ -17,9 +17,9 @@ from kbtool.errors import UsageError, WriteError
 from kbtool.fmt.core import canonical
 from kbtool.fmt.order import key_order
 from kbtool.model import FOLDERS, MODELS
-from kbtool.model.common import ID_PATTERN, Source
+from kbtool.model.common import ID_MAX_LENGTH, ID_PATTERN, Source
 from kbtool.store import roundtrip
-from kbtool.store.writer import atomic_write, file_lock
+from kbtool.store.writer import atomic_write, file_lock, make_folder
 
 TODO = "TODO"
 COLUMN = 32  # where the explaining comments start
@@ -35,6 +35,9 @@ def _check(kind: str, rid: str) -> None:
         raise UsageError(f"unknown kind '{kind}'", fix=f"use one of: {', '.join(MODELS)}")
     if kind == "evidence":
         raise UsageError("evidence records are written only by `kb probe run`", fix="run `kb probe run --write`")
+    if len(rid) > ID_MAX_LENGTH:
+        raise UsageError(f"'{rid[:40]}...' is {len(rid)} characters; an id has at most {ID_MAX_LENGTH}",
+                         fix="use a shorter id (it is also the file name)")
     if not re.fullmatch(ID_PATTERN, rid):
         raise UsageError(f"'{rid}' is not a valid id", fix="use lowercase letters, digits, '.', '+' and '-'")
 
@@ -56,7 +59,7 @@ def create(root: Path, kind: str, rid: str) -> Path:
     text = scaffold(kind, rid, path)
     if path.exists():
         raise WriteError(f"{path} already exists", fix="pick another id, or edit the file")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent)
     with file_lock(path):
         atomic_write(path, text, exclusive=True)
     return path

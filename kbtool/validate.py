@@ -65,6 +65,27 @@ def validate(root: Path, paths: list[Path] | None = None, *, only: tuple[str, ..
     return Report(files=files, records=len(kb), findings=findings, kb=kb)
 
 
+INCOMING = ("KB1", "KB401", "KB404")  # what a record must pass to be copied into the tree: loading, schema, values
+
+
+def check_incoming(root: Path, paths: list[Path]) -> None:
+    """Refuse records about to be copied into the tree (`kb probe apply --write`: evidence files, or the folders
+    holding them) that `kb validate` would flag: the same checks (INCOMING), run before anything is written.
+    Evidence with C1 controls in its notes was copied into records/evidence, after which validate flagged the file
+    kb itself wrote and `kb query` refused to answer."""
+    from kbtool.errors import UsageError
+
+    files = [f for p in paths for f in (sorted(p.glob("*.yaml")) if p.is_dir() else [p])]
+    if not files:
+        return
+    bad = validate(root, files, only=INCOMING).errors
+    if bad:
+        lines = "\n".join(f"  {f.file}:{f.line or 1} {f.path}: {f.message}" for f in bad[:5])
+        more = f"\n  ... and {len(bad) - 5} more" if len(bad) > 5 else ""
+        raise UsageError(f"{len(bad)} problem(s) in what would be copied into {root}, so nothing was written:\n"
+                         f"{lines}{more}", fix="fix the files (`kb validate FILE` locates each), then apply again")
+
+
 def _expand(paths: list[Path]) -> list[Path]:
     out: list[Path] = []
     for p in paths:

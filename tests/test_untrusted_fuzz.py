@@ -48,6 +48,7 @@ def test_config_importer(tmp_path: Path, changes: dict[str, Any]) -> None:
 WORDS = st.sampled_from(["-tp", "--tensor-parallel-size", "--kv-cache-dtype", "--max-model-len", "--block-size",
                          "--gpu-memory-utilization", "-pp", "--tp-size", "--tp", "--page-size", "--context-length",
                          "--mem-fraction-static", "0", "-1", "1e400", "nan", "32k", "8", "'", "\x1b]0;", "x=y",
+                         "--kv-cache-memory-bytes", "infk", "1e400k", "-5", "99999999999T", "20G",
                          "--model", "serve", "m"])
 
 
@@ -59,12 +60,14 @@ def test_serve_line_parsers(words: list[str]) -> None:
         v = vllm_args.parse("serve m " + line)
         for n in (v.tp, v.pp, v.dp, v.block_size):
             assert n is None or n >= 1
+        assert v.max_model_len is None or v.max_model_len >= 1 or v.max_model_len == -1  # -1: vLLM's auto
+        assert v.kv_cache_memory is None or 0 <= v.kv_cache_memory <= 2**53
     except UsageError:
         pass
     try:
         s = sglang_args.parse("python -m sglang.launch_server " + line)
-        for k in ("tp_size", "pp_size", "page_size"):
+        for k in ("tp_size", "pp_size", "page_size", "context_length"):
             n = s.fields.get(k)
-            assert n is None or (isinstance(n, int) and n >= 1)
+            assert n is None or (isinstance(n, int) and 1 <= n <= 2**53)
     except UsageError:
         pass

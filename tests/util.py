@@ -67,3 +67,32 @@ def hf_cache(cache: Path, repo: str, files: dict[str, bytes], commit: str = "012
         (folder / "refs").mkdir(exist_ok=True)
         (folder / "refs" / ref).write_text(commit)
     return snap
+
+
+def rm_deep(top: Path) -> None:
+    """Remove a folder tree of any depth without recursion (shutil.rmtree, and pytest's clean-up of old temporary
+    folders, end in RecursionError on a tree 1,200 folders deep): bottom-up, with chdir so paths stay short."""
+    top = top.absolute()
+    if not top.is_dir() or top.is_symlink():
+        return
+    here = os.getcwd()
+    try:
+        os.chdir(top)
+        depth = 0
+        while True:
+            subs = [e.name for e in os.scandir(".") if e.is_dir(follow_symlinks=False)]
+            if subs:
+                os.chdir(subs[0])
+                depth += 1
+                continue
+            for e in os.scandir("."):
+                os.unlink(e.name)
+            if depth == 0:
+                break
+            name = os.path.basename(os.getcwd())
+            os.chdir("..")
+            depth -= 1
+            os.rmdir(name)
+    finally:
+        os.chdir(here)
+    top.rmdir()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import types
 from functools import cache
-from typing import Any, Union, get_args, get_origin
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
@@ -45,7 +45,7 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
     origin = get_origin(annotation)
     if origin is None:
         return []
-    if origin in (Union, types.UnionType, list, tuple, set, frozenset) or str(origin) == "typing.Annotated":
+    if origin in (Union, types.UnionType, list, tuple, set, frozenset, Annotated):
         return [m for a in get_args(annotation) for m in _models_in(a)]
     return []  # dict[...] and other containers: free-form, order kept
 

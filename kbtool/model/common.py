@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any, Generic, Literal, TypeVar, Union
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, field_validator, model_validator
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9.+-]*(/[a-z0-9][a-z0-9.+-]*)*$"
-Id = Annotated[str, Field(pattern=ID_PATTERN, max_length=160, description="Stable lowercase kebab-case id")]
-Ref = Annotated[str, Field(pattern=ID_PATTERN, max_length=160, description="The id of another record")]
+ID_MAX_LENGTH = 160  # an id is a file name (`<id>.yaml`, `.<id>.yaml.lock`): well inside NAME_MAX (255)
+Id = Annotated[str, Field(pattern=ID_PATTERN, max_length=ID_MAX_LENGTH, description="Stable lowercase kebab-case id")]
+Ref = Annotated[str, Field(pattern=ID_PATTERN, max_length=ID_MAX_LENGTH, description="The id of another record")]
 Version = Annotated[
     str, Field(pattern=r"^[0-9]+(\.[0-9A-Za-z]+)*([.+-][0-9A-Za-z.+-]+)?$", description="A release version")
 ]
@@ -180,12 +181,32 @@ class VersionRange(Strict):
 Scalar = str | int | float | bool
 
 
+_COMPARED = ("eq", "ne", "in", "not_in", "ge", "gt", "le", "lt")
+_OPERAND_TYPES = {"int": ("number", "a number"), "number": ("number", "a number"), "bool": ("boolean", "true or false"),
+                  "version": ("string", "a quoted version")}
+
+
+def _typed_operands() -> list[dict[str, Any]]:
+    """JSON Schema: a variable's operands have its type (numbers for ctx and head_dim, strings for versions)."""
+    from kbtool.vocab import VARS
+
+    rules = []
+    for typ, (json_type, _) in _OPERAND_TYPES.items():
+        names = sorted(k for k, (t, _) in VARS.items() if t == typ)
+        one: dict[str, Any] = {"anyOf": [{"type": json_type}, {"type": "null"}]}
+        many: dict[str, Any] = {"anyOf": [{"type": "array", "items": {"type": json_type}}, {"type": "null"}]}
+        rules.append({"if": {"required": ["var"], "properties": {"var": {"enum": names}}},
+                      "then": {"properties": {op: many if op in ("in", "not_in") else one for op in _COMPARED}}})
+    return rules
+
+
 class Leaf(Strict):
-    """A test on one query variable. Exactly one operator is given."""
+    """A test on one query variable. Exactly one operator is given; its operand has the variable's type."""
 
     model_config = schema_rule({"oneOf": [{"required": [op], "properties": {op: {"not": {"type": "null"}}}}
                                           for op in ("eq", "ne", "in", "not_in", "ge", "gt", "le", "lt",
-                                                     "multiple_of")]})
+                                                     "multiple_of")],
+                                "allOf": _typed_operands()})
 
     var: str = Field(description="Query variable: sm, gpu, ctx, kv_dtype, dtype, head_dim, phase, ...")
     eq: Scalar | None = Field(default=None, description="equal to")
@@ -197,6 +218,28 @@ class Leaf(Strict):
     le: Scalar | None = Field(default=None, description="at most")
     lt: Scalar | None = Field(default=None, description="less than")
     multiple_of: int | None = Field(default=None, ge=1, description="a multiple of")
+
+    @field_validator("eq", "ne", "in_", "not_in", "ge", "gt", "le", "lt")
+    @classmethod
+    def _typed(cls, value: Any, info: ValidationInfo) -> Any:
+        """The operand has the variable's type: `le: '256'` for head_dim compared as text and rejected 64."""
+        from kbtool.vocab import VARS
+
+        typ = VARS.get(info.data.get("var") or "", ("", None))[0]
+        want = _OPERAND_TYPES.get(typ)
+        if want is None or value is None:
+            return value
+        op = "in" if info.field_name == "in_" else info.field_name
+        for v in value if isinstance(value, list) else [value]:
+            ok = (isinstance(v, bool) if typ == "bool" else isinstance(v, str) if typ == "version"
+                  else isinstance(v, int | float) and not isinstance(v, bool))
+            if not ok:
+                fix = (f"write {op}: {v} without quotes (a quoted number compares as text)"
+                       if isinstance(v, str) else f"quote it: {op}: '{v}'" if typ == "version"
+                       else f"write {want[1]}")
+                raise ValueError(f"{info.data.get('var')} is compared with {want[1]}; {v!r} is "
+                                 f"{'a string' if isinstance(v, str) else type(v).__name__}: {fix}")
+        return value
 
     @model_validator(mode="after")
     def _one_op(self) -> Leaf:
@@ -233,7 +276,18 @@ class Not(Strict):
     not_: Condition = Field(alias="not", description="the sub-condition does not hold")
 
 
-Condition = Union[All, AnyOf, Not, Leaf]  # noqa: UP007 (recursive alias needs Union)
+def _condition_kind(v: Any) -> str:
+    """Which kind of condition a mapping is, by its keys: a leaf's problem is then reported alone, not beside
+    "missing field 'all'" from every other branch of the union."""
+    if isinstance(v, dict):
+        return "All" if "all" in v else "AnyOf" if "any" in v else "Not" if "not" in v else "Leaf"
+    return type(v).__name__ if isinstance(v, All | AnyOf | Not) else "Leaf"
+
+
+Condition = Annotated[
+    Annotated[All, Tag("All")] | Annotated[AnyOf, Tag("AnyOf")] | Annotated[Not, Tag("Not")]
+    | Annotated[Leaf, Tag("Leaf")],
+    Discriminator(_condition_kind)]
 
 All.model_rebuild()
 AnyOf.model_rebuild()

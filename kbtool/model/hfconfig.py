@@ -93,6 +93,7 @@ def check_heads(c: Cfg) -> None:
         v = c.get(key)
         if v is not None and not (key == "sliding_window" and v is False):
             _whole(c, key, v)
+    _check_shapes(c)
     rs = c.get("rope_scaling") or c.get("rope_parameters")
     if rs is not None and not isinstance(rs, dict):
         raise ConfigError(f"{c.where}: rope_scaling is {type(rs).__name__}, not an object", fix="fix rope_scaling")
@@ -105,6 +106,30 @@ def check_heads(c: Cfg) -> None:
     if q is not None and not isinstance(q, dict):
         raise ConfigError(f"{c.where}: quantization_config is {type(q).__name__}, not an object",
                           fix="give quantization_config as an object, or remove it")
+
+
+def _check_shapes(c: Cfg) -> None:
+    """Fields the importer reads as text or as objects have that shape: `model_type: 5` or `block_configs: [5]`
+    ended in "AttributeError: 'int' object has no attribute ..." as the user's message."""
+    for key in ("model_type",):
+        v = c.get(key)
+        if v is not None and not isinstance(v, str):
+            raise ConfigError(f"{c.where}: {key} is {repr(v)[:40]}, not a string",
+                              fix=f"give {key} as the transformers name, e.g. \"llama\"")
+    blocks = c.get("block_configs")
+    if blocks is None:
+        return
+    if not isinstance(blocks, list):
+        raise ConfigError(f"{c.where}: block_configs is {type(blocks).__name__}, not a list of blocks",
+                          fix="give block_configs as a list of objects (one per layer), or remove it")
+    for i, b in enumerate(blocks):
+        if not isinstance(b, dict):
+            raise ConfigError(f"{c.where}: block_configs[{i}] is {repr(b)[:40]}, not an object",
+                              fix="give each block as an object with `attention` and `ffn`")
+        for part in ("attention", "ffn"):
+            if b.get(part) is not None and not isinstance(b[part], dict):
+                raise ConfigError(f"{c.where}: block_configs[{i}].{part} is {repr(b[part])[:40]}, not an object",
+                                  fix=f"give `{part}` as an object, e.g. {{\"no_op\": false}}")
 
 
 # ---- layers -------------------------------------------------------------------------------------
@@ -468,6 +493,10 @@ def to_record(data: dict[str, Any], rid: str, *, where: str, name: str | None = 
     if not head_dim:
         if not hidden:
             c.need("head_dim", "the head dim (or hidden_size / num_attention_heads)")
+        if int(hidden) % heads:
+            raise ConfigError(f"{c.where}: hidden_size {hidden} over num_attention_heads {heads} is not a whole head "
+                              f"dim ({hidden / heads:.2f}), and the config gives no head_dim",
+                              fix="add head_dim to the config (transformers and the engines need it here)")
         head_dim = int(hidden) // heads
     dtype = _model_dtype(c)
     groups = layer_groups(c, kinds, heads, int(head_dim), dtype)

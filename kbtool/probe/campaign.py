@@ -24,8 +24,8 @@ Without Ray (not installed, or `--ray-address none`) the same tasks run one afte
 
 from __future__ import annotations
 
+import errno
 import hashlib
-import itertools
 import json
 import os
 import shutil
@@ -38,24 +38,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbtool.errors import ProbeError, UsageError
+from kbtool.errors import ProbeError, WriteError
+from kbtool.probe.plan import KINDS, Task, check_name, load_plan, under
 
-KINDS = ("probe", "release", "replay")
+__all__ = ["KINDS", "CampaignReport", "Task", "TaskResult", "load_plan", "run"]
+
 # uv's cache for release tasks: kept between tasks and campaigns (torch and its CUDA wheels, ~3 GB, are what most
 # releases share; a task's temporary folder would download them again every time); $UV_CACHE_DIR wins
 UV_CACHE = Path.home() / ".cache" / "kb" / "uv"
 RETRIES = 3
-
-
-@dataclass(frozen=True)
-class Task:
-    id: str
-    kind: str
-    probe: str | None = None
-    release: str | None = None
-    shard: str | None = None
-    num_gpus: float = 0
-    accelerator_type: str | None = None
 
 
 @dataclass
@@ -75,45 +66,6 @@ class CampaignReport:
     results: list[TaskResult] = field(default_factory=list)
     merged: list[str] = field(default_factory=list)
     seconds: float = 0.0
-
-
-def _list(entry: dict[str, Any], one: str, many: str) -> list[Any]:
-    if many in entry:
-        return list(entry[many])
-    return [entry.get(one)]
-
-
-def load_plan(path: Path) -> tuple[str, list[Task]]:
-    import yaml
-
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise UsageError(f"{path}: cannot read the plan: {exc}", fix="a YAML file with `tasks:`") from exc
-    if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), list):
-        raise UsageError(f"{path}:1 $.tasks: the plan has no task list", fix="add `tasks: [{kind: ..., ...}]`")
-    tasks: list[Task] = []
-    for i, entry in enumerate(doc["tasks"]):
-        where = f"{path}: $.tasks[{i}]"
-        if not isinstance(entry, dict) or entry.get("kind") not in KINDS:
-            raise UsageError(f"{where}.kind: one of {', '.join(KINDS)} expected", fix="e.g. kind: replay")
-        kind = str(entry["kind"])
-        combos = itertools.product(_list(entry, "release", "releases"), _list(entry, "probe", "probes"),
-                                   _list(entry, "shard", "shards"))
-        for release, probe, shard in combos:
-            if kind in ("release", "replay") and not release:
-                raise UsageError(f"{where}.releases: a {kind} task needs a release", fix="add `releases: [X]`")
-            if kind in ("probe", "release") and not probe:
-                raise UsageError(f"{where}.probes: a {kind} task needs a probe", fix="add `probes: [P]`")
-            if kind == "replay" and not shard:
-                raise UsageError(f"{where}.shards: a replay task needs a shard", fix="add `shards: [cc9.0]`")
-            tid = "-".join(str(x) for x in (kind, release, probe, shard) if x)
-            tasks.append(Task(tid, kind, probe, release and str(release), shard, float(entry.get("num_gpus") or 0),
-                              entry.get("accelerator_type")))
-    ids = [t.id for t in tasks]
-    if len(set(ids)) != len(ids):
-        raise UsageError(f"{path}: a task is listed twice", fix="each (kind, release, probe, shard) once")
-    return str(doc.get("name") or path.stem), tasks
 
 
 # ---- running one task (in a Ray worker or here) ---------------------------------------------------------------
@@ -148,7 +100,8 @@ def replay(task: Task, root: Path) -> dict[str, bytes]:
     import importlib
 
     vs = importlib.import_module("probes.vllm_selector")
-    path = root / "tests" / "data" / "vllm" / str(task.release) / f"{task.shard}.json.gz"
+    path = under(root, f"tests/data/vllm/{check_name('release', task.release, 'release')}/"
+                       f"{check_name('shard', task.shard, 'shard')}.json.gz")
     if not path.is_file():
         raise ProbeError(f"no recorded grid {path.relative_to(root)}", fix="sweep the release first")
     doc = vs.load(path)
@@ -185,20 +138,49 @@ def execute(task: Task, root: Path) -> dict[str, Any]:
 # ---- the driver ------------------------------------------------------------------------------------------------
 
 def _write(out: Path, root: Path, task: Task, files: dict[str, bytes]) -> list[str]:
+    """Write what a task returned: its own files under OUT/<task>/, replay shards under OUT/replay/, raw grids
+    under the checkout's tests/data; every path checked to stay there (plan.under) before and after its folders
+    are made."""
     written = []
     for rel, data in sorted(files.items()):
         if rel.startswith("out/"):
-            dest = out / task.id / rel.removeprefix("out/")
+            base, sub = out, f"{task.id}/{rel.removeprefix('out/')}"
         elif rel.startswith("replay/"):
-            dest = out / rel
+            base, sub = out, rel
         else:
-            dest = root / rel  # a raw grid, at the path its evidence names
-        dest.parent.mkdir(parents=True, exist_ok=True)
+            base, sub = root / "tests" / "data", rel.removeprefix("tests/data/")  # a raw grid, where evidence names it
+            if not rel.startswith("tests/data/"):
+                raise WriteError(f"{task.id}: returned {rel[:200]!r}, not a raw grid under tests/data; not written",
+                                 fix="a task returns files under out/, replay/ or tests/data/")
+        dest = under(base, sub)
+        _mkdir(dest.parent)
+        dest = under(base, sub)  # a folder made above cannot have led out
         tmp = dest.with_name(dest.name + ".part")
-        tmp.write_bytes(data)
-        os.replace(tmp, dest)
+        try:
+            tmp.write_bytes(data)
+            os.replace(tmp, dest)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise _cannot(dest, exc) from None
         written.append(str(dest))
     return written
+
+
+def _cannot(path: Path, exc: OSError) -> WriteError:
+    why = {errno.ENOSPC: "the file system is full", errno.EROFS: "the file system is read-only",
+           errno.EACCES: "permission denied", errno.ENOTDIR: "a parent is a file, not a folder",
+           errno.EEXIST: "it is a file, not a folder"}.get(exc.errno or 0, exc.strerror or str(exc))
+    return WriteError(f"cannot write {path}: {why}", fix="give --out a writable folder with free space")
+
+
+def _mkdir(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _cannot(folder, exc) from None
+    if not folder.is_dir():
+        raise WriteError(f"cannot write {folder}: it is a file, not a folder",
+                         fix="give --out a writable folder with free space")
 
 
 def merge_replays(out: Path) -> list[str]:
@@ -216,9 +198,9 @@ def merge_replays(out: Path) -> list[str]:
                 m["against"] += e["against"]
         for m in merged.values():
             m["outcome"] = "none" if m["agree"] + m["against"] == 0 else "fails" if m["against"] else "holds"
-        dest = out / f"replay-{folder.name}.json"
-        dest.write_text(json.dumps({"release": folder.name, "shards": shards, "outcomes": merged}, indent=1,
-                                   sort_keys=True) + "\n", encoding="utf-8")
+        dest = under(out, f"replay-{check_name('release', folder.name, str(folder))}.json")
+        _put(dest, json.dumps({"release": folder.name, "shards": shards, "outcomes": merged}, indent=1,
+                              sort_keys=True) + "\n")
         written.append(str(dest))
     return written
 
@@ -229,16 +211,23 @@ def store_outcomes(out: Path, root: Path) -> list[str]:
     predates per-release outcomes (kbtool/solve/engines/vllm/timeline.py reads them only where the hashes match)."""
     written = []
     for folder in sorted((out / "replay").glob("*")) if (out / "replay").is_dir() else []:
-        dest = root / "tests" / "data" / "vllm" / folder.name / "outcomes.json"
+        dest = under(root, f"tests/data/vllm/{check_name('release', folder.name, str(folder))}/outcomes.json")
         doc: dict[str, Any] = json.loads(dest.read_text(encoding="utf-8")) if dest.exists() else {
             "release": folder.name, "shards": {}}
         for f in sorted(folder.glob("*.json")):
             shard = json.loads(f.read_text(encoding="utf-8"))
             doc["shards"][shard["shard"]] = {"sha256": shard["sha256"], "outcomes": shard["outcomes"]}
         doc["outcomes_version"] = _outcomes_version()
-        dest.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        _put(dest, json.dumps(doc, indent=1, sort_keys=True) + "\n")
         written.append(str(dest))
     return written
+
+
+def _put(dest: Path, text: str) -> None:
+    try:
+        dest.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise _cannot(dest, exc) from None
 
 
 def _outcomes_version() -> int:
@@ -279,7 +268,14 @@ def run(plan: Path, *, out: Path, root: Path, ray_address: str | None = "local",
     name, tasks = load_plan(plan)
     report = CampaignReport(name, "in-process")
     t0 = time.monotonic()
-    out.mkdir(parents=True, exist_ok=True)
+    _mkdir(out)
+    probe = out / ".kb-write-test"
+    try:  # a read-only or full --out is said before any task runs, not after the first one
+        probe.write_bytes(b"x" * 4096)
+        probe.unlink()
+    except OSError as exc:
+        probe.unlink(missing_ok=True)
+        raise _cannot(out, exc) from None
 
     def done(task: Task, got: dict[str, Any] | None, error: str | None) -> None:
         if got is None:
@@ -308,7 +304,7 @@ def run(plan: Path, *, out: Path, root: Path, ray_address: str | None = "local",
             done(t, got, None)
     report.merged = merge_replays(out) + (store_outcomes(out, root) if store else [])
     report.seconds = round(time.monotonic() - t0, 1)
-    (out / "campaign.json").write_text(json.dumps(asdict(report), indent=1) + "\n", encoding="utf-8")
+    _put(out / "campaign.json", json.dumps(asdict(report), indent=1) + "\n")
     return report
 
 

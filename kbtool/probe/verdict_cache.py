@@ -14,7 +14,9 @@ The answer depends only on inputs, so it is stored under a key made of them, as 
 
 An entry lives at `<cache dir>/verdicts/<code digest>/<evidence digest>.json` (kbtool.store.cache.cache_dir; off
 with KB_NO_CACHE=1 or KB_CACHE_DIR set empty) and holds the digests of what it read beside the verdicts; it is
-used only when every one of them still matches. A missing, stale, unreadable or foreign entry is judged again,
+used only when every one of them still matches. The file is sealed (kbtool.store.cache.seal: kb's version and a
+digest keyed by the cache folder's secret) and read through kbtool.store.untrusted.read_cache. A missing, stale,
+unreadable, edited or foreign entry is judged again,
 so the folder is safe to delete at any time; folders of other code digests are removed when a new one is made.
 """
 
@@ -29,9 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.model import Claim, Evidence, Record
-from kbtool.store.cache import cache_dir
+from kbtool.store.cache import cache_dir, make_room, seal, unseal
+from kbtool.store.untrusted import LIMITS, UntrustedInputError, read_bytes, read_cache
 
 VERSION = 1
+MAGIC = b"kb-verdicts"  # the seal's purpose (kbtool.store.cache.seal)
 _PKG = Path(__file__).resolve().parents[1]
 
 
@@ -98,9 +102,10 @@ def _plain(obj: Any) -> Any:
 
 
 def file_digest(path: str) -> str | None:
+    """The digest of a file a judge read; None when it is not a regular file within the limit (never hangs)."""
     try:
-        return _digest(Path(path).read_bytes())
-    except OSError:
+        return _digest(read_bytes(path, limit=LIMITS["probe-data"]))
+    except UntrustedInputError:
         return None
 
 
@@ -162,6 +167,7 @@ class VerdictCache:
 
     def __init__(self, base: str | None = None, code: str | None = None) -> None:
         base = base if base is not None else cache_dir()
+        self.base = base
         self.code = code or code_digest()
         self.folder = Path(base, "verdicts", self.code[:32]) if base else None
         self.hits = self.misses = 0
@@ -176,8 +182,12 @@ class VerdictCache:
         path = self.path(ev)
         if path is None:
             return None
+        raw = read_cache(str(path), "cache-verdicts")  # a regular file of this user's, size-limited
+        body = None if raw is None else unseal(str(path), MAGIC, raw, self.base)  # edited or foreign: judged again
         try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
+            if body is None:
+                raise ValueError("no entry")
+            entry = json.loads(body.decode("utf-8"))
             reads, verdicts = entry["reads"], entry["verdicts"]
             fresh = (reads["claims_digest"] == inputs.contexts(reads["claims"])
                      and reads["subjects_digest"] == inputs.subjects(reads["subjects"])
@@ -207,7 +217,10 @@ class VerdictCache:
         try:
             if not path.parent.is_dir():
                 self._prune()
-            atomic_write(path, body)
+            sealed = seal(str(path), MAGIC, body.encode("utf-8"), self.base)
+            if sealed is not None:
+                make_room(str(path))
+                atomic_write(path, sealed)
         except (OSError, WriteError):
             pass  # a cache that cannot be written only costs time
 

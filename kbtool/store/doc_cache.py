@@ -3,8 +3,8 @@
 `kb validate` reads every record file; parsing YAML (with the line of every node) is most of what a run costs
 once evidence is no longer judged again (kbtool.probe.verdict_cache). A file that parsed cleanly is stored as its
 data, line map (packed; unpacked by the first finding that needs a line) and clean flag
-(kbtool.store.reader.Document) under a digest of its bytes and of the reader's source, in one marshal file per
-records tree:
+(kbtool.store.reader.Document) under a digest of its bytes, beside a digest of kb's version and the reader's
+source, in one sealed marshal file per records tree (kbtool.store.cache.seal: an edited entry voids the file):
 `<cache dir>/docs-<tag>.marshal` (kbtool.store.cache; off with KB_NO_CACHE=1 or KB_CACHE_DIR set empty). The
 file holds only entries of the last run's files, so it does not grow; a missing, foreign, corrupted or stale file
 reads as empty, so it is safe to delete. A tree with no file yet takes, after 20 misses, the entries of the
@@ -22,18 +22,23 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from kbtool import __version__
 from kbtool.store import cache as image_cache
 from kbtool.store.reader import Document, read_document
+from kbtool.store.untrusted import read_cache
 
-VERSION = 3  # entries: (data, line map as marshal bytes, clean)
+VERSION = 4  # entries: (data, line map as marshal bytes, clean)
 MAGIC = b"KB-DOCS\n"
 SEED_AFTER = 20  # misses in a tree with no cache file yet before another tree's entries are read
 _SOURCES = (Path(__file__).with_name("reader.py"), Path(__file__).parent.parent / "escape.py")  # make an entry
 
 
 def _salt() -> bytes:
+    """What an entry was made by: kb's version, this format's and the reader's source. Stored in the file and
+    compared on reading; the file's seal (kbtool.store.cache.seal) covers it and every entry."""
     try:
-        return hashlib.sha256(b"%d\n" % VERSION + b"".join(p.read_bytes() for p in _SOURCES)).digest()
+        return hashlib.sha256(f"{__version__} {VERSION}\n".encode()
+                              + b"".join(p.read_bytes() for p in _SOURCES)).digest()
     except OSError:
         return b""
 
@@ -74,22 +79,18 @@ class DocCache:
             self.old.setdefault(key, value)
 
     def _load(self, path: Path) -> dict[bytes, Any] | None:
-        """The entries of one cache file; None when there is none; empty when it is foreign, corrupt or stale."""
-        try:
-            with open(path, "rb") as f:
-                if hasattr(os, "getuid") and os.fstat(f.fileno()).st_uid != os.getuid():
-                    return {}  # not written by this user
-                raw = f.read()
-        except FileNotFoundError:
+        """The entries of one cache file; None when there is none; empty when it fails any check (not a regular
+        file, another user's, too big, its seal does not match: corrupted, edited, another kb's) or is stale."""
+        if not os.path.lexists(path):
             return None
-        except OSError:
+        raw = read_cache(str(path), "cache-docs")
+        if raw is None or not raw.startswith(MAGIC):
             return {}
-        start = len(MAGIC) + 4
+        body = image_cache.unseal(str(path), MAGIC, raw[len(MAGIC):])
+        if body is None:
+            return {}
         try:
-            if not raw.startswith(MAGIC) or zlib.crc32(raw[start:]) != int.from_bytes(raw[len(MAGIC):start],
-                                                                                       "little"):
-                return {}
-            salt, entries = marshal.loads(raw[start:])
+            salt, entries = marshal.loads(body)
         except (ValueError, EOFError, TypeError):
             return {}
         return entries if salt == self.salt and isinstance(entries, dict) else {}
@@ -139,7 +140,11 @@ class DocCache:
 
         try:
             os.makedirs(self.path.parent, mode=0o700, exist_ok=True)
-            atomic_write(self.path, MAGIC + zlib.crc32(body).to_bytes(4, "little") + body)
+            sealed = image_cache.seal(str(self.path), MAGIC, body)
+            if sealed is None:
+                return
+            image_cache.make_room(str(self.path))
+            atomic_write(self.path, MAGIC + sealed)
             _prune(self.path.parent)
         except (OSError, WriteError):
             pass

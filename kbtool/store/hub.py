@@ -36,6 +36,16 @@ def endpoint() -> str:
     return (os.environ.get("HF_ENDPOINT") or HUB).rstrip("/")
 
 
+def check_token() -> None:
+    """A token that would be sent must be one header value: a pasted line break, space or control character is
+    refused here, not sent (it ended in an uncaught ValueError from the HTTP header check: issue 48)."""
+    name = "HF_TOKEN" if os.environ.get("HF_TOKEN") else "HUGGING_FACE_HUB_TOKEN"
+    token = (os.environ.get(name) or "").strip()  # `$(cat token-file)` keeps no newline; one pasted may
+    if token and (not (token.isascii() and token.isprintable()) or " " in token):
+        raise UsageError(f"{name} holds a line break, space or control character; it was not sent",
+                         fix=f"set {name} to the token alone (hf_...), without quotes or newlines")
+
+
 @dataclass(frozen=True)
 class Origin:
     """Where a config.json came from: its path here, the repository, the file, the commit, and how kb got it."""
@@ -106,6 +116,7 @@ def _download(hf_id: str, revision: str, where: str) -> Origin:
         RevisionNotFoundError,
     )
 
+    check_token()
     cache, ep = hub_cache(), endpoint()
     head = f"--model: '{hf_id}' has no KB record, is {where}, and"
     try:

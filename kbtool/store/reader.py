@@ -76,7 +76,9 @@ def read_document(path: Path | str, display: str | None = None,
     return parse_bytes(raw, name)
 
 
-def parse_bytes(raw: bytes, name: str) -> tuple[Document | None, list[Finding]]:
+def parse_bytes(raw: bytes, name: str, *, aliases: bool = True) -> tuple[Document | None, list[Finding]]:
+    """`raw` as a Document, or None and the finding that says why. Without `aliases`, an alias (`*name`) is
+    refused at its line: files where none belong (campaign plans) cannot expand one value into many."""
     if len(raw) > MAX_BYTES:
         return None, [_f(name, None, f"file is {len(raw):,} bytes; the limit is {MAX_BYTES:,}", None)]
     if b"\x00" in raw:
@@ -107,7 +109,7 @@ def parse_bytes(raw: bytes, name: str) -> tuple[Document | None, list[Finding]]:
     if node is None:
         return None, [_f(name, 1, "empty document", None)]
     doc = Document(name, None)
-    builder = _Builder(doc.lines)
+    builder = _Builder(doc.lines, aliases=aliases)
     try:
         doc.data = builder.build(node, (), 0)
     except _Bad as e:
@@ -123,8 +125,10 @@ def _f(name: str, line: int | None, message: str, fix: str | None) -> Finding:
 class _Builder:
     """Turns a composed node tree into plain data, counting nodes so aliases cannot explode."""
 
-    def __init__(self, lines: dict[tuple[PathPart, ...], int]) -> None:
+    def __init__(self, lines: dict[tuple[PathPart, ...], int], *, aliases: bool = True) -> None:
         self.lines = lines
+        self.aliases = aliases
+        self.built: set[int] = set()  # nodes built so far, when aliases are refused: a second visit is an alias
         self.nodes = 0
         self.clean = True  # no non-finite number, no control character seen so far
 
@@ -135,6 +139,10 @@ class _Builder:
             raise _Bad(f"more than {MAX_NODES:,} nodes after alias expansion (alias bomb?)", line, path)
         if depth > MAX_DEPTH:
             raise _Bad(f"nesting deeper than {MAX_DEPTH} levels", line, path)
+        if not self.aliases:
+            if id(node) in self.built:
+                raise _Bad("an alias (*name) where none belong", line, path)
+            self.built.add(id(node))
         self.lines.setdefault(path, line)
         if isinstance(node, yaml.MappingNode):
             if node.tag != _CORE + "map":

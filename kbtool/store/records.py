@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,7 +64,7 @@ class _Walk:
         self.real_root = Path(os.path.realpath(root))
         self.files: list[Path] = []
         self.findings: list[Finding] = []
-        self.seen: set[str] = set()
+        self.seen: set[tuple[int, int]] = set()
         self.linked: list[Path] = []
 
     def run(self) -> None:
@@ -76,49 +76,72 @@ class _Walk:
         return None if real.is_relative_to(self.real_root) else real
 
     def folder(self, d: Path) -> None:
-        real = os.path.realpath(d)
-        if real in self.seen:
-            return
-        self.seen.add(real)
-        try:
+        """Walk `d` depth-first in name order, with a stack instead of recursion: a tree 1,200 folders deep is
+        walked like any other (it ended in RecursionError)."""
+        top = self._list(d)
+        stack = [top] if top is not None else []
+        while stack:
+            p = next(stack[-1], None)
+            if p is None:
+                stack.pop()
+                continue
+            try:
+                sub = self.entry(p)
+            except OSError as e:  # /proc/1/cwd and the like: a finding, not a crash
+                self.findings.append(_finding(p, self.root, f"cannot read: {e.strerror or e}", "check the path"))
+                continue
+            if sub is not None:
+                it = self._list(sub)
+                if it is not None:
+                    stack.append(it)
+
+    def _list(self, d: Path) -> Iterator[Path] | None:
+        """The entries of folder `d` in name order; None when it was seen (a link loop) or cannot be listed."""
+        try:  # a folder is known by its inode: realpath per folder costs depth^2 lookups, cubic in a deep tree
+            st = os.stat(d)
+            key = (st.st_dev, st.st_ino)
+            if key in self.seen:
+                return None
+            self.seen.add(key)
             entries = sorted(os.scandir(d), key=lambda e: e.name)
         except OSError as e:
             self.findings.append(_finding(d, self.root, f"cannot list folder: {e.strerror or e}",
                                           "check its permissions"))
-            return
-        for entry in entries:
-            self.entry(Path(entry.path))
+            return None
+        return iter([Path(e.path) for e in entries])
 
-    def entry(self, p: Path) -> None:
+    def entry(self, p: Path) -> Path | None:
+        """Take one path into the walk; a real folder is returned for the caller to walk."""
         if p.is_symlink():
             real = self.leaves(p)
             if not p.exists():
                 if _is_record(p.name):
                     self.findings.append(_finding(p, self.root, f"dangling symlink (to {os.readlink(p)})",
                                                   "remove the link, or point it at a record in the tree"))
-                return
+                return None
             if real is not None:
                 what = "folder" if p.is_dir() else "record"
                 if p.is_dir() or _is_record(p.name):
                     self.findings.append(_finding(p, self.root, f"symlinked {what} leaves the records tree (to "
                                                   f"{real}); not read", f"copy the {what} into the tree instead"))
-                return
+                return None
         try:
             mode = p.stat().st_mode
         except OSError as e:
             self.findings.append(_finding(p, self.root, f"cannot read: {e.strerror or e}", "check the path"))
-            return
+            return None
         if stat.S_ISDIR(mode):
             if p.is_symlink():
                 self.linked.append(p)  # after the real folders, so a record is found under its real path first
-            else:
-                self.folder(p)
-        elif _is_record(p.name):
+                return None
+            return p
+        if _is_record(p.name):
             if stat.S_ISREG(mode):
                 self.files.append(p)
             else:
                 self.findings.append(_finding(p, self.root, f"is {file_kind(mode)}, not a regular file; not read",
                                               "remove it; a record is a regular YAML file"))
+        return None
 
 
 def discover(paths: Iterable[Path], root: Path) -> tuple[list[Path], list[Finding]]:
@@ -131,7 +154,9 @@ def discover(paths: Iterable[Path], root: Path) -> tuple[list[Path], list[Findin
             walk.findings.append(Finding("KB100", "no such file or directory", str(p), None, "$",
                                          fix="check the path", check="yaml"))
         elif p.is_symlink():
-            walk.entry(p)  # a link given by name follows the tree's rules
+            sub = walk.entry(p)  # a link given by name follows the tree's rules
+            if sub is not None:
+                walk.folder(sub)
         elif p.is_dir():
             walk.folder(p)
         else:

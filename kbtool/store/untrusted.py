@@ -7,20 +7,38 @@ non-blocking and checked again on its descriptor, so a file swapped for a FIFO i
 most `limit` bytes are read. With `root`, a path whose real location (symlinks resolved) is outside `root` is
 refused, and the message names the path the user gave. `load_json` and `load_yaml` add UTF-8, the record
 reader's node, depth and alias limits (kbtool.store.reader), and numbers that are finite and in range.
+
+kb's own caches are read through `read_cache`: the same checks plus the owner (a file another user wrote is not
+trusted), and any refusal reads as "no cache" (the caller rebuilds it). `LIMITS` holds the size limit of each kind
+of file. The warm query reads its cache through this module, so it imports nothing at run time beyond os, stat
+and math (json and the YAML reader are imported where used).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import stat
-from pathlib import Path
-from typing import Any
 
 from kbtool.errors import UsageError
 
+TYPE_CHECKING = False  # no typing or pathlib at run time: the warm query path imports this module
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
 MAX_BYTES = 1 << 20   # a record, an evidence file or a config.json is a few KB to a few hundred KB
+LIMITS = {  # bytes, per kind of file kb reads
+    "record": MAX_BYTES,
+    "config": MAX_BYTES,          # a Hugging Face config.json and its neighbours
+    "plan": 256 << 10,            # a campaign plan: a few lists of names
+    "lock": 64,                   # a lock file holds a pid
+    "secret": 64,                 # the key that seals kb's cache files (kbtool.store.cache)
+    "cache-image": 64 << 20,      # the query image (the shipped tree's is about 0.5 MB)
+    "cache-docs": 512 << 20,      # parsed documents of a tree (the shipped tree's is about 7 MB)
+    "cache-verdicts": 16 << 20,   # one evidence record's verdicts
+    "probe-data": 256 << 20,      # a file a probe's judge reads (a recorded grid, a config.json)
+}
 MAX_DEPTH = 64        # as kbtool.store.reader
 MAX_NODES = 200_000   # as kbtool.store.reader
 MAX_INT_DIGITS = 20   # 2**63 has 19 digits: a 5,000-digit integer is refused before it is converted
@@ -50,20 +68,20 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
-def outside(path: Path, root: Path) -> Path | None:
+def outside(path: Path | str, root: Path | str) -> str | None:
     """The real location of `path` when it lies outside `root` (symlinks resolved), else None."""
-    real = Path(os.path.realpath(path))
-    return None if real.is_relative_to(os.path.realpath(root)) else real
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return None if real == top or real.startswith(top.rstrip(os.sep) + os.sep) else real
 
 
 def check_path(path: Path | str, *, given: str | None = None, root: Path | None = None) -> os.stat_result:
     """Stat `path` (following symlinks) and refuse anything but a regular file inside `root`; no open."""
-    p = Path(path)
+    p = os.fspath(path)
     name = given or str(path)
     try:
         st = os.stat(p)
     except FileNotFoundError:
-        if p.is_symlink():
+        if os.path.islink(p):
             raise UntrustedInputError(name, f"dangling symlink (to {os.readlink(p)})",
                                       fix="point it at an existing file, or remove it") from None
         raise UntrustedInputError(name, "no such file", fix="check the path") from None
@@ -82,10 +100,13 @@ def check_path(path: Path | str, *, given: str | None = None, root: Path | None 
 
 
 def read_bytes(path: Path | str, *, given: str | None = None, root: Path | None = None,
-               limit: int = MAX_BYTES) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes (see the module's docstring)."""
+               limit: int = MAX_BYTES, own: bool = False) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes (see the module's docstring); with `own`, only a file
+    this user owns."""
     name = given or str(path)
     st = check_path(path, given=given, root=root)
+    if own and hasattr(os, "getuid") and st.st_uid != os.getuid():
+        raise UntrustedInputError(name, "is owned by another user; not read", fix="delete it")
     if st.st_size > limit:
         raise UntrustedInputError(name, f"file is {st.st_size:,} bytes; the limit is {limit:,}",
                                   fix="check it is the file you meant")
@@ -114,6 +135,15 @@ def read_bytes(path: Path | str, *, given: str | None = None, root: Path | None 
     if len(raw) > limit:
         raise UntrustedInputError(name, f"file is over {limit:,} bytes", fix="check it is the file you meant")
     return raw
+
+
+def read_cache(path: str, kind: str) -> bytes | None:
+    """The bytes of one of kb's own cache files, or None when it is missing or fails any check (not a regular
+    file, another user's, over the size limit of its kind): the caller ignores it and writes a new one."""
+    try:
+        return read_bytes(path, limit=LIMITS[kind], own=True)
+    except UntrustedInputError:
+        return None
 
 
 def decode(raw: bytes, name: str) -> str:
@@ -162,6 +192,8 @@ def parse_json(text: str, name: str, *, nonfinite: bool = False) -> Any:
     """JSON with finite, in-range numbers, at most MAX_DEPTH levels and MAX_NODES values. With `nonfinite`,
     NaN, Infinity and 1e400 are read as floats (published config.json files hold them, e.g. Nemotron-H's
     time_step_limit: [0.0, Infinity]); the caller then checks the fields it uses (kbtool.model.hfconfig)."""
+    import json
+
     try:
         data = json.loads(text, parse_int=_int, parse_float=float if nonfinite else _float,
                           parse_constant=float if nonfinite else _constant)
@@ -211,12 +243,13 @@ def load_json(path: Path | str, *, given: str | None = None, root: Path | None =
 
 
 def load_yaml(path: Path | str, *, given: str | None = None, root: Path | None = None,
-              limit: int = MAX_BYTES) -> Any:
-    """A YAML file read through `read_bytes` and the record reader (its limits and located errors)."""
+              limit: int = MAX_BYTES, aliases: bool = True) -> Any:
+    """A YAML file read through `read_bytes` and the record reader (its limits and located errors); without
+    `aliases`, a file that uses one is refused."""
     from kbtool.store.reader import parse_bytes
 
     name = given or str(path)
-    doc, problems = parse_bytes(read_bytes(path, given=given, root=root, limit=limit), name)
+    doc, problems = parse_bytes(read_bytes(path, given=given, root=root, limit=limit), name, aliases=aliases)
     if doc is None:
         f = problems[0]
         raise UntrustedInputError(name, f"{f.path}: {f.message}", line=f.line, fix=f.fix or "check the file")

@@ -12,6 +12,7 @@ import errno
 import logging
 import os
 import re
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +26,7 @@ from ruamel.yaml.scalarstring import SingleQuotedScalarString
 from kbtool.errors import WriteError
 from kbtool.store import roundtrip
 from kbtool.store.reader import LOADER
+from kbtool.store.untrusted import file_kind
 
 
 def _safe_load(text: str) -> Any:
@@ -43,19 +45,40 @@ WIDTH = 120
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError, ValueError):
         return False
     except PermissionError:
         return True
     return True
 
 
+MAX_PID = 2**22  # Linux's largest pid_max (4,194,304); anything else in a lock file is not a pid
+
+
 def _holder(fd: int) -> int:
+    """The pid a lock file names, or 0 when it names none a process could have (empty, text, negative, 0, or
+    an absurd number such as 20 digits, which `os.kill` cannot take): such a lock is treated as stale."""
     try:
         os.lseek(fd, 0, os.SEEK_SET)
-        return int(os.read(fd, 32).decode("ascii", "replace").strip() or "0")
-    except (OSError, ValueError):
+        text = os.read(fd, 32).decode("ascii", "replace").strip()
+    except OSError:
         return 0
+    if not re.fullmatch(r"[0-9]{1,7}", text):
+        return 0
+    pid = int(text)
+    return pid if 0 < pid <= MAX_PID else 0
+
+
+def _check_lock_file(fd: int, path: Path, lock: Path) -> None:
+    """Refuse a lock file kb must not truncate: not a regular file, or a hard link to a file elsewhere (the same
+    inode, so the truncation and the pid would land in that file). Nothing has been written when this raises."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise WriteError(f"{path}: lock file {lock} is {file_kind(st.st_mode)}, not a regular file; not written",
+                         fix=f"remove {lock} (kb creates it again)")
+    if st.st_nlink > 1:
+        raise WriteError(f"{path}: lock file {lock} has {st.st_nlink} links (a hard link to another file); "
+                         "not written", fix=f"remove {lock} (kb creates it again; the other file is left as it is)")
 
 
 @contextmanager
@@ -69,11 +92,17 @@ def file_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[Path]:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            fd = os.open(lock, os.O_CREAT | os.O_RDWR | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            fd = os.open(lock, os.O_CREAT | os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                         | getattr(os, "O_NOCTTY", 0), 0o644)
         except OSError as exc:
             raise WriteError(f"{path}: cannot create lock file {lock}: {exc.strerror or exc}",
                              fix="the records folder must be writable (check permissions, the mount, free space)") \
                 from None
+        try:
+            _check_lock_file(fd, path, lock)
+        except BaseException:
+            os.close(fd)
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -88,7 +117,13 @@ def file_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[Path]:
             os.close(fd)
             raise WriteError(f"{path}: cannot lock {lock}: {exc.strerror or exc}") from None
         try:
-            same = os.fstat(fd).st_ino == os.stat(lock).st_ino
+            mine, named = os.fstat(fd), os.stat(lock, follow_symlinks=False)
+            same = (mine.st_dev, mine.st_ino) == (named.st_dev, named.st_ino)
+            if same:  # linked between the first check and the flock
+                _check_lock_file(fd, path, lock)
+        except WriteError:
+            os.close(fd)
+            raise
         except OSError:
             same = False
         if not same:  # the previous holder removed the file between our open and our flock: lock the new one
@@ -114,12 +149,36 @@ def file_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[Path]:
         os.close(fd)
 
 
+def make_folder(folder: Path) -> None:
+    """Create `folder` (and its parents) for a record; a WriteError when a file or something else is in the way
+    (`records/models` a regular file ended in FileExistsError)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise WriteError(f"cannot write into {folder}: it is a file, not a folder; nothing written",
+                         fix=f"move {folder} aside; records of this kind live in that folder") from None
+    except NotADirectoryError:
+        raise WriteError(f"cannot write into {folder}: a parent of it is a file, not a folder; nothing written",
+                         fix="move the file aside") from None
+    except OSError as exc:
+        raise WriteError(f"cannot write into {folder}: {exc.strerror or exc}; nothing written",
+                         fix="the records folder must be writable (check permissions, the mount, free space)") \
+            from None
+
+
 def atomic_write(path: Path, text: str | bytes, *, exclusive: bool = False, make_parents: bool = True) -> None:
     """Write `text` to a temp file in the same folder, fsync, then rename over `path` (or link, if exclusive).
     Any failure (full disk, read-only target, missing folder without `make_parents`) is a WriteError naming the
     path, and `path` is left as it was."""
     if not make_parents and not path.parent.is_dir():
         raise WriteError(f"cannot write {path}: no folder {path.parent}", fix=f"create {path.parent} first")
+    try:
+        st = os.stat(path)  # what the name leads to: the rename would put a regular file in its place
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):  # `--out /dev/full` replaced the device with a file
+        raise WriteError(f"cannot write {path}: it is {file_kind(st.st_mode)}, not a regular file; not written",
+                         fix="give the path of a regular file (or leave out --out to print)")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -208,3 +208,24 @@ def test_a_published_gemma3_config_alone_takes_its_config_class_defaults(tmp_pat
     assert rec["vocab_size"] == 262208
     assert any(s.get("repo") == "huggingface/transformers" for s in rec["sources"])
     assert sum(g["count"] for g in rec["layers"] if g["type"] == "full") == 62 // 6
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"model_type": 5}, "model_type is 5, not a string"),
+    ({"block_configs": 5}, "block_configs is int, not a list of blocks"),
+    ({"block_configs": [5, 6]}, "block_configs[0] is 5, not an object"),
+    ({"block_configs": [{"attention": 7, "ffn": {}}]}, "block_configs[0].attention is 7, not an object"),
+    ({"hidden_size": 4000, "num_attention_heads": 3, "num_key_value_heads": 3, "head_dim": None},
+     "hidden_size 4000 over num_attention_heads 3 is not a whole head dim (1333.33), and the config gives no "
+     "head_dim"),
+])
+def test_fields_of_the_wrong_shape_are_located_errors(tmp_path: Path, change: dict[str, Any], message: str) -> None:
+    """Issue 48: `model_type: 5` and integer block_configs gave "AttributeError: 'int' object has no attribute" as
+    the message; 4000 over 3 heads with no head_dim was imported and answered (the head dim is not whole)."""
+    data = {**json.loads((DATA / "hf-configs" / "llama-3.1-8b" / "config.json").read_text()), **change}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({k: v for k, v in data.items() if v is not None}))
+    with pytest.raises(ConfigError) as e:
+        read_config(str(path), "x")
+    assert str(e.value).splitlines()[0] == f"{path}: {message}"
+    assert e.value.exit_code == 2

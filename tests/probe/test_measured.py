@@ -66,3 +66,22 @@ def test_measured_values_may_be_a_list_of_rows_with_metrics() -> None:
     (r,) = m.rows  # a yes/no or a text is not a figure
     assert (r.quantity, r.value, r.unit, r.conditions, r.metrics) == ("kv_cache_tokens", 10, "tokens", {"case": "a"},
                                                                        {"x": 1})
+
+
+def test_apply_refuses_evidence_validate_would_flag_before_copying_it(tmp_path: Path) -> None:
+    """Issue 48: evidence with C1 controls in its notes was copied into records/evidence by `apply --write`, after
+    which `kb validate` flagged the file kb itself wrote and `kb query` refused to answer. validate's checks now
+    run on it first, and nothing is written."""
+    root = tmp_path / "records"
+    shutil.copytree(RECORDS, root)
+    bad = tmp_path / "in" / f"{HW.stem}-x.yaml"
+    bad.parent.mkdir()
+    text = HW.read_text().replace(f"id: {HW.stem}\n", f"id: {HW.stem}-x\nnotes: \"ok \\x9b2J \\x9d0;title\"\n", 1)
+    bad.write_text(text)
+    before = {str(p): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    r = run_kb("probe", "apply", str(bad.parent), "--write", "--kb", str(root))
+    assert r.code == 2, r.out + r.err
+    assert r.err.startswith(f"error: 1 problem(s) in what would be copied into {root}, so nothing was written:\n")
+    assert "$.notes: control character \\x9b in a string" in r.err
+    assert "fix: fix the files (`kb validate FILE` locates each), then apply again" in r.err
+    assert {str(p): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()} == before

@@ -97,3 +97,27 @@ def test_inputs_digest_changes_with_the_gate_of_a_claim_of_the_subject() -> None
     assert before != after
     status = {"status": "untestable", "reason": "a status apply writes"}
     assert Inputs(_edit(records, claim.id, notes="n", verification=status)).subjects([claim.subject]) == before
+
+
+def test_an_edited_entry_is_judged_again_not_trusted(tmp_path: Path) -> None:
+    """Issue 48: an entry whose verdicts were rewritten (digests of its reads left as they were) changed the answer;
+    the seal (kb's version, keyed by the cache folder's secret) now refuses it, and a FIFO in its place does not
+    hang."""
+    import json
+    import os
+
+    records = _records()
+    first, got = _judge(records, tmp_path)
+    ev = KB.from_records(records).get(EVIDENCE)
+    assert isinstance(ev, Evidence)
+    path = first.cache.path(ev)
+    assert path is not None
+    entry = json.loads(path.read_bytes()[32:])
+    entry["verdicts"] = [{**v, "verdict": "refuted"} for v in entry["verdicts"]]
+    path.write_bytes(path.read_bytes()[:32] + json.dumps(entry, sort_keys=True).encode())
+    again, same = _judge(records, tmp_path)
+    assert again.cache.misses == 1 and same == got
+    path.unlink()
+    os.mkfifo(path)
+    third, same = _judge(records, tmp_path)
+    assert third.cache.misses == 1 and same == got

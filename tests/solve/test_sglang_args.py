@@ -41,6 +41,10 @@ def test_argv_form() -> None:
      "SGLang 0.5.23, the newest release kb has recorded (a newer SGLang may have it)"),
     ("--tp 5000", "--sglang-args: --tp 5000 is more GPUs than kb models (at most 4096)"),
     ("--page-size", "--sglang-args: --page-size needs a value"),
+    ("--context-length infk", "--sglang-args: --context-length takes a number; got 'infk'"),  # issue 48
+    ("--context-length 1e400k", "--sglang-args: --context-length takes a number; got '1e400k'"),
+    ("--context-length -5", "--sglang-args: --context-length -5 must be at least 1 (SGLang refuses it)"),
+    ("--page-size 99999999999999999999999", "--sglang-args: --page-size takes a number; got '99999999999999999999999'"),
 ])
 def test_bad_values(cmd: str, msg: str) -> None:
     with pytest.raises(UsageError) as e:

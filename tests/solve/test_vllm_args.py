@@ -31,6 +31,18 @@ def test_a_hugging_face_id_in_a_serve_line_names_the_record_of_its_model_part() 
 @pytest.mark.parametrize(("text", "message"), [
     ("serve m --max-model-len lots", "--vllm-args: --max-model-len takes a number; got 'lots'"),
     ("serve m --block-size", "--vllm-args: --block-size needs a value"),
+    # issue 48: vLLM takes -1 (auto) and no other negative length; infinities and overflows were OverflowError (exit 3)
+    ("serve m --max-model-len -5",
+     "--vllm-args: --max-model-len -5 must be at least 1, or -1 (auto) (vLLM refuses it)"),
+    ("serve m --max-model-len 0", "--vllm-args: --max-model-len 0 must be at least 1, or -1 (auto) (vLLM refuses it)"),
+    ("serve m --max-model-len infk", "--vllm-args: --max-model-len takes a number; got 'infk'"),
+    ("serve m --max-model-len 1e400k", "--vllm-args: --max-model-len takes a number; got '1e400k'"),
+    ("serve m --max-model-len nank", "--vllm-args: --max-model-len takes a number; got 'nank'"),
+    ("serve m --max-model-len 99999999999T", "--vllm-args: --max-model-len takes a number; got '99999999999T'"),
+    ("serve m --kv-cache-memory-bytes -5", "--vllm-args: --kv-cache-memory-bytes -5 must not be negative"),
+    ("serve m --kv-cache-memory-bytes infk", "--vllm-args: --kv-cache-memory-bytes takes a number; got 'infk'"),
+    ("serve m --max-num-batched-tokens 1e400k",
+     "--vllm-args: --max-num-batched-tokens takes a number; got '1e400k'"),
 ])
 def test_parse_errors_name_the_flag(text: str, message: str) -> None:
     with pytest.raises(UsageError) as exc:
@@ -130,3 +142,17 @@ def test_max_model_len_auto_fits_the_context_to_memory() -> None:
     assert auto["memory"]["fits"] is True
     assert auto["memory"]["max_ctx"] == full["memory"]["max_ctx"] < 131_072
     assert "--max-model-len auto" in auto["assumed"]["ctx"]
+
+
+@pytest.mark.parametrize("line", ["serve m --max-model-len -1", "serve m --max-model-len auto"])
+def test_minus_one_is_vllms_auto(line: str) -> None:
+    assert parse(line).max_model_len == -1
+
+
+@pytest.mark.parametrize("flag", ["--max-model-len -5", "--max-model-len infk", "--kv-cache-memory-bytes -5",
+                                  "--kv-cache-memory-bytes 1e400k"])
+def test_bad_numbers_through_the_cli_exit_2_naming_the_flag(flag: str) -> None:
+    r = run_kb("query", "--gpu", "h100", "--model", "llama-3.1-8b", "--engine", "vllm", "--vllm-args",
+               f"serve m {flag}")
+    assert r.code == 2, r
+    assert r.err.startswith(f"error: --vllm-args: {flag.split()[0]} ") and "Traceback" not in r.err

@@ -111,3 +111,70 @@ def test_no_cache_option_reads_afresh(tree: Path, monkeypatch: pytest.MonkeyPatc
     args = ["--kb", str(tree), "--gpu", "hop", "--json"]
     assert query_cli.main(args) == 0 and query_cli.main([*args, "--no-cache"]) == 0
     assert len(calls) == 2 and query_cli.main(args) == 0 and len(calls) == 2
+
+
+# ---- issue 48: the cache files are not trusted ------------------------------------------------------------------
+
+
+def _resealed(path: Path, body: bytes, magic: bytes) -> None:
+    """What a tool that knows the format but not the folder's secret writes: a body with a CRC-32 in front."""
+    import zlib
+
+    path.write_bytes(magic + zlib.crc32(body).to_bytes(4, "little") + body)
+
+
+def test_an_image_rewritten_with_a_matching_crc_is_not_used(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import marshal
+
+    query_cli.image(str(tree))
+    path = Path(cache.image_path(str(tree)))  # type: ignore[arg-type]
+    header, payload = marshal.loads(path.read_bytes()[len(cache.MAGIC) + cache.SEAL:])
+    _resealed(path, marshal.dumps((header, payload)), cache.MAGIC)
+    assert cache.read(str(tree)) is None
+    # a body sealed with another key (a file copied from another cache folder) is refused the same way
+    key = (path.parent / cache.SECRET).read_bytes()
+    body = marshal.dumps((header, payload))
+    path.write_bytes(cache.MAGIC + cache._digest(cache.MAGIC, body, bytes(32)) + body)
+    assert cache.read(str(tree)) is None
+    path.write_bytes(cache.MAGIC + cache._digest(cache.MAGIC, body, key) + body)
+    assert cache.read(str(tree)) == payload  # the check is the seal, not the bytes' origin
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "sparse", "folder", "other-key-mode"])
+def test_an_image_that_is_not_a_small_regular_file_is_ignored_and_rebuilt(
+        tree: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    """A FIFO in place of the image hung `kb query`; /dev/zero or an 8 GiB sparse file was read to the end."""
+    query_cli.image(str(tree))
+    path = Path(cache.image_path(str(tree)))  # type: ignore[arg-type]
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "sparse":
+        with path.open("wb") as f:
+            f.truncate(8 << 30)
+    elif kind == "folder":
+        path.mkdir()
+    else:  # a secret others can read could have sealed anything
+        query_cli.image(str(tree))
+        (path.parent / cache.SECRET).chmod(0o644)
+    assert cache.read(str(tree)) is None
+    calls = _builds(monkeypatch)
+    assert query_cli.image(str(tree)).kernels
+    assert len(calls) == 1
+    if kind != "folder":  # rebuilt in its place
+        assert path.is_file() and not path.is_symlink() and cache.read(str(tree)) is not None
+
+
+def test_a_fifo_image_does_not_hang_the_cli(tree: Path) -> None:
+    import subprocess
+    import sys
+
+    args = [sys.executable, "-m", "kbtool", "query", "--kb", str(tree), "--gpu", "hop", "--ctx", "32k"]
+    assert subprocess.run(args, capture_output=True, timeout=60).returncode == 0
+    path = Path(cache.image_path(str(tree)))  # type: ignore[arg-type]
+    path.unlink()
+    os.mkfifo(path)
+    r = subprocess.run(args, capture_output=True, text=True, timeout=20)  # hung until killed before issue 48
+    assert r.returncode == 0 and "Traceback" not in r.stderr

@@ -104,3 +104,44 @@ def test_a_small_new_tree_does_not_read_another_trees_cache(tree: Path) -> None:
     docs = DocCache(other)
     docs.read(other / "a.yaml", "a.yaml")
     assert docs.misses == 1 and docs.seed  # fewer misses than SEED_AFTER: parsed, the other file left unread
+
+
+def test_an_entry_rewritten_with_a_matching_crc_is_not_trusted(tree: Path) -> None:
+    """Issue 48: an entry rewritten in place (the file's CRC-32 recomputed) made `kb validate` report a schema error
+    in a record that is fine. The file is sealed with a key only this cache folder holds: it reads as empty."""
+    import marshal
+    import zlib
+
+    from kbtool.store import cache
+
+    first, _, _ = _read(tree)
+    assert first.path is not None
+    body = first.path.read_bytes()[len(b"KB-DOCS\n") + cache.SEAL:]
+    salt, entries = marshal.loads(body)
+    forged = {k: ({**v[0], "kind": "no-such-kind"}, v[1], v[2]) for k, v in entries.items()}
+    body = marshal.dumps((salt, forged))
+    first.path.write_bytes(b"KB-DOCS\n" + zlib.crc32(body).to_bytes(4, "little") + body)
+    docs, doc, _ = _read(tree)
+    assert docs.misses == 1 and doc.data["kind"] == "architecture"  # type: ignore[union-attr]
+    first.path.write_bytes(b"KB-DOCS\n" + cache._digest(b"KB-DOCS\n", body, bytes(32)) + body)  # another key
+    docs, doc, _ = _read(tree)
+    assert docs.misses == 1 and doc.data["kind"] == "architecture"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "sparse"])
+def test_a_cache_file_that_is_not_a_small_regular_file_reads_as_empty(tree: Path, kind: str) -> None:
+    import os
+
+    first, _, _ = _read(tree)
+    assert first.path is not None
+    first.path.unlink()
+    if kind == "fifo":
+        os.mkfifo(first.path)
+    elif kind == "dev-zero":
+        first.path.symlink_to("/dev/zero")
+    else:
+        with first.path.open("wb") as f:
+            f.truncate(8 << 30)
+    docs, doc, _ = _read(tree)
+    assert docs.misses == 1 and doc.data["id"] == "a"  # type: ignore[union-attr]
+    assert first.path.is_file() and not first.path.is_symlink() and first.path.stat().st_size < 1 << 20  # rebuilt

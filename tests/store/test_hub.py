@@ -176,3 +176,19 @@ def test_the_cache_reader_agrees_with_huggingface_hubs_own(tmp_path: Path) -> No
         ours = hfcache.cached_file(repo, file, revision=rev, cache=tmp_path)
         theirs = hh.try_to_load_from_cache(repo, file, cache_dir=tmp_path, revision=rev)
         assert (str(ours.path) if ours else None) == (theirs if isinstance(theirs, str) else None), (repo, file, rev)
+
+
+@pytest.mark.parametrize("token", ["hf_abc\r\nX-Evil: 1", "hf_a b", "hf_\x1b]0;x"])
+def test_a_token_with_a_line_break_is_refused_not_sent(monkeypatch: pytest.MonkeyPatch, token: str) -> None:
+    """Issue 48: HF_TOKEN holding CR/LF ended in ValueError from the HTTP header check, uncaught (exit 3)."""
+    hh = pytest.importorskip("huggingface_hub")
+    monkeypatch.delenv("KB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_TOKEN", token)
+    sent: list[object] = []
+    monkeypatch.setattr(hh, "hf_hub_download", lambda *a, **k: sent.append(a))
+    with pytest.raises(UsageError) as e:
+        hub.fetch_config("acme/Never-8B")
+    assert str(e.value) == ("HF_TOKEN holds a line break, space or control character; it was not sent\n"
+                            "  fix: set HF_TOKEN to the token alone (hf_...), without quotes or newlines")
+    assert sent == []

@@ -147,3 +147,42 @@ def test_verification_keys_follow_the_model_order() -> None:
     import yaml
 
     assert list(yaml.safe_load(out)["verification"]) == ["status", "evidence", "reason", "sides", "checked"]
+
+
+def test_a_lock_file_hard_linked_elsewhere_is_refused_and_left_alone(tmp_path: Path) -> None:
+    """Issue 48: `.c.yaml.lock` as a hard link to a file outside the tree is that file's inode; truncating it or
+    writing the pid would destroy the other file."""
+    path = tmp_path / "c.yaml"
+    path.write_text(COMMENTED)
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"precious\n")
+    lock = tmp_path / ".c.yaml.lock"
+    os.link(victim, lock)
+    with pytest.raises(WriteError) as e:
+        update_verification(path, BLOCK)
+    assert str(e.value) == (f"{path}: lock file {lock} has 2 links (a hard link to another file); not written\n"
+                            f"  fix: remove {lock} (kb creates it again; the other file is left as it is)")
+    assert e.value.exit_code == 2
+    assert victim.read_bytes() == b"precious\n"
+    assert path.read_text() == COMMENTED
+    assert lock.exists()  # not ours to delete
+
+
+def test_a_lock_file_that_is_a_fifo_is_refused_without_hanging(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(COMMENTED)
+    lock = tmp_path / ".c.yaml.lock"
+    os.mkfifo(lock)
+    with pytest.raises(WriteError, match=r"is a named pipe \(FIFO\), not a regular file; not written"):
+        update_verification(path, BLOCK)
+    assert path.read_text() == COMMENTED
+
+
+@pytest.mark.parametrize("content", ["99999999999999999999", "-5", "-1", "0", "1e9", "abc", "\x00", "4194305"])
+def test_a_stale_lock_with_an_absurd_pid_is_taken_over(tmp_path: Path, content: str) -> None:
+    """A 20-digit pid ended in OverflowError from os.kill; a negative one asked about a process group."""
+    path = tmp_path / "c.yaml"
+    path.write_text(COMMENTED)
+    (tmp_path / ".c.yaml.lock").write_text(content)
+    assert update_verification(path, BLOCK) is True
+    assert not (tmp_path / ".c.yaml.lock").exists()

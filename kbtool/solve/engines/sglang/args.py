@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from kbtool.errors import UsageError
-from kbtool.solve.engines.vllm.args import human_int
+from kbtool.solve.engines.vllm.args import MAX_HUMAN, human_int
 
 # flag -> (ServerArgs field, kind): kind "str", "int", "float", "human" (SI suffixes), "switch"
 _FLAGS: dict[str, tuple[str, str]] = {
@@ -108,7 +108,10 @@ class LaunchArgs:
 def _convert(flag: str, key: str, kind: str, text: str) -> object:
     try:
         if kind == "int":
-            return int(text)
+            n = int(text)
+            if abs(n) > MAX_HUMAN:  # no size, count or length is this large
+                raise ValueError(text)
+            return n
         if kind == "float":
             return float(text)
         if kind == "human":

@@ -59,6 +59,7 @@ class ServeArgs:
 _HUMAN = {"max_model_len", "max_num_batched_tokens", "kv_cache_memory"}  # vLLM reads these with human_readable_int
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+MAX_HUMAN = 2**53  # beyond any context or GPU's memory in bytes, and every float's exact integers
 
 
 def human_int(text: str) -> int:
@@ -69,10 +70,14 @@ def human_int(text: str) -> int:
     if t == "-1" or t.lower() == "auto":
         return -1
     if t[-1:] in _DECIMAL:
-        return int(float(t[:-1]) * _DECIMAL[t[-1]])
-    if t[-1:] in _BINARY:
-        return int(t[:-1]) * _BINARY[t[-1]]
-    return int(t)
+        x = float(t[:-1]) * _DECIMAL[t[-1]]
+        if not abs(x) <= MAX_HUMAN:  # inf, nan, 1e400k: vLLM's int() raises too
+            raise ValueError(f"{text!r} is out of range")
+        return int(x)
+    n = int(t[:-1]) * _BINARY[t[-1]] if t[-1:] in _BINARY else int(t)
+    if abs(n) > MAX_HUMAN:
+        raise ValueError(f"{text!r} is out of range")
+    return n
 
 
 def _number(flag: str, key: str, text: str) -> int | float:
@@ -83,7 +88,8 @@ def _number(flag: str, key: str, text: str) -> int | float:
             return int(text)
         return float(text)
     except ValueError:
-        example = "131072 (128k = 128,000; 128K = 131,072)" if key in _HUMAN else "2" if key in _INTS else "0.9"
+        example = ("20G (G = 2^30 bytes, g = 10^9)" if key == "kv_cache_memory" else
+                   "131072 (128k = 128,000; 128K = 131,072)" if key in _HUMAN else "2" if key in _INTS else "0.9")
         raise UsageError(f"--vllm-args: {flag} takes a number; got '{text}'", fix=f"e.g. {flag} {example}") from None
 
 
@@ -99,6 +105,11 @@ def checked(flag: str, key: str, value: int | float) -> int | float:
     if key in ("tp", "pp", "dp") and value > MAX_PARALLEL:
         raise UsageError(f"--vllm-args: {flag} {value} is more GPUs than kb models (at most {MAX_PARALLEL})",
                          fix=f"e.g. {flag} 8")
+    if key == "max_model_len" and value < 1 and value != -1:
+        raise UsageError(f"--vllm-args: {flag} {value} must be at least 1, or -1 (auto) (vLLM refuses it)",
+                         fix=f"e.g. {flag} 32768, or {flag} auto")
+    if key == "kv_cache_memory" and value < 0:
+        raise UsageError(f"--vllm-args: {flag} {value} must not be negative", fix=f"e.g. {flag} 20G")
     if key == "gpu_memory_utilization" and not 0 < value <= 1:
         raise UsageError(f"--vllm-args: {flag} {value} must be in (0, 1]", fix=f"e.g. {flag} 0.9")
     return value
