@@ -156,3 +156,27 @@ def test_typer_and_rich_stay_at_the_edge() -> None:
         if "click" in mods:
             offenders.append(f"{rel} imports click (use typer's)")
     assert offenders == []
+
+
+def module_cycles(modules: list[tuple[str, str, list[tuple[int, str]]]]) -> list[list[str]]:
+    """Import circles between modules (inside a package too): each module's runtime imports, resolved to the
+    kbtool module they name (a package's own submodules excepted, which it may import)."""
+    names = {_module_name(rel) for rel, _, _ in modules}
+    g = nx.DiGraph()
+    for rel, _unit, imports in modules:
+        me = _module_name(rel)
+        for _line, mod in imports:
+            while mod and mod not in names:
+                mod = mod.rpartition(".")[0]
+            if mod and mod != me and not me.startswith(mod + "."):
+                g.add_edge(me, mod)
+    return sorted(sorted(c) for c in nx.simple_cycles(g))
+
+
+def test_no_module_imports_itself_round_a_circle() -> None:
+    assert module_cycles(_modules()) == []
+
+
+def test_the_circle_scan_sees_one() -> None:
+    mods = [("a/x.py", "a", [(1, "kbtool.a.y")]), ("a/y.py", "a", [(3, "kbtool.a.x")]), ("a/z.py", "a", [])]
+    assert module_cycles(mods) == [["kbtool.a.x", "kbtool.a.y"]]

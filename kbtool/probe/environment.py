@@ -175,7 +175,8 @@ if __name__ == "__main__":
 
 def kb_context(records: Path, env: dict[str, Any]) -> dict[str, Any]:
     """The KB's accelerator and architecture records for this GPU, for judges that compare with them."""
-    from kbtool.store.untrusted import UntrustedInputError, load_yaml
+    from kbtool.store.reader import load_yaml
+    from kbtool.store.untrusted import UntrustedInputError
 
     out: dict[str, Any] = {}
     for key, folder in (("accelerator", "accelerators"), ("architecture", "architectures")):

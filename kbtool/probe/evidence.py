@@ -113,7 +113,8 @@ def write(folder: Path, evidence: Evidence) -> tuple[Path, Evidence]:
 def load(path: Path) -> Evidence:
     """Read an evidence file written by `kb probe run` (for applying it elsewhere), through the untrusted-file
     reader (regular file, size, UTF-8, the record reader's node/depth/alias limits): exit 2 when it is not one."""
-    from kbtool.store.untrusted import UntrustedInputError, load_yaml
+    from kbtool.store.reader import load_yaml
+    from kbtool.store.untrusted import UntrustedInputError
 
     try:
         raw = load_yaml(path)

@@ -84,7 +84,8 @@ def _gpus(value: Any, where: str) -> float:
 
 def load_plan(path: Path) -> tuple[str, list[Task]]:
     """The plan's name and its tasks, expanded; a UsageError for anything else (see the module's docstring)."""
-    from kbtool.store.untrusted import LIMITS, load_yaml
+    from kbtool.store.reader import load_yaml
+    from kbtool.store.untrusted import LIMITS
 
     doc = load_yaml(path, limit=LIMITS["plan"], aliases=False)  # a plan is a few lists of names: no alias belongs
     if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), list):

@@ -12,7 +12,8 @@ from typing import Any
 
 from kbtool.errors import UsageError
 from kbtool.model.hfconfig import ConfigError, to_record
-from kbtool.store.untrusted import load_json, load_yaml
+from kbtool.store.reader import load_yaml
+from kbtool.store.untrusted import load_json
 
 HF_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 

@@ -210,3 +210,20 @@ def _scalar(node: yaml.Node, line: int, path: tuple[PathPart, ...]) -> Any:
         except ValueError:
             raise _Bad(f"cannot read number {v!r}", line, path) from None
     raise _Bad(f"unsupported tag {tag!r}; records use plain YAML", line, path)
+
+
+def load_yaml(path: Path | str, *, given: str | None = None, root: Path | None = None,
+              limit: int | None = None, aliases: bool = True) -> Any:
+    """A YAML file read through `read_bytes` and the record reader (its limits and located errors); without
+    `aliases`, a file that uses one is refused."""
+    from kbtool.store.untrusted import MAX_BYTES as UNTRUSTED_MAX
+    from kbtool.store.untrusted import UntrustedInputError, check_tree, read_bytes
+
+    name = given or str(path)
+    raw = read_bytes(path, given=given, root=root, limit=UNTRUSTED_MAX if limit is None else limit)
+    doc, problems = parse_bytes(raw, name, aliases=aliases)
+    if doc is None:
+        f = problems[0]
+        raise UntrustedInputError(name, f"{f.path}: {f.message}", line=f.line, fix=f.fix or "check the file")
+    check_tree(doc.data, name)
+    return doc.data

@@ -237,21 +237,3 @@ def load_json(path: Path | str, *, given: str | None = None, root: Path | None =
     name = given or str(path)
     return parse_json(decode(read_bytes(path, given=given, root=root, limit=limit), name), name,
                       nonfinite=nonfinite)
-
-
-# ---- YAML ----------------------------------------------------------------------------------------
-
-
-def load_yaml(path: Path | str, *, given: str | None = None, root: Path | None = None,
-              limit: int = MAX_BYTES, aliases: bool = True) -> Any:
-    """A YAML file read through `read_bytes` and the record reader (its limits and located errors); without
-    `aliases`, a file that uses one is refused."""
-    from kbtool.store.reader import parse_bytes
-
-    name = given or str(path)
-    doc, problems = parse_bytes(read_bytes(path, given=given, root=root, limit=limit), name, aliases=aliases)
-    if doc is None:
-        f = problems[0]
-        raise UntrustedInputError(name, f"{f.path}: {f.message}", line=f.line, fix=f.fix or "check the file")
-    check_tree(doc.data, name)
-    return doc.data

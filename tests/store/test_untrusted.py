@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from kbtool.store import untrusted
+from kbtool.store.reader import load_yaml
 from kbtool.store.records import discover, load_tree
-from kbtool.store.untrusted import UntrustedInputError, load_json, load_yaml, read_bytes
+from kbtool.store.untrusted import UntrustedInputError, load_json, read_bytes
 
 
 def _fifo(path: Path) -> Path:
