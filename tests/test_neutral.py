@@ -1,7 +1,7 @@
-"""Neutral code names no engine (issue 43, design.md §3): outside the engines' own folders (kbtool/solve/engines/), no
-identifier, import or string in solve/, render/ or the command modules names an engine, so the house has no
-default engine and a new one is its folder and a registry line. Comments and docstrings may cite an engine's
-source (they are where a fact comes from, not a branch on a name)."""
+"""Neutral code names no engine (issue 43, design.md §3): outside the engines' own folders (kbtool/solve/engines/),
+no identifier, import or string in solve/, render/ or the command modules (query_cli.py, cli/) names an engine,
+so the house has no default engine and a new one is its folder and a registry line. Comments and docstrings may
+cite an engine's source (they are where a fact comes from, not a branch on a name)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import ast
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parent.parent / "kbtool"
-NEUTRAL = [*sorted((PKG / "solve").glob("*.py")), *sorted((PKG / "render").glob("*.py")), PKG / "query_cli.py"]
+NEUTRAL = [*sorted((PKG / "solve").glob("*.py")), *sorted((PKG / "render").glob("*.py")), PKG / "query_cli.py",
+           *sorted((PKG / "cli").glob("*.py"))]
 NAMES = ("vllm", "sglang")
 
 
