@@ -62,14 +62,25 @@ def test_lib_release_without_evidence_names_the_probed_ones() -> None:
         "0.9.0 not probed: after the newest probed 0.6.18; its claims' own scopes only"
 
 
-def test_an_answer_names_the_override_the_release_was_installed_with() -> None:
+
+def test_an_answer_names_the_override_the_release_was_installed_with(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Issue 46: vLLM 0.34.0 pins flashinfer-python==0.7.3, which PyPI lacks; its sweep installed 0.7.4 instead
-    (probes/sweep-overrides.yaml), and an answer from its grid says so."""
-    eid = grid.evidence_id("0.34.0")
-    assert eid is not None and grid.install_overrides(eid) == ("flashinfer-python==0.7.4",)
-    assert grid.install_overrides(str(grid.evidence_id("0.33.0"))) == ()
-    rows = vs.rows(vs.load(ROOT / "tests" / "data" / "vllm" / "0.34.0" / "cc9.0.json.gz"))
-    env = dict(vs.grid_env(rows[0]), engine="vllm", vllm="0.34.0")
-    sel = grid.select_unrecorded(image(), env, "0.34.0", None, "cuda", lambda v: engine.select(image(), env, v))
-    assert sel.source == (f"vLLM 0.34.0's own selector grid ({eid}), installed with override "
-                          "flashinfer-python==0.7.4")
+    (probes/sweep-overrides.yaml), its evidence says so, and an answer from its grid names it. The evidence here
+    is the environment block `kb probe run` writes (kbtool/probe/evidence.py), in a scratch tree."""
+    import kbtool.paths
+    from kbtool.probe import evidence as ev_io
+
+    env = ev_io.environment_model({"gpu": "no GPU (vllm 0.34.0)", "compute_capability": "n/a",
+                                   "libraries": {"vllm": "0.34.0"}, "install_overrides": ["flashinfer-python==0.7.4"]})
+    from kbtool.store.writer import dump
+
+    (tmp_path / "evidence").mkdir()
+    (tmp_path / "evidence" / "e.yaml").write_text(dump({"id": "e", "environment": env.model_dump(exclude_none=True)}))
+    (tmp_path / "evidence" / "plain.yaml").write_text(dump({"id": "plain", "environment": {"gpu": "no GPU"}}))
+    monkeypatch.setattr(kbtool.paths, "records_dir", lambda: tmp_path)
+    grid.install_overrides.cache_clear()
+    try:
+        assert grid.install_overrides("e") == ("flashinfer-python==0.7.4",)
+        assert grid.install_overrides("plain") == () and grid.install_overrides("missing") == ()
+    finally:
+        grid.install_overrides.cache_clear()
