@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from .common import Record, Ref, Strict
 
@@ -29,6 +29,14 @@ class Environment(Strict):
         "installed (`kb probe sweep` with probes/sweep-overrides.yaml or --override), e.g. flashinfer-python==0.7.4")
     accelerator: Ref | None = Field(default=None, description="Matching accelerator record, if known")
     architecture: Ref | None = Field(default=None, description="Matching architecture record, e.g. sm90")
+
+    @model_serializer(mode="wrap")
+    def _without_unset_overrides(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A record installed without overrides dumps as before the field existed (record digests stay)."""
+        data: dict[str, Any] = handler(self)
+        if data.get("install_overrides") is None:
+            data.pop("install_overrides", None)
+        return data
 
 
 class Case(Strict):
