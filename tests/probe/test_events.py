@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kbtool.model import Claim
 from kbtool.probe import events
-from kbtool.solve import timeline as tl
+from kbtool.solve.engines.vllm import timeline as tl
 
 SCOPED = [{"library": "vllm", "introduced": "0.33.0", "last_affected": "0.33.0"}]
 
