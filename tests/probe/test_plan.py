@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -117,12 +115,6 @@ def test_a_task_returning_a_path_outside_is_not_written(tmp_path: Path) -> None:
         with pytest.raises(WriteError):
             campaign._write(out, tmp_path / "root", task, {rel: b"x"})
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["out"]
-
-
-def _campaign(plan: Path, out: Path, *, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kbtool", "probe", "campaign", str(plan), "--out", str(out),
-                           "--ray-address", "none"], capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-                          env={**os.environ, "NO_COLOR": "1"})
 
 
 def test_the_escaping_shard_of_the_issue_exits_2_and_writes_nothing(tmp_path: Path) -> None:

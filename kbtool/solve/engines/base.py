@@ -149,12 +149,6 @@ class Pick(_Frozen):
                   kv_cache_dtype=kv_cache_dtype, refused=list(refused or []), error=error, error_type=error_type,
                   between=between, source=source, block=dict(block or {}))
 
-    def choice(self, phase: str) -> str | None:
-        """What runs `phase`, when it starts."""
-        if self.state != "selected":
-            return None
-        return self.prefill if phase == "prefill" else self.decode
-
     def to_dict(self) -> dict[str, Any]:
         """The answer's `engine` object: the typed fields, then the engine's own data."""
         out: dict[str, Any] = {f: getattr(self, f) for f in self.__slots__ if f != "block"}
