@@ -46,14 +46,3 @@ def measured_ranking(img: Image, gpu: str, phases: list[str], envs: dict[str, di
         if k.id in best:
             k.rank, k.measured = best[k.id]
     return out
-
-
-def summary(ranking: dict[str, Any]) -> str:
-    parts = []
-    for phase, r in ranking.items():
-        top = r["ranking"][0]
-        if r["winner"]:
-            parts.append(f"{phase}: {top['kernel']} ({top['backend']}) fastest, a clear winner by {r['ratio']}x")
-        else:
-            parts.append(f"{phase}: fastest measured {top['kernel']} ({top['backend']}), no clear winner")
-    return "; ".join(parts)
