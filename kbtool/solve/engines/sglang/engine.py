@@ -42,8 +42,8 @@ class Sglang(Engine):
                '--model-path M --tp 2": pre-flight answer (backends, page size, token pool, or SGLang\'s error).'),
     )
     block_size = None  # SGLang's page size comes from its resolution (1 unless a backend forces one)
-    # flags whose GPU memory kb does not model (sglang/srt/server_args.py: --cpu-offload-gb, speculative decoding,
-    # LoRA; docs.sglang.ai/advanced_features/server_arguments.html)
+    # flags whose GPU memory kb does not model, named by what each flag is for; they only make an answer
+    # conditional (no number rests on them). Not yet read against sglang/srt/server_args.py for a release.
     memory_flags = {"--cpu-offload-gb": "weights offloaded to host memory", "--speculative-algorithm": "a draft "
                     "model and its KV cache", "--enable-lora": "LoRA adapter weights", "--lora-paths": "LoRA adapter "
                     "weights"}

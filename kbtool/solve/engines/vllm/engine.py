@@ -34,8 +34,8 @@ class Vllm(Engine):
     )
     block_size = 16  # vLLM's default --block-size on CUDA for the non-MLA backends (vllm/config/cache.py)
     long_context = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, which vLLM warns against"  # vllm/config/model.py
-    # flags whose GPU memory kb does not model (vllm/engine/arg_utils.py: CacheConfig, LoRAConfig,
-    # SpeculativeConfig, OffloadConfig; docs.vllm.ai/en/latest/configuration/engine_args.html)
+    # flags whose GPU memory kb does not model, named by what each flag is for; they only make an answer
+    # conditional (no number rests on them). Not yet read against vllm/engine/arg_utils.py for a release.
     memory_flags = {"--cpu-offload-gb": "weights offloaded to host memory", "--speculative-config": "a draft model "
                     "and its KV cache", "--enable-lora": "LoRA adapter weights", "--num-gpu-blocks-override": "the "
                     "KV pool's size"}
