@@ -71,7 +71,7 @@ def _resolve(res, argv):
     if hasattr(sa, "resolved_dict"):
         d = sa.resolved_dict()
     else:
-        d = {f.name: getattr(sa, f.name) for f in dataclasses.fields(sa)}
+        d = {f.name: grid._plain(getattr(sa, f.name)) for f in dataclasses.fields(sa)}
     return sa, d
 
 

@@ -39,7 +39,9 @@ HF_CONFIGS = ROOT / "tests" / "data" / "hf-configs"
 PYTHON_ENV = "KB_SGLANG_PYTHON"
 RAW_DIR_ENV = "KB_SGLANG_RAW_DIR"
 # launch lines after `--model-path M --skip-tokenizer-init --device cuda`
-VARIANTS: list[list[str]] = [[], ["--kv-cache-dtype", "fp8_e4m3"], ["--context-length", "32768"]]
+VARIANTS: list[list[str]] = [[], ["--kv-cache-dtype", "fp8_e4m3"], ["--context-length", "32768"],
+                              ["--mem-fraction-static", "0.9", "--max-running-requests", "48"],
+                              ["--page-size", "64", "--max-total-tokens", "200000"]]
 # free memory after the weights load, as a fraction of the memory free before it
 FRACTIONS = [0.02, 0.08, 0.12, 0.15, 0.17, 0.19, 0.22, 0.3, 0.45, 0.6, 0.8, 0.95]
 ALL_NVIDIA = ["nvidia-a10", "nvidia-a10g", "nvidia-a100-40gb-sxm", "nvidia-a100-80gb-pcie", "nvidia-a100-80gb-sxm",
@@ -52,9 +54,9 @@ CLASSES = ["llama-3.1-8b", "qwen3-32b", "deepseek-v3", "deepseek-v3.2", "gemma-3
            "qwen3-next-80b-a3b", "nemotron-h-56b"]  # dense, dense, MLA, DSA, sliding window, chunked, GDN, Mamba
 # (accelerators, models or None for every recorded model, variant indices) per case: SGLang imports once per case
 GROUPS: dict[str, tuple[list[str], list[str] | None, list[int]]] = {
-    "defaults": (ALL_NVIDIA, ["llama-3.1-8b", "deepseek-v3", "qwen3-next-80b-a3b"], [0]),
-    "models": (["nvidia-h100-sxm"], None, [0]),
-    "classes": (["nvidia-h200-sxm", "nvidia-l40s"], CLASSES, [0, 1, 2]),
+    "defaults": (ALL_NVIDIA, CLASSES, [0]),
+    "models": (["nvidia-h100-sxm"], None, [0, 1, 2, 3, 4]),
+    "classes": (["nvidia-h200-sxm", "nvidia-b200", "nvidia-l40s", "nvidia-rtx-5090"], CLASSES, [0, 1, 2, 3, 4]),
 }
 
 SPEC = ProbeSpec(
@@ -139,3 +141,129 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
 
 def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
     return []  # no claim: the recording is replayed by tests/solve/test_sglang_pool_replay.py
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Replay: kb's SGLang engine at every recorded point (tests/solve/test_sglang_pool_replay.py, summarize)
+# --------------------------------------------------------------------------------------------------------------
+
+KV_NAMES = {"bfloat16": "bf16", "float16": "fp16", "float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
+
+
+def load(path: Path) -> dict[str, Any]:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return json.load(fh)  # type: ignore[no-any-return]
+
+
+def recorded(release: str, folder: Path | None = None) -> list[dict[str, Any]]:
+    return [load(p) for p in sorted(((folder or raw_dir()) / release).glob("pool-*.json.gz"))]
+
+
+def _want_defaults(d: dict[str, Any]) -> dict[str, Any]:
+    att = d.get("attention_backend")
+    graph = d.get("decode_graph_max_bs", d.get("cuda_graph_max_bs"))
+    return {"prefill": d.get("prefill_attention_backend") or att, "decode": d.get("decode_attention_backend") or att,
+            "page_size": d.get("page_size"), "mem_fraction_static": d.get("mem_fraction_static"),
+            "chunked_prefill_size": d.get("chunked_prefill_size"), "decode_graph_max_bs": graph,
+            "kv": KV_NAMES.get(str(d.get("kv_torch_dtype")), d.get("kv_torch_dtype"))}
+
+
+def kb_point(img: Any, release: str, acc_id: str, acc: dict[str, Any], model_id: str,
+             argv: list[str]) -> dict[str, Any] | None:
+    """kb's SGLang answer for one recorded row: its resolved defaults, the pool cell and the planner's inputs."""
+    from kbtool.solve.engines.sglang import facts as sf
+    from kbtool.solve.engines.sglang import pool as sp
+    from kbtool.solve.engines.sglang import resolve as sr
+    from kbtool.solve.engines.sglang.args import parse_argv
+
+    model = img.model(model_id)
+    view = img.accelerator(acc_id)
+    if model is None or view is None:
+        return None
+    args = parse_argv(argv).server_args()
+    cc = acc["capability"][0] + acc["capability"][1] / 10
+    r = sr.resolve(img, release, sf.platform_facts(view, cc, img.cuda), sf.model_facts_from_record(model), args)
+    if r.get("error"):
+        return {"error": r["error"], "message": r["message"]}
+    kv = sp._kv(r.get("kv_cache_dtype"), {}, model)
+    extra = not args.get("disable_radix_cache")
+    cell, _nf, _ns, _left = sp.cell_of(model, kv, 1, mamba_slots=5 if extra else 1)
+    ctx = int(args.get("context_length") or model.max_context or 4096)
+    return {"prefill": r.get("prefill"), "decode": r.get("decode"), "page_size": r.get("page_size"),
+            "mem_fraction_static": r.get("mem_fraction_static"), "chunked_prefill_size": r.get("chunked_prefill_size"),
+            "decode_graph_max_bs": r.get("decode_graph_max_bs"), "kv": kv, "_cell": cell, "_ctx": ctx,
+            "_args": args}
+
+
+def replay(img: Any, doc: dict[str, Any]) -> tuple[Counter[str], list[tuple[Any, ...]]]:
+    """Agreement per field over one recorded document, and the points where kb differs (field, point, kb, SGLang).
+    A row SGLang refused or could not plan on a CPU is counted, not replayed ("sglang refused" / "unplanned")."""
+    from kbtool.solve.engines.sglang.plan import plan
+
+    release = str(doc["sglang"])
+    tally: Counter[str] = Counter()
+    wrong: list[tuple[Any, ...]] = []
+    for acc_id, model_id, vi, d, pools in doc["rows"]:
+        argv = list(doc["variants"][vi])
+        label = (acc_id, model_id, " ".join(argv))
+        if "error" in d:
+            tally["sglang refused the line"] += 1
+            continue
+        if "unplanned" in d or "configurator_error" in d:
+            tally["unplanned on a CPU"] += 1
+            continue
+        got = kb_point(img, release, acc_id, doc["accelerators"][acc_id], model_id, argv)
+        if got is None:
+            tally["no kb record"] += 1
+            continue
+        if "error" in got:
+            wrong.append(("resolution", label, got, None))
+            continue
+        want = _want_defaults(d)
+        for k, v in want.items():
+            if got[k] == v:
+                tally[k] += 1
+            else:
+                wrong.append((k, label, got[k], v))
+        cell = got["_cell"]
+        if cell.bytes == d.get("cell_size"):
+            tally["cell"] += 1
+        else:
+            wrong.append(("cell", label, cell.bytes, d.get("cell_size")))
+        pre = (doc["accelerators"][acc_id]["memory_mib"] - doc["context_mib"]) / 1024
+        args = got["_args"]
+        for f, sgl in zip(doc["fractions"], pools, strict=True):
+            p = plan(cell, page_size=int(want["page_size"] or 1), mem_fraction_static=float(want["mem_fraction_static"]),
+                     pre_gib=pre, available_gib=pre * f, context_len=got["_ctx"],
+                     max_running_requests=args.get("max_running_requests"), max_total_tokens=args.get("max_total_tokens"))
+            mine = ({"error": p.error, "message": p.message} if p.error else
+                    {"max_total_num_tokens": p.tokens, "max_running_requests": p.max_running_requests})
+            if p.error is None and p.state_slots is not None:
+                mine["max_mamba_cache_size"] = p.state_slots
+            theirs = {k: sgl[k] for k in ("error", "message", "max_total_num_tokens", "max_running_requests",
+                                          "max_mamba_cache_size") if k in sgl}
+            if mine == theirs:
+                tally["pool points"] += 1
+                tally["refusals" if p.error else "plans"] += 1
+            else:
+                wrong.append(("pool", (*label, f), mine, theirs))
+    return tally, wrong
+
+
+def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:
+    """kb's SGLang engine against SGLang's own planner at every point this run recorded."""
+    from kbtool.kb import load_kb
+    from kbtool.paths import records_dir
+    from kbtool.solve.image import Image
+
+    img = Image.of(load_kb(records_dir())[0])
+    total: Counter[str] = Counter()
+    bad = 0
+    for obs in observations:
+        raw = (obs.get("metrics") or {}).get("raw")
+        if obs.get("outcome") != "OK" or not raw:
+            continue
+        tally, wrong = replay(img, load(ROOT / raw))
+        total.update(tally)
+        bad += len(wrong)
+    return {"agree": dict(sorted(total.items())), "differ": bad}

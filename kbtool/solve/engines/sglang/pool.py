@@ -30,6 +30,7 @@ import math
 
 from kbtool.solve.answer import Memory
 from kbtool.solve.engines.base import Pool as EnginePool
+from kbtool.solve.engines.sglang.plan import Cell, plan
 from kbtool.solve.weights import Fit, weight_bytes
 
 TYPE_CHECKING = False
@@ -41,7 +42,11 @@ GIB = 1 << 30
 CONTEXT_BYTES = 687 << 20
 SWA_FULL_TOKENS_RATIO = 0.8  # --swa-full-tokens-ratio's fallback (arg_groups/fields, docs §7)
 ELEMENT = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1, "nvfp4": 1}
-NO_HYBRID_SWA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration")
+# sglang/srt/configs/model_config.py is_hybrid_swa_model (0.5.23 :2651-2690): the architectures SGLang gives a
+# separate sliding-window pool; every other model's sliding layers hold every token (Gemma-2/3, Mistral, ...)
+HYBRID_SWA = frozenset({"Llama4ForConditionalGeneration", "GptOssForCausalLM", "GraniteSWAForCausalLM",
+                        "GraniteMoeSWAForCausalLM", "MiMoV2ForCausalLM", "MiMoV2FlashForCausalLM",
+                        "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration", "Step3p5ForCausalLM"})
 
 
 class Pool:
@@ -49,11 +54,13 @@ class Pool:
 
     def __init__(self, *, tokens: int, cell_bytes: float, budget_bytes: int, mem_fraction_static: float,
                  page_size: int, max_running_requests: int, mla: bool, kv_dtype: str, full_layers: int,
-                 swa_layers: int, left_out: list[str]) -> None:
+                 swa_layers: int, left_out: list[str], state_slots: int | None = None,
+                 swa_tokens: int | None = None) -> None:
         self.tokens, self.cell_bytes, self.budget_bytes = tokens, cell_bytes, budget_bytes
         self.mem_fraction_static, self.page_size = mem_fraction_static, page_size
         self.max_running_requests, self.mla, self.kv_dtype = max_running_requests, mla, kv_dtype
         self.full_layers, self.swa_layers, self.left_out = full_layers, swa_layers, left_out
+        self.state_slots, self.swa_tokens = state_slots, swa_tokens
 
     def as_dict(self, ctx: int | None) -> dict[str, Any]:
         gb = GIB  # SGLang prints GB as bytes / 2**30 (memory_pool.py); the boots' K + V sizes add up so
@@ -76,13 +83,19 @@ class Pool:
             out["swa_full_tokens_ratio"] = SWA_FULL_TOKENS_RATIO
         if self.left_out:
             out["left_out"] = list(self.left_out)
+        if self.state_slots is not None:
+            out["max_mamba_cache_size"] = self.state_slots
+        if self.swa_tokens is not None:
+            out["swa_max_total_num_tokens"] = self.swa_tokens
         at = f"; {self.tokens / ctx:.2f} requests of {ctx:,} tokens" if ctx else ""
         bound = any(x.startswith("linear-attention") for x in self.left_out)
         if bound:
             out["basis"] = "upper bound"
         first = "an upper bound: the state pool comes first; " if bound else ""
         out["text"] = (f"SGLang will report{' at most' if bound else ''}: {line}; max_total_num_tokens={self.tokens}, "
-                       f"max_running_requests={self.max_running_requests}{at} ({first}estimated: SGLang's pool "
+                       f"max_running_requests={self.max_running_requests}"
+                       + (f", max_mamba_cache_size={self.state_slots}" if self.state_slots is not None else "")
+                       + f"{at} ({first}estimated: SGLang's pool "
                        f"arithmetic with the CUDA context taken as {CONTEXT_BYTES / GIB:.2f} GiB, as measured on "
                        "the H200; within 0.5% of SGLang 0.5.17's pool in every recorded boot"
                        + (f"; not modelled: {', '.join(self.left_out)}" if self.left_out else "") + ")")
@@ -91,32 +104,65 @@ class Pool:
 
 def cell_bytes(model: Any, kv_dtype: str, tp: int) -> tuple[float, int, int, list[str]]:
     """(bytes per token of max_total_num_tokens, full layers, sliding layers, pools left out) for one rank."""
+    c, nfull, nswa, left = cell_of(model, kv_dtype, tp)
+    return c.bytes, nfull, nswa, left
+
+
+def _state_bytes(model: Any, tp: int, ssm_dtype: str) -> int:
+    """SGLang's mamba_cache_per_req: every linear-attention layer's conv state in the model dtype and its temporal
+    (SSM / recurrent) state in --mamba-ssm-dtype (float32 unless given), split over TP on the recorded dimension."""
+    total = 0
+    for g in model.layers:
+        if g.type != "linear":
+            continue
+        per = 0
+        for st in g.state or []:
+            n = 1
+            for i, d in enumerate(st["shape"]):
+                n *= d // tp if i == st.get("tp_dim") and d % tp == 0 else d
+            per += n * (2 if st["name"] == "conv" else ELEMENT.get(ssm_dtype, 4))
+        total += g.count * per
+    return total
+
+
+def cell_of(model: Any, kv_dtype: str, tp: int, *, ssm_dtype: str = "fp32", mamba_slots: int = 5,
+            swa_ratio: float = SWA_FULL_TOKENS_RATIO) -> tuple[Cell, int, int, list[str]]:
+    """SGLang's pool cell for one rank (pool_configurator.py DefaultPoolConfigurator._compute_cell_size, HybridSWA
+    :656-803): K and V of every attention layer, kv heads per rank replicated below one; MLA one latent per layer
+    plus DSA's fp8 index key and its scales; Mamba / linear-attention hybrids only the full-attention layers, their
+    state per request apart; the hybrid sliding-window pool only for SGLang's hybrid-SWA architectures
+    (model_config.py is_hybrid_swa_model), every other model holding every token in every layer."""
     elt = ELEMENT.get(kv_dtype, 2)
-    hybrid = model.architecture not in NO_HYBRID_SWA
-    full = swa = 0.0
+    hybrid = model.architecture in HYBRID_SWA
+    full = swa = 0
     nfull = nswa = 0
+    window = None
     left: list[str] = []
     for g in model.layers:
         if g.type == "mla":
-            full += g.count * ((g.kv_lora_rank or 512) + (g.rope_dim or 64)) * elt
-            nfull += g.count
+            per = ((g.kv_lora_rank or 512) + (g.rope_dim or 64)) * elt
             if g.index_head_dim:
-                left.append("DSA indexer key cache")
+                per += g.index_head_dim + g.index_head_dim // 128 * 4  # uint8 index key + fp32 scale per 128
+            full += g.count * per
+            nfull += g.count
             continue
         if g.type == "linear":
-            left.append("linear-attention / Mamba state (its own pool, sized by --mamba-full-memory-ratio)")
             continue
         heads = max(1, (g.kv_heads or 1) // tp)  # ModelConfig.get_num_kv_heads: replicated below one per rank
         per = heads * ((g.head_dim or model.head_dim) + (g.head_dim_v or g.head_dim or model.head_dim)) * elt
         if g.type in ("sliding", "chunked") and hybrid:
             swa += g.count * per
             nswa += g.count
+            window = g.window or g.chunk
         else:
             full += g.count * per
             nfull += g.count
+    state = _state_bytes(model, tp, ssm_dtype)
     if nfull and nswa:
-        return full + SWA_FULL_TOKENS_RATIO * swa, nfull, nswa, left
-    return full + swa, nfull, nswa, sorted(set(left))
+        return (Cell(bytes=full + swa_ratio * swa, full_bytes=full, swa_bytes=swa, swa_ratio=swa_ratio,
+                     window=window, state_per_request=state, mamba_slots_per_request=mamba_slots),
+                nfull, nswa, left)
+    return Cell(bytes=full + swa, state_per_request=state, mamba_slots_per_request=mamba_slots), nfull, nswa, left
 
 
 def fit(model: Any, kv_dtype: str, capacity: int, ctx: int | None, *, mem_fraction_static: float, page_size: int,
@@ -126,25 +172,21 @@ def fit(model: Any, kv_dtype: str, capacity: int, ctx: int | None, *, mem_fracti
     wtotal, whow = weight_bytes(model, weights)
     wgpu = math.ceil(wtotal / tp)
     pre = capacity - CONTEXT_BYTES
-    budget = int(pre * mem_fraction_static) - wgpu
-    cell, nfull, nswa, left = cell_bytes(model, kv_dtype, tp)
-    error = None
+    c, nfull, nswa, left = cell_of(model, kv_dtype, tp)
+    cell = c.bytes
+    context_len = ctx or model.max_context or 4096
+    p = plan(c, page_size=page_size, mem_fraction_static=mem_fraction_static, pre_gib=pre / GIB,
+             available_gib=(pre - wgpu) / GIB, context_len=context_len, max_running_requests=max_running_requests,
+             max_total_tokens=max_total_tokens)
+    budget = p.rest_bytes
+    error = f"{p.error}: {p.message}" if p.error else None
     pool = None
-    tokens = 0
-    if budget <= 0:
-        need = math.ceil((1 - (pre - wgpu) / pre) * 1000) / 1000
-        error = (f"ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static="
-                 f"{mem_fraction_static}. Raise --mem-fraction-static above {need:.3f} ...")
-    elif cell > 0:
-        tokens = int(budget // cell) // page_size * page_size
-        if max_total_tokens:
-            tokens = min(tokens, max_total_tokens // page_size * page_size)
-        context_len = ctx or model.max_context or 4096
-        est = max(min(int(tokens / context_len * 512), 4096), 2048)
-        reqs = min(max_running_requests, tokens // 2) if max_running_requests else min(est, tokens // 2)
+    tokens = p.tokens
+    if p.error is None:
         pool = Pool(tokens=tokens, cell_bytes=cell, budget_bytes=budget, mem_fraction_static=mem_fraction_static,
-                    page_size=page_size, max_running_requests=reqs, mla=any(g.type == "mla" for g in model.layers),
-                    kv_dtype=kv_dtype, full_layers=nfull, swa_layers=nswa, left_out=left)
+                    page_size=page_size, max_running_requests=p.max_running_requests,
+                    mla=any(g.type == "mla" for g in model.layers), kv_dtype=kv_dtype, full_layers=nfull,
+                    swa_layers=nswa, left_out=left, state_slots=p.state_slots, swa_tokens=p.swa_tokens)
     need_bytes = math.ceil(batch * ctx * cell) if ctx else 0
     fits = None if ctx is None else (pool is not None and batch * ctx <= tokens)
     seqs = (tokens // ctx if ctx else None) if pool is not None else (0 if ctx else None)
