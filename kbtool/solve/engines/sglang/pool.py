@@ -238,6 +238,7 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
     f, pool, error = fit(model, kv, capacity, ctx, mem_fraction_static=float(msf), page_size=page, batch=batch,
                          tp=q.gpus, weights=q.weights, max_total_tokens=args.get("max_total_tokens"),
                          max_running_requests=args.get("max_running_requests"))
+    to_fit = _to_fit(eng, cx, acc, env, f, kv, ctx, batch, page, args) if f.fits is False else []
     report = pool.as_dict(ctx) if pool is not None else {"basis": "estimated"}
     if error:
         report["error"] = error
@@ -247,12 +248,72 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
                  max_ctx=f.max_ctx, formula=f.formula, notes=[*f.notes, f"capacity: {cap_note}"],
                  weights_dtype=f.weights_dtype, reserve_bytes=f.reserve_bytes, pool_tokens=f.pool_tokens,
                  max_sequences=f.max_sequences, max_ctx_memory=f.max_ctx_memory, ctx_limit=f.ctx_limit,
-                 utilization=float(msf), engine_report=report)
+                 utilization=float(msf), engine_report=report, to_fit=to_fit,
+                 gpus_to_fit=next((int(o["change"].split()[1]) for o in to_fit if o["change"].startswith("--gpus")),
+                                  None))
     mem.pool = EnginePool(engine=eng.name, label=f"SGLang {q.release}", release=q.release,
                           tokens=pool.tokens if pool is not None else None,
                           concurrency=round(pool.tokens / ctx, 2) if pool is not None and ctx else None,
                           starts=False if error else None, error=error, report=report)
     return mem
+
+
+LOW = ("bf16", "fp16", "fp32")  # what fp8 would halve (KV) or shrink (weights)
+
+
+def _to_fit(eng: Any, cx: Any, acc: Any, env: dict[str, Any], f: Fit, kv: str, ctx: int | None, batch: int,
+            page: int, args: dict[str, Any]) -> list[dict[str, Any]]:
+    """The changes that make SGLang's pool hold the request, each planned again by the same pool (fit, plan.py)
+    with SGLang's mem_fraction_static for the changed line: a shorter --context-length, an fp8 KV cache, fp8
+    weights, or more GPUs (--tp-size, doubling up to 64). [{"change", "max_sequences", "max_ctx"}]."""
+    from kbtool.solve.engines.sglang import facts as sf
+    from kbtool.solve.engines.sglang import resolve as sr
+    from kbtool.solve.engines.sglang.serverargs import args_for
+
+    q, model = cx.q, cx.model
+    capacity = acc.capacity_bytes()
+
+    def on(gpus: int, kv_as: str | None = None, weights_as: str | None = None, ctx_as: int | None = None) -> Fit:
+        line = dict(args_for(q, model), tp_size=gpus)
+        if ctx_as:
+            line["context_length"] = ctx_as
+        msf = args.get("mem_fraction_static")
+        if msf is None:
+            r = sr.resolve(cx.img, q.release or "", sf.platform_facts(acc, env.get("cc"), env.get("cuda") or cx.img.cuda),
+                           sf.model_facts_from_record(model), line)
+            msf = r.get("mem_fraction_static")
+        if msf is None:
+            return f
+        got, _pool, _err = fit(model, kv_as or kv, capacity, ctx_as or ctx, mem_fraction_static=float(msf),
+                               page_size=page, batch=batch, tp=gpus, weights=weights_as or q.weights,
+                               max_total_tokens=args.get("max_total_tokens"),
+                               max_running_requests=args.get("max_running_requests"))
+        return got
+
+    def offer(change: str, g: Fit) -> dict[str, Any]:
+        return {"change": change, "max_sequences": g.max_sequences, "max_ctx": g.max_ctx}
+
+    out: list[dict[str, Any]] = []
+    if f.ctx_limit == "memory" and f.max_ctx and ctx and f.max_ctx < ctx:
+        g = on(q.gpus, ctx_as=f.max_ctx)
+        if g.fits:
+            out.append(offer(f"--ctx {f.max_ctx}", g))
+    if kv in LOW:
+        g = on(q.gpus, kv_as="fp8_e4m3")
+        if g.fits:
+            out.append(offer("--kv fp8", g))
+    if f.weights_dtype in LOW:
+        g = on(q.gpus, weights_as="fp8")
+        if g.fits:
+            out.append(offer("--weights fp8", g))
+    p = q.gpus * 2
+    while p <= 64:
+        g = on(p)
+        if g.fits:
+            out.append(offer(f"--gpus {p}", g))
+            break
+        p *= 2
+    return out
 
 
 def _kv(resolved: str | None, env: dict[str, Any], model: Any) -> str:
