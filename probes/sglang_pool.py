@@ -186,8 +186,8 @@ def kb_point(img: Any, release: str, acc_id: str, acc: dict[str, Any], model_id:
     if r.get("error"):
         return {"error": r["error"], "message": r["message"]}
     kv = sp._kv(r.get("kv_cache_dtype"), {}, model)
-    extra = not args.get("disable_radix_cache")
-    cell, _nf, _ns, _left = sp.cell_of(model, kv, 1, mamba_slots=5 if extra else 1)
+    cell, _nf, _ns, _left = sp.cell_of(model, kv, 1, mamba_slots=sp.mamba_slots(args),
+                                       dsa_backends=(r.get("dsa_prefill_backend"), r.get("dsa_decode_backend")))
     ctx = int(args.get("context_length") or model.max_context or 4096)
     return {"prefill": r.get("prefill"), "decode": r.get("decode"), "page_size": r.get("page_size"),
             "mem_fraction_static": r.get("mem_fraction_static"), "chunked_prefill_size": r.get("chunked_prefill_size"),

@@ -28,7 +28,19 @@ DATA = ROOT / "tests" / "data" / "sglang"
 RELEASES = ("0.5.23", "0.5.17")
 # (field, model) pairs kb does not reproduce yet, each with the reason; the rows are still replayed for everything
 # else, and the pool points are planned with SGLang's value for the field (so the planner is still held to SGLang)
-KNOWN: dict[tuple[str, str], str] = {}
+_VLM = ("SGLang lowers mem_fraction_static for a multimodal checkpoint by its vision tower's size (0.5.17 "
+        "server_args.py:9083 adjust_mem_fraction_for_vlm, 0.5.23 arg_groups/memory_hook.py:417); kb's model records "
+        "do not hold the vision tower yet")
+KNOWN: dict[tuple[str, str], str] = {
+    ("mem_fraction_static", "devstral-small-2-24b"): _VLM,
+    ("mem_fraction_static", "gemma-4-26b-a4b"): _VLM,
+    ("mem_fraction_static", "kimi-k2.5"): _VLM,
+    ("mem_fraction_static", "qwen3.5-27b"): _VLM,
+    ("mem_fraction_static", "qwen3.5-397b-a17b"): _VLM,
+    ("kv", "minimax-m2.5"): "the stored config.json is a trimmed copy without torch_dtype (tests/data/hf-configs/"
+                            "minimax-m2.5/SOURCE.yaml complete: false), so SGLang's dtype auto falls back to float16; "
+                            "kb's record is bf16, and the bytes per token are the same",
+}
 
 
 @cache
@@ -85,9 +97,9 @@ def test_every_model_class_is_covered() -> None:
 
 def test_the_planner_can_refuse() -> None:
     """The replay can fail: a planner that answers one token short of SGLang differs at a recorded point."""
-    doc = recorded("0.5.23")[0]
+    doc = recorded(RELEASES[0])[0]
     acc, model, vi, d, pools = next(r for r in doc["rows"] if r[4] and "max_total_num_tokens" in r[4][-1])
-    got = probe.kb_point(image(), "0.5.23", acc, doc["accelerators"][acc], model, list(doc["variants"][vi]))
+    got = probe.kb_point(image(), RELEASES[0], acc, doc["accelerators"][acc], model, list(doc["variants"][vi]))
     assert got is not None and "error" not in got
     cell: Cell = got["_cell"]
     pre = (doc["accelerators"][acc]["memory_mib"] - doc["context_mib"]) / 1024

@@ -126,7 +126,8 @@ def _state_bytes(model: Any, tp: int, ssm_dtype: str) -> int:
 
 
 def cell_of(model: Any, kv_dtype: str, tp: int, *, ssm_dtype: str = "fp32", mamba_slots: int = 5,
-            swa_ratio: float = SWA_FULL_TOKENS_RATIO) -> tuple[Cell, int, int, list[str]]:
+            swa_ratio: float = SWA_FULL_TOKENS_RATIO,
+            dsa_backends: tuple[str | None, str | None] = (None, None)) -> tuple[Cell, int, int, list[str]]:
     """SGLang's pool cell for one rank (pool_configurator.py DefaultPoolConfigurator._compute_cell_size, HybridSWA
     :656-803): K and V of every attention layer, kv heads per rank replicated below one; MLA one latent per layer
     plus DSA's fp8 index key and its scales; Mamba / linear-attention hybrids only the full-attention layers, their
@@ -140,7 +141,13 @@ def cell_of(model: Any, kv_dtype: str, tp: int, *, ssm_dtype: str = "fp32", mamb
     left: list[str] = []
     for g in model.layers:
         if g.type == "mla":
-            per = ((g.kv_lora_rank or 512) + (g.rope_dim or 64)) * elt
+            lora, rope = g.kv_lora_rank or 512, g.rope_dim or 64
+            per = (lora + rope) * elt
+            raw = "trtllm" in dsa_backends or dsa_backends == ("tilelang", "tilelang")
+            if g.index_head_dim and kv_dtype == "fp8_e4m3" and not raw:
+                # DSA's scaled fp8 rows (kv_cache_configurator.py calculate_mla_kv_cache_dim): the fp8 latent, an
+                # fp32 scale per 128, the rope part kept in bf16
+                per = lora + lora // 128 * 4 + rope * 2
             if g.index_head_dim:
                 per += g.index_head_dim + g.index_head_dim // 128 * 4  # uint8 index key + fp32 scale per 128
             full += g.count * per
@@ -167,12 +174,13 @@ def cell_of(model: Any, kv_dtype: str, tp: int, *, ssm_dtype: str = "fp32", mamb
 
 def fit(model: Any, kv_dtype: str, capacity: int, ctx: int | None, *, mem_fraction_static: float, page_size: int,
         batch: int = 1, tp: int = 1, weights: str | None = None, max_total_tokens: int | None = None,
-        max_running_requests: int | None = None) -> tuple[Fit, Pool | None, str | None]:
+        max_running_requests: int | None = None, mamba_slots: int = 5,
+        dsa_backends: tuple[str | None, str | None] = (None, None)) -> tuple[Fit, Pool | None, str | None]:
     """(kb's memory fit, SGLang's pool, SGLang's start-up error or None) for one GPU of `tp`."""
     wtotal, whow = weight_bytes(model, weights)
     wgpu = math.ceil(wtotal / tp)
     pre = capacity - CONTEXT_BYTES
-    c, nfull, nswa, left = cell_of(model, kv_dtype, tp)
+    c, nfull, nswa, left = cell_of(model, kv_dtype, tp, mamba_slots=mamba_slots, dsa_backends=dsa_backends)
     cell = c.bytes
     context_len = ctx or model.max_context or 4096
     p = plan(c, page_size=page_size, mem_fraction_static=mem_fraction_static, pre_gib=pre / GIB,
@@ -237,7 +245,8 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
     page = int(r.get("page_size") or 1)
     f, pool, error = fit(model, kv, capacity, ctx, mem_fraction_static=float(msf), page_size=page, batch=batch,
                          tp=q.gpus, weights=q.weights, max_total_tokens=args.get("max_total_tokens"),
-                         max_running_requests=args.get("max_running_requests"))
+                         max_running_requests=args.get("max_running_requests"), mamba_slots=mamba_slots(args),
+                         dsa_backends=(r.get("dsa_prefill_backend"), r.get("dsa_decode_backend")))
     to_fit = _to_fit(eng, cx, acc, env, f, kv, ctx, batch, page, args) if f.fits is False else []
     report = pool.as_dict(ctx) if pool is not None else {"basis": "estimated"}
     if error:
@@ -256,6 +265,15 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
                           concurrency=round(pool.tokens / ctx, 2) if pool is not None and ctx else None,
                           starts=False if error else None, error=error, report=report)
     return mem
+
+
+def mamba_slots(args: dict[str, Any]) -> int:
+    """State slots per request SGLang keeps for Mamba / linear-attention models (kv_cache_configurator.py
+    _calculate_mamba_ratio: 1 without the radix cache, else 3, plus 2 for the extra-buffer strategy with overlap
+    scheduling, which `auto` resolves to)."""
+    if args.get("disable_radix_cache"):
+        return 1
+    return 3 if args.get("mamba_radix_cache_strategy") == "no_buffer" else 5
 
 
 LOW = ("bf16", "fp16", "fp32")  # what fp8 would halve (KV) or shrink (weights)
@@ -287,7 +305,7 @@ def _to_fit(eng: Any, cx: Any, acc: Any, env: dict[str, Any], f: Fit, kv: str, c
         got, _pool, _err = fit(model, kv_as or kv, capacity, ctx_as or ctx, mem_fraction_static=float(msf),
                                page_size=page, batch=batch, tp=gpus, weights=weights_as or q.weights,
                                max_total_tokens=args.get("max_total_tokens"),
-                               max_running_requests=args.get("max_running_requests"))
+                               max_running_requests=args.get("max_running_requests"), mamba_slots=mamba_slots(args))
         return got
 
     def offer(change: str, g: Fit) -> dict[str, Any]:
