@@ -48,7 +48,7 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _sglang_grid as grid  # noqa: E402
+import _sglang_grid as grid
 
 CONTEXT_MIB = 687  # CUDA context + torch before the load: 139.80 - 139.13 GiB on the SGLang H200 boots
 DEFAULT_FIELDS = ("attention_backend", "prefill_attention_backend", "decode_attention_backend", "page_size",
@@ -187,9 +187,9 @@ def main(inp: str, out_path: str) -> None:
     grid._torchvision_without_ops()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         import sglang
+        import sglang.srt.arg_groups as groups
         import sglang.srt.configs.model_config
         import sglang.srt.server_args
-        import sglang.srt.arg_groups as groups
 
         for mod in pkgutil.walk_packages(groups.__path__, "sglang.srt.arg_groups."):
             with contextlib.suppress(Exception):

@@ -233,9 +233,10 @@ def replay(img: Any, doc: dict[str, Any]) -> tuple[Counter[str], list[tuple[Any,
         pre = (doc["accelerators"][acc_id]["memory_mib"] - doc["context_mib"]) / 1024
         args = got["_args"]
         for f, sgl in zip(doc["fractions"], pools, strict=True):
-            p = plan(cell, page_size=int(want["page_size"] or 1), mem_fraction_static=float(want["mem_fraction_static"]),
-                     pre_gib=pre, available_gib=pre * f, context_len=got["_ctx"],
-                     max_running_requests=args.get("max_running_requests"), max_total_tokens=args.get("max_total_tokens"))
+            p = plan(cell, page_size=int(want["page_size"] or 1),
+                     mem_fraction_static=float(want["mem_fraction_static"]), pre_gib=pre, available_gib=pre * f,
+                     context_len=got["_ctx"], max_running_requests=args.get("max_running_requests"),
+                     max_total_tokens=args.get("max_total_tokens"))
             mine = ({"error": p.error, "message": p.message} if p.error else
                     {"max_total_num_tokens": p.tokens, "max_running_requests": p.max_running_requests})
             if p.error is None and p.state_slots is not None:

@@ -85,10 +85,8 @@ def plan(cell: Cell, *, page_size: int, mem_fraction_static: float, pre_gib: flo
             f"{minimum:.4f}). If using speculative decoding, draft weights are now counted."))
     avail = int(rest * GIB)
     out = Planned(rest_bytes=avail, state_slots=slots)
-    if cell.swa_bytes:
-        tokens = int(avail // cell.bytes)
-    else:
-        tokens = avail // int(cell.bytes) if cell.bytes else 0
+    # the hybrid SWA cell is a float (ratio x sliding layers), the default one whole bytes
+    tokens = int(avail // cell.bytes) if cell.swa_bytes else avail // int(cell.bytes) if cell.bytes else 0
     tokens = tokens // page_size * page_size
     if max_total_tokens is not None:
         tokens = min(tokens, max_total_tokens) // page_size * page_size

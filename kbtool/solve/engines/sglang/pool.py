@@ -247,7 +247,7 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
                          tp=q.gpus, weights=q.weights, max_total_tokens=args.get("max_total_tokens"),
                          max_running_requests=args.get("max_running_requests"), mamba_slots=mamba_slots(args),
                          dsa_backends=(r.get("dsa_prefill_backend"), r.get("dsa_decode_backend")))
-    to_fit = _to_fit(eng, cx, acc, env, f, kv, ctx, batch, page, args) if f.fits is False else []
+    to_fit = _to_fit(cx, acc, env, f, kv, ctx, batch, page, args) if f.fits is False else []
     report = pool.as_dict(ctx) if pool is not None else {"basis": "estimated"}
     if error:
         report["error"] = error
@@ -279,7 +279,7 @@ def mamba_slots(args: dict[str, Any]) -> int:
 LOW = ("bf16", "fp16", "fp32")  # what fp8 would halve (KV) or shrink (weights)
 
 
-def _to_fit(eng: Any, cx: Any, acc: Any, env: dict[str, Any], f: Fit, kv: str, ctx: int | None, batch: int,
+def _to_fit(cx: Any, acc: Any, env: dict[str, Any], f: Fit, kv: str, ctx: int | None, batch: int,
             page: int, args: dict[str, Any]) -> list[dict[str, Any]]:
     """The changes that make SGLang's pool hold the request, each planned again by the same pool (fit, plan.py)
     with SGLang's mem_fraction_static for the changed line: a shorter --context-length, an fp8 KV cache, fp8
@@ -297,8 +297,8 @@ def _to_fit(eng: Any, cx: Any, acc: Any, env: dict[str, Any], f: Fit, kv: str, c
             line["context_length"] = ctx_as
         msf = args.get("mem_fraction_static")
         if msf is None:
-            r = sr.resolve(cx.img, q.release or "", sf.platform_facts(acc, env.get("cc"), env.get("cuda") or cx.img.cuda),
-                           sf.model_facts_from_record(model), line)
+            plat = sf.platform_facts(acc, env.get("cc"), env.get("cuda") or cx.img.cuda)
+            r = sr.resolve(cx.img, q.release or "", plat, sf.model_facts_from_record(model), line)
             msf = r.get("mem_fraction_static")
         if msf is None:
             return f
