@@ -196,6 +196,9 @@ def main(inp: str, out_path: str) -> None:
                 importlib.import_module(mod.name)
         import sglang.srt.mem_cache.kv_cache_configurator as kcc
         import sglang.srt.model_executor.pool_configurator as pc
+    # _profile_available_bytes starts with gc.collect() (to free weight-loading temporaries on a GPU); with no
+    # weights loaded it only costs a second per point
+    kcc.gc = types.SimpleNamespace(collect=lambda *a: 0)
     if hasattr(kcc, "get_world_group"):  # 0.5.17 reads the process groups: every one is this single rank
         from sglang.srt.distributed import parallel_state as ps
 
