@@ -22,6 +22,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -147,6 +148,12 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
 # Replay: kb's SGLang engine at every recorded point (tests/solve/test_sglang_pool_replay.py, summarize)
 # --------------------------------------------------------------------------------------------------------------
 
+_LONGER = re.compile(r"Warning: User-specified context_length \((\d+)\) is greater than the derived context_length "
+                     r"\((\d+)\)")
+# SGLang refusals that come from the probe's environment, not from the launch line: the quantization kernels and
+# remote code a GPU install brings are absent on the CPU (gpt-oss's mxfp4, Nemotron-Super's custom config), and
+# the pinned transformers predates MiMo-V2-Flash
+ENVIRONMENT = ("Unknown quantization method:", "The repository ", "The checkpoint you are trying to load has model type")
 KV_NAMES = {"bfloat16": "bf16", "float16": "fp16", "float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
 
 
@@ -207,7 +214,23 @@ def replay(img: Any, doc: dict[str, Any]) -> tuple[Counter[str], list[tuple[Any,
         argv = list(doc["variants"][vi])
         label = (acc_id, model_id, " ".join(argv))
         if "error" in d:
-            tally["sglang refused the line"] += 1
+            m = _LONGER.match(d.get("message") or "")
+            model = img.model(model_id) if m else None
+            if m and model is not None:  # the one refusal kb answers itself: --context-length past the model's
+                asked, derived = int(m.group(1)), int(m.group(2))
+                if model.max_context == derived and asked > model.max_context:
+                    tally["context refusals"] += 1
+                else:
+                    wrong.append(("context limit", label, model.max_context, derived))
+                continue
+            if (d.get("message") or "").startswith(ENVIRONMENT):
+                tally["not loadable on the CPU probe"] += 1
+                continue
+            got = kb_point(img, release, acc_id, doc["accelerators"][acc_id], model_id, argv)
+            if got is not None and (got.get("error"), got.get("message")) == (d["error"], d.get("message")):
+                tally["line refusals"] += 1
+            else:
+                wrong.append(("refusal", label, got and got.get("message"), d.get("message")))
             continue
         if "unplanned" in d or "configurator_error" in d:
             tally["unplanned on a CPU"] += 1
