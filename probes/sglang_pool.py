@@ -153,7 +153,8 @@ _LONGER = re.compile(r"Warning: User-specified context_length \((\d+)\) is great
 # SGLang refusals that come from the probe's environment, not from the launch line: the quantization kernels and
 # remote code a GPU install brings are absent on the CPU (gpt-oss's mxfp4, Nemotron-Super's custom config), and
 # the pinned transformers predates MiMo-V2-Flash
-ENVIRONMENT = ("Unknown quantization method:", "The repository ", "The checkpoint you are trying to load has model type")
+ENVIRONMENT = ("Unknown quantization method:", "The repository ",
+               "The checkpoint you are trying to load has model type")
 KV_NAMES = {"bfloat16": "bf16", "float16": "fp16", "float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
 
 
@@ -199,7 +200,7 @@ def kb_point(img: Any, release: str, acc_id: str, acc: dict[str, Any], model_id:
     return {"prefill": r.get("prefill"), "decode": r.get("decode"), "page_size": r.get("page_size"),
             "mem_fraction_static": r.get("mem_fraction_static"), "chunked_prefill_size": r.get("chunked_prefill_size"),
             "decode_graph_max_bs": r.get("decode_graph_max_bs"), "kv": kv, "_cell": cell, "_ctx": ctx,
-            "_args": args}
+            "_args": args, "_reserve": sp.multimodal_reserve_gib(model, release)}
 
 
 def replay(img: Any, doc: dict[str, Any]) -> tuple[Counter[str], list[tuple[Any, ...]]]:
@@ -259,7 +260,7 @@ def replay(img: Any, doc: dict[str, Any]) -> tuple[Counter[str], list[tuple[Any,
             p = plan(cell, page_size=int(want["page_size"] or 1),
                      mem_fraction_static=float(want["mem_fraction_static"]), pre_gib=pre, available_gib=pre * f,
                      context_len=got["_ctx"], max_running_requests=args.get("max_running_requests"),
-                     max_total_tokens=args.get("max_total_tokens"))
+                     max_total_tokens=args.get("max_total_tokens"), reserve_gib=got["_reserve"])
             mine = ({"error": p.error, "message": p.message} if p.error else
                     {"max_total_num_tokens": p.tokens, "max_running_requests": p.max_running_requests})
             if p.error is None and p.state_slots is not None:

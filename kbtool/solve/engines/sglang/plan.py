@@ -62,9 +62,9 @@ class Planned:
 
 def plan(cell: Cell, *, page_size: int, mem_fraction_static: float, pre_gib: float, available_gib: float,
          context_len: int, max_running_requests: int | None = None,
-         max_total_tokens: int | None = None) -> Planned:
+         max_total_tokens: int | None = None, reserve_gib: float = 0.0) -> Planned:
     """SGLang's `_resolve_memory_pool_config(pre)` with `available_gib` free after the load (see the docstring)."""
-    rest = available_gib - pre_gib * (1 - mem_fraction_static)
+    rest = available_gib - pre_gib * (1 - mem_fraction_static) - reserve_gib  # reserve: multimodal embedding cache
     slots = None
     if cell.state_per_request:
         per = cell.state_per_request

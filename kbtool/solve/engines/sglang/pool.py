@@ -49,6 +49,52 @@ HYBRID_SWA = frozenset({"Llama4ForConditionalGeneration", "GptOssForCausalLM", "
                         "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration", "Step3p5ForCausalLM"})
 
 
+# SGLang 0.5.23 configs/model_config.py:2391 multimodal_model_archs (80 names; is_multimodal_model)
+MULTIMODAL = frozenset({
+    "CLIPModel", "Cohere2VisionForConditionalGeneration", "Cosmos3EdgeForConditionalGeneration",
+    "DeepseekVL2ForCausalLM", "Ernie4_5_VLMoeForConditionalGeneration", "MiniMaxM3SparseForConditionalGeneration",
+    "Gemma3ForConditionalGeneration", "Gemma3nForConditionalGeneration", "Gemma4ForConditionalGeneration",
+    "EmbeddingGemma2Model", "Gemma4UnifiedForConditionalGeneration", "DiffusionGemmaForBlockDiffusion",
+    "Glm4vForConditionalGeneration", "Glm4vMoeForConditionalGeneration", "Glm5NextForConditionalGeneration",
+    "GlmOcrForConditionalGeneration", "GlmAsrForConditionalGeneration", "GlmImageForConditionalGeneration",
+    "Grok1VForCausalLM", "Grok1AForCausalLM", "LlavaLlamaForCausalLM", "Llama4ForConditionalGeneration",
+    "LlavaMistralForCausalLM", "LlavaQwenForCausalLM", "LlavaForConditionalGeneration", "LlavaVidForCausalLM",
+    "Lfm2VlForConditionalGeneration", "LightOnOCRForConditionalGeneration", "MiMoV2ASRForCausalLM", "MiniCPMO",
+    "MiniCPMV", "Mistral3ForConditionalGeneration", "MultiModalityCausalLM", "MllamaForConditionalGeneration",
+    "MossVLForConditionalGeneration", "NemotronH_Nano_VL_V2", "NemotronH_Nano_Omni_Reasoning_V3",
+    "NemotronH_Omni_Reasoning_V3", "MuseGlimmerForConditionalGeneration", "MuseSparkForConditionalGeneration",
+    "PixtralForConditionalGeneration", "Qwen2AudioForConditionalGeneration", "Qwen2VLForConditionalGeneration",
+    "Qwen2_5_VLForConditionalGeneration", "Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration",
+    "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", "Qwen4ExpForConditionalGeneration",
+    "InternS2PreviewForConditionalGeneration", "InternS2MobiusForConditionalGeneration",
+    "Qwen3ASRForConditionalGeneration", "Qwen3OmniMoeForConditionalGeneration", "KimiVLForConditionalGeneration",
+    "LocateAnythingForConditionalGeneration", "InternVLChatModel", "InternS1ForConditionalGeneration",
+    "InternS1ProForConditionalGeneration", "Phi4MMForCausalLM", "VoxtralForConditionalGeneration",
+    "WhisperForConditionalGeneration", "Step3VLForConditionalGeneration", "POINTSV15ChatModel",
+    "DotsVLMForCausalLM", "Dots3NoteForCausalLM", "DotsOCRForCausalLM", "Sarashina2VisionForCausalLM",
+    "NVILAForConditionalGeneration", "NVILALiteForConditionalGeneration", "DeepseekOCRForCausalLM",
+    "UnlimitedOCRForCausalLM", "JetVLMForConditionalGeneration", "PaddleOCRVLForConditionalGeneration",
+    "MiDashengLMModel", "StepVLForConditionalGeneration", "Step3p7ForConditionalGeneration",
+    "KimiK25ForConditionalGeneration", "BailingMMNativeForConditionalGeneration",
+    "BailingMM2NativeForConditionalGeneration", "BailingMoeV3VLForConditionalGeneration"
+})
+# ... less the ones whose multimodal part is off unless --enable-multimodal (model_config.py:690-717)
+MULTIMODAL_OFF = frozenset({"Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration",
+                            "Step3VLForConditionalGeneration", "InklingForConditionalGeneration"})
+VLM_CACHE_MB = 100  # SGLANG_VLM_CACHE_SIZE_MB's default (0.5.23 environ.py:1598)
+
+
+def multimodal_reserve_gib(model: Any, release: str | None) -> float:
+    """What SGLang takes out of the KV budget for a multimodal model's embedding cache: 0.5.23
+    (kv_cache_configurator.py:202-220 mm_runtime_reservation_gb) reserves SGLANG_VLM_CACHE_SIZE_MB; 0.5.17 does not."""
+    from kbtool.solve.conditions import compare_versions
+
+    arch = getattr(model, "architecture", None)
+    if not release or compare_versions(release, "0.5.23") < 0 or arch not in MULTIMODAL or arch in MULTIMODAL_OFF:
+        return 0.0
+    return VLM_CACHE_MB / 1024
+
+
 class Pool:
     """What SGLang prints for this pool (memory_pool.py:2073-2098 and the scheduler's line)."""
 
@@ -175,7 +221,8 @@ def cell_of(model: Any, kv_dtype: str, tp: int, *, ssm_dtype: str = "fp32", mamb
 def fit(model: Any, kv_dtype: str, capacity: int, ctx: int | None, *, mem_fraction_static: float, page_size: int,
         batch: int = 1, tp: int = 1, weights: str | None = None, max_total_tokens: int | None = None,
         max_running_requests: int | None = None, mamba_slots: int = 5,
-        dsa_backends: tuple[str | None, str | None] = (None, None)) -> tuple[Fit, Pool | None, str | None]:
+        dsa_backends: tuple[str | None, str | None] = (None, None),
+        reserve_gib: float = 0.0) -> tuple[Fit, Pool | None, str | None]:
     """(kb's memory fit, SGLang's pool, SGLang's start-up error or None) for one GPU of `tp`."""
     wtotal, whow = weight_bytes(model, weights)
     wgpu = math.ceil(wtotal / tp)
@@ -185,7 +232,7 @@ def fit(model: Any, kv_dtype: str, capacity: int, ctx: int | None, *, mem_fracti
     context_len = ctx or model.max_context or 4096
     p = plan(c, page_size=page_size, mem_fraction_static=mem_fraction_static, pre_gib=pre / GIB,
              available_gib=(pre - wgpu) / GIB, context_len=context_len, max_running_requests=max_running_requests,
-             max_total_tokens=max_total_tokens)
+             max_total_tokens=max_total_tokens, reserve_gib=reserve_gib)
     budget = p.rest_bytes
     error = f"{p.error}: {p.message}" if p.error else None
     pool = None
@@ -246,7 +293,8 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
     f, pool, error = fit(model, kv, capacity, ctx, mem_fraction_static=float(msf), page_size=page, batch=batch,
                          tp=q.gpus, weights=q.weights, max_total_tokens=args.get("max_total_tokens"),
                          max_running_requests=args.get("max_running_requests"), mamba_slots=mamba_slots(args),
-                         dsa_backends=(r.get("dsa_prefill_backend"), r.get("dsa_decode_backend")))
+                         dsa_backends=(r.get("dsa_prefill_backend"), r.get("dsa_decode_backend")),
+                         reserve_gib=multimodal_reserve_gib(model, q.release))
     to_fit = _to_fit(cx, acc, env, f, kv, ctx, batch, page, args) if f.fits is False else []
     report = pool.as_dict(ctx) if pool is not None else {"basis": "estimated"}
     if error:
@@ -305,7 +353,8 @@ def _to_fit(cx: Any, acc: Any, env: dict[str, Any], f: Fit, kv: str, ctx: int | 
         got, _pool, _err = fit(model, kv_as or kv, capacity, ctx_as or ctx, mem_fraction_static=float(msf),
                                page_size=page, batch=batch, tp=gpus, weights=weights_as or q.weights,
                                max_total_tokens=args.get("max_total_tokens"),
-                               max_running_requests=args.get("max_running_requests"), mamba_slots=mamba_slots(args))
+                               max_running_requests=args.get("max_running_requests"), mamba_slots=mamba_slots(args),
+                               reserve_gib=multimodal_reserve_gib(model, q.release))
         return got
 
     def offer(change: str, g: Fit) -> dict[str, Any]:
