@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 GIB = 1 << 30
 # CUDA context + torch's own allocations before the weights load: 139.80 - 139.13 GiB on the H200 boots
 CONTEXT_BYTES = 687 << 20
+# releases with recorded boots: the pool is held to them by tests/solve/test_sglang_boots.py
+BOOTED = {"0.5.17": "records/evidence/2026-12-02-nvidia-h200-sxm-sglang-boot.yaml"}
 SWA_FULL_TOKENS_RATIO = 0.8  # --swa-full-tokens-ratio's fallback (arg_groups/fields, docs §7)
 ELEMENT = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1, "nvfp4": 1}
 # sglang/srt/configs/model_config.py is_hybrid_swa_model (0.5.23 :2651-2690): the architectures SGLang gives a
@@ -101,12 +103,12 @@ class Pool:
     def __init__(self, *, tokens: int, cell_bytes: float, budget_bytes: int, mem_fraction_static: float,
                  page_size: int, max_running_requests: int, mla: bool, kv_dtype: str, full_layers: int,
                  swa_layers: int, left_out: list[str], state_slots: int | None = None,
-                 swa_tokens: int | None = None) -> None:
+                 swa_tokens: int | None = None, release: str | None = None) -> None:
         self.tokens, self.cell_bytes, self.budget_bytes = tokens, cell_bytes, budget_bytes
         self.mem_fraction_static, self.page_size = mem_fraction_static, page_size
         self.max_running_requests, self.mla, self.kv_dtype = max_running_requests, mla, kv_dtype
         self.full_layers, self.swa_layers, self.left_out = full_layers, swa_layers, left_out
-        self.state_slots, self.swa_tokens = state_slots, swa_tokens
+        self.state_slots, self.swa_tokens, self.release = state_slots, swa_tokens, release
 
     def as_dict(self, ctx: int | None) -> dict[str, Any]:
         gb = GIB  # SGLang prints GB as bytes / 2**30 (memory_pool.py); the boots' K + V sizes add up so
@@ -134,16 +136,16 @@ class Pool:
         if self.swa_tokens is not None:
             out["swa_max_total_num_tokens"] = self.swa_tokens
         at = f"; {self.tokens / ctx:.2f} requests of {ctx:,} tokens" if ctx else ""
-        bound = any(x.startswith("linear-attention") for x in self.left_out)
-        if bound:
-            out["basis"] = "upper bound"
-        first = "an upper bound: the state pool comes first; " if bound else ""
-        out["text"] = (f"SGLang will report{' at most' if bound else ''}: {line}; max_total_num_tokens={self.tokens}, "
+        if self.release in BOOTED:
+            held = f"within 0.5% of SGLang {self.release}'s pool in every recorded boot ({BOOTED[self.release]})"
+        else:
+            held = f"no boot of SGLang {self.release or 'this release'} recorded: estimated"
+        out["text"] = (f"SGLang will report: {line}; max_total_num_tokens={self.tokens}, "
                        f"max_running_requests={self.max_running_requests}"
                        + (f", max_mamba_cache_size={self.state_slots}" if self.state_slots is not None else "")
-                       + f"{at} ({first}estimated: SGLang's pool "
-                       f"arithmetic with the CUDA context taken as {CONTEXT_BYTES / GIB:.2f} GiB, as measured on "
-                       "the H200; within 0.5% of SGLang 0.5.17's pool in every recorded boot"
+                       + f"{at} (SGLang's own pool planning, held to it at every point the sglang-pool probe recorded;"
+                       f" the CUDA context taken as {CONTEXT_BYTES / GIB:.2f} GiB, as measured on the H200, and the "
+                       f"weights as kb counts them; {held}"
                        + (f"; not modelled: {', '.join(self.left_out)}" if self.left_out else "") + ")")
         return out
 
@@ -222,7 +224,7 @@ def fit(model: Any, kv_dtype: str, capacity: int, ctx: int | None, *, mem_fracti
         batch: int = 1, tp: int = 1, weights: str | None = None, max_total_tokens: int | None = None,
         max_running_requests: int | None = None, mamba_slots: int = 5,
         dsa_backends: tuple[str | None, str | None] = (None, None),
-        reserve_gib: float = 0.0) -> tuple[Fit, Pool | None, str | None]:
+        reserve_gib: float = 0.0, release: str | None = None) -> tuple[Fit, Pool | None, str | None]:
     """(kb's memory fit, SGLang's pool, SGLang's start-up error or None) for one GPU of `tp`."""
     wtotal, whow = weight_bytes(model, weights)
     wgpu = math.ceil(wtotal / tp)
@@ -241,7 +243,8 @@ def fit(model: Any, kv_dtype: str, capacity: int, ctx: int | None, *, mem_fracti
         pool = Pool(tokens=tokens, cell_bytes=cell, budget_bytes=budget, mem_fraction_static=mem_fraction_static,
                     page_size=page_size, max_running_requests=p.max_running_requests,
                     mla=any(g.type == "mla" for g in model.layers), kv_dtype=kv_dtype, full_layers=nfull,
-                    swa_layers=nswa, left_out=left, state_slots=p.state_slots, swa_tokens=p.swa_tokens)
+                    swa_layers=nswa, left_out=left, state_slots=p.state_slots, swa_tokens=p.swa_tokens,
+                    release=release)
     need_bytes = math.ceil(batch * ctx * cell) if ctx else 0
     fits = None if ctx is None else (pool is not None and batch * ctx <= tokens)
     seqs = (tokens // ctx if ctx else None) if pool is not None else (0 if ctx else None)
@@ -294,7 +297,7 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
                          tp=q.gpus, weights=q.weights, max_total_tokens=args.get("max_total_tokens"),
                          max_running_requests=args.get("max_running_requests"), mamba_slots=mamba_slots(args),
                          dsa_backends=(r.get("dsa_prefill_backend"), r.get("dsa_decode_backend")),
-                         reserve_gib=multimodal_reserve_gib(model, q.release))
+                         reserve_gib=multimodal_reserve_gib(model, q.release), release=q.release)
     to_fit = _to_fit(cx, acc, env, f, kv, ctx, batch, page, args) if f.fits is False else []
     report = pool.as_dict(ctx) if pool is not None else {"basis": "estimated"}
     if error:
