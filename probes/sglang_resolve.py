@@ -75,7 +75,8 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
 def recorded(release: str, folder: Path | None = None) -> list[dict[str, Any]]:
     """The recorded grids of one release (one document per platform), in PLATFORMS order."""
     base = (folder or raw_dir()) / release
-    found = {p.name.removesuffix(".json.gz"): p for p in base.glob("*.json.gz")}
+    found = {p.name.removesuffix(".json.gz"): p for p in base.glob("*.json.gz")
+             if not p.name.startswith("pool-")}  # pool-*: the sglang-pool probe's recordings
     order = [p for p in PLATFORMS if p in found] + sorted(set(found) - set(PLATFORMS))
     return [load(found[p]) for p in order]
 

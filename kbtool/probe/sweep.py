@@ -40,6 +40,8 @@ REGISTRY = "https://pypi.org/pypi/{dist}/json"
 # library -> (distribution, the probes its sweep runs, the variable naming the engine interpreter)
 LIBRARIES: dict[str, tuple[str, tuple[str, ...], str]] = {
     "vllm": ("vllm", ("vllm-selector", "vllm-rocm-selector", "vllm-options"), "KB_VLLM_PYTHON"),
+    # SGLang's argument resolution and its pool planning, both without a GPU (issue 44)
+    "sglang": ("sglang", ("sglang-resolve", "sglang-pool"), "KB_SGLANG_PYTHON"),
 }
 PRE = re.compile(r"(a|b|rc|alpha|beta|dev|pre|preview)\d*", re.IGNORECASE)
 STATE = "sweep-state.json"

@@ -111,3 +111,32 @@ def test_a_pasted_line_gives_the_other_engine_its_model_and_context(capsys) -> N
     out = json.loads(capsys.readouterr().out)
     qs = [a["query"] for a in out["answers"]]
     assert all(q["model"] == "qwen3-8b" and q["ctx"] == 16384 and q["gpus"] == 2 for q in qs)
+
+
+def test_to_fit_comes_from_sglangs_own_pool(img) -> None:  # type: ignore[no-untyped-def]
+    """Issue 44: the SGLang answer no longer says "nothing kb can change fits" where more GPUs fit: each change is
+    planned again by the same pool (pool.py _to_fit), with SGLang's mem_fraction_static for the changed line."""
+    a = _ask(img, gpu="h100", model="qwen3-32b", ctx="32768", engine="sglang")
+    m = a.memory
+    assert m.fits is False
+    changes = [o["change"] for o in m.to_fit]
+    assert "--gpus 2" in changes and m.gpus_to_fit == 2
+    assert all(o["max_sequences"] and o["max_sequences"] >= 1 for o in m.to_fit if not o["change"].startswith("--ctx"))
+
+
+def test_context_beyond_the_model_names_sglangs_variable(img) -> None:  # type: ignore[no-untyped-def]
+    """SGLang refuses a --context-length past the config unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1
+    (0.5.23 sglang/srt/configs/model_config.py:1291-1316), not vLLM's variable."""
+    text = answer_summary(_ask(img, gpu="h100", model="llama-3.1-8b", ctx="262144", engine="sglang"))
+    assert "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" in text and "VLLM" not in text
+
+
+def test_mamba_state_pool_refusal_is_sglangs_text(img) -> None:  # type: ignore[no-untyped-def]
+    """Qwen3-Next on two H100s: its bf16 weights leave nothing, and SGLang stops in _handle_max_mamba_cache
+    (0.5.23 mem_cache/kv_cache_configurator.py:3392) before the KV budget check."""
+    a = _ask(img, gpu="h100", model="qwen3-next-80b-a3b", gpus=2, ctx="32768", engine="sglang")
+    assert a.verdict == "no"
+    pool = a.memory.pool
+    assert pool.starts is False and pool.error.startswith(
+        "RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed "
+        "max_mamba_cache_size=")

@@ -42,6 +42,9 @@ class Sglang(Engine):
                '--model-path M --tp 2": pre-flight answer (backends, page size, token pool, or SGLang\'s error).'),
     )
     block_size = None  # SGLang's page size comes from its resolution (1 unless a backend forces one)
+    # ModelConfig._derive_context_length (0.5.23 sglang/srt/configs/model_config.py:1291-1316; 0.5.17 :770-792):
+    # a --context-length beyond the config's raises ValueError unless this variable is set
+    long_context = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, which SGLang warns may give incorrect outputs"
     # flags whose GPU memory kb does not model, named by what each flag is for; they only make an answer
     # conditional (no number rests on them). Not yet read against sglang/srt/server_args.py for a release.
     memory_flags = {"--cpu-offload-gb": "weights offloaded to host memory", "--speculative-algorithm": "a draft "

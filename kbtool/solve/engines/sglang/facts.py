@@ -43,6 +43,9 @@ def model_facts(config: dict[str, Any]) -> dict[str, Any]:
         "index_kpool": int(text.get("index_kpool") or 1), "_kv_heads_total": 1 if mla else int(kv or 1),
         "_mla_kv_heads": int(kv or 1), "ctx": int(ctx),
         "hybrid_linear": (text.get("model_type") in HYBRID_LINEAR_TYPES),
+        # a sliding-window pattern (what model-specific checks read: sliding_window_pattern / layer_types)
+        "sliding_window": int(text.get("sliding_window") or 0) if (
+            text.get("sliding_window_pattern") or "sliding_attention" in (text.get("layer_types") or [])) else 0,
     }
 
 
@@ -64,6 +67,7 @@ def model_facts_from_record(model: Any) -> dict[str, Any]:
         "_kv_heads_total": kv if mla is None else 1, "_mla_kv_heads": getattr(model, "num_heads", None) or kv,
         "ctx": getattr(model, "max_context", None) or DEFAULT_CONTEXT,
         "hybrid_linear": any(g.type == "linear" for g in layers),
+        "sliding_window": max((g.window or 0 for g in layers if g.type == "sliding"), default=0),
     }
 
 

@@ -30,6 +30,7 @@ import math
 
 from kbtool.solve.answer import Memory
 from kbtool.solve.engines.base import Pool as EnginePool
+from kbtool.solve.engines.sglang.plan import Cell, plan
 from kbtool.solve.weights import Fit, weight_bytes
 
 TYPE_CHECKING = False
@@ -39,9 +40,61 @@ if TYPE_CHECKING:
 GIB = 1 << 30
 # CUDA context + torch's own allocations before the weights load: 139.80 - 139.13 GiB on the H200 boots
 CONTEXT_BYTES = 687 << 20
+# releases with recorded boots: the pool is held to them by tests/solve/test_sglang_boots.py
+BOOTED = {"0.5.17": "records/evidence/2026-12-02-nvidia-h200-sxm-sglang-boot.yaml"}
 SWA_FULL_TOKENS_RATIO = 0.8  # --swa-full-tokens-ratio's fallback (arg_groups/fields, docs §7)
 ELEMENT = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1, "nvfp4": 1}
-NO_HYBRID_SWA = ("Gemma2ForCausalLM", "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration")
+# sglang/srt/configs/model_config.py is_hybrid_swa_model (0.5.23 :2651-2690): the architectures SGLang gives a
+# separate sliding-window pool; every other model's sliding layers hold every token (Gemma-2/3, Mistral, ...)
+HYBRID_SWA = frozenset({"Llama4ForConditionalGeneration", "GptOssForCausalLM", "GraniteSWAForCausalLM",
+                        "GraniteMoeSWAForCausalLM", "MiMoV2ForCausalLM", "MiMoV2FlashForCausalLM",
+                        "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration", "Step3p5ForCausalLM"})
+
+
+# SGLang 0.5.23 configs/model_config.py:2391 multimodal_model_archs (80 names; is_multimodal_model)
+MULTIMODAL = frozenset({
+    "CLIPModel", "Cohere2VisionForConditionalGeneration", "Cosmos3EdgeForConditionalGeneration",
+    "DeepseekVL2ForCausalLM", "Ernie4_5_VLMoeForConditionalGeneration", "MiniMaxM3SparseForConditionalGeneration",
+    "Gemma3ForConditionalGeneration", "Gemma3nForConditionalGeneration", "Gemma4ForConditionalGeneration",
+    "EmbeddingGemma2Model", "Gemma4UnifiedForConditionalGeneration", "DiffusionGemmaForBlockDiffusion",
+    "Glm4vForConditionalGeneration", "Glm4vMoeForConditionalGeneration", "Glm5NextForConditionalGeneration",
+    "GlmOcrForConditionalGeneration", "GlmAsrForConditionalGeneration", "GlmImageForConditionalGeneration",
+    "Grok1VForCausalLM", "Grok1AForCausalLM", "LlavaLlamaForCausalLM", "Llama4ForConditionalGeneration",
+    "LlavaMistralForCausalLM", "LlavaQwenForCausalLM", "LlavaForConditionalGeneration", "LlavaVidForCausalLM",
+    "Lfm2VlForConditionalGeneration", "LightOnOCRForConditionalGeneration", "MiMoV2ASRForCausalLM", "MiniCPMO",
+    "MiniCPMV", "Mistral3ForConditionalGeneration", "MultiModalityCausalLM", "MllamaForConditionalGeneration",
+    "MossVLForConditionalGeneration", "NemotronH_Nano_VL_V2", "NemotronH_Nano_Omni_Reasoning_V3",
+    "NemotronH_Omni_Reasoning_V3", "MuseGlimmerForConditionalGeneration", "MuseSparkForConditionalGeneration",
+    "PixtralForConditionalGeneration", "Qwen2AudioForConditionalGeneration", "Qwen2VLForConditionalGeneration",
+    "Qwen2_5_VLForConditionalGeneration", "Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration",
+    "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", "Qwen4ExpForConditionalGeneration",
+    "InternS2PreviewForConditionalGeneration", "InternS2MobiusForConditionalGeneration",
+    "Qwen3ASRForConditionalGeneration", "Qwen3OmniMoeForConditionalGeneration", "KimiVLForConditionalGeneration",
+    "LocateAnythingForConditionalGeneration", "InternVLChatModel", "InternS1ForConditionalGeneration",
+    "InternS1ProForConditionalGeneration", "Phi4MMForCausalLM", "VoxtralForConditionalGeneration",
+    "WhisperForConditionalGeneration", "Step3VLForConditionalGeneration", "POINTSV15ChatModel",
+    "DotsVLMForCausalLM", "Dots3NoteForCausalLM", "DotsOCRForCausalLM", "Sarashina2VisionForCausalLM",
+    "NVILAForConditionalGeneration", "NVILALiteForConditionalGeneration", "DeepseekOCRForCausalLM",
+    "UnlimitedOCRForCausalLM", "JetVLMForConditionalGeneration", "PaddleOCRVLForConditionalGeneration",
+    "MiDashengLMModel", "StepVLForConditionalGeneration", "Step3p7ForConditionalGeneration",
+    "KimiK25ForConditionalGeneration", "BailingMMNativeForConditionalGeneration",
+    "BailingMM2NativeForConditionalGeneration", "BailingMoeV3VLForConditionalGeneration"
+})
+# ... less the ones whose multimodal part is off unless --enable-multimodal (model_config.py:690-717)
+MULTIMODAL_OFF = frozenset({"Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration",
+                            "Step3VLForConditionalGeneration", "InklingForConditionalGeneration"})
+VLM_CACHE_MB = 100  # SGLANG_VLM_CACHE_SIZE_MB's default (0.5.23 environ.py:1598)
+
+
+def multimodal_reserve_gib(model: Any, release: str | None) -> float:
+    """What SGLang takes out of the KV budget for a multimodal model's embedding cache: 0.5.23
+    (kv_cache_configurator.py:202-220 mm_runtime_reservation_gb) reserves SGLANG_VLM_CACHE_SIZE_MB; 0.5.17 does not."""
+    from kbtool.solve.conditions import compare_versions
+
+    arch = getattr(model, "architecture", None)
+    if not release or compare_versions(release, "0.5.23") < 0 or arch not in MULTIMODAL or arch in MULTIMODAL_OFF:
+        return 0.0
+    return VLM_CACHE_MB / 1024
 
 
 class Pool:
@@ -49,11 +102,13 @@ class Pool:
 
     def __init__(self, *, tokens: int, cell_bytes: float, budget_bytes: int, mem_fraction_static: float,
                  page_size: int, max_running_requests: int, mla: bool, kv_dtype: str, full_layers: int,
-                 swa_layers: int, left_out: list[str]) -> None:
+                 swa_layers: int, left_out: list[str], state_slots: int | None = None,
+                 swa_tokens: int | None = None, release: str | None = None) -> None:
         self.tokens, self.cell_bytes, self.budget_bytes = tokens, cell_bytes, budget_bytes
         self.mem_fraction_static, self.page_size = mem_fraction_static, page_size
         self.max_running_requests, self.mla, self.kv_dtype = max_running_requests, mla, kv_dtype
         self.full_layers, self.swa_layers, self.left_out = full_layers, swa_layers, left_out
+        self.state_slots, self.swa_tokens, self.release = state_slots, swa_tokens, release
 
     def as_dict(self, ctx: int | None) -> dict[str, Any]:
         gb = GIB  # SGLang prints GB as bytes / 2**30 (memory_pool.py); the boots' K + V sizes add up so
@@ -76,75 +131,120 @@ class Pool:
             out["swa_full_tokens_ratio"] = SWA_FULL_TOKENS_RATIO
         if self.left_out:
             out["left_out"] = list(self.left_out)
+        if self.state_slots is not None:
+            out["max_mamba_cache_size"] = self.state_slots
+        if self.swa_tokens is not None:
+            out["swa_max_total_num_tokens"] = self.swa_tokens
         at = f"; {self.tokens / ctx:.2f} requests of {ctx:,} tokens" if ctx else ""
-        bound = any(x.startswith("linear-attention") for x in self.left_out)
-        if bound:
-            out["basis"] = "upper bound"
-        first = "an upper bound: the state pool comes first; " if bound else ""
-        out["text"] = (f"SGLang will report{' at most' if bound else ''}: {line}; max_total_num_tokens={self.tokens}, "
-                       f"max_running_requests={self.max_running_requests}{at} ({first}estimated: SGLang's pool "
-                       f"arithmetic with the CUDA context taken as {CONTEXT_BYTES / GIB:.2f} GiB, as measured on "
-                       "the H200; within 0.5% of SGLang 0.5.17's pool in every recorded boot"
+        if self.release in BOOTED:
+            held = f"within 0.5% of SGLang {self.release}'s pool in every recorded boot ({BOOTED[self.release]})"
+        else:
+            held = f"no boot of SGLang {self.release or 'this release'} recorded: estimated"
+        out["text"] = (f"SGLang will report: {line}; max_total_num_tokens={self.tokens}, "
+                       f"max_running_requests={self.max_running_requests}"
+                       + (f", max_mamba_cache_size={self.state_slots}" if self.state_slots is not None else "")
+                       + f"{at} (SGLang's own pool planning, held to it at every point the sglang-pool probe recorded;"
+                       f" the CUDA context taken as {CONTEXT_BYTES / GIB:.2f} GiB, as measured on the H200, and the "
+                       f"weights as kb counts them; {held}"
                        + (f"; not modelled: {', '.join(self.left_out)}" if self.left_out else "") + ")")
         return out
 
 
 def cell_bytes(model: Any, kv_dtype: str, tp: int) -> tuple[float, int, int, list[str]]:
     """(bytes per token of max_total_num_tokens, full layers, sliding layers, pools left out) for one rank."""
+    c, nfull, nswa, left = cell_of(model, kv_dtype, tp)
+    return c.bytes, nfull, nswa, left
+
+
+def _state_bytes(model: Any, tp: int, ssm_dtype: str) -> int:
+    """SGLang's mamba_cache_per_req: every linear-attention layer's conv state in the model dtype and its temporal
+    (SSM / recurrent) state in --mamba-ssm-dtype (float32 unless given), split over TP on the recorded dimension."""
+    total = 0
+    for g in model.layers:
+        if g.type != "linear":
+            continue
+        per = 0
+        for st in g.state or []:
+            n = 1
+            for i, d in enumerate(st["shape"]):
+                n *= d // tp if i == st.get("tp_dim") and d % tp == 0 else d
+            per += n * (2 if st["name"] == "conv" else ELEMENT.get(ssm_dtype, 4))
+        total += g.count * per
+    return total
+
+
+def cell_of(model: Any, kv_dtype: str, tp: int, *, ssm_dtype: str = "fp32", mamba_slots: int = 5,
+            swa_ratio: float = SWA_FULL_TOKENS_RATIO,
+            dsa_backends: tuple[str | None, str | None] = (None, None)) -> tuple[Cell, int, int, list[str]]:
+    """SGLang's pool cell for one rank (pool_configurator.py DefaultPoolConfigurator._compute_cell_size, HybridSWA
+    :656-803): K and V of every attention layer, kv heads per rank replicated below one; MLA one latent per layer
+    plus DSA's fp8 index key and its scales; Mamba / linear-attention hybrids only the full-attention layers, their
+    state per request apart; the hybrid sliding-window pool only for SGLang's hybrid-SWA architectures
+    (model_config.py is_hybrid_swa_model), every other model holding every token in every layer."""
     elt = ELEMENT.get(kv_dtype, 2)
-    hybrid = model.architecture not in NO_HYBRID_SWA
-    full = swa = 0.0
+    hybrid = model.architecture in HYBRID_SWA
+    full = swa = 0
     nfull = nswa = 0
+    window = None
     left: list[str] = []
     for g in model.layers:
         if g.type == "mla":
-            full += g.count * ((g.kv_lora_rank or 512) + (g.rope_dim or 64)) * elt
-            nfull += g.count
+            lora, rope = g.kv_lora_rank or 512, g.rope_dim or 64
+            per = (lora + rope) * elt
+            raw = "trtllm" in dsa_backends or dsa_backends == ("tilelang", "tilelang")
+            if g.index_head_dim and kv_dtype == "fp8_e4m3" and not raw:
+                # DSA's scaled fp8 rows (kv_cache_configurator.py calculate_mla_kv_cache_dim): the fp8 latent, an
+                # fp32 scale per 128, the rope part kept in bf16
+                per = lora + lora // 128 * 4 + rope * 2
             if g.index_head_dim:
-                left.append("DSA indexer key cache")
+                per += g.index_head_dim + g.index_head_dim // 128 * 4  # uint8 index key + fp32 scale per 128
+            full += g.count * per
+            nfull += g.count
             continue
         if g.type == "linear":
-            left.append("linear-attention / Mamba state (its own pool, sized by --mamba-full-memory-ratio)")
             continue
         heads = max(1, (g.kv_heads or 1) // tp)  # ModelConfig.get_num_kv_heads: replicated below one per rank
         per = heads * ((g.head_dim or model.head_dim) + (g.head_dim_v or g.head_dim or model.head_dim)) * elt
         if g.type in ("sliding", "chunked") and hybrid:
             swa += g.count * per
             nswa += g.count
+            window = g.window or g.chunk
         else:
             full += g.count * per
             nfull += g.count
+    state = _state_bytes(model, tp, ssm_dtype)
     if nfull and nswa:
-        return full + SWA_FULL_TOKENS_RATIO * swa, nfull, nswa, left
-    return full + swa, nfull, nswa, sorted(set(left))
+        return (Cell(bytes=full + swa_ratio * swa, full_bytes=full, swa_bytes=swa, swa_ratio=swa_ratio,
+                     window=window, state_per_request=state, mamba_slots_per_request=mamba_slots),
+                nfull, nswa, left)
+    return Cell(bytes=full + swa, state_per_request=state, mamba_slots_per_request=mamba_slots), nfull, nswa, left
 
 
 def fit(model: Any, kv_dtype: str, capacity: int, ctx: int | None, *, mem_fraction_static: float, page_size: int,
         batch: int = 1, tp: int = 1, weights: str | None = None, max_total_tokens: int | None = None,
-        max_running_requests: int | None = None) -> tuple[Fit, Pool | None, str | None]:
+        max_running_requests: int | None = None, mamba_slots: int = 5,
+        dsa_backends: tuple[str | None, str | None] = (None, None),
+        reserve_gib: float = 0.0, release: str | None = None) -> tuple[Fit, Pool | None, str | None]:
     """(kb's memory fit, SGLang's pool, SGLang's start-up error or None) for one GPU of `tp`."""
     wtotal, whow = weight_bytes(model, weights)
     wgpu = math.ceil(wtotal / tp)
     pre = capacity - CONTEXT_BYTES
-    budget = int(pre * mem_fraction_static) - wgpu
-    cell, nfull, nswa, left = cell_bytes(model, kv_dtype, tp)
-    error = None
+    c, nfull, nswa, left = cell_of(model, kv_dtype, tp, mamba_slots=mamba_slots, dsa_backends=dsa_backends)
+    cell = c.bytes
+    context_len = ctx or model.max_context or 4096
+    p = plan(c, page_size=page_size, mem_fraction_static=mem_fraction_static, pre_gib=pre / GIB,
+             available_gib=(pre - wgpu) / GIB, context_len=context_len, max_running_requests=max_running_requests,
+             max_total_tokens=max_total_tokens, reserve_gib=reserve_gib)
+    budget = p.rest_bytes
+    error = f"{p.error}: {p.message}" if p.error else None
     pool = None
-    tokens = 0
-    if budget <= 0:
-        need = math.ceil((1 - (pre - wgpu) / pre) * 1000) / 1000
-        error = (f"ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static="
-                 f"{mem_fraction_static}. Raise --mem-fraction-static above {need:.3f} ...")
-    elif cell > 0:
-        tokens = int(budget // cell) // page_size * page_size
-        if max_total_tokens:
-            tokens = min(tokens, max_total_tokens // page_size * page_size)
-        context_len = ctx or model.max_context or 4096
-        est = max(min(int(tokens / context_len * 512), 4096), 2048)
-        reqs = min(max_running_requests, tokens // 2) if max_running_requests else min(est, tokens // 2)
+    tokens = p.tokens
+    if p.error is None:
         pool = Pool(tokens=tokens, cell_bytes=cell, budget_bytes=budget, mem_fraction_static=mem_fraction_static,
-                    page_size=page_size, max_running_requests=reqs, mla=any(g.type == "mla" for g in model.layers),
-                    kv_dtype=kv_dtype, full_layers=nfull, swa_layers=nswa, left_out=left)
+                    page_size=page_size, max_running_requests=p.max_running_requests,
+                    mla=any(g.type == "mla" for g in model.layers), kv_dtype=kv_dtype, full_layers=nfull,
+                    swa_layers=nswa, left_out=left, state_slots=p.state_slots, swa_tokens=p.swa_tokens,
+                    release=release)
     need_bytes = math.ceil(batch * ctx * cell) if ctx else 0
     fits = None if ctx is None else (pool is not None and batch * ctx <= tokens)
     seqs = (tokens // ctx if ctx else None) if pool is not None else (0 if ctx else None)
@@ -195,7 +295,10 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
     page = int(r.get("page_size") or 1)
     f, pool, error = fit(model, kv, capacity, ctx, mem_fraction_static=float(msf), page_size=page, batch=batch,
                          tp=q.gpus, weights=q.weights, max_total_tokens=args.get("max_total_tokens"),
-                         max_running_requests=args.get("max_running_requests"))
+                         max_running_requests=args.get("max_running_requests"), mamba_slots=mamba_slots(args),
+                         dsa_backends=(r.get("dsa_prefill_backend"), r.get("dsa_decode_backend")),
+                         reserve_gib=multimodal_reserve_gib(model, q.release), release=q.release)
+    to_fit = _to_fit(cx, acc, env, f, kv, ctx, batch, page, args) if f.fits is False else []
     report = pool.as_dict(ctx) if pool is not None else {"basis": "estimated"}
     if error:
         report["error"] = error
@@ -205,12 +308,82 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
                  max_ctx=f.max_ctx, formula=f.formula, notes=[*f.notes, f"capacity: {cap_note}"],
                  weights_dtype=f.weights_dtype, reserve_bytes=f.reserve_bytes, pool_tokens=f.pool_tokens,
                  max_sequences=f.max_sequences, max_ctx_memory=f.max_ctx_memory, ctx_limit=f.ctx_limit,
-                 utilization=float(msf), engine_report=report)
+                 utilization=float(msf), engine_report=report, to_fit=to_fit,
+                 gpus_to_fit=next((int(o["change"].split()[1]) for o in to_fit if o["change"].startswith("--gpus")),
+                                  None))
     mem.pool = EnginePool(engine=eng.name, label=f"SGLang {q.release}", release=q.release,
                           tokens=pool.tokens if pool is not None else None,
                           concurrency=round(pool.tokens / ctx, 2) if pool is not None and ctx else None,
                           starts=False if error else None, error=error, report=report)
     return mem
+
+
+def mamba_slots(args: dict[str, Any]) -> int:
+    """State slots per request SGLang keeps for Mamba / linear-attention models (kv_cache_configurator.py
+    _calculate_mamba_ratio: 1 without the radix cache, else 3, plus 2 for the extra-buffer strategy with overlap
+    scheduling, which `auto` resolves to)."""
+    if args.get("disable_radix_cache"):
+        return 1
+    return 3 if args.get("mamba_radix_cache_strategy") == "no_buffer" else 5
+
+
+LOW = ("bf16", "fp16", "fp32")  # what fp8 would halve (KV) or shrink (weights)
+
+
+def _to_fit(cx: Any, acc: Any, env: dict[str, Any], f: Fit, kv: str, ctx: int | None, batch: int,
+            page: int, args: dict[str, Any]) -> list[dict[str, Any]]:
+    """The changes that make SGLang's pool hold the request, each planned again by the same pool (fit, plan.py)
+    with SGLang's mem_fraction_static for the changed line: a shorter --context-length, an fp8 KV cache, fp8
+    weights, or more GPUs (--tp-size, doubling up to 64). [{"change", "max_sequences", "max_ctx"}]."""
+    from kbtool.solve.engines.sglang import facts as sf
+    from kbtool.solve.engines.sglang import resolve as sr
+    from kbtool.solve.engines.sglang.serverargs import args_for
+
+    q, model = cx.q, cx.model
+    capacity = acc.capacity_bytes()
+
+    def on(gpus: int, kv_as: str | None = None, weights_as: str | None = None, ctx_as: int | None = None) -> Fit:
+        line = dict(args_for(q, model), tp_size=gpus)
+        if ctx_as:
+            line["context_length"] = ctx_as
+        msf = args.get("mem_fraction_static")
+        if msf is None:
+            plat = sf.platform_facts(acc, env.get("cc"), env.get("cuda") or cx.img.cuda)
+            r = sr.resolve(cx.img, q.release or "", plat, sf.model_facts_from_record(model), line)
+            msf = r.get("mem_fraction_static")
+        if msf is None:
+            return f
+        got, _pool, _err = fit(model, kv_as or kv, capacity, ctx_as or ctx, mem_fraction_static=float(msf),
+                               page_size=page, batch=batch, tp=gpus, weights=weights_as or q.weights,
+                               max_total_tokens=args.get("max_total_tokens"),
+                               max_running_requests=args.get("max_running_requests"), mamba_slots=mamba_slots(args),
+                               reserve_gib=multimodal_reserve_gib(model, q.release))
+        return got
+
+    def offer(change: str, g: Fit) -> dict[str, Any]:
+        return {"change": change, "max_sequences": g.max_sequences, "max_ctx": g.max_ctx}
+
+    out: list[dict[str, Any]] = []
+    if f.ctx_limit == "memory" and f.max_ctx and ctx and f.max_ctx < ctx:
+        g = on(q.gpus, ctx_as=f.max_ctx)
+        if g.fits:
+            out.append(offer(f"--ctx {f.max_ctx}", g))
+    if kv in LOW:
+        g = on(q.gpus, kv_as="fp8_e4m3")
+        if g.fits:
+            out.append(offer("--kv fp8", g))
+    if f.weights_dtype in LOW:
+        g = on(q.gpus, weights_as="fp8")
+        if g.fits:
+            out.append(offer("--weights fp8", g))
+    p = q.gpus * 2
+    while p <= 64:
+        g = on(p)
+        if g.fits:
+            out.append(offer(f"--gpus {p}", g))
+            break
+        p *= 2
+    return out
 
 
 def _kv(resolved: str | None, env: dict[str, Any], model: Any) -> str:
