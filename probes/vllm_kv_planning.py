@@ -1,0 +1,171 @@
+"""Probe: vLLM's own KV-cache planning and start-up check, run on a CPU over every recorded model (issue 44).
+
+`run` builds, for each model in records/models that kb can describe as vLLM's per-layer KV specs
+(kbtool/solve/engines/vllm/pool.py `specs`: full, sliding-window, chunked-local, MLA and Mamba layers), the specs
+of one tensor-parallel rank, and starts probes/_vllm_kv_planning.py under the interpreter that has vLLM
+(KB_VLLM_PYTHON, else this one). That helper runs vLLM's own engine-core start-up path on them (grouping,
+`get_kv_cache_configs` with its start-up check, the scheduler's config, "GPU KV cache size" and "Maximum
+concurrency") at every point of a grid: available KV memory x max_model_len x max_num_batched_tokens x async
+scheduling (in-flight batches) x, for Mamba hybrids, the state-cache mode ("none", or "align" as prefix caching
+sets it) and prefill checkpoint blocks. Each point records num_blocks, the KV cache groups (spec class, layers,
+block, page bytes), tokens, concurrency, and whether the start-up check passes, with vLLM's exact error text.
+
+The whole grid is written to tests/data/vllm/<version>/kv-planning.json.gz (KB_VLLM_RAW_DIR overrides the
+folder); the evidence keeps its digest and counts. tests/solve/test_vllm_planning.py replays every point with kb's
+own accounting (pool.groups, pool.report, pool.check) and must find 0 mismatches, without vLLM installed.
+
+What this does not run: the model code that builds the specs (layer shapes come from kb's model records), the
+block-size resolution (kb's block, widened for Mamba state as kbtool/solve/engines/vllm/mamba.py says, is the
+input), the config resolution that picks a release's defaults (another probe's), and available memory itself
+(weights, activation peak, CUDA graphs: a GPU's). No claim is judged: the evidence is data for the replay.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from kbtool.probe.spec import ProbeSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+HELPER = Path(__file__).with_name("_vllm_kv_planning.py")
+PYTHON_ENV = "KB_VLLM_PYTHON"
+RAW_DIR_ENV = "KB_VLLM_RAW_DIR"
+RAW_NAME = "kv-planning.json.gz"
+MARK = "KB-KVPLAN "
+GIB = 1 << 30
+# available KV memory per rank: from one that fits nothing to one that fits many long requests; 17.3e9 is the
+# order of an H100's pool for a 27B model (the gemma-3-27b 128k case of issue 44)
+AVAILABLE = [GIB // 4, GIB, 4 * GIB, 12 * GIB, 17_300_000_000, 30 * GIB, 60 * GIB]
+CONTEXTS = [4096, 32768, 131072]
+BATCHED = [2048, 8192, 16384]  # vLLM's per-GPU defaults for vllm serve span these (engine/arg_utils.py)
+EXTRA_TP = {"llama-4-scout-17b-16e": [4, 8], "llama-4-maverick-17b-128e": [4, 8], "qwen3-next-80b-a3b": [4]}
+FP32_KV = ("qwen3-8b", "llama-3.1-8b", "gemma-3-27b")  # --dtype float32: kv_cache_dtype auto follows the model
+
+SPEC = ProbeSpec(
+    id="vllm-kv-planning",
+    version=1,
+    order=7,
+    title="vLLM's KV-cache planning and start-up check over the recorded models (no GPU)",
+    claims=[],
+    requires={"gpu": False, "packages": ["vllm"]},
+    timeout_s=1800,
+    untestable="The vLLM KV-planning probe needs vLLM installed (pip install 'kbtool[engine]' or KB_VLLM_PYTHON).",
+)
+
+
+def cases() -> list[dict[str, Any]]:
+    return [{"name": "recorded-models"}]
+
+
+def raw_dir() -> Path:
+    return Path(os.environ.get(RAW_DIR_ENV) or ROOT / "tests" / "data" / "vllm")
+
+
+def model_cases() -> list[dict[str, Any]]:
+    """One planning case per (model, KV dtype, tensor parallel, block) kb can describe, with its grid points."""
+    from kbtool.query_cli import image
+    from kbtool.solve.engines.vllm import pool as vllm_pool
+    from kbtool.solve.engines.vllm.kvcache import DEFAULT_BLOCK
+
+    img = image()
+    out = []
+    for mid in sorted(img._section("models")):
+        model = img.model(mid)
+        base = "fp32" if model.weight_dtype == "fp32" else "bf16"
+        kvs = [base, "fp8"] + (["fp32"] if mid in FP32_KV else [])
+        for kv in kvs:
+            for tp in [1, 2, *EXTRA_TP.get(mid, [])]:
+                if kv == "fp32" and tp != 1:
+                    continue
+                first = vllm_pool.specs(model, kv, DEFAULT_BLOCK, tp)
+                if first is None:
+                    continue
+                blocks = [first["block"]]
+                if first["block"] == DEFAULT_BLOCK and tp == 1 and kv != "fp32":
+                    blocks.append(64)  # vLLM 0.34.0's default block size
+                for block in blocks:
+                    spec = first if block == first["block"] else vllm_pool.specs(model, kv, block, tp)
+                    if spec is None:
+                        continue
+                    out.append({"model": mid, "kv": kv, "tp": tp, "architecture": model.architecture,
+                                **spec, "points": points(spec, model.max_context)})
+    return out
+
+
+def points(spec: dict[str, Any], max_context: int | None) -> list[dict[str, Any]]:
+    kinds = {g["type"] for g in spec["layers"]}
+    windowed = bool(kinds & {"sliding", "chunked"})
+    ctxs = sorted({min(c, max_context or c) for c in CONTEXTS})
+    steps = [(b, a) for b in BATCHED for a in (False, True)] if windowed else [(8192, True)]
+    modes: list[tuple[str | None, int | None]] = [(None, None)]
+    if "mamba" in kinds:
+        modes = [("none", 0), ("align", 0), ("align", 1)]
+    out = []
+    for mode, ckpt in modes:
+        for ctx in ctxs:
+            for batched, async_ in steps:
+                for avail in AVAILABLE:
+                    p: dict[str, Any] = {"available": avail, "max_model_len": ctx, "batched_tokens": batched,
+                                         "async": async_}
+                    if mode:
+                        p.update(mamba_mode=mode, checkpoint_blocks=ckpt, prefix_caching=mode == "align")
+                    out.append(p)
+    return out
+
+
+def run(case: dict[str, Any]) -> dict[str, Any]:
+    python = os.environ.get(PYTHON_ENV) or sys.executable
+    start = time.monotonic()
+    models = model_cases()
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    with tempfile.TemporaryDirectory(prefix="kb-vllm-kvplan-") as tmp:
+        src = Path(tmp) / "cases.json"
+        src.write_text(json.dumps({"cases": models}))
+        proc = subprocess.run([python, str(HELPER), f"@{src}"], capture_output=True, text=True, env=env,
+                              cwd=HELPER.parent, timeout=SPEC.timeout_s - 60, check=False)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(MARK)]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
+        return {"outcome": "ERROR", "message": " | ".join(tail)[-1000:]}
+    doc = json.loads(lines[-1][len(MARK):])
+    dest = raw_dir() / str(doc["vllm"]) / RAW_NAME
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    body = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    if not dest.exists() or load(dest) != doc:  # a release run again leaves an identical file byte for byte
+        with gzip.GzipFile(dest, "wb", mtime=0) as fh:
+            fh.write(body)
+    pts = [p for c in doc["cases"] for p in c["points"]]
+    metrics = {
+        "vllm": doc["vllm"], "models": len({c["model"] for c in doc["cases"]}), "configurations": len(doc["cases"]),
+        "points": len(pts), "starts": sum(1 for p in pts if p.get("starts") is True),
+        "refuses": sum(1 for p in pts if p.get("starts") is False),
+        "exceptions": sum(1 for p in pts if "exception" in p), "planning": doc.get("planning"),
+        "raw": str(dest.relative_to(ROOT)) if dest.is_relative_to(ROOT) else str(dest),
+        "sha256": hashlib.sha256(dest.read_bytes()).hexdigest(), "helper_seconds": doc.get("seconds"),
+    }
+    return {"outcome": "OK", "seconds": round(time.monotonic() - start, 1), "metrics": metrics}
+
+
+def load(path: Path) -> dict[str, Any]:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return json.load(fh)  # type: ignore[no-any-return]
+
+
+def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
+    return []  # data for the replay (tests/solve/test_vllm_planning.py); no claim is judged
+
+
+def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:
+    m = next((o.get("metrics") or {} for o in observations if o.get("outcome") == "OK"), {})
+    return {k: m[k] for k in ("vllm", "models", "configurations", "points", "starts", "refuses", "exceptions")
+            if k in m}
