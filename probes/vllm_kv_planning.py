@@ -42,13 +42,27 @@ RAW_DIR_ENV = "KB_VLLM_RAW_DIR"
 RAW_NAME = "kv-planning.json.gz"
 MARK = "KB-KVPLAN "
 GIB = 1 << 30
-# available KV memory per rank: from one that fits nothing to one that fits many long requests; 17.3e9 is the
-# order of an H100's pool for a 27B model (the gemma-3-27b 128k case of issue 44)
-AVAILABLE = [GIB // 4, GIB, 4 * GIB, 12 * GIB, 17_300_000_000, 30 * GIB, 60 * GIB]
+# available KV memory per rank: from one that fits little to one that fits many long requests; 17.3e9 is the order of
+# an H100's pool for a 27B model (the gemma-3-27b 128k case of issue 44)
+AVAILABLE = [GIB, 4 * GIB, 17_300_000_000, 60 * GIB]
 CONTEXTS = [4096, 32768, 131072]
-BATCHED = [2048, 8192, 16384]  # vLLM's per-GPU defaults for vllm serve span these (engine/arg_utils.py)
-EXTRA_TP = {"llama-4-scout-17b-16e": [4, 8], "llama-4-maverick-17b-128e": [4, 8], "qwen3-next-80b-a3b": [4]}
-FP32_KV = ("qwen3-8b", "llama-3.1-8b", "gemma-3-27b")  # --dtype float32: kv_cache_dtype auto follows the model
+BATCHED = [2048, 8192]  # vLLM's per-GPU defaults for vllm serve span 2048 to 16384 (engine/arg_utils.py)
+# Every recorded model at its own dtype, tensor parallel 1 and kb's block; then the layouts of issue 44 once more:
+# fp8 KV, fp32 KV (--dtype float32: kv_cache_dtype auto follows the model), tensor parallel (chunked local
+# attention under TP: Llama-4), and block 64 (vLLM 0.34.0's default). vLLM's planning takes ~0.4 s a point on a
+# CPU, so the grid is kept to about 1,500 points a release.
+EXTRA: dict[str, list[tuple[str, int, int | None]]] = {  # model -> [(kv, tp, block or None for kb's)]
+    "llama-3.1-8b": [("fp8", 1, None), ("fp32", 1, None), ("bf16", 1, 64)],
+    "llama-3.1-70b": [("bf16", 2, None), ("fp8", 4, None)],
+    "gemma-3-27b": [("fp8", 1, None), ("bf16", 2, None), ("fp32", 1, None), ("bf16", 1, 64)],
+    "gpt-oss-120b": [("bf16", 1, 64), ("bf16", 2, None)],
+    "llama-4-scout-17b-16e": [("bf16", 4, None), ("bf16", 8, None), ("bf16", 1, 64)],
+    "llama-4-maverick-17b-128e": [("bf16", 8, None)],
+    "deepseek-v3": [("fp8", 1, None), ("bf16", 8, None)],
+    "qwen3-next-80b-a3b": [("bf16", 2, None), ("bf16", 4, None), ("fp8", 1, None)],
+    "nemotron-h-56b": [("bf16", 2, None)],
+    "qwen3-8b": [("fp32", 1, None)],
+}
 
 SPEC = ProbeSpec(
     id="vllm-kv-planning",
@@ -74,30 +88,23 @@ def model_cases() -> list[dict[str, Any]]:
     """One planning case per (model, KV dtype, tensor parallel, block) kb can describe, with its grid points."""
     from kbtool.query_cli import image
     from kbtool.solve.engines.vllm import pool as vllm_pool
-    from kbtool.solve.engines.vllm.kvcache import DEFAULT_BLOCK
+    from kbtool.solve.engines.vllm.kvcache import kv_model
 
     img = image()
     out = []
     for mid in sorted(img._section("models")):
         model = img.model(mid)
         base = "fp32" if model.weight_dtype == "fp32" else "bf16"
-        kvs = [base, "fp8"] + (["fp32"] if mid in FP32_KV else [])
-        for kv in kvs:
-            for tp in [1, 2, *EXTRA_TP.get(mid, [])]:
-                if kv == "fp32" and tp != 1:
-                    continue
-                first = vllm_pool.specs(model, kv, DEFAULT_BLOCK, tp)
-                if first is None:
-                    continue
-                blocks = [first["block"]]
-                if first["block"] == DEFAULT_BLOCK and tp == 1 and kv != "fp32":
-                    blocks.append(64)  # vLLM 0.34.0's default block size
-                for block in blocks:
-                    spec = first if block == first["block"] else vllm_pool.specs(model, kv, block, tp)
-                    if spec is None:
-                        continue
-                    out.append({"model": mid, "kv": kv, "tp": tp, "architecture": model.architecture,
-                                **spec, "points": points(spec, model.max_context)})
+        for kv, tp, block in [(base, 1, None), *EXTRA.get(mid, [])]:
+            try:  # kb's block for the model where none is named: 16, or FlashMLA's 64 for MLA (kvcache.py)
+                own = kv_model(model, kv, tp).block
+            except (AssertionError, KeyError):
+                continue
+            spec = vllm_pool.specs(model, kv, block or own, tp)
+            if spec is None:
+                continue
+            out.append({"model": mid, "kv": kv, "tp": tp, "architecture": model.architecture, **spec,
+                        "points": points(spec, model.max_context)})
     return out
 
 

@@ -95,3 +95,69 @@ def test_the_replay_can_fail_a_wrong_planning_line() -> None:
     doc = _doc(DATA / "0.33.0" / "kv-planning.json.gz")
     _, bad = replay(doc, vllm_planning.planning("0.24.0"))
     assert len(bad) > 100
+
+
+def _pool(release: str, **q: Any) -> Any:
+    from kbtool.solve.query import build_query
+    from kbtool.solve.solver import solve
+
+    a = solve(image(), build_query(engine="vllm", vllm=release, **q))
+    assert a.memory is not None and a.memory.pool is not None
+    return a.memory
+
+
+def test_gemma_3_27b_at_128k_on_an_h100_refuses_to_start_in_0_33_and_starts_in_0_24() -> None:
+    """0.33.0 holds window - 1 + two in-flight batches (async scheduling on the V2 runner, config/vllm.py:587-609)
+    in each of the six sliding-window groups (kv_cache_interface.py:919-944) and checks against the memory less the
+    null block (kv_cache_planning.py:1531-1552): 14,726 blocks a request, more than the pool holds, so it raises.
+    0.24.0 holds one batch (kv_cache_interface.py:528-537) and plans against all of it: 11,654 blocks, it starts."""
+    new = _pool("0.33.0", gpu="h100", model="gemma-3-27b", ctx="128k")
+    assert new.pool.starts is False and new.fits is False
+    assert new.pool.error.startswith("To serve at least one request with the model's max seq len (131072), (17.98 "
+                                     "GiB KV cache is needed")
+    assert new.engine_report["blocks_per_request"] == 6 * (-(-(1023 + 2 * 8192) // 16) + 1) + 131072 // 16
+    old = _pool("0.24.0", gpu="h100", model="gemma-3-27b", ctx="128k")
+    assert old.engine_report["blocks_per_request"] == 6 * (-(-(1023 + 8192) // 16) + 1) + 131072 // 16
+    assert old.pool.starts is True and old.fits is True and old.pool.error is None
+
+
+def test_qwen3_next_holds_three_state_pages_a_request_with_prefix_caching_in_0_33() -> None:
+    """0.33.0 turns prefix caching on for hybrid models, so the Mamba state cache is in mode "align"
+    (model_executor/models/config.py:750-775): 2 state pages a request, plus the prefill checkpoint page GDN
+    layers export where FlashInfer's GDN prefill runs (Hopper: qwen_gdn_linear_attn.py:148-165, 689-702;
+    kv_cache_interface.py:1135-1142), in steps of 64 tokens (gdn_attn.py:34, platforms/interface.py:1063-1068).
+    0.24.0 keeps mode "none": one page (kv_cache_interface.py:648-657)."""
+    new = _pool("0.33.0", gpu="h100", model="qwen3-next-80b-a3b", ctx="4k", gpus=4)
+    old = _pool("0.24.0", gpu="h100", model="qwen3-next-80b-a3b", ctx="4k", gpus=4)
+    assert new.engine_report["mamba_state"] == {"mode": "align", "pages_per_request": 3}
+    assert old.engine_report["mamba_state"] == {"mode": "none", "pages_per_request": 1}
+    assert new.engine_report["block_size"] % 64 == 0
+    assert new.pool.concurrency < 0.8 * old.pool.concurrency
+
+
+def test_mamba_state_pages_per_release_and_gpu() -> None:
+    p33, p24 = vllm_planning.planning("0.33.0"), vllm_planning.planning("0.24.0")
+    assert vllm_planning.state_mode(p33, "Qwen3NextForCausalLM", "sm90", True) == ("align", 1)
+    assert vllm_planning.state_mode(p33, "Qwen3NextForCausalLM", "sm80", True) == ("align", 0)  # Triton/FLA prefill
+    assert vllm_planning.state_mode(p33, "NemotronHForCausalLM", "sm80", True) == ("align", 1)  # mamba_mixer2.py:1117
+    assert vllm_planning.state_mode(p24, "NemotronHForCausalLM", "sm90", True) == ("none", 0)
+    assert vllm_planning.state_mode(p33, "LlamaForCausalLM", "sm90", False) == ("none", 0)
+
+
+def test_0_34_refuses_with_the_extensible_kv_caches_hint() -> None:
+    """0.34.0 turns the extensible KV cache on by default on CUDA and words its refusal for it
+    (kv_cache_planning.py:64-94, 120-134)."""
+    gs = [vllm_pool.Group("full", 10, 1 << 20)]
+    err = vllm_planning.check(gs, 16, 1 << 30, vllm_planning.planning("0.34.0"), vllm_planning.Point(131072, 8192))
+    assert err is not None and "The extensible KV cache already takes all device memory left after the model and " \
+        "its activations; decrease `max_model_len` or `max_num_seqs`" in err
+    assert "Decreasing `max_model_len` also reduces what is needed." in err
+
+
+def test_chunked_local_attention_divides_kv_heads_by_tp_once() -> None:
+    """Llama-4 Scout's chunked local layers at tensor parallel 4: 8 KV heads, 2 a rank, one page of 16 tokens x 2
+    heads x (128 + 128) x 2 bytes per layer, as vLLM's ChunkedLocalAttentionSpec holds it (probe-recorded)."""
+    m = image().model("llama-4-scout-17b-16e")
+    grouped = vllm_pool.groups(m, "bf16", 16, 4)
+    assert grouped is not None
+    assert {(g.kind, g.page_bytes) for g in grouped[0]} == {("chunked", 16 * 2 * 256 * 2), ("full", 16 * 2 * 256 * 2)}

@@ -69,11 +69,12 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
                  " (--kv-cache-memory-bytes: the weights and this pool exceed the GPU's memory)")
     report = None
     block = block_size or kv.block
-    grouped = vllm_pool.groups(model, kv_dtype, block, tp, pp) if ctx else None
+    plan = vllm_planning.planning(release)
+    arch = getattr(model, "architecture", None)
+    mode, ckpt = vllm_planning.state_mode(plan, arch, sm, any(g.type == "linear" for g in model.layers))
+    grouped = vllm_pool.groups(model, kv_dtype, block, tp, pp, vllm_planning.checkpoint_alignment(arch, ckpt)) \
+        if ctx else None
     if grouped is not None and ctx:
-        plan = vllm_planning.planning(release)
-        hybrid = any(g.type == "linear" for g in model.layers)
-        mode, ckpt = vllm_planning.state_mode(plan, getattr(model, "architecture", None), sm, hybrid)
         point = vllm_planning.Point(ctx, batched_tokens, async_scheduling=True, pp=pp,
                                     v2=vllm_pool.runner(model, acct) == "V2", mamba_mode=mode, checkpoint_blocks=ckpt)
         report = vllm_pool.report(max(pool, 0), grouped, block, point, acct, plan)

@@ -109,9 +109,16 @@ def report_text(r: dict[str, Any], ctx: int) -> str:
     """The two numbers vLLM prints at start-up, in its words, and how far to trust them: measured (a recorded boot
     asked this question), or estimated with the error kb showed on recorded boots of the model's class."""
     pad = f"; {r['padding'][0]}" if r.get("padding") else ""
+    st = r.get("mamba_state")
+    if st:
+        pages = f"{st['pages_per_request']} state page{'s' if st['pages_per_request'] != 1 else ''} per request"
+        pad += (f"; Mamba state mode {st['mode']} (prefix caching on for hybrids): {pages}" if st["mode"] == "align"
+                else f"; Mamba state mode {st['mode']}: {pages}")
     head = (f"vLLM will report: GPU KV cache size {r['kv_cache_tokens']:,} tokens; maximum concurrency for "
             f"{ctx:,} tokens per request {r['max_concurrency']:.2f}x")
-    if r.get("starts") is False:  # it raises before it logs them
+    if r.get("starts") is False and not r["kv_cache_tokens"]:
+        head = "vLLM refuses to start: no memory is left for the KV cache"
+    elif r.get("starts") is False:  # it raises before it logs them
         head = (f"vLLM would size {r['kv_cache_tokens']:,} tokens, {r['max_concurrency']:.2f}x of one {ctx:,}-token "
                 f"request ({r.get('blocks_per_request', 0):,} blocks each), and refuses to start")
     if r.get("basis") == "measured":
@@ -226,5 +233,6 @@ def _report(r: Report | None, release: str | None) -> dict[str, Any] | None:
             "block_size": r.block_size, "groups": [{"type": g.kind, "layers": g.layers, "page_bytes": g.page_bytes,
                                                     **({"window": g.window} if g.window else {})} for g in r.groups],
             "padding": list(r.padding), "basis": "estimated", "accounting": accounting(release).release,
-            "planning": r.planning, "starts": r.starts, "startup_error": r.error, "blocks_per_request": r.per_request}
+            "planning": r.planning, "starts": r.starts, "startup_error": r.error, "blocks_per_request": r.per_request,
+            **({"mamba_state": {"mode": r.state[0], "pages_per_request": r.state[1]}} if r.state else {})}
 

@@ -124,6 +124,13 @@ def state_mode(plan: Planning, architecture: str | None, sm: str | None, hybrid:
     return "align", 0
 
 
+def checkpoint_alignment(architecture: str | None, checkpoint_blocks: int) -> int:
+    """The token alignment of a hybrid model's prefill checkpoints, which the attention block is widened in steps of
+    (vllm_mamba.aligned_block): FlashInfer's GDN prefill checkpoints every 64 tokens (0.33.0
+    v1/attention/backends/gdn_attn.py:34); a Mamba-2 layer at any token (mamba_mixer2.py:1117)."""
+    return 64 if checkpoint_blocks and architecture in GDN else 1
+
+
 def in_flight_tokens(plan: Planning, pt: Point) -> int:
     if plan.in_flight == "batched":
         return pt.batched_tokens

@@ -189,14 +189,14 @@ class Report:
     """What vLLM prints and sizes at start-up, and whether its start-up check passes (`error`: its text)."""
 
     __slots__ = ("block_size", "concurrency", "error", "groups", "num_blocks", "padding", "per_request", "planning",
-                 "starts", "tokens")
+                 "starts", "state", "tokens")
 
     def __init__(self, *, num_blocks: int, block_size: int, tokens: int, concurrency: float, groups: list[Group],
                  padding: list[str], starts: bool = True, error: str | None = None, per_request: int = 0,
-                 planning: str = "") -> None:
+                 planning: str = "", state: tuple[str, int] | None = None) -> None:
         self.num_blocks, self.block_size, self.tokens, self.concurrency = num_blocks, block_size, tokens, concurrency
         self.groups, self.padding, self.starts, self.error = groups, padding, starts, error
-        self.per_request, self.planning = per_request, planning
+        self.per_request, self.planning, self.state = per_request, planning, state  # state: (Mamba mode, pages)
 
 
 def _page_bytes(g: object, kv_dtype: str, block: int, tp: int) -> int | None:
@@ -262,10 +262,12 @@ def _split(s: Any, tp: int) -> list[int]:
     return shape
 
 
-def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: int = 1) -> Grouped | None:
+def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: int = 1,
+           checkpoint_alignment: int = 1) -> Grouped | None:
     """vLLM's KV cache groups for this model (None where kb does not model them: mixed page sizes, Mamba layers
     without attention layers or with several state sizes), with the padding warnings vLLM logs and the attention
-    block vLLM uses (`block`, widened for Mamba state: vllm_mamba); with pipeline parallel `pp`, one stage's."""
+    block vLLM uses (`block`, widened for Mamba state: vllm_mamba, in steps of `checkpoint_alignment` too in state
+    mode "align"); with pipeline parallel `pp`, one stage's."""
     by_type: dict[tuple[str, int | None, int], int] = {}
     mamba = [g for g in model.layers if g.type == "linear"]
     attention = [g for g in model.layers if g.type != "linear"]
@@ -274,7 +276,8 @@ def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: in
         one = _page_bytes(attention[0], kv_dtype, 1, tp) if attention else None
         if len(state) != 1 or None in state or not one:
             return None
-        block = vllm_mamba.aligned_block(state.pop(), one, block)  # type: ignore[arg-type]
+        block = vllm_mamba.aligned_block(state.pop(), one, block,  # type: ignore[arg-type]
+                                         checkpoint_alignment=checkpoint_alignment)
         padded = ("mamba", None, _page_bytes(attention[0], kv_dtype, block, tp) or 0)  # state page padded to it
     for g in model.layers:
         if g.type == "linear":
@@ -316,6 +319,9 @@ def report(available_bytes: int, grouped: tuple[list[Group], list[str]], block: 
     conc = num_blocks / per_request if per_request else 0.0
     tokens = num_blocks // len(gs) * block if acct.tokens == "blocks per group" else int(conc * point.max_model_len)
     error = vllm_planning.check(gs, block, available_bytes, plan, point)
+    mamba = next((g for g in gs if g.kind == "mamba"), None)
+    state = (point.mamba_mode, vllm_planning.group_blocks(mamba, block, point.max_model_len, plan, point)) \
+        if mamba else None
     return Report(num_blocks=num_blocks, block_size=block, tokens=tokens, concurrency=conc, groups=gs,
                   padding=padding, starts=error is None, error=error, per_request=per_request,
-                  planning=plan.release)
+                  planning=plan.release, state=state)
