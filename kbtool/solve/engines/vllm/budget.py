@@ -72,12 +72,14 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     plan = vllm_planning.planning(release)
     arch = getattr(model, "architecture", None)
     mode, ckpt = vllm_planning.state_mode(plan, arch, sm, any(g.type == "linear" for g in model.layers))
+    # no pool at all (the weights and reserve take the memory): the answer says that, not vLLM's "No available
+    # memory for the cache blocks" it would end with
     grouped = vllm_pool.groups(model, kv_dtype, block, tp, pp, vllm_planning.checkpoint_alignment(arch, ckpt)) \
-        if ctx else None
+        if ctx and pool > 0 else None
     if grouped is not None and ctx:
         point = vllm_planning.Point(ctx, batched_tokens, async_scheduling=True, pp=pp,
                                     v2=vllm_pool.runner(model, acct) == "V2", mamba_mode=mode, checkpoint_blocks=ckpt)
-        report = vllm_pool.report(max(pool, 0), grouped, block, point, acct, plan)
+        report = vllm_pool.report(pool, grouped, block, point, acct, plan)
     need = math.ceil(batch * kv.per_sequence(ctx)) if ctx else 0
     fits = None if ctx is None else (pool > 0 and need <= pool)
     mem_ctx = max_context(kv, pool, batch) if pool > 0 else 0

@@ -135,7 +135,8 @@ def report_text(r: dict[str, Any], ctx: int) -> str:
         why += (f"; kb was {err['lowest']:+.1%} to {err['highest']:+.1%} off vLLM {err['vllm']} on {n} boot"
                 f"{'s' if n != 1 else ''} of {err['class']} models on {err['accelerator']}")
     else:
-        why += f"; no boot of vLLM {r.get('release') or r.get('accounting')}: estimated"
+        cls = f" of {r['class']} models" if r.get("class") else ""
+        why += f"; no boot of vLLM {r.get('release') or r.get('accounting')}{cls} recorded: estimated"
     return f"{head} ({why})"
 
 
