@@ -17,6 +17,7 @@ Usage: python _vllm_kv_planning.py @CASES.json (or one case as JSON)
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import json
@@ -24,9 +25,8 @@ import os
 import sys
 import time
 import traceback
+from pathlib import Path
 from types import SimpleNamespace
-
-DTYPES = {"bfloat16", "float16", "float32", "float8_e4m3fn", "float8_e5m2", "uint8"}
 
 
 def _missing(self: object, name: str) -> object:
@@ -149,10 +149,8 @@ def plan(case: dict, point: dict) -> dict:
     from vllm.v1.core import kv_cache_utils as utils
 
     planning = utils
-    try:
+    with contextlib.suppress(ImportError):
         from vllm.v1.core import kv_cache_planning as planning  # 0.33.0 moved the planning here
-    except ImportError:
-        pass
     cfg = make_config(case, point)
     specs = make_specs(case, point)
     avail = [int(point["available"])] * len(specs)
@@ -253,5 +251,5 @@ def run(doc: dict) -> dict:
 if __name__ == "__main__":
     os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
     arg = sys.argv[1]
-    doc = json.loads(open(arg[1:]).read() if arg.startswith("@") else arg)
+    doc = json.loads(Path(arg[1:]).read_text() if arg.startswith("@") else arg)
     print("KB-KVPLAN " + json.dumps(run(doc if "cases" in doc else {"cases": [doc]})))

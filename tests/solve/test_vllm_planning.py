@@ -32,8 +32,8 @@ def _doc(path: Path) -> dict[str, Any]:
 
 def _point(p: dict[str, Any]) -> vllm_planning.Point:
     return vllm_planning.Point(p["max_model_len"], p["batched_tokens"], async_scheduling=p["async"],
-                               pp=p.get("pp", 1), v2=p.get("v2_runner", True),
-                               mamba_mode=p.get("mamba_mode") or "none", checkpoint_blocks=p.get("checkpoint_blocks") or 0)
+                               pp=p.get("pp", 1), v2=p.get("v2_runner", True), mamba_mode=p.get("mamba_mode") or "none",
+                               checkpoint_blocks=p.get("checkpoint_blocks") or 0)
 
 
 def replay(doc: dict[str, Any], plan: vllm_planning.Planning | None = None) -> tuple[int, list[str]]:

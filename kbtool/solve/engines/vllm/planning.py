@@ -42,6 +42,9 @@ HINT_UTILIZATION = ("Try increasing `gpu_memory_utilization` when initializing t
 HINT_EXTENSIBLE = ("The extensible KV cache already takes all device memory left after the model and its "
                    "activations; decrease `max_model_len` or `max_num_seqs`, or the model needs a device with more "
                    "memory.")
+HINT_0_19 = "Try increasing `gpu_memory_utilization` when initializing the engine."
+TOO_SMALL_TAIL_0_19 = ("Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the "
+                       "engine. ")
 TOO_SMALL_TAIL = ("Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
                   "decreasing `max_model_len` when initializing the engine. ")
 
@@ -52,8 +55,9 @@ class Planning:
     - `in_flight`: "batched" (0.24.0: max_num_batched_tokens) or "batches" (0.33.0: max_concurrent_batches x it);
     - `null_block`: the start-up check plans against the memory less one block (0.33.0);
     - `checkpoints`: Mamba prefill checkpoint pages count in mode "align" (0.33.0's MambaSpec has them);
-    - `hint`: "utilization" or "extensible" (0.34.0, where the extensible KV cache is on by default on CUDA and
-      gpu_memory_utilization resolves to 1.0: config/cache.py:395-501);
+    - `hint`: how the refusal is worded: "0.19" (0.19.1 v1/core/kv_cache_utils.py:620-653, "models's max seq len"
+      and a shorter hint), "utilization" (0.24.0, 0.33.0), "extensible" (0.34.0, where the extensible KV cache
+      is on by default on CUDA and gpu_memory_utilization resolves to 1.0: config/cache.py:395-501);
     - `hybrid_prefix_caching`: prefix caching, and so Mamba state mode "align", is on by default for hybrid
       models (0.33.0: MambaModelConfig.verify_and_update_config, model_executor/models/config.py:750-775; 0.24.0
       leaves it off for them, config/model.py:1832-1837).
@@ -74,6 +78,8 @@ PLANNING = (  # newest first; a release takes the line of the newest recorded re
              hybrid_prefix_caching=True),
     Planning("0.24.0", in_flight="batched", null_block=False, checkpoints=False, hint="utilization",
              hybrid_prefix_caching=False),
+    Planning("0.19.1", in_flight="batched", null_block=False, checkpoints=False, hint="0.19",
+             hybrid_prefix_caching=False),
 )
 
 
@@ -81,7 +87,7 @@ def planning(release: str | None) -> Planning:
     """The planning line of `release` (the newest recorded line at or below it; None: 0.24.0's, the boots' line;
     older than all: the oldest)."""
     if not release:
-        return PLANNING[-1]
+        return PLANNING[2]
     from kbtool.solve.conditions import compare_versions
 
     for p in PLANNING:
@@ -134,10 +140,9 @@ def checkpoint_alignment(architecture: str | None, checkpoint_blocks: int) -> in
 def in_flight_tokens(plan: Planning, pt: Point) -> int:
     if plan.in_flight == "batched":
         return pt.batched_tokens
-    if pt.async_scheduling:
-        batches = pt.pp + 1 if pt.v2 else (2 if pt.pp <= 1 else pt.pp)
-    else:
-        batches = pt.pp
+    if not pt.async_scheduling:
+        return pt.pp * pt.batched_tokens
+    batches = pt.pp + 1 if pt.v2 else (2 if pt.pp <= 1 else pt.pp)
     return batches * pt.batched_tokens
 
 
@@ -167,6 +172,8 @@ def check(gs: Sequence[Group], block: int, available: int, plan: Planning, pt: P
     per = bytes_per_block(gs)
     memory = available - per if plan.null_block else available
     hint = HINT_EXTENSIBLE if plan.hint == "extensible" else HINT_UTILIZATION
+    if plan.hint == "0.19":
+        hint = HINT_0_19
     if memory <= 0:
         return f"No available memory for the cache blocks. {hint} {DOCS}"
     need = per * request_blocks(gs, block, pt.max_model_len, plan, pt)
@@ -175,9 +182,10 @@ def check(gs: Sequence[Group], block: int, available: int, plan: Planning, pt: P
     longest = estimate_max_model_len(gs, block, memory, plan, pt)
     estimated = (f"Based on the available memory, the estimated maximum model length is {longest}. "
                  if longest > 0 else "")
-    tail = f"{hint} Decreasing `max_model_len` also reduces what is needed. " if plan.hint == "extensible" \
-        else TOO_SMALL_TAIL
-    return (f"To serve at least one request with the model's max seq len ({pt.max_model_len}), "
+    tail = {"extensible": f"{hint} Decreasing `max_model_len` also reduces what is needed. ",
+            "0.19": TOO_SMALL_TAIL_0_19}.get(plan.hint, TOO_SMALL_TAIL)
+    whose = "models's" if plan.hint == "0.19" else "model's"
+    return (f"To serve at least one request with the {whose} max seq len ({pt.max_model_len}), "
             f"({gib(need)} GiB KV cache is needed, which is larger than the available KV cache memory "
             f"({gib(memory)} GiB). {estimated}{tail}{DOCS}")
 

@@ -212,8 +212,9 @@ def _page_bytes(g: object, kv_dtype: str, block: int, tp: int) -> int | None:
     return block * heads * (hd + (getattr(g, "head_dim_v", None) or hd)) * per
 
 
+# vLLM's STR_DTYPE_TO_TORCH_DTYPE stores fp8 caches as uint8 (utils/torch_utils.py)
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "uint8", "fp8_e4m3": "uint8",
-                "fp8_e5m2": "uint8"}  # vLLM's STR_DTYPE_TO_TORCH_DTYPE stores fp8 caches as uint8 (utils/torch_utils.py)
+                "fp8_e5m2": "uint8"}
 
 
 def specs(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1) -> dict[str, Any] | None:
