@@ -109,7 +109,7 @@ def _pool(release: str, **q: Any) -> Any:
 def test_gemma_3_27b_at_128k_on_an_h100_refuses_to_start_in_0_33_and_starts_in_0_24() -> None:
     """0.33.0 holds window - 1 + two in-flight batches (async scheduling on the V2 runner, config/vllm.py:587-609)
     in each of the six sliding-window groups (kv_cache_interface.py:919-944) and checks against the memory less the
-    null block (kv_cache_planning.py:1531-1552): 14,726 blocks a request, more than the pool holds, so it raises.
+    null block (kv_cache_planning.py:1533-1560): 14,726 blocks a request, more than the pool holds, so it raises.
     0.24.0 holds one batch (kv_cache_interface.py:528-537) and plans against all of it: 11,654 blocks, it starts."""
     new = _pool("0.33.0", gpu="h100", model="gemma-3-27b", ctx="128k")
     assert new.pool.starts is False and new.fits is False
@@ -125,7 +125,7 @@ def test_qwen3_next_holds_three_state_pages_a_request_with_prefix_caching_in_0_3
     """0.33.0 turns prefix caching on for hybrid models, so the Mamba state cache is in mode "align"
     (model_executor/models/config.py:750-775): 2 state pages a request, plus the prefill checkpoint page GDN
     layers export where FlashInfer's GDN prefill runs (Hopper: qwen_gdn_linear_attn.py:148-165, 689-702;
-    kv_cache_interface.py:1135-1142), in steps of 64 tokens (gdn_attn.py:34, platforms/interface.py:1063-1068).
+    kv_cache_interface.py:1135-1142), in steps of 64 tokens (gdn_attn.py:34, platforms/interface.py:1089-1094).
     0.24.0 keeps mode "none": one page (kv_cache_interface.py:648-657)."""
     new = _pool("0.33.0", gpu="h100", model="qwen3-next-80b-a3b", ctx="4k", gpus=4)
     old = _pool("0.24.0", gpu="h100", model="qwen3-next-80b-a3b", ctx="4k", gpus=4)

@@ -37,7 +37,7 @@ def aligned_block(state_bytes: int, attn_bytes_per_token: int, block: int, kerne
     """The attention block vLLM settles on in a hybrid model: whole steps of max(kernel_block, block) tokens, as
     few as make one attention layer's page at least one Mamba layer's state page; `block` when there is no
     state. In state mode "align" the step is also a multiple of the Mamba layers' prefill checkpoint alignment
-    (0.33.0 platforms/interface.py:1063-1068: 64 for FlashInfer's GDN prefill, v1/attention/backends/gdn_attn.py:34;
+    (0.33.0 platforms/interface.py:1089-1094: 64 for FlashInfer's GDN prefill, v1/attention/backends/gdn_attn.py:34;
     1 for Mamba-2)."""
     if state_bytes <= 0 or attn_bytes_per_token <= 0:
         return block

@@ -6,7 +6,7 @@ Planning; paths under vllm/ in that release's wheel):
 
 - bytes per block: the largest group's pages, page x layers per group (0.24.0 v1/core/kv_cache_utils.py:950-969
   `_pool_bytes_per_block`; 0.33.0 v1/core/kv_cache_planning.py:574-600 `_get_kv_cache_bytes_per_block`);
-  num_blocks = available // bytes per block (kv_cache_utils.py:972-989; kv_cache_planning.py:1553-1560).
+  num_blocks = available // bytes per block (kv_cache_utils.py:972-989; kv_cache_planning.py:1566-1576).
 - blocks a request of max_model_len holds, summed over groups (0.24.0 kv_cache_utils.py:919-937; 0.33.0
   kv_cache_utils.py:1061-1093, a cdiv per group): full attention and MLA cdiv(len, block); sliding window
   cdiv(min(window - 1 + in-flight tokens, len), block) + 1; chunked local attention cdiv(min(chunk + in-flight
@@ -18,10 +18,10 @@ Planning; paths under vllm/ in that release's wheel):
   pp otherwise (config/vllm.py:587-609).
 - "Maximum concurrency" = num_blocks / blocks per request; "GPU KV cache size" = int(concurrency x max_model_len)
   (kv_cache_utils.py:1120-1128); 0.19.1 logged num_blocks // groups x block (pool.Accounting.tokens).
-- the start-up check (`_check_enough_kv_cache_memory`, 0.24.0 kv_cache_utils.py:731-773, 0.33.0
+- the start-up check (`_check_enough_kv_cache_memory`, 0.24.0 kv_cache_utils.py:733-775, 0.33.0
   kv_cache_planning.py:50-89): no memory at all, or bytes per block x blocks per request above the memory,
   raises ValueError with the text `check` rebuilds; 0.33.0 first takes the null block the block pool keeps off
-  the memory it checks (kv_cache_planning.py:1531-1541); its estimated maximum model length is the largest
+  the memory it checks (kv_cache_planning.py:1533-1546); its estimated maximum model length is the largest
   length whose need fits, by vLLM's binary search; 0.34.0's message carries the extensible KV cache's hint
   (kv_cache_planning.py:64-94).
 """

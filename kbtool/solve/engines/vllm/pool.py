@@ -20,11 +20,11 @@ The KV cache groups (vllm/v1/core/kv_cache_utils.py:1180-1225, 1344-1395, 919-93
 attention type form one group; with several types the group size is the smallest type's layer count (the largest
 when it is under 1.5x the smallest), each type is padded to whole groups ("Add N padding layers"), and every group
 shares one pool of blocks of one page size; layer i of a type goes to group i mod n (kv_cache_utils.py:1223-1226),
-so a padded type's last groups hold a layer fewer. A request needs ceil(max_model_len / block) blocks in a
-full-attention group and ceil(min(window - 1 + max_num_batched_tokens, max_model_len) / block) + 1 in a
-sliding-window group. Mamba layers (vllm_mamba): the attention block is widened until one attention page holds a
-layer's state, the state page is padded to it, and a request needs one block in each Mamba group.
-"GPU KV cache size" = int(concurrency x max_model_len) tokens, concurrency = blocks / blocks per request.
+so a padded type's last groups hold a layer fewer. Mamba layers (vllm_mamba): the attention block is widened
+until one attention page holds a layer's state, and the state page is padded to it. What a request holds per group,
+num_blocks, "GPU KV cache size", "Maximum concurrency" and the start-up check are each release's planning
+(vllm_planning), replayed against vLLM's own code at every point the vllm-kv-planning probe recorded
+(tests/solve/test_vllm_planning.py); `specs` gives that probe the per-layer specs kb derives here.
 """
 
 from __future__ import annotations
