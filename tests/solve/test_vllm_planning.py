@@ -161,3 +161,14 @@ def test_chunked_local_attention_divides_kv_heads_by_tp_once() -> None:
     grouped = vllm_pool.groups(m, "bf16", 16, 4)
     assert grouped is not None
     assert {(g.kind, g.page_bytes) for g in grouped[0]} == {("chunked", 16 * 2 * 256 * 2), ("full", 16 * 2 * 256 * 2)}
+
+
+def test_an_fp32_cache_has_four_byte_pages_as_vllm_recorded_them() -> None:
+    """kv_cache_dtype auto follows a float32 model: FullAttentionSpec pages of 4-byte elements (vLLM 0.33.0
+    v1/kv_cache_interface.py:589-598, state_content_size_bytes x heads); the recorded fp32 configurations' groups."""
+    doc = _doc(DATA / "0.33.0" / "kv-planning.json.gz")
+    case = next(c for c in doc["cases"] if c["model"] == "qwen3-8b" and c["kv"] == "fp32")
+    bf16 = next(c for c in doc["cases"] if c["model"] == "qwen3-8b" and c["kv"] == "bf16")
+    assert case["dtype"] == "float32" and case["groups"][0]["page"] == 2 * bf16["groups"][0]["page"] == 16 * 8 * 256 * 4
+    grouped = vllm_pool.groups(image().model("qwen3-8b"), "fp32", 16)
+    assert grouped is not None and grouped[0][0].page_bytes == case["groups"][0]["page"]
