@@ -59,22 +59,32 @@ class Planning:
       and a shorter hint), "utilization" (0.24.0, 0.33.0), "extensible" (0.34.0, where the extensible KV cache
       is on by default on CUDA and gpu_memory_utilization resolves to 1.0: config/cache.py:395-501);
     - `hybrid_prefix_caching`: prefix caching, and so Mamba state mode "align", is on by default for hybrid
-      models (0.33.0: MambaModelConfig.verify_and_update_config, model_executor/models/config.py:750-775; 0.24.0
-      leaves it off for them, config/model.py:1832-1837).
+      models (0.33.0: MambaModelConfig.verify_and_update_config, model_executor/models/config.py:750-775; 0.32.0
+      config/model.py:2259-2261 and models/config.py:685-695; 0.24.0 leaves it off for them,
+      config/model.py:1832-1837);
+    - `gdn_checkpoints`: GDN layers export a prefill checkpoint page where FlashInfer's GDN prefill runs (0.33.0;
+      0.32.0 has the page for Mamba-2 layers only, layers/mamba/mamba_mixer2.py:1107).
+
+    0.32.0 plans as 0.33.0 does, from v1/core/kv_cache_utils.py before the planning moved to its own module (the
+    null block at kv_cache_utils.py:2627, in-flight batches at config/vllm.py:577): the probe's 1,628 points of
+    0.32.0 replay with 0 mismatches on this line. Releases 0.25.0 to 0.31.x take 0.24.0's line, unrecorded.
     """
 
-    __slots__ = ("checkpoints", "hint", "hybrid_prefix_caching", "in_flight", "null_block", "release")
+    __slots__ = ("checkpoints", "gdn_checkpoints", "hint", "hybrid_prefix_caching", "in_flight", "null_block",
+                 "release")
 
     def __init__(self, release: str, *, in_flight: str, null_block: bool, checkpoints: bool, hint: str,
-                 hybrid_prefix_caching: bool) -> None:
+                 hybrid_prefix_caching: bool, gdn_checkpoints: bool = False) -> None:
         self.release, self.in_flight, self.null_block, self.checkpoints = release, in_flight, null_block, checkpoints
-        self.hint, self.hybrid_prefix_caching = hint, hybrid_prefix_caching
+        self.hint, self.hybrid_prefix_caching, self.gdn_checkpoints = hint, hybrid_prefix_caching, gdn_checkpoints
 
 
 PLANNING = (  # newest first; a release takes the line of the newest recorded release at or below it
     Planning("0.34.0", in_flight="batches", null_block=True, checkpoints=True, hint="extensible",
-             hybrid_prefix_caching=True),
+             hybrid_prefix_caching=True, gdn_checkpoints=True),
     Planning("0.33.0", in_flight="batches", null_block=True, checkpoints=True, hint="utilization",
+             hybrid_prefix_caching=True, gdn_checkpoints=True),
+    Planning("0.32.0", in_flight="batches", null_block=True, checkpoints=True, hint="utilization",
              hybrid_prefix_caching=True),
     Planning("0.24.0", in_flight="batched", null_block=False, checkpoints=False, hint="utilization",
              hybrid_prefix_caching=False),
@@ -87,7 +97,7 @@ def planning(release: str | None) -> Planning:
     """The planning line of `release` (the newest recorded line at or below it; None: 0.24.0's, the boots' line;
     older than all: the oldest)."""
     if not release:
-        return PLANNING[2]
+        return planning("0.24.0")
     from kbtool.solve.conditions import compare_versions
 
     for p in PLANNING:
@@ -125,7 +135,7 @@ def state_mode(plan: Planning, architecture: str | None, sm: str | None, hybrid:
         return "align", 0
     if architecture in MAMBA2:
         return "align", 1
-    if architecture in GDN and sm in ("sm90", "sm100", "sm103"):
+    if plan.gdn_checkpoints and architecture in GDN and sm in ("sm90", "sm100", "sm103"):
         return "align", 1
     return "align", 0
 
