@@ -92,7 +92,7 @@ def model_cases() -> list[dict[str, Any]]:
 
     img = image()
     out = []
-    for mid in sorted(img._section("models")):
+    for mid in sorted(set(img.names("model").values())):
         model = img.model(mid)
         base = "fp32" if model.weight_dtype == "fp32" else "bf16"
         for kv, tp, block in [(base, 1, None), *EXTRA.get(mid, [])]:
