@@ -67,7 +67,10 @@ class Planning:
 
     0.32.0 plans as 0.33.0 does, from v1/core/kv_cache_utils.py before the planning moved to its own module (the
     null block at kv_cache_utils.py:2627, in-flight batches at config/vllm.py:577): the probe's 1,628 points of
-    0.32.0 replay with 0 mismatches on this line. Releases 0.25.0 to 0.31.x take 0.24.0's line, unrecorded.
+    0.32.0 replay with 0 mismatches on this line. 0.28.0 already counts the in-flight batches (config/vllm.py:550-
+    566) and defaults hybrids to prefix caching (config/model.py:2072-2074, models/config.py:602-604), but checks
+    against all of the memory (no null block) and has no checkpoint pages. Releases between recorded ones take the
+    line below them (0.25.0-0.27.x: 0.24.0's; 0.29.0-0.31.x: 0.28.0's), unrecorded.
     """
 
     __slots__ = ("checkpoints", "gdn_checkpoints", "hint", "hybrid_prefix_caching", "in_flight", "null_block",
@@ -85,6 +88,8 @@ PLANNING = (  # newest first; a release takes the line of the newest recorded re
     Planning("0.33.0", in_flight="batches", null_block=True, checkpoints=True, hint="utilization",
              hybrid_prefix_caching=True, gdn_checkpoints=True),
     Planning("0.32.0", in_flight="batches", null_block=True, checkpoints=True, hint="utilization",
+             hybrid_prefix_caching=True),
+    Planning("0.28.0", in_flight="batches", null_block=False, checkpoints=False, hint="utilization",
              hybrid_prefix_caching=True),
     Planning("0.24.0", in_flight="batched", null_block=False, checkpoints=False, hint="utilization",
              hybrid_prefix_caching=False),
