@@ -77,8 +77,10 @@ def test_gpu_memory_utilization_is_the_util_option() -> None:
 def test_max_num_batched_tokens_sizes_the_sliding_window_layers() -> None:
     small = memory("--gpu", "h200", "--model", "gemma-3-27b", "--ctx", "128k", "--max-num-batched-tokens", "1024")
     big = memory("--gpu", "h200", "--model", "gemma-3-27b", "--ctx", "128k", "--max-num-batched-tokens", "16384")
-    per_local_token = 2 * 52 * 16 * 128 * 2
-    assert big["kv_bytes"] - small["kv_bytes"] == per_local_token * (16384 - 1024)
+    # vLLM counts whole blocks per group: 52 sliding layers are 6 groups of 10 layer slots (8 padding), each
+    # holding cdiv(min(window - 1 + batched, ctx), 16) + 1 blocks (vllm_planning.group_blocks)
+    per_slot_token = 2 * 60 * 16 * 128 * 2
+    assert big["kv_bytes"] - small["kv_bytes"] == per_slot_token * (16384 - 1024)
 
 
 def test_bad_memory_options_exit_2() -> None:

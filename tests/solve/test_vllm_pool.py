@@ -10,6 +10,7 @@ import pytest
 from kbtool.query_cli import image
 from kbtool.solve.engines.vllm import pool as vllm_pool
 from kbtool.solve.engines.vllm.args import parse
+from kbtool.solve.engines.vllm.planning import Point
 from kbtool.solve.query import build_query
 from kbtool.solve.solver import solve
 
@@ -50,10 +51,13 @@ def test_runner_by_release() -> None:
             (qwen, mixtral)] == ["V1", "V1", "V2", "V1", "V2", "V2"]
 
 
+POINT = Point(32768, 8192)  # async scheduling on the V2 runner, pp 1: two batches in flight in 0.33.0
+
+
 def test_sliding_window_requests_hold_the_in_flight_batches_in_0_33() -> None:
     g = [vllm_pool.Group("sliding", 10, 1000, 1024), vllm_pool.Group("full", 10, 1000)]
-    old = vllm_pool.report(10**10, (g, []), 16, 32768, 8192, vllm_pool.accounting("0.24.0"))
-    new = vllm_pool.report(10**10, (g, []), 16, 32768, 8192, vllm_pool.accounting("0.33.0"))
+    old = vllm_pool.report(10**10, (g, []), 16, POINT, vllm_pool.accounting("0.24.0"))
+    new = vllm_pool.report(10**10, (g, []), 16, POINT, vllm_pool.accounting("0.33.0"))
     # window blocks: ceil((1023 + 8192) / 16) + 1 = 577 in 0.24.0; (1023 + 2 x 8192) -> 1089 in 0.33.0
     assert old.concurrency == pytest.approx(old.num_blocks / (2048 + 577))
     assert new.concurrency == pytest.approx(new.num_blocks / (2048 + 1089))
@@ -61,9 +65,9 @@ def test_sliding_window_requests_hold_the_in_flight_batches_in_0_33() -> None:
 
 def test_gpu_kv_cache_size_in_0_19_is_blocks_per_group() -> None:
     g = [vllm_pool.Group("sliding", 10, 1000, 1024), vllm_pool.Group("full", 10, 1000)]
-    r = vllm_pool.report(10**10, (g, []), 16, 32768, 8192, vllm_pool.accounting("0.19.1"))
+    r = vllm_pool.report(10**10, (g, []), 16, POINT, vllm_pool.accounting("0.19.1"))
     assert r.tokens == r.num_blocks // 2 * 16
-    assert vllm_pool.report(10**10, (g, []), 16, 32768, 8192).tokens == int(r.concurrency * 32768)
+    assert vllm_pool.report(10**10, (g, []), 16, POINT).tokens == int(r.concurrency * 32768)
 
 
 def test_kv_cache_memory_bytes_is_read_as_vllm_reads_it_and_is_the_pool() -> None:

@@ -59,12 +59,13 @@ def matches(img: Image, acc: str, model: ModelV, flags: dict[str, Any]) -> list[
 
 
 def class_error(img: Image, acc: str, release: str | None, cls: str) -> dict[str, Any] | None:
-    """kb's error on the recorded boots of this class: on this accelerator and release if there are any, else on
-    any recorded accelerator and release (the answer says which)."""
+    """kb's error on the recorded boots of this class and release: on this accelerator if there are any, else on
+    any recorded accelerator (the answer says which); None where `release` has no boot of the class (the answer
+    then says "no boot of vLLM X: estimated", never another release's error)."""
     rows = img.boot_errors()
-    for want in ((acc, release), (None, None)):
+    for want in (acc, None):
         for r in rows:
             a, c = r
-            if c.get("class") == cls and (want[0] is None or (a == want[0] and c.get("vllm") == want[1])):
+            if c.get("class") == cls and c.get("vllm") == release and (want is None or a == want):
                 return {"accelerator": a, **c}
     return None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 
+from kbtool.solve.engines.vllm import planning as vllm_planning
 from kbtool.solve.engines.vllm import pool as vllm_pool
 from kbtool.solve.engines.vllm.kvcache import DEFAULT_BATCHED_TOKENS, UNBOUNDED_CTX, KvModel, kv_model, max_context
 from kbtool.solve.weights import Fit, weight_bytes
@@ -41,10 +42,12 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         utilization: float = 0.9, weights: str | None = None, reserve: int | None = None,
         batched_tokens: int = DEFAULT_BATCHED_TOKENS, mla_format: str | None = None, max_num_seqs: int = SAMPLER_ROWS,
         eager: bool = False, block_size: int | None = None, pp: int = 1, release: str | None = None,
-        kv_cache_memory: int | None = None, formats: Mapping[str, tuple[int, str | None]] | None = None) -> Fit:
+        kv_cache_memory: int | None = None, formats: Mapping[str, tuple[int, str | None]] | None = None,
+        sm: str | None = None) -> Fit:
     """Whether `batch` sequences of `ctx` tokens fit in the KV pool of each of `tp` GPUs, and how many do, as vLLM
     `release` sizes that pool (vllm_pool.accounting); `kv_cache_memory` (--kv-cache-memory-bytes) is the pool;
-    `formats`: the KV layouts the records size (kvcache.kv_model)."""
+    `formats`: the KV layouts the records size (kvcache.kv_model); `sm`: the GPU's architecture (the Mamba state
+    pages of a hybrid model depend on it: vllm_planning.state_mode)."""
     acct = vllm_pool.accounting(release)
     kv: KvModel = kv_model(model, kv_dtype, tp, batched_tokens, mla_format, formats)
     if pp > 1:  # each pipeline stage holds its share of the layers, their KV cache and their weights
@@ -64,9 +67,36 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         pool = kv_cache_memory if wgpu + kv_cache_memory <= capacity else 0
         given = (" (--kv-cache-memory-bytes: vLLM skips profiling and the utilization arithmetic)" if pool else
                  " (--kv-cache-memory-bytes: the weights and this pool exceed the GPU's memory)")
+    report = None
+    block = block_size or kv.block
+    plan = vllm_planning.planning(release)
+    arch = getattr(model, "architecture", None)
+    mode, ckpt = vllm_planning.state_mode(plan, arch, sm, any(g.type == "linear" for g in model.layers))
+    # no pool at all (the weights and reserve take the memory): the answer says that, not vLLM's "No available
+    # memory for the cache blocks" it would end with
+    grouped = vllm_pool.groups(model, kv_dtype, block, tp, pp, vllm_planning.checkpoint_alignment(arch, ckpt)) \
+        if ctx and pool > 0 else None
+    if grouped is not None and ctx:
+        point = vllm_planning.Point(ctx, batched_tokens, async_scheduling=True, pp=pp,
+                                    v2=vllm_pool.runner(model, acct) == "V2", mamba_mode=mode, checkpoint_blocks=ckpt)
+        report = vllm_pool.report(pool, grouped, block, point, acct, plan)
     need = math.ceil(batch * kv.per_sequence(ctx)) if ctx else 0
     fits = None if ctx is None else (pool > 0 and need <= pool)
     mem_ctx = max_context(kv, pool, batch) if pool > 0 else 0
+    engine_need = ""
+    if report is not None:  # one accounting: the engine's blocks decide the fit (vllm_planning.check)
+        per_block = vllm_planning.bytes_per_block(report.groups)
+        need = per_block * report.per_request * batch
+        fits = report.starts and report.concurrency >= batch
+        engine_need = (f" = {report.per_request:,} blocks x {per_block:,} B, as vLLM {report.planning} counts a "
+                       f"request's blocks")
+        if batch == 1 and pool > 0:
+            memory = pool - per_block if plan.null_block else pool
+            # the longest context memory allows, by vLLM's own search (capped at the model's limit below)
+            mem_ctx = vllm_planning.estimate_max_model_len(report.groups, report.block_size, memory, plan,
+                                                           vllm_planning.Point(UNBOUNDED_CTX, batched_tokens, pp=pp,
+                                                                               v2=point.v2, mamba_mode=mode,
+                                                                               checkpoint_blocks=ckpt))
     model_max = model.max_context
     mctx, limit = mem_ctx, "memory"
     if model_max and mem_ctx >= model_max:
@@ -83,12 +113,15 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     if ctx:
         one = kv.per_sequence(ctx)
         seqs = int(pool // one) if pool > 0 and one > 0 else 0
+        if report is not None:
+            seqs = int(report.concurrency) if report.starts else 0
     tp_txt = (f" / tp {tp}" if tp > 1 else "") + (f" / pp {pp}" if pp > 1 else "")
     lines = [f"KV/token = {' + '.join(t.text for t in kv.terms)}"]
     if len(kv.terms) > 1:
         lines.append(f"KV/token = {per_tok:,.0f} B" + (f" + {kv.fixed():,.0f} B/sequence" if kv.fixed() else ""))
     if ctx is not None:
-        lines.append(f"KV = {need:,} B ({_gb(need)}) for ctx {ctx:,} x batch {batch} (whole {kv.block}-token blocks)")
+        lines.append(f"KV = {need:,} B ({_gb(need)}) for ctx {ctx:,} x batch {batch}" + (engine_need or
+                     f" (whole {kv.block}-token blocks)"))
     lines.append(f"budget = {capacity:,} B x {utilization:g} = {usable:,} B ({_gb(usable)})")
     lines.append(f"- weights {wgpu:,} B ({_gb(wgpu)}) = {whow}{tp_txt}")
     lines.append(f"- reserve {res:,} B ({_gb(res)}): {rhow}")
@@ -103,11 +136,6 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         notes.append("memory does not limit the context (no layer grows with it)")
     if ctx is not None and model_max and ctx > model_max:
         notes.append(f"ctx {ctx:,} exceeds the model's max_position_embeddings {model_max:,}")
-    report = None
-    block = block_size or kv.block
-    grouped = vllm_pool.groups(model, kv_dtype, block, tp, pp) if ctx and pool > 0 else None
-    if grouped is not None and ctx:
-        report = vllm_pool.report(pool, grouped, block, ctx, batched_tokens, acct, pp)
     return Fit(engine_report=report, fits=fits, kv_bytes=need, kv_bytes_per_token=per_tok, weights_bytes=wgpu,
                weights_dtype=weights or model.weight_dtype, reserve_bytes=res, pool_bytes=pool, pool_tokens=pool_tokens,
                capacity_bytes=capacity, max_ctx=mctx, max_ctx_memory=mem_ctx, ctx_limit=limit,

@@ -32,13 +32,16 @@ from kbtool.solve.engines.vllm.kvcache import STATE_BYTES, state_page
 KERNEL_BLOCK = 16  # the smallest kernel block size of vLLM's FLASH_ATTN backend on CUDA
 
 
-def aligned_block(state_bytes: int, attn_bytes_per_token: int, block: int, kernel_block: int = KERNEL_BLOCK) -> int:
+def aligned_block(state_bytes: int, attn_bytes_per_token: int, block: int, kernel_block: int = KERNEL_BLOCK,
+                  checkpoint_alignment: int = 1) -> int:
     """The attention block vLLM settles on in a hybrid model: whole steps of max(kernel_block, block) tokens, as
     few as make one attention layer's page at least one Mamba layer's state page; `block` when there is no
-    state."""
+    state. In state mode "align" the step is also a multiple of the Mamba layers' prefill checkpoint alignment
+    (0.33.0 platforms/interface.py:1089-1094: 64 for FlashInfer's GDN prefill, v1/attention/backends/gdn_attn.py:34;
+    1 for Mamba-2)."""
     if state_bytes <= 0 or attn_bytes_per_token <= 0:
         return block
-    step = max(kernel_block, block)
+    step = math.lcm(max(kernel_block, block), checkpoint_alignment)
     return max(block, step * math.ceil(state_bytes / (step * attn_bytes_per_token)))
 
 

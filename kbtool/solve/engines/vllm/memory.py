@@ -65,7 +65,7 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
         return fit(model, kv_as or kv, capacity, ctx_as or ctx, batch=batch_as or batch, tp=tp,
                    utilization=q.utilization, weights=weights_as or weights, reserve=reserve, batched_tokens=tokens,
                    max_num_seqs=seqs, eager=eager, block_size=block, pp=pp, release=release,
-                   kv_cache_memory=kv_memory, formats=cx.img.kv_formats)
+                   kv_cache_memory=kv_memory, formats=cx.img.kv_formats, sm=env.get("sm"))
 
     f = on(q.gpus)
     if settings.get("ctx_auto") and f.fits is False and f.max_ctx > 0 and f.ctx_limit == "memory":
@@ -95,14 +95,13 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
     if r is not None:
         if q.ctx:  # the words the answer shows (at the asked ctx only)
             r["text"] = report_text(r, q.ctx)
-        # vLLM refuses to start when one request of max_model_len does not fit its blocks (kv_cache_utils.py
-        # check_enough_kv_cache_memory): its own count says so as a concurrency under 1
-        starts = None if not q.ctx else (r["max_concurrency"] >= 1 and f.pool_bytes > 0)
+        # vLLM's start-up check, replayed as its release plans the pool (vllm_planning.check: the per-group block
+        # counts, the null block, its exact error text)
+        starts = None if not q.ctx else bool(r["starts"])
         mem.pool = Pool(engine="vllm", label=f"vLLM {r.get('accounting')}", release=r.get("accounting"),
                         tokens=r["kv_cache_tokens"], concurrency=r["max_concurrency"], starts=starts,
-                        error=None if starts is not False else "To serve at least one request with the model's max "
-                        "seq len, more KV cache memory is needed than is available", basis=r.get("basis", "estimated"),
-                        report=r)
+                        error=r.get("startup_error") if starts is False else None,
+                        basis=r.get("basis", "estimated"), report=r)
     return mem
 
 
@@ -110,8 +109,18 @@ def report_text(r: dict[str, Any], ctx: int) -> str:
     """The two numbers vLLM prints at start-up, in its words, and how far to trust them: measured (a recorded boot
     asked this question), or estimated with the error kb showed on recorded boots of the model's class."""
     pad = f"; {r['padding'][0]}" if r.get("padding") else ""
+    st = r.get("mamba_state")
+    if st:
+        pages = f"{st['pages_per_request']} state page{'s' if st['pages_per_request'] != 1 else ''} per request"
+        pad += (f"; Mamba state mode {st['mode']} (prefix caching on for hybrids): {pages}" if st["mode"] == "align"
+                else f"; Mamba state mode {st['mode']}: {pages}")
     head = (f"vLLM will report: GPU KV cache size {r['kv_cache_tokens']:,} tokens; maximum concurrency for "
             f"{ctx:,} tokens per request {r['max_concurrency']:.2f}x")
+    if r.get("starts") is False and not r["kv_cache_tokens"]:
+        head = "vLLM refuses to start: no memory is left for the KV cache"
+    elif r.get("starts") is False:  # it raises before it logs them
+        head = (f"vLLM would size {r['kv_cache_tokens']:,} tokens, {r['max_concurrency']:.2f}x of one {ctx:,}-token "
+                f"request ({r.get('blocks_per_request', 0):,} blocks each), and refuses to start")
     if r.get("basis") == "measured":
         m = r["measured"]
         return f"{head} (measured: vLLM {m['vllm']} booted this on {m['accelerator']}, {m['row']}{pad})"
@@ -125,6 +134,9 @@ def report_text(r: dict[str, Any], ctx: int) -> str:
         n = int(err["boots"])
         why += (f"; kb was {err['lowest']:+.1%} to {err['highest']:+.1%} off vLLM {err['vllm']} on {n} boot"
                 f"{'s' if n != 1 else ''} of {err['class']} models on {err['accelerator']}")
+    else:
+        cls = f" of {r['class']} models" if r.get("class") else ""
+        why += f"; no boot of vLLM {r.get('release') or r.get('accounting')}{cls} recorded: estimated"
     return f"{head} ({why})"
 
 
@@ -158,6 +170,7 @@ def _held_to_boots(cx: Ctx, acc: AcceleratorV, report: dict[str, Any] | None, fl
         _acc, c, tokens, concurrency, row_id = rows[-1]
         report["other_release"] = {"row": row_id, "vllm": c.get("vllm"), "kv_cache_tokens": tokens,
                                    "max_concurrency": round(concurrency, 2)}
+    report["release"] = release = release or report.get("accounting")
     err = boots.class_error(cx.img, acc.id, release, cls)
     if err:
         report["error"] = err
@@ -220,5 +233,7 @@ def _report(r: Report | None, release: str | None) -> dict[str, Any] | None:
     return {"kv_cache_tokens": r.tokens, "max_concurrency": round(r.concurrency, 2), "num_blocks": r.num_blocks,
             "block_size": r.block_size, "groups": [{"type": g.kind, "layers": g.layers, "page_bytes": g.page_bytes,
                                                     **({"window": g.window} if g.window else {})} for g in r.groups],
-            "padding": list(r.padding), "basis": "estimated", "accounting": accounting(release).release}
+            "padding": list(r.padding), "basis": "estimated", "accounting": accounting(release).release,
+            "planning": r.planning, "starts": r.starts, "startup_error": r.error, "blocks_per_request": r.per_request,
+            **({"mamba_state": {"mode": r.state[0], "pages_per_request": r.state[1]}} if r.state else {})}
 

@@ -20,11 +20,11 @@ The KV cache groups (vllm/v1/core/kv_cache_utils.py:1180-1225, 1344-1395, 919-93
 attention type form one group; with several types the group size is the smallest type's layer count (the largest
 when it is under 1.5x the smallest), each type is padded to whole groups ("Add N padding layers"), and every group
 shares one pool of blocks of one page size; layer i of a type goes to group i mod n (kv_cache_utils.py:1223-1226),
-so a padded type's last groups hold a layer fewer. A request needs ceil(max_model_len / block) blocks in a
-full-attention group and ceil(min(window - 1 + max_num_batched_tokens, max_model_len) / block) + 1 in a
-sliding-window group. Mamba layers (vllm_mamba): the attention block is widened until one attention page holds a
-layer's state, the state page is padded to it, and a request needs one block in each Mamba group.
-"GPU KV cache size" = int(concurrency x max_model_len) tokens, concurrency = blocks / blocks per request.
+so a padded type's last groups hold a layer fewer. Mamba layers (vllm_mamba): the attention block is widened
+until one attention page holds a layer's state, and the state page is padded to it. What a request holds per group,
+num_blocks, "GPU KV cache size", "Maximum concurrency" and the start-up check are each release's planning
+(vllm_planning), replayed against vLLM's own code at every point the vllm-kv-planning probe recorded
+(tests/solve/test_vllm_planning.py); `specs` gives that probe the per-layer specs kb derives here.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ import math
 from typing import Any
 
 from kbtool.solve.engines.vllm import mamba as vllm_mamba
+from kbtool.solve.engines.vllm import planning as vllm_planning
+from kbtool.solve.engines.vllm.planning import Planning, Point
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,7 +47,7 @@ V2_MLP_BYTES = 4.0  # per token and MLP width: the gate/up projection's bf16 out
 GRAPH_ESTIMATE_BYTES = GIB
 NON_GATED_MOE = frozenset({"NemotronHForCausalLM"})  # relu2 experts (models/nemotron_h.py, is_non_gated_moe)
 KV_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8": 1}
-ATTENTION_TYPES = ("full", "sliding", "mla")
+ATTENTION_TYPES = ("full", "sliding", "chunked", "mla")
 
 
 class Accounting:
@@ -60,19 +62,15 @@ class Accounting:
       (v1/worker/gpu/model_runner.py:684-686); 0.33.0's V2 runner estimates for real (gpu/cudagraph_utils.py:922).
     - `v2_sampler`: bytes per logit element of the V2 runner's profiled sampler; 0.33.0 adds a warm-up pass with
       top-k/top-p, penalties and logprobs (gpu/model_runner.py:1001-1014), so it costs what V1's sampler does.
-    - `in_flight`: batches of max_num_batched_tokens a sliding-window request must hold beyond its window; 0.33.0
-      counts the in-flight batches of async scheduling, pp + 1 (kv_cache_interface.py:937-944,
-      config/vllm.py:588-609).
     - `tokens`: how "GPU KV cache size" is computed: 0.19.1 `num_blocks // groups x block_size`
       (v1/core/kv_cache_utils.py:1302-1317); later `int(concurrency x max_model_len)` (0.24.0 :1788-1798).
     """
 
-    __slots__ = ("graphs", "in_flight", "release", "tokens", "v2", "v2_sampler")
+    __slots__ = ("graphs", "release", "tokens", "v2", "v2_sampler")
 
-    def __init__(self, release: str, v2: frozenset[str] | str, graphs: str, v2_sampler: float, in_flight: str,
-                 tokens: str) -> None:
+    def __init__(self, release: str, v2: frozenset[str] | str, graphs: str, v2_sampler: float, tokens: str) -> None:
         self.release, self.v2, self.graphs, self.v2_sampler = release, v2, graphs, v2_sampler
-        self.in_flight, self.tokens = in_flight, tokens
+        self.tokens = tokens
 
 
 V2_ARCHITECTURES = frozenset({"Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM",
@@ -80,9 +78,9 @@ V2_ARCHITECTURES = frozenset({"Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen
 V1_SAMPLER_BYTES = 15.04  # per logit element: fp32 logits + the top-k/top-p sort (values fp32, indices int64)
 V2_SAMPLER_BYTES = 4.0  # fp32 logits; no top-k/top-p during the profile run
 ACCOUNTING = (  # newest first; a release takes the line of the newest recorded release at or below it
-    Accounting("0.33.0", "all", "all", V1_SAMPLER_BYTES, "pp+1", "concurrency"),
-    Accounting("0.24.0", V2_ARCHITECTURES, "V1", V2_SAMPLER_BYTES, "1", "concurrency"),
-    Accounting("0.19.1", frozenset(), "none", V2_SAMPLER_BYTES, "1", "blocks per group"),
+    Accounting("0.33.0", "all", "all", V1_SAMPLER_BYTES, "concurrency"),
+    Accounting("0.24.0", V2_ARCHITECTURES, "V1", V2_SAMPLER_BYTES, "concurrency"),
+    Accounting("0.19.1", frozenset(), "none", V2_SAMPLER_BYTES, "blocks per group"),
 )
 MEASURED = ACCOUNTING[1]  # the line the H200 boots measured; used where no release is given
 
@@ -188,14 +186,17 @@ class Grouped(tuple):  # type: ignore[type-arg]
 
 
 class Report:
-    """What vLLM prints and sizes at start-up."""
+    """What vLLM prints and sizes at start-up, and whether its start-up check passes (`error`: its text)."""
 
-    __slots__ = ("block_size", "concurrency", "groups", "num_blocks", "padding", "tokens")
+    __slots__ = ("block_size", "concurrency", "error", "groups", "num_blocks", "padding", "per_request", "planning",
+                 "starts", "state", "tokens")
 
     def __init__(self, *, num_blocks: int, block_size: int, tokens: int, concurrency: float, groups: list[Group],
-                 padding: list[str]) -> None:
+                 padding: list[str], starts: bool = True, error: str | None = None, per_request: int = 0,
+                 planning: str = "", state: tuple[str, int] | None = None) -> None:
         self.num_blocks, self.block_size, self.tokens, self.concurrency = num_blocks, block_size, tokens, concurrency
-        self.groups, self.padding = groups, padding
+        self.groups, self.padding, self.starts, self.error = groups, padding, starts, error
+        self.per_request, self.planning, self.state = per_request, planning, state  # state: (Mamba mode, pages)
 
 
 def _page_bytes(g: object, kv_dtype: str, block: int, tp: int) -> int | None:
@@ -211,10 +212,63 @@ def _page_bytes(g: object, kv_dtype: str, block: int, tp: int) -> int | None:
     return block * heads * (hd + (getattr(g, "head_dim_v", None) or hd)) * per
 
 
-def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: int = 1) -> Grouped | None:
+# vLLM's STR_DTYPE_TO_TORCH_DTYPE stores fp8 caches as uint8 (utils/torch_utils.py)
+TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "uint8", "fp8_e4m3": "uint8",
+                "fp8_e5m2": "uint8"}
+
+
+def specs(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1) -> dict[str, Any] | None:
+    """The per-layer KV specs vLLM builds for this model on one tensor-parallel rank, as the vllm-kv-planning probe
+    hands them to vLLM's planning (probes/_vllm_kv_planning.py make_specs): the attention block (widened for Mamba
+    state, vllm_mamba), the torch dtype, and per layer group its spec class's fields (KV heads per rank
+    max(1, heads // tp), vllm/config/model.py get_num_kv_heads; Mamba tensors split along their TP dim and the page
+    padded to the attention page). None where kb does not model the layout (groups() returns None, a sparse-MLA
+    indexer, an nvfp4 cache)."""
+    grouped = groups(model, kv_dtype, block, tp)
+    if grouped is None or kv_dtype not in TORCH_DTYPES or any(getattr(g, "index_head_dim", None)
+                                                             for g in model.layers):
+        return None
+    block = grouped.block
+    mla = any(g.type == "mla" for g in model.layers)
+    out: list[dict[str, Any]] = []
+    for g in model.layers:
+        if g.type == "linear":
+            state = [{"shape": _split(s, tp), "dtype": TORCH_DTYPES[_get(s, "dtype")]} for s in g.state or []]
+            page = next(x.page_bytes for x in grouped[0] if x.kind == "mamba")
+            out.append({"type": "mamba", "count": g.count, "state": state, "page_padded": page})
+        elif g.type == "mla":
+            out.append({"type": "mla", "count": g.count, "head_dim": (g.kv_lora_rank or 512) + (g.rope_dim or 64)})
+        else:
+            d: dict[str, Any] = {"type": g.type, "count": g.count, "kv_heads": max(1, (g.kv_heads or 1) // tp),
+                                 "head_dim": g.head_dim or 128}
+            if getattr(g, "head_dim_v", None) and g.head_dim_v != g.head_dim:
+                d["head_dim_v"] = g.head_dim_v
+            if g.type == "sliding":
+                d["window"] = g.window
+            if g.type == "chunked":
+                d["chunk"] = g.chunk
+            out.append(d)
+    return {"dtype": TORCH_DTYPES[kv_dtype], "cache_dtype": "auto" if kv_dtype in ("bf16", "fp16", "fp32") else
+            "fp8", "block": block, "mla": mla, "layers": out}
+
+
+def _get(s: Any, key: str) -> Any:
+    return s[key] if isinstance(s, dict) else getattr(s, key)
+
+
+def _split(s: Any, tp: int) -> list[int]:
+    shape, dim = list(_get(s, "shape")), _get(s, "tp_dim")
+    if dim is not None:
+        shape[dim] = shape[dim] // tp
+    return shape
+
+
+def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: int = 1,
+           checkpoint_alignment: int = 1) -> Grouped | None:
     """vLLM's KV cache groups for this model (None where kb does not model them: mixed page sizes, Mamba layers
     without attention layers or with several state sizes), with the padding warnings vLLM logs and the attention
-    block vLLM uses (`block`, widened for Mamba state: vllm_mamba); with pipeline parallel `pp`, one stage's."""
+    block vLLM uses (`block`, widened for Mamba state: vllm_mamba, in steps of `checkpoint_alignment` too in state
+    mode "align"); with pipeline parallel `pp`, one stage's."""
     by_type: dict[tuple[str, int | None, int], int] = {}
     mamba = [g for g in model.layers if g.type == "linear"]
     attention = [g for g in model.layers if g.type != "linear"]
@@ -223,7 +277,8 @@ def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: in
         one = _page_bytes(attention[0], kv_dtype, 1, tp) if attention else None
         if len(state) != 1 or None in state or not one:
             return None
-        block = vllm_mamba.aligned_block(state.pop(), one, block)  # type: ignore[arg-type]
+        block = vllm_mamba.aligned_block(state.pop(), one, block,  # type: ignore[arg-type]
+                                         checkpoint_alignment=checkpoint_alignment)
         padded = ("mamba", None, _page_bytes(attention[0], kv_dtype, block, tp) or 0)  # state page padded to it
     for g in model.layers:
         if g.type == "linear":
@@ -234,7 +289,7 @@ def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: in
         page = _page_bytes(g, kv_dtype, block, tp)
         if page is None:
             return None
-        key = (g.type, g.window if g.type == "sliding" else None, page)
+        key = (g.type, g.window if g.type == "sliding" else g.chunk if g.type == "chunked" else None, page)
         by_type[key] = by_type.get(key, 0) + math.ceil(g.count / pp)  # the stage with the most layers
     pages = {k[2] for k in by_type}
     if len(pages) != 1:
@@ -253,24 +308,21 @@ def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: in
     return Grouped(out, padding, block)
 
 
-def report(available_bytes: int, grouped: tuple[list[Group], list[str]], block: int, max_model_len: int,
-           batched_tokens: int, acct: Accounting = MEASURED, pp: int = 1) -> Report:
-    """num_blocks, "GPU KV cache size" and "Maximum concurrency" for this pool (at the block groups() settled
-    on, where `grouped` carries one), as this release computes them."""
+def report(available_bytes: int, grouped: tuple[list[Group], list[str]], block: int, point: Point,
+           acct: Accounting = MEASURED, plan: Planning | None = None) -> Report:
+    """num_blocks, "GPU KV cache size", "Maximum concurrency" and the start-up check for this pool (at the block
+    groups() settled on, where `grouped` carries one), as this release plans them (vllm_planning)."""
     gs, padding = grouped
     block = getattr(grouped, "block", block)
-    size = max(g.layers for g in gs)
-    num_blocks = max(0, available_bytes // gs[0].page_bytes // size)
-    in_flight = batched_tokens * ((pp + 1) if acct.in_flight == "pp+1" else 1)
-    per_request = 0
-    for g in gs:
-        if g.kind == "sliding" and g.window:
-            per_request += math.ceil(min(g.window - 1 + in_flight, max_model_len) / block) + 1
-        elif g.kind == "mamba":
-            per_request += 1  # one state page per request, whatever its length (vllm_mamba)
-        else:
-            per_request += math.ceil(max_model_len / block)
+    plan = plan or vllm_planning.planning(acct.release)
+    num_blocks = max(0, available_bytes // vllm_planning.bytes_per_block(gs))
+    per_request = vllm_planning.request_blocks(gs, block, point.max_model_len, plan, point)
     conc = num_blocks / per_request if per_request else 0.0
-    tokens = num_blocks // len(gs) * block if acct.tokens == "blocks per group" else int(conc * max_model_len)
+    tokens = num_blocks // len(gs) * block if acct.tokens == "blocks per group" else int(conc * point.max_model_len)
+    error = vllm_planning.check(gs, block, available_bytes, plan, point)
+    mamba = next((g for g in gs if g.kind == "mamba"), None)
+    state = (point.mamba_mode, vllm_planning.group_blocks(mamba, block, point.max_model_len, plan, point)) \
+        if mamba else None
     return Report(num_blocks=num_blocks, block_size=block, tokens=tokens, concurrency=conc, groups=gs,
-                  padding=padding)
+                  padding=padding, starts=error is None, error=error, per_request=per_request,
+                  planning=plan.release, state=state)

@@ -1,0 +1,255 @@
+"""Run under the interpreter that has vLLM installed (no GPU, no kbtool): vLLM's own KV-cache planning over the
+per-layer KV specs of one model, at a grid of available-memory points, printed as one JSON document.
+The vllm-kv-planning probe (probes/vllm_kv_planning.py) starts it; importing vLLM without a GPU uses _vllm_grid's
+setup.
+
+What runs is the engine core's start-up path (vllm/v1/engine/core.py `_initialize_kv_caches`) from the per-worker
+specs on: the grouping (`get_global_kv_cache_groups` where the release has it, else inside `get_kv_cache_configs`),
+`get_kv_cache_configs` (which runs the start-up check `_check_enough_kv_cache_memory` / `check_enough_kv_cache_memory`
+and sizes num_blocks), `generate_scheduler_kv_cache_config`, and the "GPU KV cache size" / "Maximum concurrency"
+numbers (`get_kv_cache_capacity`, else the release's own formula, cited per release in the probe). What the engine
+reads off a real model config (the per-layer specs, the block size after hybrid alignment, the Mamba cache mode) is
+the case's input; the VllmConfig is vLLM's own class with its properties (max_in_flight_tokens, ...) over the
+sub-configs the planning reads: CacheConfig is vLLM's, the others carry only the fields read.
+
+Usage: python _vllm_kv_planning.py @CASES.json (or one case as JSON)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from types import SimpleNamespace
+
+
+def _missing(self: object, name: str) -> object:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return None
+
+
+class _Namespace(SimpleNamespace):
+    """A sub-config with only the fields the planning reads; a field it lacks is None (vLLM's "not set")."""
+
+    __getattr__ = _missing
+
+
+def _config_class(plain: set[str]):
+    """A class with VllmConfig's properties and methods but plain attributes (no pydantic validation); the names
+    in `plain` are attributes the case sets (e.g. use_v2_model_runner, a property that reads the model)."""
+    from vllm.config import VllmConfig
+
+    ns = {}
+    for klass in reversed(VllmConfig.__mro__):
+        for name, value in vars(klass).items():
+            if name in plain or name.startswith("__"):
+                continue
+            if isinstance(value, property) or callable(value):
+                ns[name] = value
+    ns["__getattr__"] = _missing
+    return type("PlanningConfig", (), ns)
+
+
+def _kwargs(cls: type, **want: object) -> dict:
+    """The keyword arguments of `want` that dataclass `cls` has at this release."""
+    names = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set(
+        inspect.signature(cls).parameters)
+    return {k: v for k, v in want.items() if k in names and v is not None}
+
+
+def make_config(case: dict, point: dict):
+    from vllm.config import CacheConfig
+
+    cache = CacheConfig(**_kwargs(CacheConfig, block_size=case["block"], cache_dtype=case.get("cache_dtype", "auto"),
+                                  enable_prefix_caching=bool(point.get("prefix_caching", False))))
+    if point.get("mamba_mode") is not None and hasattr(cache, "mamba_cache_mode"):
+        object.__setattr__(cache, "mamba_cache_mode", point["mamba_mode"])
+    if "enable_extensible_kv_cache" in {f.name for f in dataclasses.fields(CacheConfig)}:
+        # 0.34.0: on by default on CUDA (config/cache.py), with gpu_memory_utilization resolving to 1.0
+        object.__setattr__(cache, "enable_extensible_kv_cache", True)
+    cfg = _config_class({"use_v2_model_runner"})()
+    mml = int(point["max_model_len"])
+    cfg.model_config = _Namespace(max_model_len=mml, original_max_model_len=mml, supports_kv_cache_grouping=False,
+                                  use_mla=case.get("mla", False), dtype=None, architecture=case.get("architecture"),
+                                  architectures=[case.get("architecture")], is_hybrid=case.get("hybrid", False))
+    cfg.cache_config = cache
+    cfg.scheduler_config = _Namespace(max_num_batched_tokens=int(point["batched_tokens"]),
+                                      async_scheduling=bool(point.get("async", False)),
+                                      max_num_encoder_input_tokens=0, enable_chunked_prefill=True,
+                                      max_num_seqs=256, max_model_len=mml)
+    pp = int(point.get("pp", 1))
+    cfg.parallel_config = _Namespace(tensor_parallel_size=int(case.get("tp", 1)), pipeline_parallel_size=pp,
+                                     decode_context_parallel_size=1, prefill_context_parallel_size=1,
+                                     world_size=int(case.get("tp", 1)) * pp, data_parallel_size=1,
+                                     cp_kv_cache_interleave_size=1, dcp_kv_cache_interleave_size=1)
+    cfg.attention_config = _Namespace(hisparse_config=None)
+    cfg.device_config = _Namespace(device_type="cuda")
+    cfg.speculative_config = None
+    cfg.kv_transfer_config = None
+    cfg.kv_events_config = None
+    cfg.diffusion_config = None
+    cfg.use_v2_model_runner = bool(point.get("v2_runner", True))
+    return cfg
+
+
+def make_specs(case: dict, point: dict) -> list[dict]:
+    """Per-worker {layer name: spec}: one dict per pipeline stage, layers dealt to stages in order. A Mamba layer's
+    block is max_model_len in state-cache mode "none" and the attention block otherwise, as MambaModelConfig sets
+    mamba_block_size (model_executor/models/config.py)."""
+    pp = int(point.get("pp", 1))
+    mamba_block = int(point["max_model_len"]) if point.get("mamba_mode", "none") == "none" else int(case["block"])
+    import torch
+    from vllm.v1 import kv_cache_interface as kci
+
+    dtype = getattr(torch, case["dtype"])
+    block = int(case["block"])
+    layers: list[tuple[str, object]] = []
+    index = 0
+    for g in case["layers"]:
+        for _ in range(int(g["count"])):
+            name = f"model.layers.{index}.attn"
+            index += 1
+            kind = g["type"]
+            if kind == "mamba":
+                spec = kci.MambaSpec(**_kwargs(
+                    kci.MambaSpec, block_size=mamba_block,
+                    shapes=tuple(tuple(s["shape"]) for s in g["state"]),
+                    dtypes=tuple(getattr(torch, s["dtype"]) for s in g["state"]),
+                    page_size_padded=g.get("page_padded"), mamba_cache_mode=point.get("mamba_mode"),
+                    num_prefill_checkpoint_blocks=point.get("checkpoint_blocks")))
+            elif kind == "mla":
+                spec = kci.MLAAttentionSpec(**_kwargs(
+                    kci.MLAAttentionSpec, block_size=block, num_kv_heads=1, head_size=int(g["head_dim"]),
+                    dtype=dtype, cache_dtype_str=case.get("cache_dtype", "auto")))
+            else:
+                common = dict(block_size=block, num_kv_heads=int(g["kv_heads"]), head_size=int(g["head_dim"]),
+                              head_size_v=g.get("head_dim_v"), dtype=dtype)
+                if kind == "sliding":
+                    spec = kci.SlidingWindowSpec(**_kwargs(kci.SlidingWindowSpec, sliding_window=int(g["window"]),
+                                                           **common))
+                elif kind == "chunked":
+                    spec = kci.ChunkedLocalAttentionSpec(**_kwargs(
+                        kci.ChunkedLocalAttentionSpec, attention_chunk_size=int(g["chunk"]), **common))
+                else:
+                    spec = kci.FullAttentionSpec(**_kwargs(kci.FullAttentionSpec, **common))
+            layers.append((name, spec))
+    per = -(-len(layers) // pp)
+    return [dict(layers[i * per:(i + 1) * per]) for i in range(pp)]
+
+
+def plan(case: dict, point: dict) -> dict:
+    """One point: vLLM's planning, its start-up check and the numbers it logs."""
+    from vllm.v1.core import kv_cache_utils as utils
+
+    planning = utils
+    with contextlib.suppress(ImportError):
+        from vllm.v1.core import kv_cache_planning as planning  # 0.33.0 moved the planning here
+    cfg = make_config(case, point)
+    specs = make_specs(case, point)
+    avail = [int(point["available"])] * len(specs)
+    out: dict = {}
+    if getattr(cfg.cache_config, "enable_extensible_kv_cache", None):
+        out["extensible"] = True
+    layout = _resolve_layout(cfg, case, specs)
+    if layout:
+        out["layout"] = layout
+    try:
+        if hasattr(planning, "get_global_kv_cache_groups"):
+            groups = planning.get_global_kv_cache_groups(cfg, specs)
+            configs = planning.get_kv_cache_configs(cfg, specs, avail, groups)
+        else:
+            configs = planning.get_kv_cache_configs(cfg, specs, avail)
+    except ValueError as exc:
+        frames = {f.name for f in traceback.extract_tb(exc.__traceback__)}
+        if not any("check_enough_kv_cache_memory" in f for f in frames):
+            raise  # not the start-up check: the point is recorded as an exception
+        out["starts"] = False
+        out["error"] = str(exc)
+        return out
+    sched = utils.generate_scheduler_kv_cache_config(configs)
+    out["starts"] = True
+    out["num_blocks"] = int(sched.num_blocks)
+    out["groups"] = [{"spec": type(g.kv_cache_spec).__name__, "layers": len(g.layer_names),
+                      "block": int(g.kv_cache_spec.block_size), "page": int(g.kv_cache_spec.page_size_bytes)}
+                     for g in sched.kv_cache_groups]
+    if hasattr(utils, "get_kv_cache_capacity"):
+        tokens, conc = utils.get_kv_cache_capacity(cfg, sched)
+    else:
+        conc = utils.get_max_concurrency_for_kv_cache_config(cfg, sched)
+        tokens = _old_tokens(utils, cfg, sched, conc)
+    out["tokens"], out["concurrency"] = int(tokens), float(conc)
+    return out
+
+
+def _resolve_layout(cfg: object, case: dict, specs: list[dict]) -> str | None:
+    """The KV cache layout, as the engine core resolves it before planning (releases that have the step), from the
+    layouts of the backend the case names (FLASH_ATTN, or FLASHMLA for MLA)."""
+    try:
+        from vllm.v1.attention.backends import utils as butils
+    except ImportError:
+        return None
+    if not hasattr(butils, "resolve_kv_cache_layout") or not hasattr(butils, "get_supported_kv_cache_layouts"):
+        return None
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    backend = AttentionBackendEnum[case.get("backend") or ("FLASHMLA" if case.get("mla") else "FLASH_ATTN")]
+    names = [x.name for x in butils.get_supported_kv_cache_layouts([backend.get_class()])]
+    layout = butils.resolve_kv_cache_layout(cfg, [names], [s for w in specs for s in w.values()])
+    return str(getattr(layout, "name", layout))
+
+
+def _old_tokens(utils: object, cfg: object, sched: object, conc: float) -> int:
+    """"GPU KV cache size" where the release computes it inline in _report_kv_cache_config."""
+    src = inspect.getsource(utils._report_kv_cache_config) if hasattr(utils, "_report_kv_cache_config") else ""
+    if "max_concurrency" in src and "max_model_len" in src and "num_tokens = int(" in src:
+        return int(conc * cfg.model_config.max_model_len)
+    groups = sched.kv_cache_groups
+    return sched.num_blocks // len(groups) * min(g.kv_cache_spec.block_size for g in groups)
+
+
+def run_case(case: dict) -> dict:
+    points, groups = [], None
+    for point in case["points"]:
+        try:
+            got = plan(case, point)
+        except Exception as exc:  # a point vLLM cannot plan (recorded, not fatal)
+            got = {"exception": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        g = got.pop("groups", None)
+        if g is not None and groups is None:
+            groups = g
+        elif g is not None and g != groups:
+            got["groups"] = g  # only where they differ from the case's first
+        points.append({**point, **got})
+    return {**{k: v for k, v in case.items() if k != "points"}, "groups": groups, "points": points}
+
+
+def run(doc: dict) -> dict:
+    from _vllm_grid import setup
+
+    t0 = time.time()
+    setup()
+    import vllm
+    from vllm.v1.core import kv_cache_utils as utils
+
+    try:
+        from vllm.v1.core import kv_cache_planning as planning
+    except ImportError:
+        planning = utils
+    where = {"planning": planning.__name__, "global_groups": hasattr(planning, "get_global_kv_cache_groups"),
+             "capacity": hasattr(utils, "get_kv_cache_capacity")}
+    return {"vllm": vllm.__version__, "planning": where, "cases": [run_case(c) for c in doc["cases"]],
+            "seconds": round(time.time() - t0, 1)}
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+    arg = sys.argv[1]
+    doc = json.loads(Path(arg[1:]).read_text() if arg.startswith("@") else arg)
+    print("KB-KVPLAN " + json.dumps(run(doc if "cases" in doc else {"cases": [doc]})))

@@ -1,0 +1,185 @@
+"""Conformance: kb's replay of vLLM's KV-cache planning (kbtool/solve/engines/vllm/planning.py, pool.groups,
+pool.report) against every point the vllm-kv-planning probe recorded from vLLM's own code
+(tests/data/vllm/<release>/kv-planning.json.gz, written by `kb probe run --probe vllm-kv-planning`): the KV cache
+groups, num_blocks, "GPU KV cache size", "Maximum concurrency", and the start-up check with its exact error text.
+No vLLM needed. The per-case tests below pin the cases of issue 44, each citing the vLLM lines it follows."""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbtool.query_cli import image
+from kbtool.solve.engines.vllm import planning as vllm_planning
+from kbtool.solve.engines.vllm import pool as vllm_pool
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "vllm"
+RAW = sorted(DATA.glob("*/kv-planning.json.gz"))
+SPEC_KIND = {"FullAttentionSpec": "full", "SlidingWindowSpec": "sliding", "ChunkedLocalAttentionSpec": "chunked",
+             "MLAAttentionSpec": "mla", "MambaSpec": "mamba"}
+
+
+@functools.cache
+def _doc(path: Path) -> dict[str, Any]:
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return json.load(fh)  # type: ignore[no-any-return]
+
+
+def _point(p: dict[str, Any]) -> vllm_planning.Point:
+    return vllm_planning.Point(p["max_model_len"], p["batched_tokens"], async_scheduling=p["async"],
+                               pp=p.get("pp", 1), v2=p.get("v2_runner", True), mamba_mode=p.get("mamba_mode") or "none",
+                               checkpoint_blocks=p.get("checkpoint_blocks") or 0)
+
+
+def replay(doc: dict[str, Any], plan: vllm_planning.Planning | None = None) -> tuple[int, list[str]]:
+    """(points compared, mismatches): every recorded point of one release replayed by kb."""
+    img = image()
+    plan = plan or vllm_planning.planning(doc["vllm"])
+    acct = vllm_pool.accounting(doc["vllm"])
+    n, bad = 0, []
+    for case in doc["cases"]:
+        where = f"{doc['vllm']} {case['model']} kv {case['kv']} tp {case['tp']} block {case['block']}"
+        model = img.model(case["model"])
+        spec = vllm_pool.specs(model, case["kv"], case["block"], case["tp"])
+        recorded_input = {k: case[k] for k in ("dtype", "cache_dtype", "block", "mla", "layers")}
+        if spec != recorded_input:
+            bad.append(f"{where}: kb's specs for the model changed since the recording: {spec} != {recorded_input}")
+            continue
+        grouped = vllm_pool.groups(model, case["kv"], case["block"], case["tp"])
+        assert grouped is not None
+        gs = grouped[0]
+        for p in case["points"]:
+            if "exception" in p:
+                bad.append(f"{where} {p}: vLLM raised outside its start-up check: {p['exception']}")
+                continue
+            n += 1
+            at = f"{where} avail {p['available']} len {p['max_model_len']} batched {p['batched_tokens']} async " \
+                 f"{p['async']} mamba {p.get('mamba_mode')}/{p.get('checkpoint_blocks')}"
+            vgroups = p.get("groups") or case["groups"]
+            if p.get("starts") and vgroups is not None:
+                theirs = sorted((SPEC_KIND.get(g["spec"], g["spec"]), g["layers"], g["page"]) for g in vgroups)
+                ours = sorted((g.kind, g.layers, g.page_bytes) for g in gs)
+                if theirs != ours:
+                    bad.append(f"{at}: groups {ours} != vLLM's {theirs}")
+                    continue
+            r = vllm_pool.report(p["available"], grouped, case["block"], _point(p), acct, plan)
+            if r.starts != p["starts"]:
+                bad.append(f"{at}: starts {r.starts} != vLLM's {p['starts']} ({p.get('error') or r.error})")
+            elif not r.starts and r.error != p["error"]:
+                bad.append(f"{at}: error\n  kb:   {r.error}\n  vLLM: {p['error']}")
+            elif r.starts and (r.num_blocks, r.tokens, r.concurrency) != (p["num_blocks"], p["tokens"],
+                                                                          p["concurrency"]):
+                bad.append(f"{at}: blocks/tokens/concurrency {(r.num_blocks, r.tokens, r.concurrency)} != vLLM's "
+                           f"{(p['num_blocks'], p['tokens'], p['concurrency'])}")
+    return n, bad
+
+
+@pytest.mark.parametrize("path", RAW, ids=[p.parent.name for p in RAW])
+def test_kb_replays_every_recorded_point_of_vllms_planning(path: Path) -> None:
+    n, bad = replay(_doc(path))
+    assert n > 1000
+    assert not bad, f"{len(bad)} of {n} points differ; first: " + "\n".join(bad[:8])
+
+
+def test_recordings_cover_the_releases_of_issue_44() -> None:
+    assert {p.parent.name for p in RAW} >= {"0.19.1", "0.24.0", "0.28.0", "0.32.0", "0.33.0", "0.34.0"}
+
+
+def test_the_replay_can_fail_a_wrong_planning_line() -> None:
+    """0.33.0's points replayed with 0.24.0's line (one batch in flight, no null block) must not all agree."""
+    doc = _doc(DATA / "0.33.0" / "kv-planning.json.gz")
+    _, bad = replay(doc, vllm_planning.planning("0.24.0"))
+    assert len(bad) > 100
+
+
+def _pool(release: str, **q: Any) -> Any:
+    from kbtool.solve.query import build_query
+    from kbtool.solve.solver import solve
+
+    a = solve(image(), build_query(engine="vllm", vllm=release, **q))
+    assert a.memory is not None and a.memory.pool is not None
+    return a.memory
+
+
+def test_gemma_3_27b_at_128k_on_an_h100_refuses_to_start_in_0_33_and_starts_in_0_24() -> None:
+    """0.33.0 holds window - 1 + two in-flight batches (async scheduling on the V2 runner, config/vllm.py:587-609)
+    in each of the six sliding-window groups (kv_cache_interface.py:919-944) and checks against the memory less the
+    null block (kv_cache_planning.py:1533-1560): 14,726 blocks a request, more than the pool holds, so it raises.
+    0.24.0 holds one batch (kv_cache_interface.py:528-537) and plans against all of it: 11,654 blocks, it starts."""
+    new = _pool("0.33.0", gpu="h100", model="gemma-3-27b", ctx="128k")
+    assert new.pool.starts is False and new.fits is False
+    assert new.pool.error.startswith("To serve at least one request with the model's max seq len (131072), (17.98 "
+                                     "GiB KV cache is needed")
+    assert new.engine_report["blocks_per_request"] == 6 * (-(-(1023 + 2 * 8192) // 16) + 1) + 131072 // 16
+    old = _pool("0.24.0", gpu="h100", model="gemma-3-27b", ctx="128k")
+    assert old.engine_report["blocks_per_request"] == 6 * (-(-(1023 + 8192) // 16) + 1) + 131072 // 16
+    assert old.pool.starts is True and old.fits is True and old.pool.error is None
+
+
+def test_qwen3_next_holds_three_state_pages_a_request_with_prefix_caching_in_0_33() -> None:
+    """0.33.0 turns prefix caching on for hybrid models, so the Mamba state cache is in mode "align"
+    (model_executor/models/config.py:750-775): 2 state pages a request, plus the prefill checkpoint page GDN
+    layers export where FlashInfer's GDN prefill runs (Hopper: qwen_gdn_linear_attn.py:148-165, 689-702;
+    kv_cache_interface.py:1135-1142), in steps of 64 tokens (gdn_attn.py:34, platforms/interface.py:1089-1094).
+    0.24.0 keeps mode "none": one page (kv_cache_interface.py:648-657)."""
+    new = _pool("0.33.0", gpu="h100", model="qwen3-next-80b-a3b", ctx="4k", gpus=4)
+    old = _pool("0.24.0", gpu="h100", model="qwen3-next-80b-a3b", ctx="4k", gpus=4)
+    assert new.engine_report["mamba_state"] == {"mode": "align", "pages_per_request": 3}
+    assert old.engine_report["mamba_state"] == {"mode": "none", "pages_per_request": 1}
+    assert new.engine_report["block_size"] % 64 == 0
+    assert new.pool.concurrency < 0.8 * old.pool.concurrency
+
+
+def test_mamba_state_pages_per_release_and_gpu() -> None:
+    p33, p24 = vllm_planning.planning("0.33.0"), vllm_planning.planning("0.24.0")
+    assert vllm_planning.state_mode(p33, "Qwen3NextForCausalLM", "sm90", True) == ("align", 1)
+    assert vllm_planning.state_mode(p33, "Qwen3NextForCausalLM", "sm80", True) == ("align", 0)  # Triton/FLA prefill
+    assert vllm_planning.state_mode(p33, "NemotronHForCausalLM", "sm80", True) == ("align", 1)  # mamba_mixer2.py:1117
+    assert vllm_planning.state_mode(p24, "NemotronHForCausalLM", "sm90", True) == ("none", 0)
+    assert vllm_planning.state_mode(p33, "LlamaForCausalLM", "sm90", False) == ("none", 0)
+
+
+def test_0_34_refuses_with_the_extensible_kv_caches_hint() -> None:
+    """0.34.0 turns the extensible KV cache on by default on CUDA and words its refusal for it
+    (kv_cache_planning.py:64-94, 120-134)."""
+    gs = [vllm_pool.Group("full", 10, 1 << 20)]
+    err = vllm_planning.check(gs, 16, 1 << 30, vllm_planning.planning("0.34.0"), vllm_planning.Point(131072, 8192))
+    assert err is not None and "The extensible KV cache already takes all device memory left after the model and " \
+        "its activations; decrease `max_model_len` or `max_num_seqs`" in err
+    assert "Decreasing `max_model_len` also reduces what is needed." in err
+
+
+def test_chunked_local_attention_divides_kv_heads_by_tp_once() -> None:
+    """Llama-4 Scout's chunked local layers at tensor parallel 4: 8 KV heads, 2 a rank, one page of 16 tokens x 2
+    heads x (128 + 128) x 2 bytes per layer, as vLLM's ChunkedLocalAttentionSpec holds it (probe-recorded)."""
+    m = image().model("llama-4-scout-17b-16e")
+    grouped = vllm_pool.groups(m, "bf16", 16, 4)
+    assert grouped is not None
+    assert {(g.kind, g.page_bytes) for g in grouped[0]} == {("chunked", 16 * 2 * 256 * 2), ("full", 16 * 2 * 256 * 2)}
+
+
+def test_an_fp32_cache_has_four_byte_pages_as_vllm_recorded_them() -> None:
+    """kv_cache_dtype auto follows a float32 model: FullAttentionSpec pages of 4-byte elements (vLLM 0.33.0
+    v1/kv_cache_interface.py:589-598, state_content_size_bytes x heads); the recorded fp32 configurations' groups."""
+    doc = _doc(DATA / "0.33.0" / "kv-planning.json.gz")
+    case = next(c for c in doc["cases"] if c["model"] == "qwen3-8b" and c["kv"] == "fp32")
+    bf16 = next(c for c in doc["cases"] if c["model"] == "qwen3-8b" and c["kv"] == "bf16")
+    assert case["dtype"] == "float32" and case["groups"][0]["page"] == 2 * bf16["groups"][0]["page"] == 16 * 8 * 256 * 4
+    grouped = vllm_pool.groups(image().model("qwen3-8b"), "fp32", 16)
+    assert grouped is not None and grouped[0][0].page_bytes == case["groups"][0]["page"]
+
+
+def test_0_32_plans_as_0_33_but_its_gdn_layers_export_no_checkpoint_page() -> None:
+    """0.32.0's recorded points replay on 0.33.0's arithmetic (in-flight batches, the null block), and its hybrids
+    default to prefix caching too (config/model.py:2259-2261); only Mamba-2 layers add a checkpoint page
+    (mamba_mixer2.py:1107), so Qwen3-Next holds 2 state pages there, 3 in 0.33.0 on Hopper."""
+    p32 = vllm_planning.planning("0.32.0")
+    assert p32.release == "0.32.0" and vllm_planning.planning("0.31.0").release == "0.28.0"
+    assert vllm_planning.planning("0.27.1").release == "0.24.0"
+    assert vllm_planning.state_mode(p32, "Qwen3NextForCausalLM", "sm90", True) == ("align", 0)
+    assert vllm_planning.state_mode(p32, "NemotronHForCausalLM", "sm90", True) == ("align", 1)
