@@ -50,14 +50,20 @@ class Defaults(Strict):
     hybrid_state_cache: Fact[str] = Field(
         description="How hybrid models keep their state with those defaults (vLLM's mamba_cache_mode: none, align)")
     model_runner: Fact[Literal["V1", "V2"]] = Field(description="The model runner the release uses by default")
+    model_runner_v2_architectures: Fact[list[str]] | None = Field(
+        default=None, description="Where given, the architectures that get the V2 runner; `model_runner` is the "
+        "others'")
     cudagraph_mode: Fact[str] = Field(description="The CUDA-graph mode it resolves")
     cudagraph_capture_ceiling: Fact[int] = Field(
         description="Largest CUDA-graph capture size before max_num_seqs x 2 and max_num_batched_tokens cap it")
     cudagraph_capture_ceiling_sm100: Fact[int] | None = Field(
         default=None, description="The same on the cc 10.x family, where the release raises it")
+    cudagraph_prefill_capture_sm100: Fact[int] | None = Field(
+        default=None, description="On the cc 10.x family, the largest prefill CUDA graph (in tokens, capped by "
+        "max_num_batched_tokens), where the release captures prefill graphs there by default")
     cudagraph_capture_by_architecture: Fact[dict[str, int]] | None = Field(
-        default=None, description="Architectures whose config sets the largest capture size itself (then capped by "
-        "max_num_batched_tokens only)")
+        default=None, description="Architectures whose config sets the largest decode capture size itself (then capped by "
+        "max_num_batched_tokens only; not on cc 10.x where a prefill capture size is recorded)")
     kv_cache_dtype_auto: Fact[str] = Field(description="What --kv-cache-dtype auto stores: 'model' (the model dtype)")
     extensible_kv_cache: BoolFact = Field(description="KV cache sized after warm-up from measured memory")
 

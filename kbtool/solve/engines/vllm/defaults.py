@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 
 GIB = 1 << 30
 FIELDS = ("block_size", "gpu_memory_utilization", "async_scheduling", "chunked_prefill", "prefix_caching",
-          "hybrid_prefix_caching", "hybrid_state_cache", "model_runner", "cudagraph_mode",
-          "cudagraph_capture_ceiling", "cudagraph_capture_ceiling_sm100", "cudagraph_capture_by_architecture",
+          "hybrid_prefix_caching", "hybrid_state_cache", "model_runner", "model_runner_v2_architectures", "cudagraph_mode",
+          "cudagraph_capture_ceiling", "cudagraph_capture_ceiling_sm100", "cudagraph_prefill_capture_sm100",
+          "cudagraph_capture_by_architecture",
           "kv_cache_dtype_auto",
           "extensible_kv_cache")
 
@@ -32,7 +33,7 @@ class Defaults:
     __slots__ = ("asked", "async_scheduling", "batch_source", "block_size", "capture_max", "chunked_prefill",
                  "extensible_kv_cache", "hybrid_prefix_caching", "hybrid_state_cache", "margins",
                  "max_num_batched_tokens", "max_num_seqs", "model_runner", "prefix_caching", "release",
-                 "sources", "utilization", "cudagraph_mode", "kv_cache_dtype_auto")
+                 "sources", "utilization", "cudagraph_mode", "kv_cache_dtype_auto", "v2_architectures")
 
     def __init__(self, release: str, asked: str, row: dict[str, Any], tokens: int, seqs: int, batch_source: str,
                  capture_max: int) -> None:
@@ -47,6 +48,7 @@ class Defaults:
         self.hybrid_prefix_caching = bool(d["hybrid_prefix_caching"][0])
         self.hybrid_state_cache = str(d["hybrid_state_cache"][0])
         self.model_runner = str(d["model_runner"][0])
+        self.v2_architectures = frozenset((d.get("model_runner_v2_architectures") or ([], ""))[0])
         self.cudagraph_mode = str(d["cudagraph_mode"][0])
         self.kv_cache_dtype_auto = str(d["kv_cache_dtype_auto"][0])
         self.extensible_kv_cache = bool(d["extensible_kv_cache"][0])
@@ -57,6 +59,10 @@ class Defaults:
     @property
     def borrowed(self) -> bool:
         return self.release != self.asked
+
+    def runner(self, architecture: str | None) -> str:
+        """'V1' or 'V2': the model runner this release uses for the architecture by default."""
+        return "V2" if architecture in self.v2_architectures else self.model_runner
 
     def in_flight(self, pp: int = 1) -> int:
         """Batches a request may have scheduled at once: pp + 1 with async scheduling (vllm/config/vllm.py), else
@@ -112,15 +118,26 @@ def serve_defaults(img: Image, release: str | None, memory_bytes: int, device_na
     if max_model_len:
         tokens = min(seqs * max_model_len, tokens)
     seqs = min(seqs, tokens)
-    d = row["defaults"]
+    return Defaults(rel, release or rel, row, tokens, seqs, src, capture_max(row["defaults"], tokens, seqs, cc,
+                                                                             architecture))
+
+
+def capture_max(d: dict[str, Any], tokens: int, seqs: int, cc: str, architecture: str | None) -> int:
+    """The largest CUDA-graph capture size vLLM resolves (vllm/config/vllm.py): decode graphs up to
+    min(max_num_seqs x 2, the ceiling), a model's own ceiling where its config sets one, capped by
+    max_num_batched_tokens; on cc 10.x, where the release records one, prefill graphs up to that many tokens."""
+    sm100 = cc.split(".")[0] == "10"
     ceiling = d["cudagraph_capture_ceiling"][0]
-    if d.get("cudagraph_capture_ceiling_sm100") and cc.split(".")[0] == "10":
+    if sm100 and d.get("cudagraph_capture_ceiling_sm100"):
         ceiling = d["cudagraph_capture_ceiling_sm100"][0]
-    capture = min(tokens, min(seqs * 2, int(ceiling)))
+    capture = min(tokens, seqs * 2, int(ceiling))
+    prefill = (d.get("cudagraph_prefill_capture_sm100") or (None, ""))[0] if sm100 else None
     own = (d.get("cudagraph_capture_by_architecture") or ({}, ""))[0]
-    if architecture in own:  # the model's config sets the ceiling itself (models/config.py)
+    if architecture in own and prefill is None:  # the model's config sets the ceiling itself (models/config.py)
         capture = min(tokens, int(own[architecture]))
-    return Defaults(rel, release or rel, row, tokens, seqs, src, capture)
+    if prefill is not None:
+        capture = max(capture, min(int(prefill), tokens))
+    return capture
 
 
 def device_name(img: Image, accelerator: str) -> str:

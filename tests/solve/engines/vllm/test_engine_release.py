@@ -77,7 +77,7 @@ def replayed(img: Image, release: str, row: dict[str, Any]) -> dict[str, Any]:
         "block_size": d.block_size, "utilization": d.utilization, "async_scheduling": d.async_scheduling,
         "chunked_prefill": d.chunked_prefill,
         "prefix_caching": d.hybrid_prefix_caching if hybrid else d.prefix_caching,
-        "state_cache": d.hybrid_state_cache if hybrid else "none", "model_runner": d.model_runner,
+        "state_cache": d.hybrid_state_cache if hybrid else "none", "model_runner": d.runner(model.architecture),
         "cudagraph_mode": d.cudagraph_mode, "capture_max": d.capture_max,
         "extensible_kv_cache": d.extensible_kv_cache,
         "kv_auto": vd.auto_dtype(model.unquantized_dtype or model.weight_dtype, cc)
