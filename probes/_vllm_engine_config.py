@@ -87,7 +87,8 @@ def run(out_path: str, points_path: str) -> None:
     import vllm
 
     GridPlatform, DeviceCapability = env["GridPlatform"], env["DeviceCapability"]
-    spec = json.loads(open(points_path, encoding="utf-8").read())
+    with open(points_path, encoding="utf-8") as fh:
+        spec = json.load(fh)
     rows = []
     accs, models = {a["id"]: a for a in spec["accelerators"]}, {m["id"]: m for m in spec["models"]}
     pairs = spec.get("pairs") or [[a, m] for a in accs for m in models]

@@ -62,8 +62,8 @@ class Defaults(Strict):
         default=None, description="On the cc 10.x family, the largest prefill CUDA graph (in tokens, capped by "
         "max_num_batched_tokens), where the release captures prefill graphs there by default")
     cudagraph_capture_by_architecture: Fact[dict[str, int]] | None = Field(
-        default=None, description="Architectures whose config sets the largest decode capture size itself (then capped by "
-        "max_num_batched_tokens only; not on cc 10.x where a prefill capture size is recorded)")
+        default=None, description="Architectures whose config sets the largest decode capture size itself (then "
+        "capped by max_num_batched_tokens only; not on cc 10.x where a prefill capture size is recorded)")
     kv_cache_dtype_auto: Fact[str] = Field(description="What --kv-cache-dtype auto stores: 'model' (the model dtype)")
     extensible_kv_cache: BoolFact = Field(description="KV cache sized after warm-up from measured memory")
 

@@ -249,7 +249,8 @@ class Query:
         self.libs = libs if libs is not None else {}
         self.block_size, self.attention = block_size, attention
         # not given: 0.9 here, and the engine's own default where its memory block sizes the pool
-        self.utilization, self.utilization_given = (0.9 if utilization is None else utilization), utilization is not None
+        self.utilization = 0.9 if utilization is None else utilization
+        self.utilization_given = utilization is not None
         self.weights, self.reserve, self.batched_tokens = weights, reserve, batched_tokens
         self.assume = assume  # "typical": fill what was not given from the documented profile; "none": strict
         self.release = release  # the engine's release, as its module pins it

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 GIB = 1 << 30
 FIELDS = ("block_size", "gpu_memory_utilization", "async_scheduling", "chunked_prefill", "prefix_caching",
-          "hybrid_prefix_caching", "hybrid_state_cache", "model_runner", "model_runner_v2_architectures", "cudagraph_mode",
+          "hybrid_prefix_caching", "hybrid_state_cache", "model_runner", "model_runner_v2_architectures",
+          "cudagraph_mode",
           "cudagraph_capture_ceiling", "cudagraph_capture_ceiling_sm100", "cudagraph_prefill_capture_sm100",
           "cudagraph_capture_by_architecture",
           "kv_cache_dtype_auto",
@@ -30,10 +31,28 @@ class Defaults:
     """One release's defaults on one device. `release`: the record's release; `asked`: the release asked for
     (a release without a record takes the newest recorded at or below it, and `borrowed` says so)."""
 
-    __slots__ = ("asked", "async_scheduling", "batch_source", "block_size", "capture_max", "chunked_prefill",
-                 "extensible_kv_cache", "hybrid_prefix_caching", "hybrid_state_cache", "margins",
-                 "max_num_batched_tokens", "max_num_seqs", "model_runner", "prefix_caching", "release",
-                 "sources", "utilization", "cudagraph_mode", "kv_cache_dtype_auto", "v2_architectures")
+    __slots__ = (
+        "asked",
+        "async_scheduling",
+        "batch_source",
+        "block_size",
+        "capture_max",
+        "chunked_prefill",
+        "cudagraph_mode",
+        "extensible_kv_cache",
+        "hybrid_prefix_caching",
+        "hybrid_state_cache",
+        "kv_cache_dtype_auto",
+        "margins",
+        "max_num_batched_tokens",
+        "max_num_seqs",
+        "model_runner",
+        "prefix_caching",
+        "release",
+        "sources",
+        "utilization",
+        "v2_architectures",
+    )
 
     def __init__(self, release: str, asked: str, row: dict[str, Any], tokens: int, seqs: int, batch_source: str,
                  capture_max: int) -> None:
@@ -72,7 +91,7 @@ class Defaults:
 
 def rows(img: Image) -> dict[str, dict[str, Any]]:
     data = img.engine_data("vllm") or {}
-    return data.get("releases") or {}  # type: ignore[no-any-return]
+    return data.get("releases") or {}
 
 
 def record_for(img: Image, release: str | None) -> tuple[str, dict[str, Any]] | None:
@@ -132,7 +151,7 @@ def capture_max(d: dict[str, Any], tokens: int, seqs: int, cc: str, architecture
         ceiling = d["cudagraph_capture_ceiling_sm100"][0]
     capture = min(tokens, seqs * 2, int(ceiling))
     prefill = (d.get("cudagraph_prefill_capture_sm100") or (None, ""))[0] if sm100 else None
-    own = (d.get("cudagraph_capture_by_architecture") or ({}, ""))[0]
+    own: dict[str, int] = (d.get("cudagraph_capture_by_architecture") or ({}, ""))[0]
     if architecture in own and prefill is None:  # the model's config sets the ceiling itself (models/config.py)
         capture = min(tokens, int(own[architecture]))
     if prefill is not None:

@@ -125,7 +125,8 @@ def serve_defaults(cx: Ctx, acc: AcceleratorV, release: str | None, ctx: int | N
     return d
 
 
-def assumed_defaults(cx: Ctx, acc: AcceleratorV, d: vd.Defaults, tokens: bool, seqs: bool, util: bool) -> dict[str, str]:
+def assumed_defaults(cx: Ctx, acc: AcceleratorV, d: vd.Defaults, tokens: bool, seqs: bool,
+                     util: bool) -> dict[str, str]:
     """The `assumed:` lines for the defaults kb took from the release (only those the user did not give)."""
     memory, name, _cc = vd.accelerator_facts(cx.img, acc.id)
     of = f"vLLM {d.release}" + (f" (the newest recorded at or below {d.asked})" if d.borrowed else "")
