@@ -129,16 +129,16 @@ def assumed_defaults(cx: Ctx, acc: AcceleratorV, d: vd.Defaults, tokens: bool, s
                      util: bool) -> dict[str, str]:
     """The `assumed:` lines for the defaults kb took from the release (only those the user did not give)."""
     memory, name, _cc = vd.accelerator_facts(cx.img, acc.id)
-    of = f"vLLM {d.release}" + (f" (the newest recorded at or below {d.asked})" if d.borrowed else "")
+    of = f"vLLM {d.release}" + (f", nearest recorded to {d.asked}" if d.borrowed else "")
     out = {}
     where = f"on {vd.gib(memory or 0)} {name}"  # what vLLM's batch defaults read
     if tokens and seqs:
-        out["max_num_batched_tokens"] = (f"{d.max_num_batched_tokens}, max_num_seqs {d.max_num_seqs} ({of} {where}, "
+        out["max_num_batched_tokens"] = (f"{d.max_num_batched_tokens}, max_num_seqs {d.max_num_seqs} ({of}, {where}, "
                                          f"{_short(d.batch_source)})")
     elif tokens:
-        out["max_num_batched_tokens"] = f"{d.max_num_batched_tokens} ({of} {where}, {_short(d.batch_source)})"
+        out["max_num_batched_tokens"] = f"{d.max_num_batched_tokens} ({of}, {where}, {_short(d.batch_source)})"
     elif seqs:
-        out["max_num_seqs"] = f"{d.max_num_seqs} ({of} {where}, {_short(d.batch_source)})"
+        out["max_num_seqs"] = f"{d.max_num_seqs} ({of}, {where}, {_short(d.batch_source)})"
     if util:
         out["gpu_memory_utilization"] = f"{d.utilization:g} ({of}, {_short(d.sources['gpu_memory_utilization'])})"
     return out

@@ -27,7 +27,7 @@ def test_l40s_qwen3_32b_fp8_starts_with_vllms_small_gpu_defaults(img: Any) -> No
     and 256 sequences, and config/cache.py:215 uses 0.92 of memory; kb said "no, 4.1 GB left" with 8192 and 1,024
     and 0.9. With vLLM's own defaults its start-up check passes."""
     a = ask(img, gpu="l40s", model="qwen3-32b-fp8", ctx="32k", kv="fp8")
-    assert a.assumed["max_num_batched_tokens"].startswith("2048, max_num_seqs 256 (vLLM 0.33.0 on 44.4 GiB NVIDIA L40S")
+    assert a.assumed["max_num_batched_tokens"].startswith("2048, max_num_seqs 256 (vLLM 0.33.0, on 44.4 GiB NVIDIA L40S")
     assert a.memory.utilization == 0.92
     assert a.memory.pool.starts is True and a.memory.fits is True
     assert a.verdict != "no"
@@ -48,7 +48,7 @@ def test_rtx_5090_reserves_a_256_row_sampler(img: Any) -> None:
 def test_b200_takes_the_160_gib_tier(img: Any) -> None:
     """arg_utils.py:2973 (0.33.0): 160 GiB and above get 16384 batched tokens and 1,024 sequences."""
     a = ask(img, gpu="b200", model="llama-3.1-70b", ctx="32k")
-    assert a.assumed["max_num_batched_tokens"].startswith("16384, max_num_seqs 1024 (vLLM 0.33.0 on 178.3 GiB")
+    assert a.assumed["max_num_batched_tokens"].startswith("16384, max_num_seqs 1024 (vLLM 0.33.0, on 178.3 GiB")
 
 
 def test_b200_under_0_24_0_has_no_160_gib_tier(img: Any) -> None:
@@ -60,7 +60,7 @@ def test_b200_under_0_24_0_has_no_160_gib_tier(img: Any) -> None:
 def test_a100_80gb_stays_on_the_small_tier(img: Any) -> None:
     """arg_utils.py:2984-2986 (0.33.0): 'a100' in the device name keeps the small defaults despite 80 GB."""
     a = ask(img, gpu="nvidia-a100-80gb-sxm", model="llama-3.1-8b", ctx="32k")
-    assert a.assumed["max_num_batched_tokens"].startswith("2048, max_num_seqs 256 (vLLM 0.33.0 on 79.3 GiB NVIDIA A100")
+    assert a.assumed["max_num_batched_tokens"].startswith("2048, max_num_seqs 256 (vLLM 0.33.0, on 79.3 GiB NVIDIA A100")
 
 
 def test_0_34_0_block_64_utilization_1_and_the_extensible_cache_margin(img: Any) -> None:
@@ -70,7 +70,7 @@ def test_0_34_0_block_64_utilization_1_and_the_extensible_cache_margin(img: Any)
     a = ask(img, gpu="h100", model="llama-3.1-8b", ctx="32k", vllm="0.34.0")
     assert a.assumed["block_size"] == 64
     assert a.memory.utilization == 1.0
-    assert a.assumed["gpu_memory_utilization"].startswith("1 (vLLM 0.34.0")
+    assert a.assumed["gpu_memory_utilization"].startswith("1 (vLLM 0.34.0,")
     assert "extensible KV cache margin" in a.memory.formula
     given = ask(img, gpu="h100", model="llama-3.1-8b", ctx="32k", vllm="0.34.0", util=0.9)
     assert given.memory.utilization == 0.9 and "gpu_memory_utilization" not in given.assumed
