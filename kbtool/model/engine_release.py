@@ -49,10 +49,15 @@ class Defaults(Strict):
     hybrid_prefix_caching: BoolFact = Field(description="Prefix caching on for hybrid Mamba / linear-attention models")
     hybrid_state_cache: Fact[str] = Field(
         description="How hybrid models keep their state with those defaults (vLLM's mamba_cache_mode: none, align)")
+    hybrid_block_at_config: BoolFact | None = Field(
+        default=None, description="The config itself widens a hybrid model's attention block to hold a state page "
+        "(later releases do it when the backend is chosen)")
     model_runner: Fact[Literal["V1", "V2"]] = Field(description="The model runner the release uses by default")
     model_runner_v2_architectures: Fact[list[str]] | None = Field(
         default=None, description="Where given, the architectures that get the V2 runner; `model_runner` is the "
         "others'")
+    model_runner_v2_dense: BoolFact | None = Field(
+        default=None, description="The V2 runner also for every model that is neither MoE nor hybrid")
     cudagraph_mode: Fact[str] = Field(description="The CUDA-graph mode it resolves")
     cudagraph_capture_ceiling: Fact[int] = Field(
         description="Largest CUDA-graph capture size before max_num_seqs x 2 and max_num_batched_tokens cap it")

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 GIB = 1 << 30
 FIELDS = ("block_size", "gpu_memory_utilization", "async_scheduling", "chunked_prefill", "prefix_caching",
-          "hybrid_prefix_caching", "hybrid_state_cache", "model_runner", "model_runner_v2_architectures",
+          "hybrid_prefix_caching", "hybrid_state_cache", "hybrid_block_at_config", "model_runner", "model_runner_v2_architectures", "model_runner_v2_dense",
           "cudagraph_mode",
           "cudagraph_capture_ceiling", "cudagraph_capture_ceiling_sm100", "cudagraph_prefill_capture_sm100",
           "cudagraph_capture_by_architecture",
@@ -40,6 +40,7 @@ class Defaults:
         "chunked_prefill",
         "cudagraph_mode",
         "extensible_kv_cache",
+        "hybrid_block_at_config",
         "hybrid_prefix_caching",
         "hybrid_state_cache",
         "kv_cache_dtype_auto",
@@ -52,6 +53,7 @@ class Defaults:
         "sources",
         "utilization",
         "v2_architectures",
+        "v2_dense",
     )
 
     def __init__(self, release: str, asked: str, row: dict[str, Any], tokens: int, seqs: int, batch_source: str,
@@ -67,7 +69,9 @@ class Defaults:
         self.hybrid_prefix_caching = bool(d["hybrid_prefix_caching"][0])
         self.hybrid_state_cache = str(d["hybrid_state_cache"][0])
         self.model_runner = str(d["model_runner"][0])
+        self.hybrid_block_at_config = bool((d.get("hybrid_block_at_config") or (False, ""))[0])
         self.v2_architectures = frozenset((d.get("model_runner_v2_architectures") or ([], ""))[0])
+        self.v2_dense = bool((d.get("model_runner_v2_dense") or (False, ""))[0])
         self.cudagraph_mode = str(d["cudagraph_mode"][0])
         self.kv_cache_dtype_auto = str(d["kv_cache_dtype_auto"][0])
         self.extensible_kv_cache = bool(d["extensible_kv_cache"][0])
@@ -79,9 +83,15 @@ class Defaults:
     def borrowed(self) -> bool:
         return self.release != self.asked
 
-    def runner(self, architecture: str | None) -> str:
-        """'V1' or 'V2': the model runner this release uses for the architecture by default."""
-        return "V2" if architecture in self.v2_architectures else self.model_runner
+    def runner(self, model: Any) -> str:
+        """'V1' or 'V2': the model runner this release uses for the model by default (its architecture; where the
+        release says so, V2 for models that are neither MoE nor hybrid)."""
+        if getattr(model, "architecture", None) in self.v2_architectures:
+            return "V2"
+        if self.v2_dense and not getattr(model, "experts", None) and not any(
+                g.type == "linear" for g in model.layers):
+            return "V2"
+        return self.model_runner
 
     def in_flight(self, pp: int = 1) -> int:
         """Batches a request may have scheduled at once: pp + 1 with async scheduling (vllm/config/vllm.py), else

@@ -21,6 +21,7 @@ import yaml
 
 from kbtool.kb import load_kb
 from kbtool.solve.engines.vllm import defaults as vd
+from kbtool.solve.engines.vllm import pool as vllm_pool
 from kbtool.solve.image import Image
 from tests.util import RECORDS, ROOT
 
@@ -72,12 +73,17 @@ def replayed(img: Image, release: str, row: dict[str, Any]) -> dict[str, Any]:
     d = vd.serve_defaults(img, release, memory, name, cc, row["max_model_len"], model.architecture)
     assert d is not None, f"no engine-release record for vLLM {release}"
     hybrid = any(g.type == "linear" for g in model.layers)
+    block = d.block_size
+    if hybrid and d.hybrid_block_at_config:  # the config widens the block for the state page (kb: vllm_mamba)
+        grouped = vllm_pool.groups(model, "bf16", d.block_size)
+        assert grouped is not None
+        block = grouped.block
     return {
         "max_num_batched_tokens": d.max_num_batched_tokens, "max_num_seqs": d.max_num_seqs,
-        "block_size": d.block_size, "utilization": d.utilization, "async_scheduling": d.async_scheduling,
+        "block_size": block, "utilization": d.utilization, "async_scheduling": d.async_scheduling,
         "chunked_prefill": d.chunked_prefill,
         "prefix_caching": d.hybrid_prefix_caching if hybrid else d.prefix_caching,
-        "state_cache": d.hybrid_state_cache if hybrid else "none", "model_runner": d.runner(model.architecture),
+        "state_cache": d.hybrid_state_cache if hybrid else "none", "model_runner": d.runner(model),
         "cudagraph_mode": d.cudagraph_mode, "capture_max": d.capture_max,
         "extensible_kv_cache": d.extensible_kv_cache,
         "kv_auto": vd.auto_dtype(model.unquantized_dtype or model.weight_dtype, cc)
@@ -101,7 +107,7 @@ def mismatches(img: Image, docs: list[dict[str, Any]]) -> tuple[int, list[str]]:
 
 def test_every_recorded_point_replays() -> None:
     docs = grids()
-    assert {d["vllm"] for d in docs} >= {"0.33.0"}, "the probe's grids are missing"
+    assert {d["vllm"] for d in docs} >= {"0.24.0", "0.33.0", "0.34.0"}, "the probe's grids are missing"
     n, bad = mismatches(image(), docs)
     print(f"{n} points of {len(docs)} releases: {len(bad)} mismatches")
     assert n >= 40 * len(docs)
