@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 GIB = 1 << 30
 FIELDS = ("block_size", "gpu_memory_utilization", "async_scheduling", "chunked_prefill", "prefix_caching",
-          "hybrid_prefix_caching", "hybrid_state_cache", "hybrid_block_at_config", "model_runner", "model_runner_v2_architectures", "model_runner_v2_dense",
+          "hybrid_prefix_caching", "hybrid_state_cache", "hybrid_block_at_config", "model_runner",
+          "model_runner_v2_architectures", "model_runner_v2_dense",
           "cudagraph_mode",
           "cudagraph_capture_ceiling", "cudagraph_capture_ceiling_sm100", "cudagraph_prefill_capture_sm100",
           "cudagraph_capture_by_architecture",

@@ -27,7 +27,8 @@ def test_l40s_qwen3_32b_fp8_starts_with_vllms_small_gpu_defaults(img: Any) -> No
     and 256 sequences, and config/cache.py:215 uses 0.92 of memory; kb said "no, 4.1 GB left" with 8192 and 1,024
     and 0.9. With vLLM's own defaults its start-up check passes."""
     a = ask(img, gpu="l40s", model="qwen3-32b-fp8", ctx="32k", kv="fp8")
-    assert a.assumed["max_num_batched_tokens"].startswith("2048, max_num_seqs 256 (vLLM 0.33.0, on 44.4 GiB NVIDIA L40S")
+    assert a.assumed["max_num_batched_tokens"].startswith(
+        "2048, max_num_seqs 256 (vLLM 0.33.0, on 44.4 GiB NVIDIA L40S")
     assert a.memory.utilization == 0.92
     assert a.memory.pool.starts is True and a.memory.fits is True
     assert a.verdict != "no"
@@ -60,7 +61,8 @@ def test_b200_under_0_24_0_has_no_160_gib_tier(img: Any) -> None:
 def test_a100_80gb_stays_on_the_small_tier(img: Any) -> None:
     """arg_utils.py:2984-2986 (0.33.0): 'a100' in the device name keeps the small defaults despite 80 GB."""
     a = ask(img, gpu="nvidia-a100-80gb-sxm", model="llama-3.1-8b", ctx="32k")
-    assert a.assumed["max_num_batched_tokens"].startswith("2048, max_num_seqs 256 (vLLM 0.33.0, on 79.3 GiB NVIDIA A100")
+    assert a.assumed["max_num_batched_tokens"].startswith(
+        "2048, max_num_seqs 256 (vLLM 0.33.0, on 79.3 GiB NVIDIA A100")
 
 
 def test_0_34_0_block_64_utilization_1_and_the_extensible_cache_margin(img: Any) -> None:
