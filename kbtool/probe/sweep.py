@@ -39,7 +39,7 @@ from kbtool.solve.conditions import compare_versions
 REGISTRY = "https://pypi.org/pypi/{dist}/json"
 # library -> (distribution, the probes its sweep runs, the variable naming the engine interpreter)
 LIBRARIES: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "vllm": ("vllm", ("vllm-selector", "vllm-rocm-selector", "vllm-options"), "KB_VLLM_PYTHON"),
+    "vllm": ("vllm", ("vllm-selector", "vllm-rocm-selector", "vllm-options", "vllm-engine-config"), "KB_VLLM_PYTHON"),
 }
 PRE = re.compile(r"(a|b|rc|alpha|beta|dev|pre|preview)\d*", re.IGNORECASE)
 STATE = "sweep-state.json"
