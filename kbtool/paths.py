@@ -28,6 +28,23 @@ def records_root(override: str | None = None) -> str:
 
 
 _SYSTEM = ("/proc", "/sys", "/dev")  # kernel file systems: endless, unreadable or devices, never records
+KIND_FOLDERS = frozenset({  # kbtool.model.FOLDERS' values (tests/test_paths.py holds them equal), without pydantic
+    "architectures", "accelerators", "hardware-parameters", "kernels", "engine-backends", "engine-priorities",
+    "claims", "models", "evidence", "measurements", "topics"})
+
+
+def _looks_like_records(real: str) -> bool:
+    """Whether a folder's top level looks like a records tree: a kind folder, or only YAML files (a flat folder of
+    records), or nothing at all (a new tree). A folder of something else (`--kb /tmp`, a home folder) is refused
+    before a walk that could take minutes."""
+    try:
+        with os.scandir(real) as it:
+            entries = [(e.name, e.is_dir()) for e in it if not e.name.startswith(".")]
+    except OSError:
+        return True  # unreadable: the walk reports it with its path
+    if any(is_dir and name in KIND_FOLDERS for name, is_dir in entries):
+        return True
+    return not any(is_dir for _, is_dir in entries)
 
 
 def root_problem(root: str) -> tuple[str, str] | None:
@@ -41,6 +58,9 @@ def root_problem(root: str) -> tuple[str, str] | None:
         return f"{root} is the file system root, not a records tree", fix
     if any(real == s or real.startswith(s + "/") for s in _SYSTEM):
         return f"{root} is a system folder ({real}), not a records tree", fix
+    if not _looks_like_records(real):
+        return (f"{root} is not a records tree: its top level has folders but none of the kind folders (claims/, "
+                f"models/, ...)"), fix
     return None
 
 

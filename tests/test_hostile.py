@@ -82,10 +82,10 @@ def test_hostile_corpus(generated: list[Path], capsys: pytest.CaptureFixture[str
     results = _run_all(cases)
     codes = Counter(r["code"] for r in results)
     tracebacks = sum("Traceback" in str(r["out"]) + str(r["err"]) for r in results)
-    slow = [r["argv"] for r in results if float(r["seconds"]) > 2.0]  # type: ignore[arg-type]
+    slow = [r["argv"] for r in results if float(r["seconds"]) > 5.0]  # type: ignore[arg-type]
     with capsys.disabled():
         print(f"\nhostile inputs: {len(results)} tried; exits by code: {dict(sorted(codes.items()))}; "
-              f"tracebacks: {tracebacks}; over 2 s: {len(slow)}")
+              f"tracebacks: {tracebacks}; over 5 s: {len(slow)}")
     bad = [(r["argv"], r["code"], str(r["out"])[-300:], str(r["err"])[-300:]) for r in results
            if r["code"] not in (1, 2)]
     assert bad == [], bad[:3]

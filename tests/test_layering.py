@@ -1,7 +1,11 @@
 """Layers import downward only (design.md §3). The layers are named sets of units (a unit is a top-level module or
 package of kbtool):
 
-    cli -> commands -> library (views / solve / probe / bench / checks and their helpers) -> graph -> store -> model
+    probes/ (the probe programs) -> cli -> commands -> library (views / solve / probe / bench / checks and their
+    helpers) -> graph -> store -> model
+
+The probe programs sit on top: they import their judges (kbtool/probe/judges/), and no kbtool module imports them
+(the runner loads a program by name when it runs one; `kb validate` judges with kbtool alone).
 
 A unit may import any unit of a lower layer, and a unit of its own layer only where the imports inside the layer
 form no cycle; a few pairs inside a layer are forbidden outright (solve never imports bench). Every import in
@@ -91,6 +95,10 @@ def violations(modules: list[tuple[str, str, list[tuple[int, str]]]]) -> list[st
     inside = nx.DiGraph()
     for rel, unit, imports in modules:
         for line, mod in imports:
+            if mod.split(".")[0] == "probes":
+                bad.append(f"{rel}:{line}: {unit} imports {mod} (a probe program, above kbtool: move what it needs "
+                           f"into kbtool/probe/judges/)")
+                continue
             target = _unit(mod)
             if target is None or target == unit:
                 continue
@@ -128,6 +136,8 @@ def test_every_unit_has_a_layer() -> None:
     ("store", "import kbtool.checks\n"),
     ("solve", "from kbtool.bench.records import x\n"),  # same layer, forbidden pair
     ("model", "from ..kb import KB\n"),
+    ("probe", "from probes import vllm_selector\n"),  # a judge reaching up into a probe program
+    ("probe", "def f():\n    import probes.vllm_boot\n"),
 ])
 def test_an_upward_import_is_caught(unit: str, source: str) -> None:
     tree = ast.parse(source)

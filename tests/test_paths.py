@@ -40,3 +40,22 @@ def test_a_folder_reached_through_a_symlinked_parent_is_named_under_the_real_bas
     f = tmp_path / "alias" / "records" / "c.yaml"
     f.write_text("x: 1\n")
     assert display(f, real) == "records/c.yaml"  # the parent's real path is under the root's parent
+
+
+def test_the_kind_folders_are_the_models_folders() -> None:
+    from kbtool.model import FOLDERS
+    from kbtool.paths import KIND_FOLDERS
+
+    assert set(FOLDERS.values()) == KIND_FOLDERS
+
+
+def test_a_folder_of_something_else_is_refused_before_a_walk(tmp_path: Path) -> None:
+    from kbtool.paths import root_problem
+
+    (tmp_path / "cache" / "deep").mkdir(parents=True)
+    (tmp_path / "notes.yaml").write_text("x")
+    problem = root_problem(str(tmp_path))
+    assert problem is not None and "none of the kind folders" in problem[0]
+    assert root_problem(str(tmp_path / "cache" / "deep")) is None  # empty: a new tree
+    (tmp_path / "claims").mkdir()
+    assert root_problem(str(tmp_path)) is None

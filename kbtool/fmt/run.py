@@ -12,7 +12,13 @@ from kbtool.paths import display
 from kbtool.store.records import discover
 from kbtool.store.writer import atomic_write, file_lock
 
-EXCLUDED_FOLDERS = ("evidence",)  # evidence is written only by `kb probe run`
+EXCLUDED_FOLDERS = {  # written only by kb, already canonical
+    "evidence": "evidence records are written only by `kb probe run`",
+    "measurements": "measurement records are written only by kb (`kb probe apply`, `kb bench`), in canonical form",
+}
+MAX_ITEMS = 5_000
+"""Lines plus flow-style items a file may have for `kb fmt`: the round-trip parser costs about a millisecond each,
+and the largest shipped hand-written record has 1,613 lines (engine-priorities/sglang-0.5.23-cuda.yaml)."""
 
 
 @dataclass(frozen=True)
@@ -37,12 +43,13 @@ class FmtReport:
         return 1 if self.of("error") or (self.check and self.of("changed")) else 0
 
 
-def excluded(path: Path, root: Path) -> bool:
+def excluded(path: Path, root: Path) -> str | None:
+    """Why kb fmt leaves `path` alone (a folder of records kb writes itself), or None."""
     try:
-        rel = Path(path).resolve().relative_to(root.resolve())
+        parts = Path(path).resolve().relative_to(root.resolve()).parts[:1]
     except ValueError:
-        return "evidence" in Path(path).parts[:-1]
-    return bool(rel.parts) and rel.parts[0] in EXCLUDED_FOLDERS
+        parts = Path(path).parts[:-1]
+    return next((why for folder, why in EXCLUDED_FOLDERS.items() if folder in parts), None)
 
 
 def format_paths(root: Path, paths: list[Path] | None = None, *, check: bool = False) -> FmtReport:
@@ -56,8 +63,9 @@ def format_paths(root: Path, paths: list[Path] | None = None, *, check: bool = F
 
 def format_file(path: Path, root: Path, *, check: bool = False) -> FileResult:
     name = display(path, root)
-    if excluded(path, root):
-        return FileResult(path, name, "skipped", message="evidence records are written only by `kb probe run`")
+    why = excluded(path, root)
+    if why:
+        return FileResult(path, name, "skipped", message=why)
     if check:
         return _format(path, name, write=False)
     with file_lock(path):  # read, format and replace under the lock another writer (kb probe) also takes
@@ -67,6 +75,11 @@ def format_file(path: Path, root: Path, *, check: bool = False) -> FileResult:
 def _format(path: Path, name: str, *, write: bool) -> FileResult:
     try:
         text = path.read_text("utf-8")
+        items = text.count("\n") + text.count(",")
+        if items > MAX_ITEMS:
+            return FileResult(path, name, "error", message=(
+                f"{name}: {items:,} lines and flow items, more than kb fmt formats ({MAX_ITEMS:,})\n"
+                f"  fix: split the record; a condition lists values in one leaf's `in:`, not one `any:` branch each"))
         new = canonical(text, path, name)
     except (OSError, UnicodeDecodeError) as e:
         return FileResult(path, name, "error", message=f"{name}: cannot read: {e}")

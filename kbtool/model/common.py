@@ -264,12 +264,17 @@ def _field(op: str) -> str:
     return "in_" if op == "in" else op
 
 
+MAX_BRANCHES = 64
+"""Sub-conditions of one `all` or `any` (the shipped records use at most 9): a list of values is one leaf's `in`."""
+
+
 class All(Strict):
-    all: list[Condition] = Field(min_length=1, description="every sub-condition holds")
+    all: list[Condition] = Field(min_length=1, max_length=MAX_BRANCHES, description="every sub-condition holds")
 
 
 class AnyOf(Strict):
-    any: list[Condition] = Field(min_length=1, description="at least one sub-condition holds")
+    any: list[Condition] = Field(min_length=1, max_length=MAX_BRANCHES,
+                                 description="at least one sub-condition holds (list values in one leaf's `in`)")
 
 
 class Not(Strict):

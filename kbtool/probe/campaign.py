@@ -97,9 +97,8 @@ def _raw_written(evidence_dir: Path, root: Path) -> dict[str, bytes]:
 
 
 def replay(task: Task, root: Path) -> dict[str, bytes]:
-    import importlib
+    from kbtool.probe.judges import vllm_selector as vs
 
-    vs = importlib.import_module("probes.vllm_selector")
     path = under(root, f"tests/data/vllm/{check_name('release', task.release, 'release')}/"
                        f"{check_name('shard', task.shard, 'shard')}.json.gz")
     if not path.is_file():
@@ -231,9 +230,9 @@ def _put(dest: Path, text: str) -> None:
 
 
 def _outcomes_version() -> int:
-    import importlib
+    from kbtool.probe.judges import vllm_selector
 
-    return int(importlib.import_module("probes.vllm_selector").OUTCOMES_VERSION)
+    return int(vllm_selector.OUTCOMES_VERSION)
 
 
 def _ray_run(tasks: list[Task], root: Path, address: str | None,

@@ -17,7 +17,7 @@ from kbtool.probe import evidence as ev_io
 from kbtool.probe.environment import kb_context
 from kbtool.probe.rejudge import claim_context, probes_by_id, rejudge
 from kbtool.probe.runner import CaseResult, run_cases
-from kbtool.probe.spec import Probe, ProbeSpec, discover
+from kbtool.probe.spec import Judge, Probe, ProbeSpec, discover
 from kbtool.probe.verdicts import Skip, Update, plan, untestable_block
 from kbtool.store.writer import update_verification, verification_changes
 
@@ -375,7 +375,7 @@ def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update
     return updates, skips, imported + written + (measured.write(records, evidence, probes) if write else [])
 
 
-def _judged_again(evidence: list[Evidence], records: Path, claims: Any, probes: dict[str, Probe]) -> list[Evidence]:
+def _judged_again(evidence: list[Evidence], records: Path, claims: Any, probes: dict[str, Judge]) -> list[Evidence]:
     """Each record with today's verdicts. A judge handed no accelerator or architecture record (an engine probe's
     "no GPU" runs: what `kb validate` judges) reads them from the verdict cache as validate does
     (kbtool.probe.judged); a GPU run's judge compares with the KB's records of its GPU and judges again here."""

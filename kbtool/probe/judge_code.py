@@ -1,11 +1,13 @@
 """The code a probe's judge runs, and its digest: the key under which re-judged verdicts are cached (issue 43).
 
-A judge's verdicts change only when its own code or what it calls changes. The code is the probe module and every
-module of kbtool/ or probes/ it imports, transitively (function-level imports too), plus the re-judging machinery
-(kbtool.probe.rejudge and what it imports). Imports are read from the source text, not by importing, so working
-the digest out costs a read of the files and no probe import: an edit to a module no judge reaches (the solver's
-verdict, the renderer) judges nothing again, and an edit to one a judge reaches judges that probe's records again.
-Data files beside a probe module (probes/vllm_boot/models/...) count as its code."""
+A judge's verdicts change only when its own code or what it calls changes. The code is the judge module
+(kbtool/probe/judges/<name>.py) and every module of kbtool/ it imports, transitively (function-level imports too),
+plus the re-judging machinery (kbtool.probe.rejudge and what it imports). Imports are read from the source text,
+not by importing, so working the digest out costs a read of the files and no import: an edit to a module no
+judge reaches (the solver's verdict, the renderer) judges nothing again, and an edit to one a judge reaches
+judges that probe's records again.
+Data files of the probe program the judge reads (probes/vllm_boot/models/... for vllm_boot) count as its code.
+No probe program is read or imported: judging needs kbtool alone (design.md §3)."""
 
 from __future__ import annotations
 
@@ -13,21 +15,21 @@ import hashlib
 import re
 from pathlib import Path
 
+from kbtool.probe.judges import PROBES
+
 KBTOOL = Path(__file__).resolve().parents[1]
-ROOTS = ("kbtool", "probes")
+ROOTS = ("kbtool",)
 _IMPORT = re.compile(r"[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+([\w, \t()]+)|import[ \t]+([\w., \t]+))")
 _SPEC_ID = re.compile(r"^SPEC\s*[:=][^\n]*\n(?:[^\n]*\n){0,3}?\s*id\s*=\s*['\"]([\w.-]+)['\"]", re.MULTILINE)
 MACHINERY = "kbtool.probe.rejudge"
 
 
 class Sources:
-    """The modules of kbtool/ and probes/ by dotted name, read once."""
+    """The modules of the kbtool package at `top` by dotted name, read once."""
 
-    def __init__(self, probes_dir: Path | None) -> None:
+    def __init__(self, top: Path = KBTOOL) -> None:
         self.files: dict[str, Path] = {}
-        for top in (KBTOOL, probes_dir):
-            if top is None or not top.is_dir():
-                continue
+        if top.is_dir():
             for p in sorted(top.rglob("*.py")):
                 if "__pycache__" in p.parts:
                     continue
@@ -35,7 +37,6 @@ class Sources:
                 if parts[-1] == "__init__":
                     parts = parts[:-1]
                 self.files[".".join(parts)] = p
-        self.probes_dir = probes_dir
         self._text: dict[str, str] = {}
         self._bytes: dict[Path, bytes] = {}
 
@@ -50,7 +51,7 @@ class Sources:
         return self._bytes[path]
 
     def imports(self, mod: str) -> set[str]:
-        """The kbtool/probes modules `mod` imports anywhere in its text."""
+        """The kbtool modules `mod` imports anywhere in its text."""
         path = self.files[mod]
         package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
         out: set[str] = set()
@@ -90,10 +91,11 @@ class Sources:
         return seen
 
     def probe_modules(self) -> dict[str, str]:
-        """probe id -> its module (a probes/ module assigning SPEC with that id), read, not imported."""
+        """probe id -> its judge module (kbtool.probe.judges.<name>, assigning SPEC with that id), read, not
+        imported."""
         out: dict[str, str] = {}
         for mod, path in self.files.items():
-            if mod.startswith("probes.") and mod.count(".") == 1 and not path.name.startswith("_"):
+            if mod.startswith("kbtool.probe.judges.") and mod.count(".") == 3 and not path.name.startswith("_"):
                 m = _SPEC_ID.search(self.text(mod))
                 if m:
                     out[m.group(1)] = mod
@@ -119,19 +121,13 @@ def _runtime_lines(text: str) -> list[str]:
     return out
 
 
-def _probes_dir() -> Path | None:
-    try:
-        import probes
-    except ImportError:
-        return None
-    return Path(next(iter(probes.__path__), "")) or None
-
-
 class JudgeCode:
     """probe id -> the digest of the code its judge runs (None for a probe kb cannot find)."""
 
-    def __init__(self, probes_dir: Path | None = None) -> None:
-        self.src = Sources(probes_dir if probes_dir is not None else _probes_dir())
+    def __init__(self, top: Path = KBTOOL, data: Path = PROBES) -> None:
+        """`top`: the kbtool package; `data`: the probe programs' folder, whose <name>/ data the judges read."""
+        self.src = Sources(top)
+        self.data = data
         self.modules = self.src.probe_modules()
         self._machinery = self.src.closure([MACHINERY])
         self._memo: dict[str, str | None] = {}
@@ -143,7 +139,7 @@ class JudgeCode:
             return []
         mods = self.src.closure([mod]) | self._machinery
         paths = {self.src.files[m] for m in mods}
-        folder = self.src.files[mod].with_suffix("")  # data beside the module: probes/vllm_boot/ for vllm_boot.py
+        folder = self.data / mod.rpartition(".")[2]  # the program's data: probes/vllm_boot/ for vllm_boot
         if folder.is_dir():
             paths |= {p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
         return sorted(paths)

@@ -20,10 +20,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from kbtool.probe.spec import Probe
+    from kbtool.probe.spec import Judge
 
 
-def records_from(ev: Evidence, probe: Probe | None = None) -> list[Measurement]:
+def records_from(ev: Evidence, probe: Judge | None = None) -> list[Measurement]:
     """The probe run's measured values as one record (none when the run measured no number). A run recorded before
     its probe measured anything is read again by the probe's own `summarize`, where the probe is given."""
     measured: Any = ev.data.get("measured")
@@ -58,7 +58,7 @@ def records_from(ev: Evidence, probe: Probe | None = None) -> list[Measurement]:
     )]
 
 
-def write(records: Path, evidence: list[Evidence], probes: Mapping[str, Probe] | None = None) -> list[Path]:
+def write(records: Path, evidence: list[Evidence], probes: Mapping[str, Judge] | None = None) -> list[Path]:
     """Write the measurement records that do not exist yet; returns the new paths."""
     written = []
     for ev in evidence:

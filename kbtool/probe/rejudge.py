@@ -4,7 +4,8 @@ An evidence record keeps the cases of a real run and never changes; the verdicts
 that day said. The same cases judged by today's judge (a better judge, or claims whose conditions were edited)
 may say more. A record is judged again only by a probe of the same id and version (same cases, same `run`), or one that
 declares the record's version in `rejudges`;
-otherwise, or if the judge fails, its own verdicts stand. Pure apart from importing probe modules.
+otherwise, or if the judge fails, its own verdicts stand. Pure apart from importing the judge modules
+(kbtool/probe/judges/); no probe program is imported.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from kbtool.errors import ProbeError
 from kbtool.model import Claim, Evidence
 from kbtool.model.evidence import VerdictEntry
 from kbtool.probe.evidence import clean_verdicts
-from kbtool.probe.spec import Probe, discover
+from kbtool.probe.spec import Judge, judges
 
 
 def claim_context(claims: Mapping[str, Any], ids: list[str]) -> dict[str, Any]:
@@ -39,7 +40,7 @@ def observations(ev: Evidence) -> list[dict[str, Any]]:
              "max_abs_err": c.max_abs_err, "seconds": c.seconds, "metrics": dict(c.metrics)} for c in ev.cases]
 
 
-def judge_env(ev: Evidence, claims: Mapping[str, Any], probe: Probe,
+def judge_env(ev: Evidence, claims: Mapping[str, Any], probe: Judge,
               kb: dict[str, Any] | None = None) -> dict[str, Any]:
     env = ev.environment.model_dump(mode="json")
     env["kb"] = kb or {}
@@ -47,7 +48,7 @@ def judge_env(ev: Evidence, claims: Mapping[str, Any], probe: Probe,
     return env
 
 
-def rejudge(ev: Evidence, claims: Mapping[str, Any], probes: Mapping[str, Probe],
+def rejudge(ev: Evidence, claims: Mapping[str, Any], probes: Mapping[str, Judge],
             kb: dict[str, Any] | None = None) -> Evidence:
     """`ev` with the verdicts today's judge gives its cases, or `ev` itself when it cannot be judged again."""
     probe = probes.get(ev.probe.id)
@@ -61,7 +62,7 @@ def rejudge(ev: Evidence, claims: Mapping[str, Any], probes: Mapping[str, Probe]
     return ev.model_copy(update={"verdicts": [VerdictEntry.model_validate(v) for v in verdicts]})
 
 
-def reads(ev: Evidence, probe: Probe | None) -> dict[str, list[str]]:
+def reads(ev: Evidence, probe: Judge | None) -> dict[str, list[str]]:
     """What judging `ev` again reads besides the record and the code (the verdict cache's dependencies): the claims
     the probe lists (as claim_context hands them over), and what the probe module's `judge_inputs(observations)`
     says its judge reads itself: the subjects whose claims it reads whole, the record kinds it reads, the files."""
@@ -76,8 +77,9 @@ def reads(ev: Evidence, probe: Probe | None) -> dict[str, list[str]]:
     return {k: sorted(set(v)) for k, v in out.items()}
 
 
-def probes_by_id() -> dict[str, Probe]:
+def probes_by_id() -> dict[str, Judge]:
+    """probe id -> its judge; {} when a judge module is broken (validate then keeps the recorded verdicts)."""
     try:
-        return {p.spec.id: p for p in discover()}
+        return judges()
     except ProbeError:
         return {}

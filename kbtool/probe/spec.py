@@ -1,6 +1,7 @@
 """Probe specs and probe modules: what a probe declares, and how the runner finds probes.
 
-A probe module (probes/<name>.py) defines `SPEC`, `cases()`, `run(case)` and `judge(cases, env)`.
+A probe module (probes/<name>.py) defines `cases()` and `run(case)`, and imports `SPEC` and `judge(cases, env)`
+from its judge module (kbtool/probe/judges/<name>.py), which `kb validate` loads alone (judges.py).
 GPU libraries are imported inside `run`, never at module import, so listing and judging work anywhere.
 """
 
@@ -95,14 +96,11 @@ def package_info(name: str) -> PackageInfo:
 
 
 @dataclass
-class Probe:
-    """A loaded probe module."""
+class Judge:
+    """A probe's judge module (kbtool/probe/judges/<name>.py): what `kb validate` needs to judge recorded cases
+    again, without the program that ran them."""
 
     spec: ProbeSpec
-    module_ref: str
-    """Import name (probes.sdpa_gates) or a file path; the worker loads the module from it."""
-    cases: Callable[[], list[dict[str, Any]]]
-    run: Callable[[dict[str, Any]], Observation]
     judge: Callable[[list[Observation], dict[str, Any]], list[VerdictDict]]
     path: Path | None = None
     summarize: Callable[[list[Observation], dict[str, Any]], dict[str, Any]] | None = None
@@ -110,6 +108,16 @@ class Probe:
     judge_inputs: Callable[[list[Observation]], dict[str, list[str]]] | None = None
     """Optional: what `judge` reads besides its cases and the claims in SPEC.claims (kbtool.probe.rejudge.reads):
     {"subjects": claim subjects whose claims it reads, "kinds": record kinds it reads whole, "files": paths}."""
+
+
+@dataclass(kw_only=True)
+class Probe(Judge):
+    """A loaded probe program: its judge, and the cases and run that produce what it judges."""
+
+    module_ref: str
+    """Import name (probes.sdpa_gates) or a file path; the worker loads the module from it."""
+    cases: Callable[[], list[dict[str, Any]]]
+    run: Callable[[dict[str, Any]], Observation]
 
 
 def _from_module(mod: ModuleType, ref: str) -> Probe:
@@ -154,7 +162,7 @@ def load_probe(ref: str) -> Probe:
 
 
 def _declares_spec(info: pkgutil.ModuleInfo) -> bool:
-    """Whether a module file assigns SPEC at top level (read, not imported)."""
+    """Whether a module file assigns SPEC at top level or imports it from its judge module (read, not imported)."""
     finder_path = getattr(info.module_finder, "path", None)
     if finder_path is None:
         return True
@@ -163,7 +171,28 @@ def _declares_spec(info: pkgutil.ModuleInfo) -> bool:
         text = path.read_text(encoding="utf-8")
     except OSError:
         return True
-    return re.search(r"^SPEC\s*[:=]", text, re.MULTILINE) is not None
+    return (re.search(r"^SPEC\s*[:=]", text, re.MULTILINE) is not None  # a probe file outside this repository
+            or re.search(r"^from kbtool\.probe\.judges\.\w+ import \(?[^)]*?\bSPEC\b", text, re.MULTILINE) is not None)
+
+
+def judges() -> dict[str, Judge]:
+    """probe id -> its judge, from kbtool/probe/judges/ alone (no probe program is imported)."""
+    from kbtool.probe import judges as package
+
+    out: dict[str, Judge] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"{package.__name__}.{info.name}")
+        spec = getattr(mod, "SPEC", None)
+        if not isinstance(spec, ProbeSpec) or not callable(getattr(mod, "judge", None)):
+            raise ProbeError(f"judge module {mod.__name__} lacks SPEC or judge",
+                             fix="define SPEC = ProbeSpec(...) and judge(cases, env) in it")
+        if spec.id in out:
+            raise ProbeError(f"duplicate probe id {spec.id!r} in {mod.__name__}")
+        out[spec.id] = Judge(spec=spec, judge=mod.judge, path=Path(mod.__file__ or ""),
+                             summarize=getattr(mod, "summarize", None), judge_inputs=getattr(mod, "judge_inputs", None))
+    return out
 
 
 def discover(package: str = "probes") -> list[Probe]:

@@ -3,7 +3,7 @@
 `kb validate` judges every evidence record again with today's probe and today's claims (kbtool.probe.rejudge).
 The answer depends only on inputs, so it is stored under a key made of them, as mypy's incremental cache does:
 
-- the code: a digest of the sources of kbtool/ and of the probes package (any edit there judges everything again);
+- the code: a digest of the sources of kbtool/ and of the files of probes/ (any edit there judges everything again);
 - the evidence record's content less its id (its JSON, not its file bytes: `kb fmt` does not invalidate; the
   verdicts do not depend on the id, so two records of the same run share an entry);
 - what the judge read (kbtool.probe.rejudge.reads): of each claim the probe lists, what a judge is handed of it
@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.model import Claim, Evidence, Record
+from kbtool.probe.judges import PROBES
 from kbtool.store.cache import cache_dir, make_room, seal, unseal
 from kbtool.store.untrusted import LIMITS, UntrustedInputError, read_bytes, read_cache
 
@@ -46,18 +47,12 @@ def _sources(top: Path, pattern: str) -> Iterable[tuple[str, bytes]]:
 
 
 def code_digest(probes_dir: Path | None = None) -> str:
-    """A digest of kbtool's sources and of every file of the probes package (the judges, what they call, and the
-    data beside them: vllm_boot reads its models' config.json)."""
+    """A digest of kbtool's sources (the judges and what they call) and of every file of the probes folder (the data
+    the judges read: vllm_boot reads its models' config.json)."""
     h = hashlib.sha256(f"kb-verdicts {VERSION}\n".encode())
     tops = [(_PKG, "*.py")]
-    if probes_dir is None:
-        try:
-            import probes
-
-            probes_dir = Path(next(iter(probes.__path__)))
-        except (ImportError, StopIteration):
-            probes_dir = None
-    if probes_dir is not None:
+    probes_dir = PROBES if probes_dir is None else probes_dir
+    if probes_dir.is_dir():  # read as bytes, never imported
         tops.append((probes_dir, "*"))
     for top, pattern in tops:
         for rel, data in _sources(top, pattern):

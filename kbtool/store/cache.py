@@ -54,10 +54,14 @@ def image_path(root: str) -> str | None:
     return os.path.join(base, f"kb-{zlib.crc32(b):08x}{zlib.adler32(b):08x}.image")
 
 
+MAX_FOLDERS = 5_000  # kbtool.store.records.MAX_FOLDERS: the listing stops where the records walk stops
+
+
 def _walk(top: str, out: list[tuple[str, int, int]]) -> None:
     """Every file under `top` as (path, size, mtime_ns), depth-first in directory order; __pycache__ skipped. A
     stack, not recursion: a tree 1,200 folders deep is listed like any other."""
     stack: list[list[os.DirEntry[str]]] = []
+    folders = 0
     try:
         with os.scandir(top) as it:
             stack.append(list(it)[::-1])
@@ -70,6 +74,9 @@ def _walk(top: str, out: list[tuple[str, int, int]]) -> None:
         e = stack[-1].pop()
         try:
             if e.is_dir(follow_symlinks=False):
+                folders += 1
+                if folders > MAX_FOLDERS:  # no records tree (`--kb /tmp`): the loader's walk stops there and says so
+                    return
                 if e.name != "__pycache__":
                     with os.scandir(e.path) as it:
                         stack.append(list(it)[::-1])

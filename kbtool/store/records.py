@@ -55,6 +55,10 @@ def _is_record(name: str) -> bool:
     return name.endswith((".yaml", ".yml"))
 
 
+MAX_FOLDERS = 5_000
+"""Folders a records walk enters before it stops (the shipped tree has 12)."""
+
+
 class _Walk:
     """The records tree walk: regular *.yaml/*.yml files, symlinks followed only while they stay in the tree
     (each folder once, so a link loop ends), and a finding for everything skipped."""
@@ -66,6 +70,7 @@ class _Walk:
         self.findings: list[Finding] = []
         self.seen: set[tuple[int, int]] = set()
         self.linked: list[Path] = []
+        self.folders = 0
 
     def run(self) -> None:
         while self.linked:
@@ -81,6 +86,11 @@ class _Walk:
         top = self._list(d)
         stack = [top] if top is not None else []
         while stack:
+            if self.folders > MAX_FOLDERS:  # `--kb ~` or `--kb /tmp`: a cache of 100,000 folders is no records tree
+                self.findings.append(_finding(d, self.root, f"more than {MAX_FOLDERS:,} folders under it: not a "
+                                              f"records tree; stopped walking", "point --kb or KB_RECORDS at a "
+                                              "records folder (claims/, models/, ...)"))
+                return
             p = next(stack[-1], None)
             if p is None:
                 stack.pop()
@@ -103,6 +113,7 @@ class _Walk:
             if key in self.seen:
                 return None
             self.seen.add(key)
+            self.folders += 1
             entries = sorted(os.scandir(d), key=lambda e: e.name)
         except OSError as e:
             self.findings.append(_finding(d, self.root, f"cannot list folder: {e.strerror or e}",

@@ -114,3 +114,22 @@ def test_validate_reports_kb601_only_with_style(tmp_path: Path) -> None:
     assert [f.code for f in validate(root, style=True).findings if f.code == "KB601"] == ["KB601"]
     assert "KB601" in runner.invoke(app, ["validate", "--style", "--kb", str(root)]).output
     assert "KB601" not in runner.invoke(app, ["validate", "--kb", str(root)]).output
+
+
+def test_fmt_refuses_a_file_too_large_to_format_quickly(tmp_path: Path) -> None:
+    """A condition of 20,000 alternatives (issue 48): refused from its size before the round-trip parser, which
+    costs about a millisecond a line, so fmt answers at once and leaves the file as it was."""
+    alternatives = "".join(f"  - var: head_dim\n    eq: {i}\n" for i in range(20_000))
+    text = MESSY.replace("id:", f"requires:\n  any:\n{alternatives}id:", 1)
+    p = write(tmp_path, "records/claims/x.yaml", text)
+    r = runner.invoke(app, ["fmt", "--kb", str(tmp_path / "records")])
+    assert r.exit_code == 1
+    assert "records/claims/x.yaml: 40,0" in r.output and "more than kb fmt formats" in r.output
+    assert p.read_text() == text
+
+
+def test_fmt_leaves_records_kb_writes_itself(tmp_path: Path) -> None:
+    p = write(tmp_path, "records/measurements/m.yaml", MESSY)
+    r = runner.invoke(app, ["fmt", "--kb", str(tmp_path / "records")])
+    assert r.exit_code == 0 and "1 skipped" in r.output
+    assert p.read_text() == MESSY

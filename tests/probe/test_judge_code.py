@@ -1,5 +1,6 @@
-"""The code a judge runs (kbtool/probe/judge_code.py): the probe module and what it imports from kbtool/ and probes/,
-transitively, read from the text; a type checker's import is not followed; the digest moves with that code only."""
+"""The code a judge runs (kbtool/probe/judge_code.py): the judge module and what it imports from kbtool/,
+transitively, read from the text; a type checker's import is not followed; the digest moves with that code only; the
+probe program (probes/<name>.py) is not part of it, the data folder beside it is."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ def _rel(paths: list[Path]) -> set[str]:
 
 def test_the_vllm_selector_judge_reaches_the_selection_not_the_verdict() -> None:
     files = _rel(JudgeCode().files("vllm-selector"))
-    assert {"probes/vllm_selector.py", "kbtool/solve/engines/vllm/selection.py", "kbtool/probe/rejudge.py"} <= files
+    assert {"kbtool/probe/judges/vllm_selector.py", "kbtool/solve/engines/vllm/selection.py",
+            "kbtool/probe/rejudge.py"} <= files
+    assert not any(f.startswith("probes/") for f in files)  # the program that ran the cases judges nothing
     assert not any(f.startswith(("kbtool/render/", "kbtool/solve/decision.py", "kbtool/solve/solver.py"))
                    for f in files)
 
@@ -23,25 +26,36 @@ def test_an_unknown_probe_has_no_code() -> None:
     assert JudgeCode().digest("no-such-probe") is None
 
 
-def _tree(tmp: Path, probe_text: str) -> Path:
-    probes = tmp / "probes"
-    probes.mkdir()
-    (probes / "__init__.py").write_text("")
-    (probes / "_helper.py").write_text("X = 1\n")
-    (probes / "_other.py").write_text("Y = 2\n")
-    (probes / "p.py").write_text(probe_text)
-    return probes
+def _tree(tmp: Path, judge_text: str) -> tuple[Path, Path]:
+    top = tmp / "kbtool"
+    judges = top / "probe" / "judges"
+    judges.mkdir(parents=True)
+    for d in (top, top / "probe", judges):
+        (d / "__init__.py").write_text("")
+    (top / "_helper.py").write_text("X = 1\n")
+    (top / "_other.py").write_text("Y = 2\n")
+    (judges / "p.py").write_text(judge_text)
+    data = tmp / "probes"
+    (data / "p").mkdir(parents=True)
+    (data / "p" / "model.json").write_text("{}")
+    (data / "p.py").write_text("def run(case): ...\n")
+    return top, data
 
 
 def test_imports_are_followed_and_type_checking_ones_are_not(tmp_path: Path) -> None:
-    probes = _tree(tmp_path, 'from probes import _helper\nTYPE_CHECKING = False\nif TYPE_CHECKING:\n'
-                             '    from probes._other import Y\nSPEC = ProbeSpec(\n    id="p-probe",\n)\n'
-                             'def judge(obs, env):\n    from . import _helper\n    return {}\n')
-    j = JudgeCode(probes)
-    names = {p.name for p in j.files("p-probe") if p.parent == probes}
-    assert names == {"__init__.py", "_helper.py", "p.py"}
+    top, data = _tree(tmp_path, 'from kbtool import _helper\nTYPE_CHECKING = False\nif TYPE_CHECKING:\n'
+                                '    from kbtool._other import Y\nSPEC = ProbeSpec(\n    id="p-probe",\n)\n'
+                                'def judge(obs, env):\n    from ... import _helper\n    return {}\n')
+    j = JudgeCode(top, data)
+    names = {p.relative_to(tmp_path).as_posix() for p in j.files("p-probe")}
+    assert {"kbtool/_helper.py", "kbtool/probe/judges/p.py", "probes/p/model.json"} <= names
+    assert "kbtool/_other.py" not in names and "probes/p.py" not in names
     before = j.digest("p-probe")
-    (probes / "_other.py").write_text("Y = 3\n")  # not the judge's code
-    assert JudgeCode(probes).digest("p-probe") == before
-    (probes / "_helper.py").write_text("X = 2\n")  # the judge's code
-    assert JudgeCode(probes).digest("p-probe") != before
+    (top / "_other.py").write_text("Y = 3\n")  # not the judge's code
+    (data / "p.py").write_text("def run(case): return 1\n")  # the program, not the judge
+    assert JudgeCode(top, data).digest("p-probe") == before
+    (top / "_helper.py").write_text("X = 2\n")  # the judge's code
+    assert JudgeCode(top, data).digest("p-probe") != before
+    (top / "_helper.py").write_text("X = 1\n")
+    (data / "p" / "model.json").write_text("{ }")  # the data it reads
+    assert JudgeCode(top, data).digest("p-probe") != before

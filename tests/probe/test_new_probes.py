@@ -10,6 +10,7 @@ import yaml
 
 from kbtool.probe import commands
 from kbtool.probe.commands import load_claims
+from kbtool.probe.judges import triton_tutorial as tt_judge
 from kbtool.probe.rejudge import claim_context
 from probes import cudnn_frontend_sdpa, flex_attention, split_kv, triton_tutorial
 
@@ -70,8 +71,8 @@ def test_cudnn_frontend_recorded_run() -> None:
 
 def test_triton_tutorial_reads_only_its_own_head_dim_checks() -> None:
     echo = {"params": {}, "outcome": "ERROR", "message": "CompilationError: ... acc = tl.zeros([BLOCK_M, HEAD_DIM])"}
-    assert triton_tutorial.reason_of(echo) is None  # kernel source echoed in a compile error names no gate
-    assert triton_tutorial.reason_of({"metrics": {"traceback_tail": "assert HEAD_DIM_K in {16, 32}"}}) == "HEAD_DIM"
+    assert tt_judge.reason_of(echo) is None  # kernel source echoed in a compile error names no gate
+    assert tt_judge.reason_of({"metrics": {"traceback_tail": "assert HEAD_DIM_K in {16, 32}"}}) == "HEAD_DIM"
     got = judge(triton_tutorial, recorded("triton-tutorial"))
     assert got["triton-fused-attention-head-dims"]["verdict"] == "contradicted"
     assert "hd16" in got["triton-fused-attention-head-dims"]["detail"]

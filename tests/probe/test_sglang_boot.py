@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from kbtool.probe.judges import sglang_boot as sglang_boot_judge
 from tests.util import ROOT
 
 FIX = Path(__file__).parent / "fixtures" / "sglang_boot"
@@ -142,7 +143,7 @@ def test_measured_rows() -> None:
         {"params": {"id": "c", "model": "llama-3.1-8b"}, "outcome": "ERROR", "metrics": m},
         {"params": {"id": "d", "model": "no-such-model"}, "outcome": "OK", "metrics": m},
     ]
-    rows = probe.measured(obs)
+    rows = sglang_boot_judge.measured(obs)
     assert [(r["case"], r["quantity"], r["value"]) for r in rows] == [
         ("a", "max_total_num_tokens", 851234), ("a", "mem_fraction_static", 0.903),
         ("b", "max_total_num_tokens", 700000)]

@@ -9,6 +9,7 @@ import pytest
 
 from kbtool.kb import load_kb
 from kbtool.probe import engine as engine_probe
+from kbtool.probe.judges import sglang_resolve as sg_judge
 from kbtool.solve.image import Image
 from probes import sglang_resolve as sg
 from tests.util import RECORDS, ROOT
@@ -26,7 +27,7 @@ def image() -> Image:
 
 @cache
 def grid_points() -> list[tuple[Any, ...]]:
-    return [p for f in (SM80, SM90) for p in sg.points(sg.load(f))]
+    return [p for f in (SM80, SM90) for p in sg_judge.points(sg.load(f))]
 
 
 class _Edited:
@@ -50,7 +51,7 @@ class _Edited:
 
 
 def by_claim(img: Any, release: str = "0.5.23") -> dict[str, dict[str, Any]]:
-    return {r["claim"]: r for r in sg.judge_grid(img, release, grid_points(), [CLAIM])}
+    return {r["claim"]: r for r in sg_judge.judge_grid(img, release, grid_points(), [CLAIM])}
 
 
 def test_the_recorded_claim_agrees_at_every_point() -> None:
@@ -73,7 +74,7 @@ def test_a_claim_that_allows_too_much_is_contradicted_where_sglang_raised_its_me
 
 def test_a_claim_of_another_release_is_judged_there_too() -> None:
     old = "sglang-trtllm-mha-prefill-sm100-0.5.17"  # 0.5.17 runs trtllm_mha prefill on SM100 only
-    r = {x["claim"]: x for x in sg.judge_grid(image(), "0.5.23", grid_points(), [old])}[old]
+    r = {x["claim"]: x for x in sg_judge.judge_grid(image(), "0.5.23", grid_points(), [old])}[old]
     assert r["ran"] and all(p["platform"] == "sm90" for p in r["ran"]), "0.5.23 accepts it on SM90"
 
 
@@ -91,7 +92,7 @@ def test_the_probe_names_its_engine() -> None:
     assert not engine_probe.needs_gpu(sg.SPEC) and engine_probe.engine_of(sg.SPEC) == "sglang"
     env = engine_probe.environment({"gpu": None}, python="/nonexistent/python", spec=sg.SPEC)
     assert env["gpu"] == "no GPU (sglang not installed)"
-    assert sg.message_pattern("got {attention_backend}, want x").fullmatch("got fa3, want x")
+    assert sg_judge.message_pattern("got {attention_backend}, want x").fullmatch("got fa3, want x")
 
 
 def test_an_argparse_refusal_agrees_on_the_flag_and_value_only() -> None:
@@ -101,10 +102,10 @@ def test_an_argparse_refusal_agrees_on_the_flag_and_value_only() -> None:
     from kbtool.errors import UsageError
     from kbtool.solve.engines.sglang.args import parse_argv
 
-    got = sg.outcome(image(), "0.5.23", {}, {}, {sg.REFUSED: "never parsed"})
-    assert got["where"] == "argparse" and sg.differs(got, sgl) == ["error"]
+    got = sg_judge.outcome(image(), "0.5.23", {}, {}, {sg_judge.REFUSED: "never parsed"})
+    assert got["where"] == "argparse" and sg_judge.differs(got, sgl) == ["error"]
     with pytest.raises(UsageError) as refused:
         parse_argv(["--model-path", "m", "--dsa-decode-backend", "triton_sparse_mla"])
     kb = {"error": "SystemExit", "where": "argparse", "message": str(refused.value)}
-    assert sg.differs(kb, sgl) == []
-    assert sg.differs(kb, {**sgl, "message": sgl["message"].replace("decode", "prefill")}) == ["error"]
+    assert sg_judge.differs(kb, sgl) == []
+    assert sg_judge.differs(kb, {**sgl, "message": sgl["message"].replace("decode", "prefill")}) == ["error"]

@@ -16,12 +16,12 @@ import yaml
 
 from kbtool.model import Model
 from kbtool.model.hfconfig import to_record
+from kbtool.probe.judges.vllm_boot import boots_unquantized
 from kbtool.query_cli import image
 from kbtool.solve.engines.vllm import mamba as vllm_mamba
 from kbtool.solve.engines.vllm import pool as vllm_pool
 from kbtool.solve.query import build_query
 from kbtool.solve.solver import solve
-from probes.vllm_boot import boots_unquantized
 from tests.util import ROOT
 
 MODELS = ROOT / "probes" / "vllm_boot" / "models"

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from kbtool.probe import engine as engine_probe
+from kbtool.probe.judges import vllm_selector as vs_judge
 from probes import vllm_selector as vs
 from tests.util import ROOT
 
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.skipif(not CC90.exists(), reason="no recorded vLLM 0.33
 
 
 def points() -> list[dict[str, Any]]:
-    return vs.rows(vs.load(CC90))
+    return vs_judge.rows(vs.load(CC90))
 
 
 def claim(cid: str, requires: dict[str, Any], code: str = "HEAD_DIM", subject: str = "vllm-flashinfer",
@@ -30,12 +31,12 @@ def by_claim(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def flashinfer_claims() -> list[dict[str, Any]]:
-    return [c for c in vs.engine_claims() if c["subject"] == "vllm-flashinfer" and c["id"].endswith("-0.33.0")]
+    return [c for c in vs_judge.engine_claims() if c["subject"] == "vllm-flashinfer" and c["id"].endswith("-0.33.0")]
 
 
 def test_the_recorded_claim_is_confirmed_and_the_seed_one_is_not() -> None:
     seed = claim("seed", {"var": "head_dim", "in": [64, 128, 256]})
-    got = by_claim(vs.judge_grid([*flashinfer_claims(), seed], points(), "0.33.0"))
+    got = by_claim(vs_judge.judge_grid([*flashinfer_claims(), seed], points(), "0.33.0"))
     right = got["vllm-flashinfer-head-size-0.33.0"]
     assert right["agree"] > 0 and not right["ran"] and not right["refused"]
     assert got["seed"]["ran"], "vLLM 0.33.0 accepts FLASHINFER head size 512, which the seed's claim refuses"
@@ -48,15 +49,15 @@ def test_a_refusal_another_claim_explains_is_not_held_against_this_one() -> None
     nvfp4 = claim("nvfp4-fa2", {"all": [{"var": "head_dim", "ne": 64}, {"var": "sinks", "eq": False}]},
                   code="KV_DTYPE")
     nvfp4["when"] = {"all": [{"var": "engine", "eq": "vllm"}, {"var": "kv_dtype", "eq": "nvfp4"}]}
-    alone = by_claim(vs.judge_grid([kv], points(), "0.33.0"))["kv"]
-    both = by_claim(vs.judge_grid([kv, nvfp4], points(), "0.33.0"))["kv"]
+    alone = by_claim(vs_judge.judge_grid([kv], points(), "0.33.0"))["kv"]
+    both = by_claim(vs_judge.judge_grid([kv, nvfp4], points(), "0.33.0"))["kv"]
     assert alone["refused"] and not both["refused"]
     assert all(p["kv"] == "nvfp4" and (p["head_size"] == 64 or p["sink"]) for p, _ in alone["refused"])
 
 
 def test_claims_outside_the_release_are_not_judged() -> None:
     old = claim("old", {"var": "head_dim", "in": [64, 128, 256]}, scope="0.19.1")
-    assert vs.judge_grid([old], points(), "0.33.0") == []
+    assert vs_judge.judge_grid([old], points(), "0.33.0") == []
 
 
 def test_judge_gives_verdicts_in_the_evidence_shape() -> None:
@@ -77,28 +78,28 @@ def test_engine_probes_need_no_gpu() -> None:
 def test_a_kernel_claim_is_judged_as_the_one_backend_that_runs_it() -> None:
     kernel = claim("kernel", {"var": "kv_dtype", "in": ["bf16", "fp16", "fp8_e4m3"]}, code="KV_DTYPE",
                    subject="cutlass-mla-decode")
-    assert vs.backend_record(kernel) == "vllm-cutlass-mla"
-    cc100 = vs.rows(vs.load(CC90.with_name("cc10.0.json.gz")))
-    got = by_claim(vs.judge_grid([kernel], cc100, "0.33.0"))["kernel"]
+    assert vs_judge.backend_record(kernel) == "vllm-cutlass-mla"
+    cc100 = vs_judge.rows(vs.load(CC90.with_name("cc10.0.json.gz")))
+    got = by_claim(vs_judge.judge_grid([kernel], cc100, "0.33.0"))["kernel"]
     assert got["backend"] == "CUTLASS_MLA" and got["agree"] > 0 and not got["ran"] and not got["refused"]
     wrong = claim("wrong", {"var": "kv_dtype", "in": ["bf16"]}, code="KV_DTYPE", subject="cutlass-mla-decode")
-    assert by_claim(vs.judge_grid([wrong], cc100, "0.33.0"))["wrong"]["ran"], "vLLM takes fp16 KV for CUTLASS_MLA"
+    assert by_claim(vs_judge.judge_grid([wrong], cc100, "0.33.0"))["wrong"]["ran"], "vLLM takes fp16 KV for CUTLASS_MLA"
 
 
 def test_a_kernel_several_backends_run_needs_the_statement_to_name_one() -> None:
     both = claim("k", {"var": "block_size", "multiple_of": 16}, code="BLOCK_SIZE",
                  subject="vllm-triton-unified-attention")
-    assert vs.backend_record(both) is None
-    assert vs.backend_record({**both, "statement": "vLLM's TRITON_ATTN takes it"}) == "vllm-triton-attn"
-    assert vs.backend_record({**both, "statement": "TRITON_ATTN_DIFFKV takes it"}) == "vllm-triton-attn-diffkv"
+    assert vs_judge.backend_record(both) is None
+    assert vs_judge.backend_record({**both, "statement": "vLLM's TRITON_ATTN takes it"}) == "vllm-triton-attn"
+    assert vs_judge.backend_record({**both, "statement": "TRITON_ATTN_DIFFKV takes it"}) == "vllm-triton-attn-diffkv"
 
 
 def test_a_supports_claim_is_contradicted_where_vllm_refuses_for_its_reason() -> None:
     sinks = {"id": "s", "subject": "vllm-flash-attn", "effect": "supports", "statement": "FLASH_ATTN takes sinks",
              "when": {"var": "sinks", "eq": True}, "reason": {"code": "SINKS", "message": "m"},
              "scope": [{"library": "vllm"}]}
-    cc80 = vs.rows(vs.load(CC90.with_name("cc8.0.json.gz")))
-    got = by_claim(vs.judge_grid([sinks], cc80, "0.33.0"))["s"]
+    cc80 = vs_judge.rows(vs.load(CC90.with_name("cc8.0.json.gz")))
+    got = by_claim(vs_judge.judge_grid([sinks], cc80, "0.33.0"))["s"]
     assert got["refused"] and all(p["sink"] for p, _ in got["refused"])
 
 
@@ -106,7 +107,7 @@ def test_one_point_against_a_claim_contradicts_it(monkeypatch: pytest.MonkeyPatc
     seed = claim("seed", {"var": "head_dim", "in": [64, 128, 256]})
     obs = [{"outcome": "OK", "metrics": {"raw": str(CC90)}}]
     mine = [*flashinfer_claims(), seed]
-    monkeypatch.setattr(vs, "engine_claims", lambda: mine)
+    monkeypatch.setattr(vs_judge, "engine_claims", lambda: mine)
     got = {v["claim"]: v for v in vs.judge(obs, {})}
     assert got["seed"]["verdict"] == "contradicted" and "512" in got["seed"]["detail"]
     assert got["vllm-flashinfer-head-size-0.33.0"]["verdict"] == "confirmed"
@@ -115,8 +116,8 @@ def test_one_point_against_a_claim_contradicts_it(monkeypatch: pytest.MonkeyPatc
 def test_a_refusal_in_new_words_is_unattributed_not_agreement() -> None:
     """Issue 46: vLLM 0.34.0 reworded its refusals ("FP8 KV requires ..."); the probe counted FLASH_ATTN's points
     refused in the new words as agreeing with the 0.33.0 claims, and `kb probe events` extended them."""
-    assert vs.unattributed("FP8 KV requires block size divisible by 64")
-    assert not vs.unattributed("kv_cache_dtype not supported") and not vs.unattributed("MLA not supported")
+    assert vs_judge.unattributed("FP8 KV requires block size divisible by 64")
+    assert not vs_judge.unattributed("kv_cache_dtype not supported") and not vs_judge.unattributed("MLA not supported")
     pts = points()
     cid = "vllm-flashinfer-head-size-0.33.0"
     target = [i for i, p in enumerate(pts) if p["layout"] == "dense" and p["head_size"] == 128
@@ -124,9 +125,9 @@ def test_a_refusal_in_new_words_is_unattributed_not_agreement() -> None:
     assert target, "the recorded grid has FLASHINFER points at head 128 that vLLM accepts"
     for i in target:  # the same grid, but vLLM refusing these points in words no claim kind reads
         pts[i] = {**pts[i], "reasons": {**pts[i]["reasons"], "FLASHINFER": ("FP8 KV requires something new",)}}
-    got = by_claim(vs.judge_grid([c for c in flashinfer_claims() if c["id"] == cid], pts, "0.33.0"))[cid]
+    got = by_claim(vs_judge.judge_grid([c for c in flashinfer_claims() if c["id"] == cid], pts, "0.33.0"))[cid]
     assert [p["head_size"] for p, _ in got["unattributed"]] == [128] * len(target)
-    outcome = vs.release_outcomes(pts, "0.33.0")[cid]
+    outcome = vs_judge.release_outcomes(pts, "0.33.0")[cid]
     assert outcome["outcome"] == "unattributed" and outcome["unattributed"] == len(target)
     assert outcome["unattributed_example"].endswith("FP8 KV requires something new")
-    assert vs.release_outcomes(points(), "0.33.0")[cid]["outcome"] == "holds"  # the grid as recorded
+    assert vs_judge.release_outcomes(points(), "0.33.0")[cid]["outcome"] == "holds"  # the grid as recorded

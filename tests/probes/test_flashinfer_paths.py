@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from kbtool.probe.commands import load_claims
+from kbtool.probe.judges import flashinfer_paths as PJ
 from kbtool.probe.rejudge import claim_context
 from probes import flashinfer_paths as P
 
@@ -72,7 +73,7 @@ def test_v3_keeps_the_v2_cases_and_their_parameters() -> None:
 
 
 def test_feature_cases_carry_the_variables_their_claims_read() -> None:
-    bind = P.variables(ENV)
+    bind = PJ.variables(ENV)
     got = {(c["path"], bind(c)["sinks"], bind(c)["sliding_window"], bind(c)["dtype"], c["kv_dtype"])
            for c in P.feature_cases()}
     assert ("xqa", True, 0, "bf16", "bf16") in got
@@ -129,8 +130,8 @@ def test_trtllm_gen_claims_without_cubins_name_the_missing_download() -> None:
     # the sink case not attempted off sm100 is no refusal of anything
     assert "trtllm-gen decode hd128 kv bf16 sinks" in got["flashinfer-trtllm-gen-sinks"]["detail"]
     assert "0 of 0" in got["flashinfer-trtllm-gen-sinks"]["detail"]
-    assert P.reason_of(refused(feature(path="trtllm-gen", sinks=True), f"{P.NOT_ATTEMPTED}: x", "PROBE")) == "PROBE"
-    assert P.reason_of(refused(feature(path="trtllm-gen", sinks=True), CHECKSUMS)) == "CUBINS"
+    assert PJ.reason_of(refused(feature(path="trtllm-gen", sinks=True), f"{P.NOT_ATTEMPTED}: x", "PROBE")) == "PROBE"
+    assert PJ.reason_of(refused(feature(path="trtllm-gen", sinks=True), CHECKSUMS)) == "CUBINS"
 
 
 def test_recorded_fp8_xqa_errors_are_within_flashinfers_own_fp8_tolerance() -> None:
@@ -144,7 +145,7 @@ def test_recorded_fp8_xqa_errors_are_within_flashinfers_own_fp8_tolerance() -> N
 
 
 def test_labels_tell_the_feature_cases_apart() -> None:
-    labels = [P._label(c) for c in P.cases()]
+    labels = [PJ._label(c) for c in P.cases()]
     assert len(set(labels)) == len(labels)
 
 
@@ -152,7 +153,7 @@ def test_trtllm_gen_feature_claims_are_untestable_off_sm100_only() -> None:
     from kbtool.probe.verdicts import UNTESTABLE_HERE
 
     got = judged(recorded_v2() + as_the_source_reads())
-    for cid in P.OFF_ARCH_UNTESTABLE:
+    for cid in PJ.OFF_ARCH_UNTESTABLE:
         assert UNTESTABLE_HERE in got[cid]["detail"], got[cid]
     assert UNTESTABLE_HERE not in got["flashinfer-trtllm-gen-requires-sm100"]["detail"]
     env = {**ENV, "architecture": "sm100", "compute_capability": "10.0",

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kbtool.probe.judges import fp8_accumulation as PJ
 from probes import fp8_accumulation as P
 
 EVIDENCE = Path(__file__).resolve().parents[2] / "records/evidence/2026-11-30-nvidia-h200-sxm-fp8-accumulation.yaml"
@@ -43,9 +44,9 @@ def test_truncation_models_lose_mass_with_a_common_component() -> None:
 
 def test_recorded_run_confirms_mechanism_and_flashinfer() -> None:
     v = verdicts(recorded())
-    assert v[P.CLAIM_HW] == "confirmed"
-    assert v[P.CLAIM_FI] == "confirmed"
-    assert v[P.CLAIM_FA3] == "inconclusive"  # FA-3 did not run
+    assert v[PJ.CLAIM_HW] == "confirmed"
+    assert v[PJ.CLAIM_FI] == "confirmed"
+    assert v[PJ.CLAIM_FA3] == "inconclusive"  # FA-3 did not run
 
 
 def _flatten(cases: list[dict[str, Any]], err: float, retrieval: float) -> list[dict[str, Any]]:
@@ -63,8 +64,8 @@ def _flatten(cases: list[dict[str, Any]], err: float, retrieval: float) -> list[
 
 def test_flat_small_errors_contradict() -> None:
     v = verdicts(_flatten(recorded(), 1e-4, 1.0))
-    assert v[P.CLAIM_HW] == "contradicted"
-    assert v[P.CLAIM_FI] == "contradicted"
+    assert v[PJ.CLAIM_HW] == "contradicted"
+    assert v[PJ.CLAIM_FI] == "contradicted"
 
 
 def test_broken_switch_is_inconclusive() -> None:
@@ -72,9 +73,9 @@ def test_broken_switch_is_inconclusive() -> None:
     for c in cases:
         if c["params"].get("path") == "switch":
             c["metrics"]["selfcheck_promote1_acc_err"] = 0.5
-    assert verdicts(cases)[P.CLAIM_HW] == "inconclusive"
+    assert verdicts(cases)[PJ.CLAIM_HW] == "inconclusive"
     cases = [c for c in recorded() if c["params"].get("path") != "codegen"]
-    assert verdicts(cases)[P.CLAIM_HW] == "inconclusive"
+    assert verdicts(cases)[PJ.CLAIM_HW] == "inconclusive"
 
 
 @pytest.mark.parametrize("installed", [{"flashinfer": False, "fa3": False}, {"flashinfer": True, "fa3": True}])

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.probe.commands import load_claims
+from kbtool.probe.judges import sdpa_features as PJ
 from kbtool.probe.rejudge import claim_context
 from probes import sdpa_features as P
 
@@ -91,6 +92,6 @@ def test_workspace_needs_the_oom_on_the_score_matrix() -> None:
 def test_helpers() -> None:
     assert P._tried_bytes("Tried to allocate 1024.00 GiB. GPU 0 has") == 1024 * 2**30
     assert P._tried_bytes("no size here") is None
-    assert P.reason_of({"message": "Flash Attention does not support non-null attn_mask."}) == "SLIDING_WINDOW"
-    assert P.reason_of({"message": TYPE_ERROR}) == "SINKS"
-    assert P.reason_of({"message": "x", "metrics": {"gate": "WORKSPACE"}}) == "WORKSPACE"
+    assert PJ.reason_of({"message": "Flash Attention does not support non-null attn_mask."}) == "SLIDING_WINDOW"
+    assert PJ.reason_of({"message": TYPE_ERROR}) == "SINKS"
+    assert PJ.reason_of({"message": "x", "metrics": {"gate": "WORKSPACE"}}) == "WORKSPACE"

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from kbtool.probe.commands import load_claims
+from kbtool.probe.judges import triton_tutorial as PJ
 from kbtool.probe.rejudge import claim_context
 from probes import triton_tutorial as P
 
@@ -55,7 +56,7 @@ def observe(p: dict[str, Any]) -> dict[str, Any]:
     if p["head_dim"] == 16:
         return {"params": p, "outcome": "ERROR", "message": "CompileTimeAssertionFailure: ...",
                 "metrics": {"traceback_tail": "tl.static_assert(BLOCK_N <= HEAD_DIM)"}}
-    if p["head_dim"] not in P.COMPILED_HEAD_DIMS:
+    if p["head_dim"] not in PJ.COMPILED_HEAD_DIMS:
         return {"params": p, "outcome": "UNSUPPORTED", "message": "AssertionError:",
                 "metrics": {"traceback_tail": "assert HEAD_DIM_K in {16, 32, 64, 128, 256}"}}
     if p["dtype"] == "bf16":

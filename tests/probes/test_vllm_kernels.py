@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from kbtool.probe.judges import vllm_fa3_fp8_accuracy as fp8_acc_judge
 from probes import vllm_fa2, vllm_fa3, vllm_fa3_fp8_accuracy, vllm_flashmla
 from tests.util import ROOT
 
@@ -76,14 +77,14 @@ def test_flashmla_run_and_the_d_qk_512_abort() -> None:
 def test_fp8_accuracy_flat_curve_confirms_and_a_growing_one_contradicts() -> None:
     obs, env = recorded("2026-12-01-nvidia-h200-sxm-vllm-fa3-fp8-accuracy.yaml")
     got = verdicts(vllm_fa3_fp8_accuracy, obs, env)
-    assert got == {vllm_fa3_fp8_accuracy.CLAIM_SEED: "confirmed", vllm_fa3_fp8_accuracy.CLAIM_FORK: "confirmed"}
+    assert got == {fp8_acc_judge.CLAIM_SEED: "confirmed", fp8_acc_judge.CLAIM_FORK: "confirmed"}
     grown = copy.deepcopy(obs)
     for o in grown:
         p = o["params"]
         if p["path"] == "fp8" and p["head_dim"] == 128 and p["gqa"] == 1:
             o["metrics"]["total"]["rel_err"] = 2e-3 * (p["ctx"] / 4096)  # truncating accumulation grows with N
     got = verdicts(vllm_fa3_fp8_accuracy, grown, env)
-    assert got[vllm_fa3_fp8_accuracy.CLAIM_FORK] == "contradicted"
+    assert got[fp8_acc_judge.CLAIM_FORK] == "contradicted"
     short = [o for o in obs if o["params"]["ctx"] < 100_000]
     assert set(verdicts(vllm_fa3_fp8_accuracy, short, env).values()) == {"inconclusive"}
 

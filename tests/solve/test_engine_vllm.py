@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from kbtool.kb import load_kb
+from kbtool.probe.judges import vllm_selector as vs_judge
 from kbtool.solve import gates
 from kbtool.solve.engines.vllm import selection as engine
 from kbtool.solve.image import Image
@@ -38,7 +39,7 @@ def image() -> Image:
 def points(release: str) -> tuple[dict[str, Any], ...]:
     out: list[dict[str, Any]] = []
     for f in sorted((DATA / release).glob("cc*.json.gz")):
-        out += vs.rows(vs.load(f))
+        out += vs_judge.rows(vs.load(f))
     return tuple(out)
 
 
@@ -70,7 +71,7 @@ def compare(release: str, full: bool = True) -> tuple[dict[str, list[int]], int,
     gated = [b for b in img.backends("vllm") if any(gates.in_scope(c, {"vllm": release}) and c.scope
                                                     for c in img.claims(b.id))]
     for p in points(release) if full else stratified(release):
-        env = vs.grid_env(p)
+        env = vs_judge.grid_env(p)
         sel = engine.select(img, env, release)
         checks = dict(sel.checks)
         full = dict(env, engine="vllm", vllm=release)
@@ -116,7 +117,7 @@ def test_engine_layer_agrees_with_vllm_0_33_0(full: bool) -> None:
         assert kb_accepted == accepted, f"{name}: kb refuses {accepted - kb_accepted} configurations vLLM accepts"
         assert agree >= 0.99 * total, f"{name}: {agree}/{total} agree"
     assert not wrong, f"kb names another backend than vLLM at {len(wrong)} points, e.g. " \
-        f"{vs._label(wrong[0][0])}: vLLM {wrong[0][0]['selected']}, kb {wrong[0][1]}"
+        f"{vs_judge._label(wrong[0][0])}: vLLM {wrong[0][0]['selected']}, kb {wrong[0][1]}"
 
 
 @pytest.mark.skipif(not (DATA / "0.24.0").is_dir(), reason="no recorded vLLM 0.24.0 selector grid")
@@ -134,7 +135,7 @@ def test_engine_layer_agrees_with_vllm_0_24_0(full: bool) -> None:
         assert kb_accepted == accepted, f"{name}: kb refuses {accepted - kb_accepted} configurations vLLM accepts"
         assert agree >= 0.99 * total, f"{name}: {agree}/{total} agree"
     assert not wrong, f"kb names another backend than vLLM at {len(wrong)} points, e.g. " \
-        f"{vs._label(wrong[0][0])}: vLLM {wrong[0][0]['selected']}, kb {wrong[0][1]}"
+        f"{vs_judge._label(wrong[0][0])}: vLLM {wrong[0][0]['selected']}, kb {wrong[0][1]}"
     # what sets 0.24.0 apart from 0.33.0: no FA4 fp8 KV on cc 10.x, MLA head size 512 refused
     fp8_cc10 = [p for p in points("0.24.0") if p["cc"] == "10.0" and p["layout"] == "dense" and p["kv"] == "fp8"]
     assert fp8_cc10 and all("kv_cache_dtype not supported" in p["reasons"]["FLASH_ATTN"] for p in fp8_cc10)

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from kbtool.kb import load_kb
+from kbtool.probe.judges import sglang_resolve as grid_judge
 from kbtool.solve.engines.sglang import resolve as sr
 from kbtool.solve.engines.sglang.facts import model_facts
 from kbtool.solve.image import Image
@@ -56,13 +57,13 @@ def replay(release: str) -> tuple[int, Counter[str], list[tuple[Any, ...]]]:
     agree: Counter[str] = Counter()
     wrong: list[tuple[Any, ...]] = []
     n = 0
-    for p, m, argv, pf, mf, args, want in (x for doc in recorded(release) for x in grid.points(doc)):
-        got = grid.outcome(img, release, pf, mf, args)
+    for p, m, argv, pf, mf, args, want in (x for doc in recorded(release) for x in grid_judge.points(doc)):
+        got = grid_judge.outcome(img, release, pf, mf, args)
         n += 1
-        bad = grid.differs(got, want)
+        bad = grid_judge.differs(got, want)
         if bad:
-            wrong.append((p, m, argv, bad, {k: got.get(k) for k in ("error", "message", *grid.FIELDS)},
-                          {k: want.get(k) for k in ("error", "message", *grid.FIELDS)}))
+            wrong.append((p, m, argv, bad, {k: got.get(k) for k in ("error", "message", *grid_judge.FIELDS)},
+                          {k: want.get(k) for k in ("error", "message", *grid_judge.FIELDS)}))
         else:
             agree["backends/page/kv/dsa/error"] += 1
         if "error" not in want and "error" not in got:
@@ -96,7 +97,7 @@ def test_every_platform_is_recorded_once(release: str) -> None:
 def test_releases_and_by() -> None:
     img = image()
     assert sr.releases(img) == ["0.5.17", "0.5.23"]
-    plat = grid.platform(of("0.5.23", "sm100")["platforms"]["sm100"])
+    plat = grid_judge.platform(of("0.5.23", "sm100")["platforms"]["sm100"])
     facts = model_facts(of("0.5.23", "sm100")["models"]["mla"])
     got = sr.resolve(img, "0.5.23", plat, facts, {"kv_cache_dtype": "auto", "tp_size": 1})
     assert (got["prefill"], got["decode"], got["page_size"]) == ("trtllm_mla", "trtllm_mla", 64)
@@ -107,7 +108,7 @@ def test_releases_and_by() -> None:
 
 def test_error_names_claim_and_where() -> None:
     img = image()
-    plat = grid.platform(of("0.5.23", "sm80")["platforms"]["sm80"])
+    plat = grid_judge.platform(of("0.5.23", "sm80")["platforms"]["sm80"])
     facts = model_facts(of("0.5.23", "sm80")["models"]["dense"])
     got = sr.resolve(img, "0.5.23", plat, facts, {"attention_backend": "trtllm_mha"})
     assert got == {
@@ -133,7 +134,7 @@ def test_every_claim_message_is_in_its_grid() -> None:
     messages = {r: {o["message"] for d in recorded(r) for o in d["outcomes"] if "error" in o} for r in RELEASES}
     missing, stale = [], []
     for cid, (_w, _r, message, where, _scope) in sorted(claims.items()):
-        pat = grid.message_pattern(message)
+        pat = grid_judge.message_pattern(message)
         for release in where:
             seen = any(pat.fullmatch(m) for m in messages[release])
             exempt = cid in NOT_IN_GRID or f"{cid}@{release}" in NOT_IN_GRID

@@ -10,6 +10,7 @@ from functools import cache
 import pytest
 
 from kbtool.kb import load_kb
+from kbtool.probe.judges import vllm_selector as vs_judge
 from kbtool.solve.engines.vllm import grid
 from kbtool.solve.engines.vllm import selection as engine
 from kbtool.solve.image import Image
@@ -25,9 +26,9 @@ def image() -> Image:
 @pytest.mark.parametrize("release", ["0.19.1", "0.24.0", "0.33.0"])
 def test_grid_answer_is_the_recorded_selection(release: str) -> None:
     img = image()
-    rows = vs.rows(vs.load(ROOT / "tests" / "data" / "vllm" / release / "cc9.0.json.gz"))
+    rows = vs_judge.rows(vs.load(ROOT / "tests" / "data" / "vllm" / release / "cc9.0.json.gz"))
     for p in rows[::97]:  # a spread of grid points: every layout, head size, KV dtype, block and sink
-        env = dict(vs.grid_env(p), engine="vllm", vllm=release)
+        env = dict(vs_judge.grid_env(p), engine="vllm", vllm=release)
         sel = grid.select_unrecorded(img, env, release, None, "cuda", lambda v, e=env: engine.select(img, e, v))
         ids = {b.backend_name: b.id for b in img.backends("vllm")}
         want = ids[p["selected"]] if p["selected"] else None
