@@ -17,7 +17,8 @@ accelerators are left out: the CPU platform stand-in is vLLM's CUDA platform.
 
 The raw grid goes to tests/data/vllm/<version>/engine-config.json.gz (KB_VLLM_RAW_DIR overrides the folder);
 tests/solve/engines/vllm/test_engine_release.py replays every point against kb's records/engine-releases in CI.
-There are no claims to judge: what the probe records is data for those records.
+There are no claims to judge: what the probe records is data for those records. Its SPEC and judge are
+kbtool/probe/judges/vllm_engine_config.py.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbtool.probe.spec import ProbeSpec
+from kbtool.probe.judges.vllm_engine_config import SPEC, judge
+
+__all__ = ['SPEC', 'cases', 'judge', 'run']
 
 ROOT = Path(__file__).resolve().parents[1]
 HELPER = Path(__file__).with_name("_vllm_engine_config.py")
@@ -46,18 +49,6 @@ DENSE = "qwen3-8b"
 CLASSES = ["qwen3-32b-fp8", "gemma-3-27b", "qwen3-next-80b-a3b", "nemotron-3-nano-30b-a3b", "deepseek-v3",
            "gpt-oss-20b"]
 TIERS = ["nvidia-l40s", "nvidia-h100-sxm", "nvidia-b200"]  # < 70 GiB, 70-160 GiB, >= 160 GiB
-
-SPEC = ProbeSpec(
-    id="vllm-engine-config",
-    version=1,
-    order=7,
-    title="vLLM serving defaults per accelerator and model, through vLLM's own config resolution (no GPU)",
-    claims=[],
-    requires={"gpu": False, "packages": ["vllm"]},
-    timeout_s=1500,
-    untestable="The vLLM engine-config probe needs vLLM installed (KB_VLLM_PYTHON).",
-)
-
 
 def _records() -> Path:
     from kbtool.paths import records_dir
@@ -140,7 +131,3 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
 def load(path: Path) -> dict[str, Any]:
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         return json.load(fh)  # type: ignore[no-any-return]
-
-
-def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
-    return []  # no claims: the grid is data for records/engine-releases, replayed by a CI test
