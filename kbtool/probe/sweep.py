@@ -169,7 +169,10 @@ def incomplete(records: Path, lib: str) -> dict[tuple[str, str], list[str]]:
 
 
 def newest_recorded(records: Path, lib: str) -> str | None:
-    versions = [v for v, _ in recorded(records, lib)]
+    """The newest release the sweep's first probe (its selection grid) recorded completely: a probe added later
+    (vllm-engine-config) recorded alone for a release does not make that release swept."""
+    first = library(lib)[1][0]
+    versions = [v for v, p in recorded(records, lib) if p == first]
     return sort_versions(versions)[-1] if versions else None
 
 
