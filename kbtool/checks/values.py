@@ -10,6 +10,7 @@ from kbtool.kb import KB
 from kbtool.model import Accelerator, Architecture, Claim, Kernel
 from kbtool.model.common import All, AnyOf, Condition, Fact, Leaf, Not
 from kbtool.model.engine_priority import EnginePriority
+from kbtool.model.engine_release import EngineRelease
 from kbtool.vocab import VARS
 
 _NONNEG = ("sm_count", "memory_gb", "memory_bytes", "memory_bandwidth_tbs", "l2_mb", "bf16_dense_tflops",
@@ -55,6 +56,11 @@ def _indexed_sources(kb: KB, r: Any) -> list[Finding]:
     if isinstance(r, EnginePriority) and r.mla_prefill is not None:
         at += [(("mla_prefill", "lists", i), pl.source) for i, pl in enumerate(r.mla_prefill.lists)]
         at += [(("mla_prefill", "calls", name), c.source) for name, c in r.mla_prefill.calls.items()]
+    if isinstance(r, EngineRelease):  # its facts sit in `defaults`; tiers and margins cite sources too
+        at += [(("defaults", name), f.source) for name in type(r.defaults).model_fields
+               if isinstance(f := getattr(r.defaults, name), Fact) and f.source is not None]
+        at += [(("batch", i), t.source) for i, t in enumerate(r.batch)]
+        at += [(("extensible_margins",), r.extensible_margins.source)] if r.extensible_margins is not None else []
     if isinstance(r, Kernel):
         at += [(("kv_formats", i), f.source) for i, f in enumerate(r.kv_formats)]
         at += [(("cuda_toolkits",), r.cuda_toolkits.source)] if r.cuda_toolkits is not None else []

@@ -39,7 +39,7 @@ from kbtool.solve.conditions import compare_versions
 REGISTRY = "https://pypi.org/pypi/{dist}/json"
 # library -> (distribution, the probes its sweep runs, the variable naming the engine interpreter)
 LIBRARIES: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "vllm": ("vllm", ("vllm-selector", "vllm-rocm-selector", "vllm-options", "vllm-kv-planning"),
+    "vllm": ("vllm", ("vllm-selector", "vllm-rocm-selector", "vllm-options", "vllm-kv-planning", "vllm-engine-config"),
              "KB_VLLM_PYTHON"),
     # SGLang's argument resolution and its pool planning, both without a GPU (issue 44)
     "sglang": ("sglang", ("sglang-resolve", "sglang-pool"), "KB_SGLANG_PYTHON"),
@@ -172,7 +172,10 @@ def incomplete(records: Path, lib: str) -> dict[tuple[str, str], list[str]]:
 
 
 def newest_recorded(records: Path, lib: str) -> str | None:
-    versions = [v for v, _ in recorded(records, lib)]
+    """The newest release the sweep's first probe (its selection grid) recorded completely: a probe added later
+    (vllm-engine-config) recorded alone for a release does not make that release swept."""
+    first = library(lib)[1][0]
+    versions = [v for v, p in recorded(records, lib) if p == first]
     return sort_versions(versions)[-1] if versions else None
 
 

@@ -35,11 +35,11 @@ def test_range_only_and_new() -> None:
 def test_recorded_releases_are_skipped_unless_forced() -> None:
     have = sweep.recorded(RECORDS, "vllm")
     assert ("0.33.0", "vllm-selector") in have and ("0.19.1", "vllm-options") in have
-    tasks, skipped = sweep.plan(RECORDS, "vllm", ["0.33.0", "0.34.0"], probes=["vllm-selector"])
-    assert [t.release for t in tasks] == ["0.34.0"] and skipped == ["0.33.0"]
+    tasks, skipped = sweep.plan(RECORDS, "vllm", ["0.33.0", "0.35.0"], probes=["vllm-selector"])
+    assert [t.release for t in tasks] == ["0.35.0"] and skipped == ["0.33.0"]
     forced, _ = sweep.plan(RECORDS, "vllm", ["0.33.0"], force=True, probes=["vllm-selector"])
     assert [(t.release, t.probes) for t in forced] == [("0.33.0", ["vllm-selector"])]
-    assert sweep.newest_recorded(RECORDS, "vllm") == "0.33.0"
+    assert sweep.newest_recorded(RECORDS, "vllm") == "0.34.0"  # swept with its recorded override
 
 
 def test_a_failed_install_is_that_releases_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,7 +104,7 @@ def test_recorded_override_for_0_34_0_and_the_command_lines(tmp_path: Path) -> N
     assert sweep.release_overrides("vllm", "0.33.0") == []
     assert sweep.release_overrides("vllm", "0.34.0", ["flashinfer_python==0.7.5", "triton==3.8.0"]) == [
         "flashinfer_python==0.7.5", "triton==3.8.0"]  # --override wins for the same distribution
-    tasks, _ = sweep.plan(RECORDS, "vllm", ["0.34.0"], probes=["vllm-selector"])
+    tasks, _ = sweep.plan(RECORDS, "vllm", ["0.34.0"], force=True, probes=["vllm-selector"])
     assert tasks[0].overrides == ["flashinfer-python==0.7.4"]
 
 
