@@ -8,6 +8,7 @@ from .claim import Claim, Reason
 from .common import Record, Source, Status, Verification
 from .engine_backend import EngineBackend
 from .engine_priority import EnginePriority
+from .engine_release import EngineRelease
 from .evidence import Evidence
 from .hardware_parameter import HardwareParameter
 from .kernel import Kernel
@@ -22,6 +23,7 @@ MODELS: dict[str, type[Record]] = {
     "kernel": Kernel,
     "engine-backend": EngineBackend,
     "engine-priority": EnginePriority,
+    "engine-release": EngineRelease,
     "claim": Claim,
     "model": Model,
     "evidence": Evidence,
@@ -37,6 +39,7 @@ FOLDERS: dict[str, str] = {
     "kernel": "kernels",
     "engine-backend": "engine-backends",
     "engine-priority": "engine-priorities",
+    "engine-release": "engine-releases",
     "claim": "claims",
     "model": "models",
     "evidence": "evidence",
@@ -52,6 +55,7 @@ __all__ = [
     "Claim",
     "EngineBackend",
     "EnginePriority",
+    "EngineRelease",
     "Evidence",
     "HardwareParameter",
     "Kernel",

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 18  # 13: the SGLang section; 14: backend platforms; 15: engine sections (engine-NAME);
+IMAGE_VERSION = 19  # 13: the SGLang section; 14: backend platforms; 15: engine sections (engine-NAME);
+# 19: vLLM's engine-release defaults;
 # 16: the vLLM section (MLA prefill orders); 17: KV formats and the typical CUDA (kernel records)
 # 12: recorded vLLM boots (measured pools); 11: dispute sides carry their own requires;
 # 10: models carry their experts (vLLM's MoE workspace); 9: models carry their architecture; 8: claims carry

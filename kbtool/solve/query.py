@@ -229,6 +229,7 @@ class Query:
         "reserve",
         "settings",
         "utilization",
+        "utilization_given",
         "weights",
     )
 
@@ -236,7 +237,7 @@ class Query:
                  dtype: str | None = None, model: str | None = None, head_dim: int | None = None,
                  head_dim_v: int | None = None, batch: int | None = None, phases: list[str] | None = None,
                  engine: str = "none", kernels: list[str] | None = None, libs: dict[str, str] | None = None,
-                 block_size: int | None = None, attention: str | None = None, utilization: float = 0.9,
+                 block_size: int | None = None, attention: str | None = None, utilization: float | None = None,
                  weights: str | None = None, reserve: int | None = None, batched_tokens: int | None = None,
                  assume: str = "typical", release: str | None = None) -> None:
         self.gpu, self.gpus, self.ctx, self.kv, self.dtype, self.model = gpu, gpus, ctx, kv, dtype, model
@@ -246,7 +247,10 @@ class Query:
         self.engine = engine
         self.kernels = kernels if kernels is not None else []
         self.libs = libs if libs is not None else {}
-        self.block_size, self.attention, self.utilization = block_size, attention, utilization
+        self.block_size, self.attention = block_size, attention
+        # not given: 0.9 here, and the engine's own default where its memory block sizes the pool
+        self.utilization = 0.9 if utilization is None else utilization
+        self.utilization_given = utilization is not None
         self.weights, self.reserve, self.batched_tokens = weights, reserve, batched_tokens
         self.assume = assume  # "typical": fill what was not given from the documented profile; "none": strict
         self.release = release  # the engine's release, as its module pins it
@@ -346,7 +350,7 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
         kernels=kernels,
         libs=libs,
         block_size=positive_int(block_size, "--block-size", "16"),
-        utilization=parse_util(util),
+        utilization=parse_util(util) if util is not None else None,
         weights=parse_weights(weights),
         reserve=parse_size(reserve),
         batched_tokens=positive_int(max_num_batched_tokens, "--max-num-batched-tokens", "8192"),

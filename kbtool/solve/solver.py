@@ -201,8 +201,9 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
         # vLLM forces the MLA backends' own block sizes (64, 128, 32 x n): there the block size is what the
         # backend needs (chosen per gate below), not the engine's default
         eng = cx.engine
-        if "block_size" not in env and eng is not None and eng.block_size and env.get("attention") not in MLA_ONLY:
-            env["block_size"] = assumed["block_size"] = eng.block_size
+        block = eng.default_block_size(cx.img, q) if eng is not None else None
+        if "block_size" not in env and block and env.get("attention") not in MLA_ONLY:
+            env["block_size"] = assumed["block_size"] = block
         if cx.model is None:
             for k, v in profile.NO_FEATURES.items():
                 env.setdefault(k, v)
@@ -491,7 +492,8 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     pick = cx.engine.pick(cx, acc, envs, assumed, memory, backends, kernels) if cx.engine is not None else None
     over = ctx_over_model(cx)
     decision = decide(where=f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else ""), phases=q.phases, kernels=kernels,
-                      rec=rec, memory=memory, utilization=q.utilization,
+                      rec=rec, memory=memory,
+                      utilization=memory.utilization if memory is not None else q.utilization,
                       over=(*over, cx.model.id) if over is not None and cx.model is not None else None,
                       held=_merge(glob_out.reasons), glob_caveats=glob_caveats, pick=pick, backends=backends,
                       long_context=cx.engine.long_context if cx.engine is not None else None,

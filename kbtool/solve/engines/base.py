@@ -198,6 +198,10 @@ class Engine(abc.ABC):
     memory_flags: dict[str, str] = {}  # serve-line flags that move GPU memory kb does not model -> what they move
     boot_error_record: str | None = None  # the derived measurement of its accounting's error against those boots
 
+    def default_block_size(self, img: Image, q: Query) -> int | None:  # noqa: ARG002 (an engine's override reads them)
+        """Its paged KV block for this query's release where no backend forces one (default: `block_size`)."""
+        return self.block_size
+
     @abc.abstractmethod
     def parse_line(self, text: str) -> Line:
         """Its pasted serve line, parsed with its own flag names; bad values are UsageError."""

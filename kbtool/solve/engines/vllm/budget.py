@@ -19,17 +19,17 @@ from __future__ import annotations
 import math
 
 from kbtool.solve.engines.vllm import pool as vllm_pool
-from kbtool.solve.engines.vllm.kvcache import DEFAULT_BATCHED_TOKENS, UNBOUNDED_CTX, KvModel, kv_model, max_context
+from kbtool.solve.engines.vllm.kvcache import UNBOUNDED_CTX, KvModel, kv_model, max_context
 from kbtool.solve.weights import Fit, weight_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
     from kbtool.model import Model
     from kbtool.solve.image import ModelV
 
-SAMPLER_ROWS = 1024  # vLLM's default max_num_seqs for `vllm serve` on >= 70 GiB GPUs
 GIB = 1 << 30
 
 
@@ -39,14 +39,17 @@ def _gb(x: float) -> str:
 
 def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *, batch: int = 1, tp: int = 1,
         utilization: float = 0.9, weights: str | None = None, reserve: int | None = None,
-        batched_tokens: int = DEFAULT_BATCHED_TOKENS, mla_format: str | None = None, max_num_seqs: int = SAMPLER_ROWS,
+        batched_tokens: int, max_num_seqs: int, mla_format: str | None = None,
         eager: bool = False, block_size: int | None = None, pp: int = 1, release: str | None = None,
-        kv_cache_memory: int | None = None, formats: Mapping[str, tuple[int, str | None]] | None = None) -> Fit:
+        kv_cache_memory: int | None = None, formats: Mapping[str, tuple[int, str | None]] | None = None,
+        margins: Mapping[str, Any] | None = None) -> Fit:
     """Whether `batch` sequences of `ctx` tokens fit in the KV pool of each of `tp` GPUs, and how many do, as vLLM
     `release` sizes that pool (vllm_pool.accounting); `kv_cache_memory` (--kv-cache-memory-bytes) is the pool;
-    `formats`: the KV layouts the records size (kvcache.kv_model)."""
+    `formats`: the KV layouts the records size (kvcache.kv_model); `margins`: the extensible KV cache's (a release
+    that sizes the cache after warm-up keeps max(floor, fraction x the transient peak) free beside it,
+    v1/worker/extensible_kv_cache.py:600-616 in 0.34.0; the profile run's activation peak stands in for that peak)."""
     acct = vllm_pool.accounting(release)
-    kv: KvModel = kv_model(model, kv_dtype, tp, batched_tokens, mla_format, formats)
+    kv: KvModel = kv_model(model, kv_dtype, tp, batched_tokens=batched_tokens, mla_format=mla_format, formats=formats)
     if pp > 1:  # each pipeline stage holds its share of the layers, their KV cache and their weights
         for t in kv.terms:
             t.per_token, t.fixed = t.per_token / pp, t.fixed / pp
@@ -55,6 +58,13 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     wgpu = math.ceil(wtotal / (tp * pp))
     if reserve is None:
         res, rhow = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct)
+        if margins:
+            act, _how = vllm_pool.activation_bytes(model, batched_tokens, max_num_seqs, tp, acct)
+            margin = max(int(margins["floor_bytes"]), int(act * float(margins["fraction"])))
+            res += margin
+            floor = margins["floor_bytes"] / 2**30
+            rhow += (f"; extensible KV cache margin {margin / 1e9:,.2f} GB = max({floor:g} GiB, "
+                     f"{float(margins['fraction']):g} x the activation peak)")
     else:
         res, rhow = reserve, "given with --reserve"
     usable = int(capacity * utilization)

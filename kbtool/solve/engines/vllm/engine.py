@@ -32,7 +32,7 @@ class Vllm(Engine):
         Option("--vllm-args", "line", "CMD", 'A vLLM serve command, e.g. "serve MODEL --kv-cache-dtype fp8 -tp 2": '
                "pre-flight answer (backend, KV fit, or vLLM's error)."),
     )
-    block_size = 16  # vLLM's default --block-size on CUDA for the non-MLA backends (vllm/config/cache.py)
+    block_size = 16  # where no engine-release record is found; default_block_size reads the release's record
     long_context = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, which vLLM warns against"  # vllm/config/model.py
     # flags whose GPU memory kb does not model, named by what each flag is for; they only make an answer
     # conditional (no number rests on them). Not yet read against vllm/engine/arg_utils.py for a release.
@@ -41,6 +41,14 @@ class Vllm(Engine):
                     "KV pool's size"}
     boot_probe = "vllm-boot"  # probes/vllm_boot
     boot_error_record = "vllm-boot-estimate-error"  # boots.RECORD_ID, written by kbtool/probe/boot_error.py
+
+    def default_block_size(self, img: Image, q: Query) -> int | None:
+        """The asked release's CacheConfig.DEFAULT_BLOCK_SIZE (16 up to 0.33.0, 64 in 0.34.0), from its
+        engine-release record."""
+        from kbtool.solve.engines.vllm.defaults import record_for
+
+        found = record_for(img, q.release)
+        return int(found[1]["defaults"]["block_size"][0]) if found else self.block_size
 
     def parse_line(self, text: str) -> Line:
         """kb's options a `vllm serve` line names (kb's own, when given, win) and its vLLM-only settings."""

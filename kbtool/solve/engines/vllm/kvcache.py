@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 
 DEFAULT_BLOCK = 16  # vLLM's default block size on CUDA; the kernel alignment of FlashAttention / FlashInfer
 MLA_BLOCK = 64  # FlashMLA's page size, which vLLM's MLA backends require
-DEFAULT_BATCHED_TOKENS = 8192  # vLLM's max_num_batched_tokens for `vllm serve` on >= 70 GiB GPUs (arg_utils)
 UNBOUNDED_CTX = 1 << 30  # reported as max_ctx when memory does not limit the context
 STATE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 
@@ -110,7 +109,7 @@ def state_page(state: list, tp: int) -> int:  # type: ignore[type-arg]
     return total
 
 
-def kv_model(model: Model | ModelV, kv_dtype: str, tp: int = 1, batched_tokens: int = DEFAULT_BATCHED_TOKENS,
+def kv_model(model: Model | ModelV, kv_dtype: str, tp: int = 1, *, batched_tokens: int,
              mla_format: str | None = None, formats: Mapping[str, tuple[int, str | None]] | None = None) -> KvModel:
     """Per-GPU KV accounting of `model` with the cache in `kv_dtype` under tensor parallel `tp`.
 

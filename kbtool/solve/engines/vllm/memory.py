@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from kbtool.errors import KbError
 from kbtool.solve.answer import Memory
 from kbtool.solve.engines.base import Pool
-from kbtool.solve.engines.vllm.budget import SAMPLER_ROWS, fit
-from kbtool.solve.engines.vllm.kvcache import DEFAULT_BATCHED_TOKENS
+from kbtool.solve.engines.vllm import defaults as vd
+from kbtool.solve.engines.vllm.budget import fit
 from kbtool.solve.weights import Fit
 
 TYPE_CHECKING = False
@@ -36,13 +37,16 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
     batch = q.batch or 1
     if q.batch is None:
         assumed["batch"] = 1
-    tokens = q.batched_tokens or DEFAULT_BATCHED_TOKENS
-    if q.batched_tokens is None:
-        assumed["max_num_batched_tokens"] = f"{DEFAULT_BATCHED_TOKENS} (vLLM's default for vllm serve)"
     ctx = q.ctx
     if ctx is None and model.max_context:
         ctx = model.max_context
         assumed["ctx"] = f"{ctx} (the model's max context, for the memory check only)"
+    d = serve_defaults(cx, acc, release, ctx)
+    tokens = q.batched_tokens or d.max_num_batched_tokens
+    seqs = settings.get("max_num_seqs") or d.max_num_seqs
+    utilization = q.utilization if q.utilization_given else d.utilization
+    assumed.update(assumed_defaults(cx, acc, d, q.batched_tokens is None, not settings.get("max_num_seqs"),
+                                    not q.utilization_given))
     weights = q.weights
     notes_in: list[str] = []
     if weights is None and model.weight_dtype == "fp32":  # vLLM's --dtype auto downcasts fp32 checkpoints
@@ -50,7 +54,6 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
         kv = weights if kv == "fp32" else kv
         notes_in.append(f"fp32 checkpoint: vLLM's --dtype auto loads it as {weights} (vllm/config/model.py, "
                         "'Downcast for float32 models')")
-    seqs = settings.get("max_num_seqs") or SAMPLER_ROWS
     eager = bool(settings.get("enforce_eager"))
     block = env.get("block_size") if isinstance(env.get("block_size"), int) else None
     reserve = q.reserve
@@ -63,9 +66,10 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
     def on(tp: int, *, kv_as: str | None = None, weights_as: str | None = None, ctx_as: int | None = None,
            batch_as: int | None = None) -> Fit:
         return fit(model, kv_as or kv, capacity, ctx_as or ctx, batch=batch_as or batch, tp=tp,
-                   utilization=q.utilization, weights=weights_as or weights, reserve=reserve, batched_tokens=tokens,
+                   utilization=utilization, weights=weights_as or weights, reserve=reserve, batched_tokens=tokens,
                    max_num_seqs=seqs, eager=eager, block_size=block, pp=pp, release=release,
-                   kv_cache_memory=kv_memory, formats=cx.img.kv_formats)
+                   kv_cache_memory=kv_memory, formats=cx.img.kv_formats,
+                   margins=d.margins if d.extensible_kv_cache and not kv_memory else None)
 
     f = on(q.gpus)
     if settings.get("ctx_auto") and f.fits is False and f.max_ctx > 0 and f.ctx_limit == "memory":
@@ -85,11 +89,11 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
                  weights_bytes=f.weights_bytes, available_bytes=f.pool_bytes, capacity_bytes=f.capacity_bytes,
                  max_ctx=f.max_ctx, formula=f.formula, notes=notes, weights_dtype=f.weights_dtype,
                  reserve_bytes=f.reserve_bytes, pool_tokens=f.pool_tokens, max_sequences=f.max_sequences,
-                 max_ctx_memory=f.max_ctx_memory, ctx_limit=f.ctx_limit, utilization=q.utilization,
+                 max_ctx_memory=f.max_ctx_memory, ctx_limit=f.ctx_limit, utilization=utilization,
                  gpus_to_fit=more[0] if more else None, to_fit=to_fit,
                  engine_report=_held_to_boots(cx, acc, _report(f.engine_report, release), {
                      "max_model_len": ctx, "kv_cache_dtype": _vllm_kv(kv, env), "enforce_eager": eager,
-                     "gpu_memory_utilization": q.utilization, "max_num_batched_tokens": tokens,
+                     "gpu_memory_utilization": utilization, "max_num_batched_tokens": tokens,
                      "max_num_seqs": seqs, "tp": q.gpus, "pp": pp}, release, kv_memory))
     r = mem.engine_report
     if r is not None:
@@ -104,6 +108,45 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
                         "seq len, more KV cache memory is needed than is available", basis=r.get("basis", "estimated"),
                         report=r)
     return mem
+
+
+def serve_defaults(cx: Ctx, acc: AcceleratorV, release: str | None, ctx: int | None) -> vd.Defaults:
+    """`vllm serve`'s defaults on this GPU for `release` (None: the release whose accounting sizes the pool), from
+    its engine-release record (kbtool/solve/engines/vllm/defaults.py)."""
+    from kbtool.solve.engines.vllm.pool import accounting
+
+    memory, name, cc = vd.accelerator_facts(cx.img, acc.id)
+    arch = getattr(cx.model, "architecture", None)
+    d = vd.serve_defaults(cx.img, release or accounting(None).release, memory or acc.capacity_bytes() or 0, name,
+                          cc or "0.0", ctx, arch)
+    if d is None:
+        raise KbError("no engine-release record of vLLM: records/engine-releases/vllm-*.yaml is missing",
+                      fix="restore records/engine-releases (the vllm-engine-config probe's data)")
+    return d
+
+
+def assumed_defaults(cx: Ctx, acc: AcceleratorV, d: vd.Defaults, tokens: bool, seqs: bool,
+                     util: bool) -> dict[str, str]:
+    """The `assumed:` lines for the defaults kb took from the release (only those the user did not give)."""
+    memory, name, _cc = vd.accelerator_facts(cx.img, acc.id)
+    of = f"vLLM {d.release}" + (f", nearest recorded to {d.asked}" if d.borrowed else "")
+    out = {}
+    where = f"on {vd.gib(memory or 0)} {name}"  # what vLLM's batch defaults read
+    if tokens and seqs:
+        out["max_num_batched_tokens"] = (f"{d.max_num_batched_tokens}, max_num_seqs {d.max_num_seqs} ({of}, {where}, "
+                                         f"{_short(d.batch_source)})")
+    elif tokens:
+        out["max_num_batched_tokens"] = f"{d.max_num_batched_tokens} ({of}, {where}, {_short(d.batch_source)})"
+    elif seqs:
+        out["max_num_seqs"] = f"{d.max_num_seqs} ({of}, {where}, {_short(d.batch_source)})"
+    if util:
+        out["gpu_memory_utilization"] = f"{d.utilization:g} ({of}, {_short(d.sources['gpu_memory_utilization'])})"
+    return out
+
+
+def _short(locator: str) -> str:
+    """'vllm-project/vllm@4ba787ec vllm/engine/arg_utils.py:2940' -> 'engine/arg_utils.py:2940'."""
+    return locator.split(" ")[-1].removeprefix("vllm/")
 
 
 def report_text(r: dict[str, Any], ctx: int) -> str:

@@ -27,4 +27,38 @@ def section(by_kind: dict[str, list[Any]]) -> dict[str, Any]:
         calls = {name: c.call for name, c in p.mla_prefill.calls.items()}
         rows.append((p.id, p.platform, [(s.library, s.introduced, s.fixed, s.last_affected) for s in p.scope],
                      lists, calls))
-    return {"mla_prefill": rows}
+    return {"mla_prefill": rows, "releases": releases(by_kind), "device_names": device_names(by_kind)}
+
+
+def releases(by_kind: dict[str, list[Any]]) -> dict[str, Any]:
+    """vLLM's engine-release records by release: defaults {field: (value, source locator)}, the batch tiers
+    (min GiB, names excluded, ccs excluded, tokens, seqs, locator) and the extensible KV cache's margins
+    (kbtool/solve/engines/vllm/defaults.py reads them)."""
+    from kbtool.solve.engines.vllm.defaults import FIELDS
+
+    out: dict[str, Any] = {}
+    for r in sorted(by_kind.get("engine-release", []), key=lambda r: r.id):
+        if r.engine != "vllm":
+            continue
+        defaults = {}
+        for name in FIELDS:
+            fact = getattr(r.defaults, name)
+            defaults[name] = None if fact is None else (fact.value, _locator(r, fact.source or 0))
+        batch = [(t.min_memory_gib, list(t.not_device_names), list(t.not_cc), t.max_num_batched_tokens,
+                  t.max_num_seqs, _locator(r, t.source)) for t in r.batch]
+        m = r.extensible_margins
+        margins = None if m is None else {"floor_bytes": m.floor_bytes, "fraction": m.fraction,
+                                          "non_torch_reserve_bytes": m.non_torch_reserve_bytes,
+                                          "source": _locator(r, m.source)}
+        out[r.release] = {"id": r.id, "release": r.release, "defaults": defaults, "batch": batch,
+                          "margins": margins, "evidence": list(r.evidence)}
+    return out
+
+
+def device_names(by_kind: dict[str, list[Any]]) -> dict[str, str]:
+    """Per accelerator, the device name vLLM reads (its first recorded device name, else its name)."""
+    out = {}
+    for a in by_kind.get("accelerator", []):
+        names = [d.value for d in (getattr(a, "device_names", None) or []) if d.value]
+        out[a.id] = str(names[0]) if names else a.name
+    return out

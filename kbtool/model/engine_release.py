@@ -1,0 +1,90 @@
+"""Engine release: the serving defaults one release of a serving engine resolves when the user leaves a setting
+out, per accelerator where the engine reads the device (vLLM's batch sizes follow the GPU's memory and name).
+
+Each value cites where the release sets it (an index into `sources`: the engine's file at that release) and the
+record names the evidence of the engine's own config resolution that recorded it (the `vllm-engine-config` probe
+for vLLM); tests/solve/engines/vllm/test_engine_release.py replays every recorded point against this record.
+The kind is engine-neutral: SGLang's page size, mem_fraction_static and chunked-prefill size fit the same shape.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .common import BoolFact, Fact, NumFact, Record, Ref, Strict, Version
+
+
+class BatchTier(Strict):
+    """One branch of the engine's per-device batch defaults; the first tier whose conditions hold applies."""
+
+    min_memory_gib: float | None = Field(
+        default=None, ge=0, description="Applies where the device's total memory is at least this many GiB (2^30 B)")
+    not_device_names: list[str] = Field(
+        default_factory=list, description="Not where the lower-cased device name contains one of these (e.g. a100)")
+    not_cc: list[str] = Field(default_factory=list, description="Not on these compute capabilities (e.g. '12.1')")
+    max_num_batched_tokens: int = Field(ge=1, description="Default max_num_batched_tokens for the serve entry point")
+    max_num_seqs: int = Field(ge=1, description="Default max_num_seqs for the serve entry point")
+    source: int = Field(ge=0, description="Index into the record's sources: where the release sets this tier")
+
+
+class Margins(Strict):
+    """The extensible KV cache's sizing margins (a release that sizes the cache after warm-up)."""
+
+    floor_bytes: int = Field(ge=0, description="Smallest margin kept free beside the KV cache, in bytes")
+    fraction: float = Field(ge=0, le=1, description="Margin as a fraction of the transient peak, if larger")
+    non_torch_reserve_bytes: int = Field(ge=0, description="Part of the margin kept for non-torch allocations")
+    source: int = Field(ge=0, description="Index into the record's sources")
+
+
+class Defaults(Strict):
+    """What the release resolves where the user gives no flag (each a fact citing its source)."""
+
+    block_size: Fact[int] = Field(description="KV cache block (page) size in tokens, before a backend forces one")
+    gpu_memory_utilization: NumFact = Field(description="Fraction of device memory the instance may use")
+    async_scheduling: BoolFact = Field(description="Async scheduling on (one more batch in flight)")
+    chunked_prefill: BoolFact = Field(description="Chunked prefill on for generative models")
+    prefix_caching: BoolFact = Field(description="Prefix caching on for attention-only generative models")
+    hybrid_prefix_caching: BoolFact = Field(description="Prefix caching on for hybrid Mamba / linear-attention models")
+    hybrid_state_cache: Fact[str] = Field(
+        description="How hybrid models keep their state with those defaults (vLLM's mamba_cache_mode: none, align)")
+    hybrid_block_at_config: BoolFact | None = Field(
+        default=None, description="The config itself widens a hybrid model's attention block to hold a state page "
+        "(later releases do it when the backend is chosen)")
+    model_runner: Fact[Literal["V1", "V2"]] = Field(description="The model runner the release uses by default")
+    model_runner_v2_architectures: Fact[list[str]] | None = Field(
+        default=None, description="Where given, the architectures that get the V2 runner; `model_runner` is the "
+        "others'")
+    model_runner_v2_dense: BoolFact | None = Field(
+        default=None, description="The V2 runner also for every model that is neither MoE nor hybrid")
+    cudagraph_mode: Fact[str] = Field(description="The CUDA-graph mode it resolves")
+    cudagraph_capture_ceiling: Fact[int] = Field(
+        description="Largest CUDA-graph capture size before max_num_seqs x 2 and max_num_batched_tokens cap it")
+    cudagraph_capture_ceiling_sm100: Fact[int] | None = Field(
+        default=None, description="The same on the cc 10.x family, where the release raises it")
+    cudagraph_prefill_capture_sm100: Fact[int] | None = Field(
+        default=None, description="On the cc 10.x family, the largest prefill CUDA graph (in tokens, capped by "
+        "max_num_batched_tokens), where the release captures prefill graphs there by default")
+    cudagraph_capture_by_architecture: Fact[dict[str, int]] | None = Field(
+        default=None, description="Architectures whose config sets the largest decode capture size itself (then "
+        "capped by max_num_batched_tokens only; not on cc 10.x where a prefill capture size is recorded)")
+    kv_cache_dtype_auto: Fact[str] = Field(description="What --kv-cache-dtype auto stores: 'model' (the model dtype)")
+    extensible_kv_cache: BoolFact = Field(description="KV cache sized after warm-up from measured memory")
+
+
+class EngineRelease(Record):
+    kind: Literal["engine-release"] = Field(description="Record kind")
+    engine: Literal["vllm", "sglang"] = Field(description="The serving engine")
+    release: Version = Field(description="The engine release these defaults are of")
+    entry_point: str = Field(description="The command whose defaults these are, e.g. 'vllm serve'")
+    evidence: list[Ref] = Field(
+        default_factory=list, description="Evidence of the engine's own config resolution that recorded them")
+    defaults: Defaults = Field(description="Release-wide defaults")
+    batch: list[BatchTier] = Field(
+        min_length=1, description="Per-device batch defaults, in the engine's order; the first that holds applies")
+    extensible_margins: Margins | None = Field(
+        default=None, description="The extensible KV cache's margins, where the release has one")
+
+    def refs(self) -> list[tuple[str, str]]:
+        return [("evidence", e) for e in self.evidence]

@@ -1,0 +1,85 @@
+"""The defects of issue 44 that vLLM's per-GPU and per-release serve defaults fix, one test per case, each citing the
+vLLM file:line kb now follows (through records/engine-releases, replayed in test_engine_release.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kbtool import query_cli
+from kbtool.solve.engines.vllm import pool as vllm_pool
+from kbtool.solve.query import build_query
+from kbtool.solve.solver import solve
+
+
+@pytest.fixture(scope="module")
+def img() -> Any:
+    return query_cli.image()
+
+
+def ask(img: Any, **kw: Any) -> Any:
+    return solve(img, build_query(engine="vllm", **kw))
+
+
+def test_l40s_qwen3_32b_fp8_starts_with_vllms_small_gpu_defaults(img: Any) -> None:
+    """vLLM 0.33.0 engine/arg_utils.py:2998 (get_batch_defaults): below 70 GiB, vllm serve takes 2048 batched tokens
+    and 256 sequences, and config/cache.py:215 uses 0.92 of memory; kb said "no, 4.1 GB left" with 8192 and 1,024
+    and 0.9. With vLLM's own defaults its start-up check passes."""
+    a = ask(img, gpu="l40s", model="qwen3-32b-fp8", ctx="32k", kv="fp8")
+    assert a.assumed["max_num_batched_tokens"].startswith(
+        "2048, max_num_seqs 256 (vLLM 0.33.0, on 44.4 GiB NVIDIA L40S")
+    assert a.memory.utilization == 0.92
+    assert a.memory.pool.starts is True and a.memory.fits is True
+    assert a.verdict != "no"
+
+
+def test_rtx_5090_reserves_a_256_row_sampler(img: Any) -> None:
+    """arg_utils.py:2998 (0.33.0): a 32 GB RTX 5090 gets max_num_seqs 256, so the profiled sampler is 256 rows of
+    logits, not 1,024 (kb's pool was 17% low)."""
+    a = ask(img, gpu="rtx-5090", model="qwen3-8b", ctx="32k")
+    model = img.model("qwen3-8b")
+    acct = vllm_pool.accounting("0.33.0")
+    small, _ = vllm_pool.reserve(model, 2048, 256, acct=acct)
+    big, _ = vllm_pool.reserve(model, 8192, 1024, acct=acct)
+    assert a.memory.reserve_bytes == small < big
+    assert "2048, max_num_seqs 256" in a.assumed["max_num_batched_tokens"]
+
+
+def test_b200_takes_the_160_gib_tier(img: Any) -> None:
+    """arg_utils.py:2973 (0.33.0): 160 GiB and above get 16384 batched tokens and 1,024 sequences."""
+    a = ask(img, gpu="b200", model="llama-3.1-70b", ctx="32k")
+    assert a.assumed["max_num_batched_tokens"].startswith("16384, max_num_seqs 1024 (vLLM 0.33.0, on 178.3 GiB")
+
+
+def test_b200_under_0_24_0_has_no_160_gib_tier(img: Any) -> None:
+    """0.24.0's get_batch_defaults (arg_utils.py:2404) stops at the 70 GiB tier: 8192 and 1,024 on a B200."""
+    a = ask(img, gpu="b200", model="llama-3.1-70b", ctx="32k", vllm="0.24.0")
+    assert a.assumed["max_num_batched_tokens"].startswith("8192, max_num_seqs 1024 (vLLM 0.24.0")
+
+
+def test_a100_80gb_stays_on_the_small_tier(img: Any) -> None:
+    """arg_utils.py:2984-2986 (0.33.0): 'a100' in the device name keeps the small defaults despite 80 GB."""
+    a = ask(img, gpu="nvidia-a100-80gb-sxm", model="llama-3.1-8b", ctx="32k")
+    assert a.assumed["max_num_batched_tokens"].startswith(
+        "2048, max_num_seqs 256 (vLLM 0.33.0, on 79.3 GiB NVIDIA A100")
+
+
+def test_0_34_0_block_64_utilization_1_and_the_extensible_cache_margin(img: Any) -> None:
+    """vLLM 0.34.0: CacheConfig.DEFAULT_BLOCK_SIZE 64 (config/cache.py:185); gpu_memory_utilization resolves to 1.0
+    with the extensible KV cache (cache.py:495), which keeps max(1 GiB, 0.75 x the transient peak) free
+    (v1/worker/extensible_kv_cache.py:64-65, 615)."""
+    a = ask(img, gpu="h100", model="llama-3.1-8b", ctx="32k", vllm="0.34.0")
+    assert a.assumed["block_size"] == 64
+    assert a.memory.utilization == 1.0
+    assert a.assumed["gpu_memory_utilization"].startswith("1 (vLLM 0.34.0,")
+    assert "extensible KV cache margin" in a.memory.formula
+    given = ask(img, gpu="h100", model="llama-3.1-8b", ctx="32k", vllm="0.34.0", util=0.9)
+    assert given.memory.utilization == 0.9 and "gpu_memory_utilization" not in given.assumed
+
+
+def test_a_given_flag_wins_over_the_default(img: Any) -> None:
+    a = ask(img, gpu="l40s", model="qwen3-8b", ctx="32k",
+            vllm_args="vllm serve Qwen/Qwen3-8B --max-num-batched-tokens 4096 --max-num-seqs 64")
+    assert "max_num_batched_tokens" not in a.assumed and "max_num_seqs" not in a.assumed
+    assert a.memory.engine_report is not None
