@@ -128,9 +128,11 @@ def config_changes(a: str, b: str) -> list[ReleaseChange]:
     ra, rb = _config_doc(pa).get("release") or {}, _config_doc(pb).get("release") or {}
     out = []
     for k in sorted(set(ra) | set(rb)):
-        if ra.get(k) != rb.get(k):
-            out.append(ReleaseChange(group="release", key=k, old=ra.get(k), new=rb.get(k), source=_where(pb),
-                                     note=FACTS.get(k)))
+        va, vb = ra.get(k), rb.get(k)
+        if va != vb:
+            if k.endswith("_module"):  # whether the module imports in the release
+                va, vb = ("present" if v else "removed" for v in (va, vb))
+            out.append(ReleaseChange(group="release", key=k, old=va, new=vb, source=_where(pb), note=FACTS.get(k)))
     return out
 
 
