@@ -116,6 +116,8 @@ def _question(c: Console, q: Any) -> None:
             ("starts", "starts"), ("accounting", "accounting")]
     for label, key in rows:
         va, vb = getattr(q.a, key), getattr(q.b, key)
+        if key in ("prefill", "decode"):
+            va, vb = (v if v is not None else s.state for v, s in ((va, q.a), (vb, q.b)))
         fa, fb = _cell(key, va), _cell(key, vb)
         t.add_row(label, escape(fa), escape(fb) if va == vb else f"[bold]{escape(fb)}[/]")
     c.print(t)

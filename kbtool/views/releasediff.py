@@ -62,6 +62,7 @@ class Side:
     prefill: str | None
     decode: str | None
     error: str | None
+    between: str | None  # a release the engine has no selection for: the recorded ones around it
     block_size: Any
     max_num_batched_tokens: str | None
     utilization: float | None
@@ -143,7 +144,7 @@ def defaults_diff(ra: Any, rb: Any) -> list[FieldChange]:
         fa, fb = getattr(ra.defaults, name), getattr(rb.defaults, name)
         va, vb = (None if f is None else _value(f) for f in (fa, fb))
         if va != vb:
-            src = _where(rb, fb.source) if fb is not None else _where(ra, fa.source)
+            src = _where(rb, fb.source) if fb is not None else f"{ra.release}: {_where(ra, fa.source)}"
             out.append(FieldChange("defaults", name, va, vb, src, getattr(fb, "note", None)))
     keys = ("min_memory_gib", "not_device_names", "not_cc", "max_num_batched_tokens", "max_num_seqs")
     for i in range(max(len(ra.batch), len(rb.batch))):
@@ -202,7 +203,7 @@ def _side(release: str, answer: dict[str, Any]) -> Side:
     assumed = answer.get("assumed") or {}
     return Side(
         release=release, verdict=answer.get("verdict"), state=eng.get("state"), prefill=eng.get("prefill"),
-        decode=eng.get("decode"), error=eng.get("error"),
+        decode=eng.get("decode"), error=eng.get("error"), between=eng.get("between"),
         block_size=rep.get("block_size") or eng.get("page_size") or assumed.get("block_size"),
         max_num_batched_tokens=assumed.get("max_num_batched_tokens"), utilization=mem.get("utilization"),
         reserve_bytes=mem.get("reserve_bytes"), reserve_words=reserve_words, pool_bytes=mem.get("available_bytes"),
@@ -221,8 +222,13 @@ def moved(a: Side, b: Side, defaults: list[FieldChange], cc: str | None) -> list
     applies = [n for n in RESERVE if n in changed and (not n.endswith("_sm100") or (cc or "").startswith("10."))]
     out: list[str] = []
     if (a.prefill, a.decode) != (b.prefill, b.decode):
-        out.append(f"backend: {a.prefill}/{a.decode} -> {b.prefill}/{b.decode} (the selector's choice; see the "
-                   "backends section)")
+        for s in (a, b):
+            if s.state not in (None, "selected"):
+                out.append(f"backend: no selection for {s.release} ({s.state}" + (f": {s.between}" if s.between
+                                                                                   else "") + ")")
+        if a.state == b.state == "selected":
+            out.append(f"backend: {a.prefill}/{a.decode} -> {b.prefill}/{b.decode} (the selector's choice; see the "
+                       "backends section)")
     if a.utilization != b.utilization:
         c = changed.get("gpu_memory_utilization")
         out.append(f"budget: gpu_memory_utilization {a.utilization} -> {b.utilization}"
@@ -241,9 +247,9 @@ def moved(a: Side, b: Side, defaults: list[FieldChange], cc: str | None) -> list
                    + (f": changed defaults {why}" if why else ": no changed default behind it (the accounting)"))
     if a.padding != b.padding:
         out.append(f"KV layout: {'; '.join(a.padding) or 'no padding'} -> {'; '.join(b.padding) or 'no padding'}")
-    if a.pool_tokens and b.pool_tokens and a.num_blocks and b.num_blocks:
+    if a.pool_tokens and b.pool_tokens and a.num_blocks and b.num_blocks and a.block_size and b.block_size:
         ta, tb = a.pool_tokens / a.num_blocks, b.pool_tokens / b.num_blocks
-        if abs(ta - tb) > 0.01:
+        if abs(ta / a.block_size - tb / b.block_size) > 0.005:  # per block slot: a block size change is above
             out.append(f"tokens reported per block {ta:.2f} -> {tb:.2f} ({a.num_blocks:,} -> {b.num_blocks:,} "
                        f"blocks): the release's own accounting of the pool ({a.accounting} -> {b.accounting}), "
                        "not a default")
