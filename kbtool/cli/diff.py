@@ -15,7 +15,7 @@ def parse(argv: list[str]) -> dict[str, str | bool | None] | None:
     """The options of `kb diff ARGV` by key (engine, a, b, gpu, model, ctx, kv, kb, json); None for --help."""
     from kbtool.solve.engines import registry
 
-    flags = {e.release_flag(): e.name for e in registry.ENGINES.values() if e.release_flag()}
+    flags = {f: e.name for e in registry.ENGINES.values() if (f := e.release_flag())}
     out: dict[str, str | bool | None] = {}
     i = 0
     while i < len(argv):

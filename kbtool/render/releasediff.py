@@ -53,7 +53,8 @@ def _engine(c: Console, d: Any) -> None:
         c.print("\n[bold]release facts[/] (the engine's config resolution, as recorded)")
         for x in facts:
             what = x.note or x.key
-            c.print(f"  {escape(what)}: {escape(_v(x.old))} -> [bold]{escape(_v(x.new))}[/]  [dim]{escape(x.source or '')}[/]")
+            c.print(f"  {escape(what)}: {escape(_v(x.old))} -> [bold]{escape(_v(x.new))}[/]"
+                    f"  [dim]{escape(x.source or '')}[/]")
     c.print("\n[bold]backends[/] (the engine's own selector, recorded grids)")
     for x in missing:
         c.print(f"  {escape(x.note or x.key)}")
@@ -97,7 +98,8 @@ def _claims(c: Console, d: Any) -> None:
         c.print(f"  {why} ({len(rows)}; {words}):")
         shown = CLAIMS_SHOWN[why]
         for x in rows[:shown]:
-            at = "" if why == "unconfirmed" else f"{d.a} {'yes' if x.at_a else 'no'}, {d.b} {'yes' if x.at_b else 'no'}; "
+            at = "" if why == "unconfirmed" else \
+                f"{d.a} {'yes' if x.at_a else 'no'}, {d.b} {'yes' if x.at_b else 'no'}; "
             c.print(f"    {escape(x.claim)}  [dim]({escape(at)}{escape(x.scope)})[/]")
         if len(rows) > shown:
             c.print(f"    ... and {len(rows) - shown} more (--json lists them)")

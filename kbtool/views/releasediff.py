@@ -17,7 +17,7 @@ Neutral: the engine is a parameter; its own code answers through the engine cont
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from kbtool.errors import UsageError
@@ -101,13 +101,14 @@ class ReleaseDiff:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = asdict(replace(self, changes=[]))  # ReleaseChange is no dataclass: asdict would deep-copy it
         out["changes"] = [c.to_dict() for c in self.changes]
         return out
 
 
 def _record(kb: KB, engine: str, release: str) -> Any:
-    return next((r for r in kb.of_kind("engine-release") if r.engine == engine and r.release == release), None)
+    recs: list[Any] = kb.of_kind("engine-release")
+    return next((r for r in recs if r.engine == engine and r.release == release), None)
 
 
 def recorded(kb: KB, img: Any, engine: str) -> list[str]:
@@ -117,7 +118,8 @@ def recorded(kb: KB, img: Any, engine: str) -> list[str]:
     from kbtool.solve.conditions import compare_versions
     from kbtool.solve.engines import registry
 
-    found = {r.release for r in kb.of_kind("engine-release") if r.engine == engine}
+    recs: list[Any] = kb.of_kind("engine-release")
+    found = {r.release for r in recs if r.engine == engine}
     found |= set(registry.ENGINES[engine].recorded_releases(img))
     return sorted(found, key=functools.cmp_to_key(compare_versions))
 
@@ -168,7 +170,8 @@ def claims_diff(kb: KB, library: str, a: str, b: str) -> list[ClaimChange]:
     from kbtool.probe.scoping import in_range
 
     out = []
-    for c in kb.of_kind("claim"):
+    claims: list[Any] = kb.of_kind("claim")
+    for c in claims:
         ranges = [r for r in c.scope if r.library == library]
         if not ranges:
             continue
@@ -243,7 +246,8 @@ def moved(a: Side, b: Side, defaults: list[FieldChange], cc: str | None) -> list
     if a.reserve_bytes is not None and b.reserve_bytes is not None and a.reserve_bytes != b.reserve_bytes:
         why = "; ".join(f"{n} {_short(changed[n].old)} -> {_short(changed[n].new)} ({changed[n].source})"
                         for n in applies)
-        out.append(f"reserve {_gb(a.reserve_bytes)} -> {_gb(b.reserve_bytes)} ({b.reserve_bytes - a.reserve_bytes:+,} B)"
+        step = b.reserve_bytes - a.reserve_bytes
+        out.append(f"reserve {_gb(a.reserve_bytes)} -> {_gb(b.reserve_bytes)} ({step:+,} B)"
                    + (f": changed defaults {why}" if why else ": no changed default behind it (the accounting)"))
     if a.padding != b.padding:
         out.append(f"KV layout: {'; '.join(a.padding) or 'no padding'} -> {'; '.join(b.padding) or 'no padding'}")
@@ -294,7 +298,8 @@ def ask(img: Any, engine: str, a: str, b: str, gpu: str, defaults: list[FieldCha
 
     sides = []
     for v in (a, b):
-        ans = solve(img, build_query(gpu=gpu, engine=engine, **{engine: v}, **opts))
+        asked: dict[str, Any] = {**opts, engine: v}
+        ans = solve(img, build_query(gpu=gpu, engine=engine, **asked))
         if not hasattr(ans, "engine"):
             raise UsageError(f"--gpu {gpu}: names more than one accelerator", fix="name one, e.g. --gpu h100")
         sides.append(_side(v, json.loads(to_json(ans))))
