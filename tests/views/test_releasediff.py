@@ -133,7 +133,8 @@ def test_grid_changes_count_new_removed_and_moved(tmp_path: Path, monkeypatch: p
     assert (got["backends"].new, got["backends"].old) == (["NEW"], ["OLD"])
     sel = got["selection"]
     assert (sel.count, sel.of_total) == (2, 3)
-    assert sel.examples[0] == "dense hd128 bfloat16 kv auto: FLASH_ATTN -> NEW"
+    assert sel.examples == ["FLASH_ATTN -> NEW at 1 point(s), e.g. dense hd128 bfloat16 kv auto",
+                            "OLD -> NEW at 1 point(s), e.g. dense hd256 bfloat16 kv auto"]
     assert sel.note == "1 point(s) on one grid only (the grids' axes differ)"
     missing = releasediff.grid_changes("1.0.0", "2.0.0")
     assert [(c.group, c.note) for c in missing] == [("missing", "no recorded selector grid for 2.0.0")]

@@ -87,6 +87,23 @@ def _selected(doc: dict[str, Any]) -> dict[tuple[Any, ...], str | None]:
     return {tuple(r[:8]): r[8] for r in doc["rows"]}
 
 
+def _examples(moved: list[tuple[Any, ...]], sa: dict[tuple[Any, ...], str | None],
+              sb: dict[tuple[Any, ...], str | None]) -> list[str]:
+    """One example per distinct change (old -> new), the most frequent first, with how many points made it."""
+    from collections import Counter
+
+    def word(v: str | None) -> str:
+        text = v or "none"
+        return text if len(text) <= 60 else text[:57] + "..."
+
+    counts = Counter((sa[p], sb[p]) for p in moved)
+    first: dict[tuple[str | None, str | None], tuple[Any, ...]] = {}
+    for p in moved:
+        first.setdefault((sa[p], sb[p]), p)
+    return [f"{word(o)} -> {word(n)} at {k:,} point(s), e.g. {_point(list(first[(o, n)]))}"
+            for (o, n), k in counts.most_common(EXAMPLES)]
+
+
 def grid_changes(a: str, b: str) -> list[ReleaseChange]:
     """Backends new/removed and selection changes per platform, from the two releases' selector grids."""
     ga, gb = _grids(a), _grids(b)
@@ -95,7 +112,8 @@ def grid_changes(a: str, b: str) -> list[ReleaseChange]:
     if missing:
         return missing
     out: list[ReleaseChange] = []
-    for key in sorted(set(ga) | set(gb), key=lambda k: (k.startswith("rocm"), k)):
+    for key in sorted(set(ga) | set(gb), key=lambda k: (k.startswith("rocm"), 0.0 if k.startswith("rocm")
+                                                          else float(k), k)):
         if key not in ga or key not in gb:
             v = a if key not in ga else b
             out.append(ReleaseChange(group="missing", key=key, note=f"no recorded selector grid for {v} on {key}"))
@@ -112,7 +130,7 @@ def grid_changes(a: str, b: str) -> list[ReleaseChange]:
         only = len(set(sa) ^ set(sb))
         note = f"{only} point(s) on one grid only (the grids' axes differ)" if only else None
         if moved or note:
-            ex = [f"{_point(list(p))}: {sa[p] or 'none'} -> {sb[p] or 'none'}" for p in moved[:EXAMPLES]]
+            ex = _examples(moved, sa, sb)
             out.append(ReleaseChange(group="selection", key=key, old=None, new=None, count=len(moved),
                                      of_total=len(common), examples=ex, source=src, note=note))
     return out
