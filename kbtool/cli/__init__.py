@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from kbtool.cli import bench, edit, probe, query, schema, show, validate, views  # noqa: F401  (they register)
+from kbtool.cli import bench, diff, edit, probe, query, schema, show, validate, views  # noqa: F401  (they register)
 from kbtool.cli.app import _error, app, print
 from kbtool.errors import KbError
 from kbtool.escape import escape

@@ -39,7 +39,8 @@ from kbtool.solve.conditions import compare_versions
 REGISTRY = "https://pypi.org/pypi/{dist}/json"
 # library -> (distribution, the probes its sweep runs, the variable naming the engine interpreter)
 LIBRARIES: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "vllm": ("vllm", ("vllm-selector", "vllm-rocm-selector", "vllm-options", "vllm-kv-planning", "vllm-engine-config"),
+    "vllm": ("vllm", ("vllm-selector", "vllm-rocm-selector", "vllm-options", "vllm-kv-planning",
+                      "vllm-engine-config"),
              "KB_VLLM_PYTHON"),
     # SGLang's argument resolution and its pool planning, both without a GPU (issue 44)
     "sglang": ("sglang", ("sglang-resolve", "sglang-pool"), "KB_SGLANG_PYTHON"),

@@ -186,6 +186,37 @@ class Pool(_Frozen):
                   error=error, basis=basis, report=dict(report or {}))
 
 
+class ReleaseChange(_Frozen):
+    """One thing an engine's own recordings say changed between two of its releases (`kb diff`).
+
+    - group: "backends" (its backend list), "selection" (which backend its selector picks), "release" (a fact of
+      its config resolution), or "missing" (nothing recorded to compare: `note` says what);
+    - key: where (a compute capability "8.0", a fact's name); old, new: the values at A and B (None: absent);
+    - count, of_total: points that changed out of those compared (selection); examples: a few of them, worded;
+    - source: the file at B the change was read from (repo path, or the recorded file); note: anything more.
+    """
+
+    __slots__ = ("count", "examples", "group", "key", "new", "note", "of_total", "old", "source")
+    group: str
+    key: str
+    old: Any
+    new: Any
+    count: int | None
+    of_total: int | None
+    examples: list[str]
+    source: str | None
+    note: str | None
+
+    def __init__(self, *, group: str, key: str, old: Any = None, new: Any = None, count: int | None = None,
+                 of_total: int | None = None, examples: list[str] | None = None, source: str | None = None,
+                 note: str | None = None) -> None:
+        self._set(group=group, key=key, old=old, new=new, count=count, of_total=of_total,
+                  examples=list(examples or []), source=source, note=note)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__slots__}
+
+
 class Engine(abc.ABC):
     """A serving engine kb answers for (kbtool/solve/engines/registry.py lists them)."""
 
@@ -239,6 +270,14 @@ class Engine(abc.ABC):
     def section(self, by_kind: dict[str, list[Any]]) -> Any:  # noqa: ARG002 (an engine may read none)
         """Its own part of the query image, compiled from the records by kind (None: it reads the shared parts)."""
         return None
+
+    def recorded_releases(self, img: Image) -> list[str]:  # noqa: ARG002 (an engine's override reads it)
+        """Releases its own recordings (selector grids, config resolutions) cover, oldest first (default: none)."""
+        return []
+
+    def release_changes(self, img: Image, a: str, b: str) -> list[ReleaseChange]:  # noqa: ARG002
+        """What its own recordings say changed from release `a` to `b` (default: nothing recorded to compare)."""
+        return []
 
     def line_flag(self) -> str | None:
         """The option that takes its serve line."""

@@ -6,7 +6,7 @@ Only the contract is imported here at import time: the registry loads this modul
 
 from __future__ import annotations
 
-from kbtool.solve.engines.base import Engine, Line, Option, Pick
+from kbtool.solve.engines.base import Engine, Line, Option, Pick, ReleaseChange
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -105,6 +105,16 @@ class Vllm(Engine):
 
     def handled(self, claim: str) -> str | None:
         return HANDLED.get(claim)
+
+    def recorded_releases(self, img: Image) -> list[str]:
+        from kbtool.solve.engines.vllm import releasediff
+
+        return releasediff.recorded()
+
+    def release_changes(self, img: Image, a: str, b: str) -> list[ReleaseChange]:
+        from kbtool.solve.engines.vllm import releasediff
+
+        return releasediff.release_changes(a, b)
 
     def memory(self, cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[str, Any]) -> Memory | None:
         from kbtool.solve.engines.vllm.memory import memory_for
