@@ -52,7 +52,7 @@ def parse(argv: list[str]) -> dict[str, str | bool | None] | None:
 @app.command(add_help_option=False, context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
                                                       "help_option_names": []})
 def diff(ctx: typer.Context) -> None:
-    """Why a pool or a backend changed between two recorded releases of a serving engine.
+    """Why a pool or backend changed between two releases.
 
     Usage: kb diff --vllm A B [--gpu G [--model M] [--ctx TOKENS] [--kv DTYPE]] [--json] [--kb PATH]
 
