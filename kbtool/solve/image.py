@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 18  # 13: the SGLang section; 14: backend platforms; 15: engine sections (engine-NAME);
+IMAGE_VERSION = 19  # 19: backends carry their kernel calls (build, shape)
+# 13: the SGLang section; 14: backend platforms; 15: engine sections (engine-NAME);
 # 16: the vLLM section (MLA prefill orders); 17: KV formats and the typical CUDA (kernel records)
 # 12: recorded vLLM boots (measured pools); 11: dispute sides carry their own requires;
 # 10: models carry their experts (vLLM's MoE workspace); 9: models carry their architecture; 8: claims carry
@@ -82,12 +83,35 @@ class ClaimV(tuple):  # type: ignore[type-arg]
          sources, reads, verdicts, sides, measured) = (_at(i) for i in range(17))
 
 
+class CallV(tuple):  # type: ignore[type-arg]
+    """One kernel as a backend calls it (kbtool/model/engine_backend.py KernelCall), compiled: (kernel, build,
+    fork_of, bundled, phases, attention, when, shape, call, source locator, engine scope)."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:
+        kernel: str
+        build: str
+        fork_of: str | None
+        bundled: bool
+        phases: list[str]
+        attention: list[str]
+        when: Any
+        shape: dict[str, Any]
+        call: str
+        source: str
+        scope: list[tuple[str, str | None, str | None, str | None]]
+    else:
+        kernel, build, fork_of, bundled, phases, attention, when, shape, call, source, scope = (
+            _at(i) for i in range(11))
+
+
 class BackendV:
-    __slots__ = ("attention", "backend_name", "engine", "id", "kernels", "platforms")
+    __slots__ = ("attention", "backend_name", "calls", "engine", "id", "kernels", "platforms")
     kind = "engine-backend"
 
     def __init__(self, t: tuple[Any, ...]) -> None:
-        self.id, self.engine, self.backend_name, self.kernels, self.attention, self.platforms = t
+        self.id, self.engine, self.backend_name, self.kernels, self.attention, self.platforms, calls = t
+        self.calls = [CallV(c) for c in calls]
 
 
 class AcceleratorV:
@@ -218,6 +242,15 @@ def _claim_row(c: Any, share: dict[bytes, Any], arch: dict[str, str],
     return tuple(_shared(x, share) for x in row)
 
 
+def _call_row(b: Any, c: Any) -> tuple[Any, ...]:
+    """A backend's kernel call as CallV reads it."""
+    from kbtool.solve.conditions import compile_condition
+
+    src = b.sources[c.source].locator() if c.source < len(b.sources) else ""
+    return (c.kernel, c.build, c.fork_of, c.bundled, list(c.phases), list(c.attention), compile_condition(c.when),
+            dict(c.shape), c.call, src, [(r.library, r.introduced, r.fixed, r.last_affected) for r in c.scope])
+
+
 def _measured_rows(records: list[Any]) -> dict[str, list[tuple[Any, ...]]]:
     """Probe-measured values by the evidence record they came from (measurement records with `evidence`)."""
     out: dict[str, list[tuple[Any, ...]]] = {}
@@ -345,7 +378,7 @@ def build(kb: KB) -> dict[str, Any]:
         "cc": {a.id: a.compute_capability for a in by_kind.get("architecture", [])},
         "models": lazy({m.id: _model_row(m) for m in by_kind.get("model", [])}),
         "backends": lazy(sorted(((b.id, b.engine, b.backend_name, list(b.kernels), list(b.attention),
-                                  list(b.platforms))
+                                  list(b.platforms), [_call_row(b, c) for c in b.calls])
                                  for b in by_kind.get("engine-backend", [])), key=lambda t: t[0])),
         "evidence_arch": evidence_arch,
         "releases": _releases(by_kind.get("evidence", [])),
