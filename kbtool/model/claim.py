@@ -28,6 +28,9 @@ class Claim(Record):
     verification: Verification = Field(default_factory=Verification, description="Status and evidence")
     supersedes: Ref | None = Field(default=None, description="An older claim this one replaces")
     related: list[Ref] = Field(default_factory=list, description="Other records it bears on")
+    parts: list[Ref] = Field(default_factory=list, description="Claims that each state one part of this one (\"X "
+                             "needs Y\" and \"without Y, Z happens\"), each judged by its own evidence; the status "
+                             "shown for this claim is the weakest of theirs and its own (kbtool/views/parts.py)")
 
     def refs(self) -> list[tuple[str, str]]:
         out = [("subject", self.subject)]
@@ -36,4 +39,5 @@ class Claim(Record):
         if self.supersedes:
             out.append(("supersedes", self.supersedes))
         out += [("related", r) for r in self.related]
+        out += [("part", r) for r in self.parts]
         return out

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 19  # 19: backends carry their kernel calls (build, shape)
+IMAGE_VERSION = 20  # 20: a two-part claim's status is its weakest part's; 19: backends carry kernel calls
 # 13: the SGLang section; 14: backend platforms; 15: engine sections (engine-NAME);
 # 16: the vLLM section (MLA prefill orders); 17: KV formats and the typical CUDA (kernel records)
 # 12: recorded vLLM boots (measured pools); 11: dispute sides carry their own requires;
@@ -214,7 +214,7 @@ class BenchRow:
 
 
 def _claim_row(c: Any, share: dict[bytes, Any], arch: dict[str, str],
-               measured: dict[str, list[tuple[Any, ...]]]) -> tuple[Any, ...]:
+               measured: dict[str, list[tuple[Any, ...]]], by_id: dict[str, Any] | None = None) -> tuple[Any, ...]:
     from kbtool.solve.conditions import compile_condition
     from kbtool.solve.templates import scope_text
 
@@ -229,13 +229,20 @@ def _claim_row(c: Any, share: dict[bytes, Any], arch: dict[str, str],
                       tuple(d.evidence)) for d in v.verdicts)
     if not verdicts and v.status in ("verified", "refuted"):  # not migrated: the evidence's architecture only
         verdicts = tuple((arch.get(e), (), None, v.status, (e,)) for e in v.evidence if arch.get(e))
+    status = v.status
+    if c.parts and by_id is not None:  # a two-part claim shows its weakest part (kbtool/views/parts.py)
+        from kbtool.views.parts import shown_status
+
+        status = shown_status(c, by_id)
+        if status != v.status:  # the scoped verdicts are the stronger part's: they do not speak for the claim
+            verdicts = ()
     if any(d[2] for d in verdicts):
         reads.add("phase")  # a verdict limited to a phase: the claim's status differs between phases
     sides = tuple((s.position, tuple(src.locator() for src in s.sources), compile_condition(s.requires))
                   for s in v.sides)
     for s in v.sides:
         reads |= condition_vars(compile_condition(s.requires))
-    row = (c.id, c.subject, c.effect, when, requires, scope, scope_text(scope), v.status,
+    row = (c.id, c.subject, c.effect, when, requires, scope, scope_text(scope), status,
            tuple(v.evidence), c.reason.code, c.reason.message, c.reason.workaround,
            tuple(s.locator() for s in c.sources), tuple(sorted(reads)), verdicts, sides,
            tuple(m for d in v.verdicts if d.status == "verified" for e in d.evidence for m in measured.get(e, ())))
@@ -352,8 +359,9 @@ def build(kb: KB) -> dict[str, Any]:
     evidence_arch = {e.id: e.environment.architecture for e in by_kind.get("evidence", [])
                      if getattr(e, "environment", None) is not None and e.environment.architecture}
     measured = _measured_rows(by_kind.get("measurement", []))
+    claim_ids = {c.id: c for c in claims}
     for c in claims:
-        by_subject.setdefault(c.subject, []).append(_claim_row(c, share, evidence_arch, measured))
+        by_subject.setdefault(c.subject, []).append(_claim_row(c, share, evidence_arch, measured, claim_ids))
     libs = {k.library for k in kernels} | {s.library for c in claims for s in c.scope}
     bench: dict[str, list[tuple[Any, ...]]] = {}
     for case in bench_records(kb):

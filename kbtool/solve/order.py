@@ -29,6 +29,21 @@ def _fa_default(sm: str | None) -> str:
     return "flash-attention-2"
 
 
+FA_GENERATIONS = ("flash-attention-2", "flash-attention-3", "flash-attention-4")
+
+
+def _older_fa(kid: str, fa: str) -> bool:
+    """A FlashAttention generation older than the one built for this architecture (FA-2 on Hopper and Blackwell):
+    it runs, but the architecture's own kernels come first, as the engines order them (vLLM's cc 10.x list puts
+    FlashInfer before FLASH_ATTN, whose FA-2 is its fallback there: engine-priority records)."""
+    return kid in FA_GENERATIONS and FA_GENERATIONS.index(kid) < FA_GENERATIONS.index(fa)
+
+
+def _fragile(k: KernelAnswer, phase: str) -> bool:
+    """A caveat about the architecture itself (code ARCH: FlashInfer on Turing) ranks a kernel after those without."""
+    return any(r.code == "ARCH" and r.phase in (None, phase) for r in k.caveats)
+
+
 def recommended(kernels: list[KernelAnswer], phases: list[str], engine_rank: dict[str, int],
                 sm: str | None = None) -> dict[str, list[str]]:
     """{phase: kernel ids that pass there, in the order to try}."""
@@ -37,9 +52,9 @@ def recommended(kernels: list[KernelAnswer], phases: list[str], engine_rank: dic
     for p in phases:
         good = [k for k in kernels if k.phase_status.get(p) in PASSING]
         # the rest: dedicated attention libraries before framework fallbacks, then the kernels the KB knows
-        # most about (a caveat is a thing to know, not a demotion)
-        good.sort(key=lambda k: (engine_rank.get(k.id, 10**6), k.rank or 10**6, LIBRARY_RANK.get(k.library or "", 9),
-                                 k.id != fa, -k.gates, k.id))
+        # most about (a caveat is a thing to know, not a demotion, except one about the architecture itself)
+        good.sort(key=lambda k: (engine_rank.get(k.id, 10**6), k.rank or 10**6, _fragile(k, p), _older_fa(k.id, fa),
+                                 LIBRARY_RANK.get(k.library or "", 9), k.id != fa, -k.gates, k.id))
         out[p] = [k.id for k in good]
     return out
 

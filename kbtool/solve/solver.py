@@ -69,6 +69,11 @@ def prepare(img: Image, q: Query) -> Ctx:
         q.kernels = [resolve(img, k, "kernel") for k in q.kernels]
         kernels = [k for k in kernels if k.id in q.kernels]
     cx = Ctx(img, q, model, kernels)
+    if q.kernels and set(q.phases) == {"prefill", "decode"}:  # no --phase: the phases the kernels asked serve
+        served = {p for k in kernels for p in k.phases}
+        if served and len(served) < len(q.phases):
+            q.phases = [p for p in q.phases if p in served]
+            cx.phase_note = f"{' and '.join(q.phases)} ({', '.join(k.id for k in kernels)} serves only that)"
     check_libs(q.libs, set(img.libraries))
     if q.engine != "none":
         cx.backends = img.backends(q.engine)
@@ -150,6 +155,8 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
     typical = q.assume == "typical"
     env: dict[str, Any] = {"gpu": acc.id, "vendor": acc.vendor, "engine": q.engine}
     assumed: dict[str, Any] = {}
+    if cx.phase_note:
+        assumed["phase"] = cx.phase_note
     origin = cx.img.model_origin(q.model) if q.model else None  # how --model was read (kbtool/solve/modelref.py)
     if origin:
         assumed["model"] = origin
@@ -203,14 +210,23 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
         eng = cx.engine
         if "block_size" not in env and eng is not None and eng.block_size and env.get("attention") not in MLA_ONLY:
             env["block_size"] = assumed["block_size"] = eng.block_size
+        if eng is None and acc.vendor == "nvidia" and "trtllm_kernels" not in env:
+            # FlashInfer's TRT-LLM cubins (flashinfer-cubin, or the first-use download): kb assumes them as it does
+            # under an engine, so a kernel-only answer does not leave trtllm-gen unknown on Blackwell
+            env["trtllm_kernels"] = True
+            assumed["trtllm_kernels"] = "True (flashinfer-cubin installed or NVIDIA's artifactory reachable)"
         if cx.model is None:
             for k, v in profile.NO_FEATURES.items():
                 env.setdefault(k, v)
-            if "attention" not in env:
-                env["attention"] = "gqa"
-            assumed["model"] = "none: dense gqa, no sinks, sliding window, softcap or ALiBi"
-            if q.head_dim is None:
-                assumed["head_dim"] = profile.HEAD_DIM
+            if _mla_only(cx):  # the kernels asked implement MLA alone: a dense profile would only refuse them
+                assumed["model"] = (f"none: {', '.join(k.id for k in cx.kernels)} implements MLA only; give --model "
+                                    "with an MLA model (deepseek-v3, ...) for its head dims")
+            else:
+                if "attention" not in env:
+                    env["attention"] = "gqa"
+                assumed["model"] = "none: dense gqa, no sinks, sliding window, softcap or ALiBi"
+                if q.head_dim is None:
+                    assumed["head_dim"] = profile.HEAD_DIM
     return env, assumed
 
 
@@ -221,7 +237,7 @@ def phase_env(cx: Ctx, env: dict[str, Any], phase: str) -> dict[str, Any]:
         e["head_dim"], e["head_dim_v"] = q.head_dim, q.head_dim_v or q.head_dim
     elif cx.model is not None:
         e["head_dim"], e["head_dim_v"] = phase_dims(cx.model, phase)
-    elif q.assume == "typical":
+    elif q.assume == "typical" and not _mla_only(cx):
         from kbtool.solve.profile import HEAD_DIM
 
         e["head_dim"] = e["head_dim_v"] = HEAD_DIM
@@ -555,6 +571,11 @@ def _as_called(cx: Ctx, kid: str, bs: list[str], statuses: dict[str, KernelStatu
     combined.caveats = [r for r in combined.caveats if kept(r)] + [
         r.with_phase(p) if many else r for p, o in judged.items() for r in o.caveats]
     return out
+
+
+def _mla_only(cx: Ctx) -> bool:
+    """The query names its kernels (--kernel) and every one implements MLA alone."""
+    return bool(cx.q.kernels) and bool(cx.kernels) and all(set(k.attention) <= MLA_ONLY for k in cx.kernels)
 
 
 def _unmodelled(cx: Ctx) -> dict[str, str]:
