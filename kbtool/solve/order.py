@@ -22,9 +22,11 @@ PASSING = ("ok", "caveat")
 def _fa_default(sm: str | None) -> str:
     """The FlashAttention generation vLLM picks by default on this architecture: FA-3 on 9.x, FA-4 on 10.x and
     above, FA-2 elsewhere (vllm/v1/attention/backends/fa_utils.py @ 7283494f, engine-gates.md §3.3)."""
-    if sm and sm.startswith("sm9"):
+    digits = sm[2:] if sm and sm.startswith("sm") else ""
+    n = int(digits) if digits.isdigit() else 0  # sm90 -> 90, sm100 -> 100, sm120 -> 120
+    if 90 <= n < 100:
         return "flash-attention-3"
-    if sm and sm[2:4].isdigit() and int(sm[2:4]) >= 10:
+    if n >= 100:
         return "flash-attention-4"
     return "flash-attention-2"
 
