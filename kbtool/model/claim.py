@@ -41,3 +41,19 @@ class Claim(Record):
         out += [("related", r) for r in self.related]
         out += [("part", r) for r in self.parts]
         return out
+
+
+STRENGTH = {"verified": 4, "untestable": 3, "unverified": 2, "disputed": 1, "refuted": 0}
+"""How much a status says for a claim, strongest first: the weaker of two parts is the one that says less."""
+
+
+def weakest(statuses: list[str]) -> str:
+    return min(statuses, key=lambda s: STRENGTH.get(s, 2))
+
+
+def shown_status(claim: Claim, by_id: dict[str, Claim]) -> str:
+    """A claim's status as shown: its own, or a weaker one of its parts' (issue 45: "X needs Y, or Z happens" is two
+    statements; a verdict on one half never reads as a verdict on both)."""
+    parts = [by_id[p] for p in claim.parts if p in by_id]
+    return weakest([claim.verification.status, *(p.verification.status for p in parts)])
+

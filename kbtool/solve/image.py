@@ -231,7 +231,7 @@ def _claim_row(c: Any, share: dict[bytes, Any], arch: dict[str, str],
         verdicts = tuple((arch.get(e), (), None, v.status, (e,)) for e in v.evidence if arch.get(e))
     status = v.status
     if c.parts and by_id is not None:  # a two-part claim shows its weakest part (kbtool/views/parts.py)
-        from kbtool.views.parts import shown_status
+        from kbtool.model.claim import shown_status
 
         status = shown_status(c, by_id)
         if status != v.status:  # the scoped verdicts are the stronger part's: they do not speak for the claim

@@ -210,7 +210,8 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
         eng = cx.engine
         if "block_size" not in env and eng is not None and eng.block_size and env.get("attention") not in MLA_ONLY:
             env["block_size"] = assumed["block_size"] = eng.block_size
-        if eng is None and acc.vendor == "nvidia" and "trtllm_kernels" not in env:
+        if eng is None and acc.vendor == "nvidia" and "trtllm_kernels" not in env and any(
+                "trtllm_kernels" in c.reads for k in cx.kernels for c in cx.img.claims(k.id)):
             # FlashInfer's TRT-LLM cubins (flashinfer-cubin, or the first-use download): kb assumes them as it does
             # under an engine, so a kernel-only answer does not leave trtllm-gen unknown on Blackwell
             env["trtllm_kernels"] = True

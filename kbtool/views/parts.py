@@ -6,18 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-STRENGTH = {"verified": 4, "untestable": 3, "unverified": 2, "disputed": 1, "refuted": 0}
-"""How much a status says for the claim, strongest first: the weaker of two parts is the one with less."""
+from kbtool.model.claim import STRENGTH, shown_status, weakest
 
-
-def weakest(statuses: list[str]) -> str:
-    return min(statuses, key=lambda s: STRENGTH.get(s, 2))
-
-
-def shown_status(claim: Any, by_id: dict[str, Any]) -> str:
-    """The claim's own status, or a weaker one of its parts'."""
-    parts = [by_id[p] for p in getattr(claim, "parts", []) if p in by_id]
-    return weakest([claim.verification.status, *(p.verification.status for p in parts)])
+__all__ = ["STRENGTH", "parts_data", "shown_status", "weakest"]
 
 
 def parts_data(claim: Any, by_id: dict[str, Any]) -> list[dict[str, Any]]:
