@@ -13,7 +13,8 @@ SM90 = {**H200, "libraries": {"vllm-flash-attn-4": "0.33.0", "vllm-flash-attn-3"
 
 def _fa4(case: dict[str, Any]) -> dict[str, Any]:
     if case["dtype"] == "fp8_e4m3":
-        return obs(case, "UNSUPPORTED", message="FP8 is only supported on SM100 (compute capability 10.x) for FA4 CuTe.")
+        return obs(case, "UNSUPPORTED",
+                   message="FP8 is only supported on SM100 (compute capability 10.x) for FA4 CuTe.")
     return obs(case, "OK")
 
 
