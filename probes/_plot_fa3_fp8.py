@@ -1,12 +1,13 @@
 """Draw vLLM's FA-3 FP8 error against context beside the fp8-accumulation probe's curves.
 
     python probes/_plot_fa3_fp8.py records/evidence/<vllm-fa3-fp8-accuracy id>.yaml \
-        records/evidence/<fp8-accumulation id>.yaml [out.png]
+        records/evidence/<fp8-accumulation id>.yaml [records/evidence/<vllm-fa3-fp8-one-level id>.yaml] [out.png]
 
 Reads the curves `kb probe run` stored under each record's `data.curves`: the fork's FP8 series (per head dim and
 query heads per KV head), its bf16 baseline, and from the accumulation probe the wgmma switch kernel in place and
 promoted every 128 keys and FlashInfer's FA3-backend FP8 path. All are relative L2 errors against fp64 attention
-on the same inputs. The PNG goes to docs/figures/<first id>.png unless a path is given.
+on the same inputs. With a vllm-fa3-fp8-one-level record, the same fork built without two-level accumulation is drawn
+beside the default build (issue 45). The PNG goes to docs/figures/<first id>.png unless a path is given.
 """
 
 from __future__ import annotations
@@ -33,14 +34,18 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     fork, acc = (yaml.safe_load(Path(p).read_text(encoding="utf-8")) for p in argv[:2])
-    out = Path(argv[2]) if len(argv) > 2 else Path(argv[0]).resolve().parents[2] / "docs" / "figures" / \
-        f"{fork['id']}.png"
+    rest = list(argv[2:])
+    one = yaml.safe_load(Path(rest.pop(0)).read_text(encoding="utf-8")) if rest and rest[0].endswith(".yaml") else None
+    out = Path(rest[0]) if rest else Path(argv[0]).resolve().parents[2] / "docs" / "figures" / f"{fork['id']}.png"
     fig, ax = plt.subplots(figsize=(8, 5))
     for name, pts in sorted(fork["data"]["curves"].items()):
         xs = [p["ctx"] for p in pts]
         style = "-" if name.startswith("fp8") else ":"
         ax.plot(xs, [p["rel_err"] for p in pts], style, marker="o", ms=3,
                 label=f"vLLM 0.24.0 FA-3 {name}")
+    for name, pts in sorted((one or {}).get("data", {}).get("curves", {}).items()):
+        ax.plot([p["ctx"] for p in pts], [p["rel_err"] for p in pts], "-.", marker="^", ms=4,
+                label=f"FA-3 fork built with one-level accumulation {name}")
     for name, (label, color, style) in ACC.items():
         pts = acc["data"]["curves"].get(name) or []
         key = "acc_rel_err" if name.startswith("switch") else "rel_err"

@@ -64,6 +64,7 @@ def all_checks() -> list[Check]:
         values.find_control_characters,
         verification.find_status_without_evidence, verification.find_evidence_disagreement,
         verification.find_disputes_without_sides, verification.find_untestable_without_reason,
+        verification.find_notes_contradicting_status,
         consistency.find_scope_disagreement, timeline.find_scope_disagreement,
         timeline.find_unsupported_ranges,
         axes.find_kernels_missing_axes,

@@ -94,3 +94,26 @@ def find_untestable_without_reason(kb: KB) -> list[Finding]:
                                check="untestable-without-reason"))
     return out
 
+
+
+NOTES_UNSETTLED = ("unverified until", "status stays unverified", "not yet verified", "no timing has been measured",
+                   "no probe has run", "has not been run", "never been run")
+"""Phrases by which a note says the claim is not settled by a run: under a verified or refuted status they contradict
+the verification block (issue 45). A note about one part of the claim names the part instead."""
+
+
+@check("KB307", "notes-contradict-status", "a claim's notes do not call it unsettled while its status says verified or "
+                                           "refuted")
+def find_notes_contradicting_status(kb: KB) -> list[Finding]:
+    out = []
+    for c in _claims(kb):
+        if c.verification.status not in ("verified", "refuted") or not c.notes:
+            continue
+        text = " ".join(c.notes.lower().split())
+        hit = next((p for p in NOTES_UNSETTLED if p in text), None)
+        if hit:
+            file, line = kb.location(c.id, "notes")
+            out.append(Finding("KB307", f"notes say '{hit}' while the status is {c.verification.status}", file, line,
+                               "$.notes", fix="rewrite the notes to say what the evidence showed (kb show CLAIM)",
+                               check="notes-contradict-status"))
+    return out

@@ -28,6 +28,9 @@ class Claim(Record):
     verification: Verification = Field(default_factory=Verification, description="Status and evidence")
     supersedes: Ref | None = Field(default=None, description="An older claim this one replaces")
     related: list[Ref] = Field(default_factory=list, description="Other records it bears on")
+    parts: list[Ref] = Field(default_factory=list, description="Claims that each state one part of this one (\"X "
+                             "needs Y\" and \"without Y, Z happens\"), each judged by its own evidence; the status "
+                             "shown for this claim is the weakest of theirs and its own (kbtool/views/parts.py)")
 
     def refs(self) -> list[tuple[str, str]]:
         out = [("subject", self.subject)]
@@ -36,4 +39,21 @@ class Claim(Record):
         if self.supersedes:
             out.append(("supersedes", self.supersedes))
         out += [("related", r) for r in self.related]
+        out += [("part", r) for r in self.parts]
         return out
+
+
+STRENGTH = {"verified": 4, "untestable": 3, "unverified": 2, "disputed": 1, "refuted": 0}
+"""How much a status says for a claim, strongest first: the weaker of two parts is the one that says less."""
+
+
+def weakest(statuses: list[str]) -> str:
+    return min(statuses, key=lambda s: STRENGTH.get(s, 2))
+
+
+def shown_status(claim: Claim, by_id: dict[str, Claim]) -> str:
+    """A claim's status as shown: its own, or a weaker one of its parts' (issue 45: "X needs Y, or Z happens" is two
+    statements; a verdict on one half never reads as a verdict on both)."""
+    parts = [by_id[p] for p in claim.parts if p in by_id]
+    return weakest([claim.verification.status, *(p.verification.status for p in parts)])
+

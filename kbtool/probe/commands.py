@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -163,6 +164,7 @@ def run_probe(
         cases = probe.cases()
     except Exception as exc:
         return ProbeRun(probe, "failed", f"cases() failed: {type(exc).__name__}: {exc}")
+    cases = _first(cases, os.environ.get("KB_PROBE_FIRST", ""))
     results = run_cases(probe, cases, root=REPO_ROOT, progress=progress, deadline=deadline)
     judge_env = {**env, "kb": kb or {}, "claims": claims or {}}
     verdicts, judge_error = _judge(probe, results, judge_env)
@@ -178,6 +180,16 @@ def run_probe(
     run = ProbeRun(probe, "ran", judge_error, results, verdicts, evidence)
     run.seconds = round(time.monotonic() - start, 1)
     return run
+
+
+def _first(cases: list[dict[str, Any]], names: str) -> list[dict[str, Any]]:
+    """The cases whose `name` is listed (comma-separated, KB_PROBE_FIRST) moved to the front, so a run cut by its
+    time budget reaches them; the set of cases is unchanged."""
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    if not wanted:
+        return cases
+    front = [c for n in wanted for c in cases if c.get("name") == n]
+    return front + [c for c in cases if not any(c is f for f in front)]
 
 
 def _untestable_reason(probe: Probe, env: dict[str, Any], missing: list[str]) -> str:

@@ -83,6 +83,12 @@ PACKAGES: dict[str, PackageInfo] = {
     "vllm-flash-attn-3": PackageInfo("vllm", "vllm.vllm_flash_attn._vllm_fa3_C", "KB_RELEASE"),
     "vllm-flash-attn-2": PackageInfo("vllm", "vllm.vllm_flash_attn._vllm_fa2_C", "KB_RELEASE"),
     "vllm-flashmla": PackageInfo("vllm", "vllm._flashmla_C", "KB_RELEASE"),
+    # the FA-4 that vLLM bundles (CuTe DSL sources under vllm/vllm_flash_attn/cute), packed from a later wheel than
+    # the compiled kernels: its release is in its own file (probes/pack_vllm_fa4.sh writes vllm/KB_RELEASE_FA4)
+    "vllm-flash-attn-4": PackageInfo("vllm", "vllm.vllm_flash_attn.cute", "KB_RELEASE_FA4"),
+    # vLLM's FA-3 fork compiled on the probe host without FP8 two-level accumulation (probes/_fa3_one_level_build.py
+    # writes vllm/KB_RELEASE_ONE_LEVEL, naming the fork commit's release)
+    "vllm-flash-attn-3-one-level": PackageInfo("vllm", "vllm.vllm_flash_attn._vllm_fa3_C", "KB_RELEASE_ONE_LEVEL"),
     "triton": PackageInfo("triton", "triton"),
     "cudnn-frontend": PackageInfo("nvidia-cudnn-frontend", "cudnn"),
     # Triton's tutorial 06 (python/tutorials/06-fused-attention.py) is no package: a host that has the file puts it

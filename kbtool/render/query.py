@@ -309,6 +309,7 @@ def _explain_all(sink: Sink, a: Answer) -> None:
         _engine(sink, a.engine, True)
     elif a.backends:
         _backends(sink, a.backends)
+    _calls(sink, a.backends)
     if a.ranking:
         _ranking(sink, a.ranking, True)
     if a.memory is not None:
@@ -349,6 +350,26 @@ def _ranking(sink: Sink, ranking: dict[str, Any], explain: bool) -> None:
             sink.line([("  ", ""), (f"rule: {r['rule']}", "dim")])
             for mid in r["measurements"]:
                 sink.line([("  ", ""), (f"measurement: {mid}", "dim")])
+
+
+def _calls(sink: Sink, backends: list[BackendAnswer]) -> None:
+    """Each kernel as its backend calls it (kbtool/solve/calls.py): the build, the shape, the status from the claims
+    about that build, the call and the engine file it is read from."""
+    rows = [(b, c) for b in backends for c in b.calls]
+    if not rows:
+        return
+    sink.line([("kernel calls (the build each backend calls, judged on the call it makes):", "bold")])
+    w = _width()
+    for b, c in rows:
+        build = f"{c['build']} {c['version'] or ''}".strip() + (f" (fork of {c['fork_of']})" if c["fork_of"] else "")
+        shape = ", ".join(f"{k}={v}" for k, v in c["shape"].items())
+        _lines(sink, f"{c['status']:<9}{b.id} {c['phase']}: {c['kernel']} as {build}" + (f", {shape}" if shape else ""),
+               w, "  ", " " * 11)
+        _lines(sink, f"call: {c['call']}", w, f"{_IND}", _IND + "  ", style="dim")
+        _lines(sink, f"source: {c['source']}", w, f"{_IND}", _IND + "  ", style="dim")
+        if c["other_builds"]:
+            _lines(sink, f"claims about other builds, not applied: {', '.join(c['other_builds'])}", w, f"{_IND}",
+                   _IND + "  ", style="dim")
 
 
 def _backends(sink: Sink, backends: list[BackendAnswer]) -> None:

@@ -39,8 +39,8 @@ def _no_fit(d: Decision) -> str:
 def _engine_yes(d: Decision) -> str:
     p = d.pick
     assert p is not None
-    lead = {("engine",): "yes with caveats, with", ("hardware",): "yes, with hardware caveats, with",
-            ("engine", "hardware"): "yes with caveats, with"}.get(tuple(d.caveats), "yes with")
+    lead = "yes with" if not d.caveats else "yes, with hardware caveats, with" if d.caveats == ["hardware"] else \
+        "yes with caveats, with"
     why = f"{p.label}'s choice"
     if p.prefill and p.prefill != p.decode:
         why += f" for decode; prefill via {p.prefill}"
@@ -89,8 +89,9 @@ def summary(d: Decision) -> str:
         return f"{where}: {label} is not recorded; {d.pick.between}"
     if case == "ENGINE_KERNELS_REFUSE":
         assert d.pick is not None
-        return (f"{where}: starts with {d.pick.decode} ({label}'s choice), but kb's kernel claims refuse this head "
-                f"size for every kernel it runs ({', '.join(det['kernels'])}): expect a failure at first use")
+        return (f"{where}: starts with {d.pick.decode} ({label}'s choice), but kb's claims about the builds it "
+                f"calls ({', '.join(det['builds'])}) refuse its call for every kernel it runs "
+                f"({', '.join(det['kernels'])}): expect a failure at first use")
     if case == "ENGINE":
         return f"{where}: {_engine_yes(d)}{_fits(d)}"
     if case == "NO_KERNEL_COVERS":

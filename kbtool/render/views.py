@@ -44,7 +44,19 @@ def show(c: Console, d: dict[str, Any]) -> None:
             c.print(f"  {escape(str(r['kind']))} {escape(r['id'])} ({escape(r['rel'])})")
     if "verification" in d:
         v = d["verification"]
-        c.print(f"\n[bold]verification:[/] {_s(v['status'])}" + (f" (checked {v['checked']})" if v["checked"] else ""))
+        shown = v.get("shown_status")
+        if shown and shown != v["status"]:  # a two-part claim: the weaker part's status is the claim's
+            c.print(f"\n[bold]verification:[/] {_s(shown)} (the weaker of its parts; its own record says "
+                    f"{_s(v['status'])})" + (f", checked {v['checked']}" if v["checked"] else ""))
+        else:
+            c.print(f"\n[bold]verification:[/] {_s(v['status'])}" + (f" (checked {v['checked']})" if v["checked"]
+                                                                       else ""))
+        for part in d.get("parts", []):
+            ids = ", ".join(part["evidence"]) or "no evidence"
+            c.print(f"  part {escape(part['id'])}: {_s(part['status'])} ({escape(ids)})")
+            c.print(f"    {escape(part['statement'])}")
+            if part["reason"]:
+                c.print(f"    [dim]{escape(part['reason'])}[/]")
         if v["reason"]:
             c.print(f"  {escape(v['reason'])}")
         for i, side in enumerate(v["sides"], 1):

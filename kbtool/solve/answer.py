@@ -138,6 +138,11 @@ class Reason(_Plain):
         r.verdict, r.sides, r.handled = None, [], None
         return r
 
+    def with_phase(self, phase: str | None) -> Reason:
+        r = self.without_phase()
+        r.phase = phase
+        return r
+
     def without_phase(self) -> Reason:
         r = Reason.__new__(Reason)
         for f in self.FIELDS:
@@ -207,6 +212,9 @@ class BackendAnswer(_Plain):
         "engine_status": (STATUS, "The engine's own gates alone (its validation): ok or caveat means it starts "
                                   "this backend; `status` adds kb's kernel layer (its kernels refused, or none "
                                   "recorded: it may start, then fail at first use)"),
+        "calls": (many({"type": "object"}), "Its kernels as the engine calls them here, per phase: the build, its "
+                                            "version, the call and its shape, judged by the claims about that build "
+                                            "(kbtool/solve/calls.py); empty where no call is recorded"),
     }
     FIELDS = tuple(SPEC)
     __slots__ = FIELDS
@@ -214,8 +222,10 @@ class BackendAnswer(_Plain):
     def __init__(self, *, id: str, backend_name: str, status: KernelStatus,
                  phase_status: dict[str, KernelStatus] | None = None, kernels: dict[str, KernelStatus] | None = None,
                  reasons: list[Reason] | None = None, caveats: list[Reason] | None = None,
-                 refuted: list[Reason] | None = None, engine_status: KernelStatus | None = None) -> None:
+                 refuted: list[Reason] | None = None, engine_status: KernelStatus | None = None,
+                 calls: list[dict[str, Any]] | None = None) -> None:
         self.id, self.backend_name, self.status = id, backend_name, status
+        self.calls = calls if calls is not None else []
         self.engine_status = engine_status or status
         self.phase_status = phase_status if phase_status is not None else {}
         self.kernels = kernels if kernels is not None else {}

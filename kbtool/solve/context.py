@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 class Ctx:
     """Everything resolved once per query."""
 
-    __slots__ = ("backends", "chosen", "differ", "engine", "engine_cache", "gate_counts", "img", "judges", "kernels",
-                 "memory_left", "model", "notes", "q")
+    __slots__ = ("backends", "called", "chosen", "differ", "engine", "engine_cache", "gate_counts", "img", "judges",
+                 "kernels", "memory_left", "model", "notes", "phase_note", "q")
 
     def __init__(self, img: Image, q: Query, model: ModelV | None, kernels: list[KernelV]) -> None:
         self.img, self.q, self.model, self.kernels = img, q, model, kernels
@@ -28,6 +28,8 @@ class Ctx:
         self.engine: Engine | None = None  # the engine asked (--engine), from the registry
         self.engine_cache: dict[str, Any] = {}  # what the engine resolved once per accelerator
         self.notes: list[str] = []  # remarks for the answer being solved (a capacity not recorded, ...)
+        self.phase_note: str | None = None  # the phases the kernels asked serve, where no --phase was given
+        self.called: dict[str, Any] = {}  # backend id -> its kernels as called here (kbtool/solve/calls.py)
 
 
 def ctx_over_model(cx: Ctx) -> tuple[int, int] | None:

@@ -14,8 +14,10 @@ The cases, in the order they bind (the first that holds decides; `CASES` names e
   means this check passes, so a "fits" verdict where the engine refuses to start cannot be made.
 - NO_FIT: the KV cache (or the weights) do not fit: no.
 - ENGINE_NOT_RECORDED: the engine release is not recorded: conditional.
-- ENGINE_KERNELS_REFUSE: the engine starts a backend whose every kernel kb's claims refuse for this head size:
-  conditional (expect a failure at first use).
+- ENGINE_KERNELS_REFUSE: the engine starts a backend whose every kernel is refused for this head size by claims
+  about the build the engine calls, judged on the call it makes (kbtool/solve/calls.py): conditional (expect a
+  failure at first use). Where the refusing claims are about no build the engine is recorded to call, the engine's
+  answer stands (ENGINE) with a "kernels" caveat naming the doubt.
 - ENGINE: the engine starts (yes; conditional with the picked backend's engine caveats or hardware caveats).
 - NO_KERNEL_COVERS, REJECTED, DISPUTED, UNKNOWN, DEPENDS, CAVEATS, YES: the kernel layer alone (no engine pick).
 """
@@ -141,7 +143,14 @@ def decide(*, where: str, phases: list[str], kernels: list[KernelAnswer], rec: d
                                           for k in refused if k in by_id)
             if shape and any(r.code == "KERNELS_REJECTED" for r in picked.reasons):
                 detail["kernels"] = refused
-                return made("ENGINE_KERNELS_REFUSE")
+                # a failure is predicted only where claims about the build the engine calls refuse its call
+                scoped = {c["kernel"] for c in picked.calls if c["status"] == "rejected" and c["scoped"]}
+                if set(refused) <= scoped:
+                    detail["builds"] = sorted({f"{c['build']} {c['version'] or ''}".strip() for c in picked.calls
+                                               if c["kernel"] in refused})
+                    return made("ENGINE_KERNELS_REFUSE")
+                detail["unscoped"] = sorted(set(refused) - scoped)
+                caveats.append("kernels")
         return made("ENGINE")
     if not kernels or any(v is None for v in per_phase.values()):
         return made("NO_KERNEL_COVERS", [p for p, v in per_phase.items() if v is None])

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 19  # 13: the SGLang section; 14: backend platforms; 15: engine sections (engine-NAME);
-# 19: vLLM's engine-release defaults;
+IMAGE_VERSION = 21  # 21: vLLM's engine-release defaults beside kernel calls and two-part claims;
+# 20: a two-part claim's status is its weakest part's; 19: backends carry kernel calls
+# 13: the SGLang section; 14: backend platforms; 15: engine sections (engine-NAME);
 # 16: the vLLM section (MLA prefill orders); 17: KV formats and the typical CUDA (kernel records)
 # 12: recorded vLLM boots (measured pools); 11: dispute sides carry their own requires;
 # 10: models carry their experts (vLLM's MoE workspace); 9: models carry their architecture; 8: claims carry
@@ -83,12 +84,35 @@ class ClaimV(tuple):  # type: ignore[type-arg]
          sources, reads, verdicts, sides, measured) = (_at(i) for i in range(17))
 
 
+class CallV(tuple):  # type: ignore[type-arg]
+    """One kernel as a backend calls it (kbtool/model/engine_backend.py KernelCall), compiled: (kernel, build,
+    fork_of, bundled, phases, attention, when, shape, call, source locator, engine scope)."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:
+        kernel: str
+        build: str
+        fork_of: str | None
+        bundled: bool
+        phases: list[str]
+        attention: list[str]
+        when: Any
+        shape: dict[str, Any]
+        call: str
+        source: str
+        scope: list[tuple[str, str | None, str | None, str | None]]
+    else:
+        kernel, build, fork_of, bundled, phases, attention, when, shape, call, source, scope = (
+            _at(i) for i in range(11))
+
+
 class BackendV:
-    __slots__ = ("attention", "backend_name", "engine", "id", "kernels", "platforms")
+    __slots__ = ("attention", "backend_name", "calls", "engine", "id", "kernels", "platforms")
     kind = "engine-backend"
 
     def __init__(self, t: tuple[Any, ...]) -> None:
-        self.id, self.engine, self.backend_name, self.kernels, self.attention, self.platforms = t
+        self.id, self.engine, self.backend_name, self.kernels, self.attention, self.platforms, calls = t
+        self.calls = [CallV(c) for c in calls]
 
 
 class AcceleratorV:
@@ -191,7 +215,7 @@ class BenchRow:
 
 
 def _claim_row(c: Any, share: dict[bytes, Any], arch: dict[str, str],
-               measured: dict[str, list[tuple[Any, ...]]]) -> tuple[Any, ...]:
+               measured: dict[str, list[tuple[Any, ...]]], by_id: dict[str, Any] | None = None) -> tuple[Any, ...]:
     from kbtool.solve.conditions import compile_condition
     from kbtool.solve.templates import scope_text
 
@@ -206,17 +230,33 @@ def _claim_row(c: Any, share: dict[bytes, Any], arch: dict[str, str],
                       tuple(d.evidence)) for d in v.verdicts)
     if not verdicts and v.status in ("verified", "refuted"):  # not migrated: the evidence's architecture only
         verdicts = tuple((arch.get(e), (), None, v.status, (e,)) for e in v.evidence if arch.get(e))
+    status = v.status
+    if c.parts and by_id is not None:  # a two-part claim shows its weakest part (kbtool/views/parts.py)
+        from kbtool.model.claim import shown_status
+
+        status = shown_status(c, by_id)
+        if status != v.status:  # the scoped verdicts are the stronger part's: they do not speak for the claim
+            verdicts = ()
     if any(d[2] for d in verdicts):
         reads.add("phase")  # a verdict limited to a phase: the claim's status differs between phases
     sides = tuple((s.position, tuple(src.locator() for src in s.sources), compile_condition(s.requires))
                   for s in v.sides)
     for s in v.sides:
         reads |= condition_vars(compile_condition(s.requires))
-    row = (c.id, c.subject, c.effect, when, requires, scope, scope_text(scope), v.status,
+    row = (c.id, c.subject, c.effect, when, requires, scope, scope_text(scope), status,
            tuple(v.evidence), c.reason.code, c.reason.message, c.reason.workaround,
            tuple(s.locator() for s in c.sources), tuple(sorted(reads)), verdicts, sides,
            tuple(m for d in v.verdicts if d.status == "verified" for e in d.evidence for m in measured.get(e, ())))
     return tuple(_shared(x, share) for x in row)
+
+
+def _call_row(b: Any, c: Any) -> tuple[Any, ...]:
+    """A backend's kernel call as CallV reads it."""
+    from kbtool.solve.conditions import compile_condition
+
+    src = b.sources[c.source].locator() if c.source < len(b.sources) else ""
+    return (c.kernel, c.build, c.fork_of, c.bundled, list(c.phases), list(c.attention), compile_condition(c.when),
+            dict(c.shape), c.call, src, [(r.library, r.introduced, r.fixed, r.last_affected) for r in c.scope])
 
 
 def _measured_rows(records: list[Any]) -> dict[str, list[tuple[Any, ...]]]:
@@ -320,8 +360,9 @@ def build(kb: KB) -> dict[str, Any]:
     evidence_arch = {e.id: e.environment.architecture for e in by_kind.get("evidence", [])
                      if getattr(e, "environment", None) is not None and e.environment.architecture}
     measured = _measured_rows(by_kind.get("measurement", []))
+    claim_ids = {c.id: c for c in claims}
     for c in claims:
-        by_subject.setdefault(c.subject, []).append(_claim_row(c, share, evidence_arch, measured))
+        by_subject.setdefault(c.subject, []).append(_claim_row(c, share, evidence_arch, measured, claim_ids))
     libs = {k.library for k in kernels} | {s.library for c in claims for s in c.scope}
     bench: dict[str, list[tuple[Any, ...]]] = {}
     for case in bench_records(kb):
@@ -346,7 +387,7 @@ def build(kb: KB) -> dict[str, Any]:
         "cc": {a.id: a.compute_capability for a in by_kind.get("architecture", [])},
         "models": lazy({m.id: _model_row(m) for m in by_kind.get("model", [])}),
         "backends": lazy(sorted(((b.id, b.engine, b.backend_name, list(b.kernels), list(b.attention),
-                                  list(b.platforms))
+                                  list(b.platforms), [_call_row(b, c) for c in b.calls])
                                  for b in by_kind.get("engine-backend", [])), key=lambda t: t[0])),
         "evidence_arch": evidence_arch,
         "releases": _releases(by_kind.get("evidence", [])),

@@ -69,6 +69,11 @@ def prepare(img: Image, q: Query) -> Ctx:
         q.kernels = [resolve(img, k, "kernel") for k in q.kernels]
         kernels = [k for k in kernels if k.id in q.kernels]
     cx = Ctx(img, q, model, kernels)
+    if q.kernels and set(q.phases) == {"prefill", "decode"}:  # no --phase: the phases the kernels asked serve
+        served = {p for k in kernels for p in k.phases}
+        if served and len(served) < len(q.phases):
+            q.phases = [p for p in q.phases if p in served]
+            cx.phase_note = f"{' and '.join(q.phases)} ({', '.join(k.id for k in kernels)} serves only that)"
     check_libs(q.libs, set(img.libraries))
     if q.engine != "none":
         cx.backends = img.backends(q.engine)
@@ -150,6 +155,8 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
     typical = q.assume == "typical"
     env: dict[str, Any] = {"gpu": acc.id, "vendor": acc.vendor, "engine": q.engine}
     assumed: dict[str, Any] = {}
+    if cx.phase_note:
+        assumed["phase"] = cx.phase_note
     origin = cx.img.model_origin(q.model) if q.model else None  # how --model was read (kbtool/solve/modelref.py)
     if origin:
         assumed["model"] = origin
@@ -204,14 +211,24 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
         block = eng.default_block_size(cx.img, q) if eng is not None else None
         if "block_size" not in env and block and env.get("attention") not in MLA_ONLY:
             env["block_size"] = assumed["block_size"] = block
+        if eng is None and acc.vendor == "nvidia" and "trtllm_kernels" not in env and any(
+                "trtllm_kernels" in c.reads for k in cx.kernels for c in cx.img.claims(k.id)):
+            # FlashInfer's TRT-LLM cubins (flashinfer-cubin, or the first-use download): kb assumes them as it does
+            # under an engine, so a kernel-only answer does not leave trtllm-gen unknown on Blackwell
+            env["trtllm_kernels"] = True
+            assumed["trtllm_kernels"] = "True (flashinfer-cubin installed or NVIDIA's artifactory reachable)"
         if cx.model is None:
             for k, v in profile.NO_FEATURES.items():
                 env.setdefault(k, v)
-            if "attention" not in env:
-                env["attention"] = "gqa"
-            assumed["model"] = "none: dense gqa, no sinks, sliding window, softcap or ALiBi"
-            if q.head_dim is None:
-                assumed["head_dim"] = profile.HEAD_DIM
+            if _mla_only(cx):  # the kernels asked implement MLA alone: a dense profile would only refuse them
+                assumed["model"] = (f"none: {', '.join(k.id for k in cx.kernels)} implements MLA only; give --model "
+                                    "with an MLA model (deepseek-v3, ...) for its head dims")
+            else:
+                if "attention" not in env:
+                    env["attention"] = "gqa"
+                assumed["model"] = "none: dense gqa, no sinks, sliding window, softcap or ALiBi"
+                if q.head_dim is None:
+                    assumed["head_dim"] = profile.HEAD_DIM
     return env, assumed
 
 
@@ -222,7 +239,7 @@ def phase_env(cx: Ctx, env: dict[str, Any], phase: str) -> dict[str, Any]:
         e["head_dim"], e["head_dim_v"] = q.head_dim, q.head_dim_v or q.head_dim
     elif cx.model is not None:
         e["head_dim"], e["head_dim_v"] = phase_dims(cx.model, phase)
-    elif q.assume == "typical":
+    elif q.assume == "typical" and not _mla_only(cx):
         from kbtool.solve.profile import HEAD_DIM
 
         e["head_dim"] = e["head_dim_v"] = HEAD_DIM
@@ -356,13 +373,27 @@ def _kernel_answer(k: KernelV, statuses: dict[str, KernelStatus], o: Outcome, vi
 PLATFORM = {"nvidia": "cuda", "amd": "rocm"}  # the accelerator's vendor -> the device platform engines name
 
 
-def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]], kstat: dict[str, tuple[dict[str, KernelStatus], Outcome]],
+def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]],
+                 kstat: dict[str, tuple[dict[str, KernelStatus], Outcome]],
+                 glob: list[ClaimV] | None = None,
                  ) -> tuple[list[BackendAnswer], dict[str, list[str]], dict[str, dict[str, Outcome]]]:
     """Evaluate each backend's own gates; return backend answers, kernel -> backends, backend -> phase outcomes."""
     answers: list[BackendAnswer] = []
     via: dict[str, list[str]] = {}
     per_phase: dict[str, dict[str, Outcome]] = {}
     eng = cx.engine
+    from kbtool.solve.calls import backend_kernels
+
+    kernels = {k.id: k for k in cx.kernels}
+    phases_of = {k.id: list(k.phases) for k in cx.kernels}
+    glob = glob or []
+
+    def claims_for(kid: str) -> list[ClaimV]:
+        k = kernels[kid]
+        own = cx.img.claims(k.id) if not k.variant_of else [c for s in _lineage(cx.img, k) for c in cx.img.claims(s)]
+        return [*own, *glob]
+
+    cx.called = {}
     for b in cx.backends:
         phases: dict[str, Outcome] = {}
         checked = False  # the engine judged this backend itself (SGLang's resolution)
@@ -387,19 +418,24 @@ def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]], kstat: dict[str, tupl
             o.add(own if own is not None else apply_claims(cx.img.claims(b.id), cx.judges[p], "engine"))
             phases[p] = o
         per_phase[b.id] = phases
-        kernel_status = {k: kstat[k][1].status for k in b.kernels if k in kstat}
+        bk = backend_kernels(b, envs, kstat, phases_of, claims_for, cx.q.engine)
+        cx.called[b.id] = bk
+        kernel_status = bk.status
         own = Outcome()
         for o in phases.values():
             own.add(o)
         status = own.status
         reasons = list(own.reasons)
         if kernel_status:
-            kbest = best(kernel_status.values())
+            kbest = best(kernel_status.values())  # type: ignore[arg-type]
             if SEVERITY[kbest] > SEVERITY[status]:
                 status = kbest
             if kbest == "rejected":
                 reasons.append(structural("KERNELS_REJECTED", f"every kernel {b.id} runs is rejected: "
                                           f"{', '.join(kernel_status)}", "engine", subject=b.id))
+            for k in kernel_status:  # the call's own caveats: claims about other builds, the build's caveats
+                for o in bk.outcomes.get(k, {}).values():
+                    own.caveats += o.caveats
         elif checked and not b.kernels and status != "rejected":  # it starts; what it runs has no kernel record
             status = "caveat" if status == "ok" else status
             own.caveats.append(structural("NO_KERNEL_RECORD", f"{b.id} starts, but kb has no kernel record of what "
@@ -412,9 +448,9 @@ def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]], kstat: dict[str, tupl
             via.setdefault(k, []).append(b.id)
         answers.append(BackendAnswer(
             id=b.id, backend_name=b.backend_name, status=status,
-            phase_status={p: o.status for p, o in phases.items()}, kernels=kernel_status,
+            phase_status={p: o.status for p, o in phases.items()}, kernels=kernel_status,  # type: ignore[arg-type]
             reasons=_merge(reasons), caveats=_merge(own.caveats), refuted=_merge(own.refuted),
-            engine_status=own.status))
+            engine_status=own.status, calls=[c.to_dict() for c in bk.called]))
     return answers, via, per_phase
 
 
@@ -441,7 +477,7 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     backends: list[BackendAnswer] = []
     kernels: list[KernelAnswer] = []
     if cx.backends:
-        backends, via, per_phase = engine_layer(cx, envs, kstat)
+        backends, via, per_phase = engine_layer(cx, envs, kstat, glob_rejects)
         for per in per_phase.values():
             for o in per.values():
                 used |= o.used
@@ -457,6 +493,7 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
                                                    subject=k.id))
             else:
                 new: dict[str, KernelStatus] = {}
+                statuses = _as_called(cx, k.id, bs, statuses, combined)
                 for p, s in statuses.items():
                     bbest = best(per_phase[b][p].status for b in bs)
                     new[p] = worst([s, bbest])
@@ -512,6 +549,38 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
                   engine=pick.to_dict() if pick is not None else None, decision=decision)
 
 
+def _as_called(cx: Ctx, kid: str, bs: list[str], statuses: dict[str, KernelStatus],
+               combined: Outcome) -> dict[str, KernelStatus]:
+    """A kernel's phase statuses where its backends call it (kbtool/solve/calls.py): in a phase where some backend's
+    recorded call holds, the best call's outcome replaces the kernel's plain judgement, reasons included."""
+    out = dict(statuses)
+    judged: dict[str, Outcome] = {}
+    for p in statuses:
+        calls = [cx.called[b].outcomes[kid][p] for b in bs
+                 if b in cx.called and p in cx.called[b].outcomes.get(kid, {})]
+        if calls:
+            judged[p] = min(calls, key=lambda c: SEVERITY[c.status])
+            out[p] = judged[p].status
+    if not judged:
+        return out
+    every = set(judged) == set(statuses)
+
+    def kept(r: Reason) -> bool:  # a plain reason without a phase stands for every phase
+        return r.phase not in judged and not (r.phase is None and every)
+
+    many = len(statuses) > 1
+    combined.reasons = [r for r in combined.reasons if kept(r)] + [
+        r.with_phase(p) if many else r for p, o in judged.items() for r in o.reasons]
+    combined.caveats = [r for r in combined.caveats if kept(r)] + [
+        r.with_phase(p) if many else r for p, o in judged.items() for r in o.caveats]
+    return out
+
+
+def _mla_only(cx: Ctx) -> bool:
+    """The query names its kernels (--kernel) and every one implements MLA alone."""
+    return bool(cx.q.kernels) and bool(cx.kernels) and all(set(k.attention) <= MLA_ONLY for k in cx.kernels)
+
+
 def _unmodelled(cx: Ctx) -> dict[str, str]:
     """The serve line's flags that move GPU memory kb does not model, with what each moves (Engine.memory_flags)."""
     eng = cx.engine
@@ -530,9 +599,16 @@ def _picked_caveats(d: Decision, backends: list[BackendAnswer]) -> list[Reason]:
     first = [r for r in picked.caveats if r.layer == "engine" and not r.handled]
     if d.case == "ENGINE_KERNELS_REFUSE":
         names = ", ".join(d.detail["kernels"])
-        first.insert(0, structural("KERNELS_REJECTED", f"{pick.label} validates this backend, but kb's kernel claims "
-                                   f"refuse this head size for every kernel it runs ({names}; --explain): expect a "
-                                   "failure at first use", "engine", subject=picked.id))
+        builds = ", ".join(d.detail["builds"])
+        first.insert(0, structural("KERNELS_REJECTED", f"{pick.label} validates this backend, but kb's claims about "
+                                   f"the builds it calls ({builds}) refuse its call for every kernel it runs ({names}; "
+                                   "--explain): expect a failure at first use", "engine", subject=picked.id))
+    elif d.detail.get("unscoped"):
+        names = ", ".join(d.detail["unscoped"])
+        first.insert(0, structural("KERNELS_DOUBTED", f"{pick.label} validates this backend; kb's kernel claims refuse "
+                                   f"this head size for {names}, but kb has no claim about the build {pick.label} "
+                                   "calls that refuses it (no call recorded, or the claims are about another build; "
+                                   "--explain): a doubt, not a predicted failure", "engine", subject=picked.id))
     return first
 
 

@@ -53,8 +53,12 @@ def _evidence_for_claim(kb: KB, c: Claim) -> list[dict[str, Any]]:
 
 
 def _claims_about(kb: KB, subject: str) -> list[dict[str, Any]]:
-    return [{"id": c.id, "effect": c.effect, "status": c.verification.status, "name": c.name}
-            for c in sorted(kb.of_kind("claim", Claim), key=lambda c: c.id) if c.subject == subject]
+    from kbtool.views.parts import shown_status
+
+    claims = sorted(kb.of_kind("claim", Claim), key=lambda c: c.id)
+    by_id = {c.id: c for c in claims}
+    return [{"id": c.id, "effect": c.effect, "status": shown_status(c, by_id), "name": c.name}
+            for c in claims if c.subject == subject]
 
 
 def show_data(kb: KB, name: str) -> dict[str, Any]:
@@ -82,6 +86,12 @@ def show_data(kb: KB, name: str) -> dict[str, Any]:
                                                  for r in rec.scope if r.evidence]}
         data["evidence"] = _evidence_for_claim(kb, rec)
         data["timeline"], data["version_events"] = _timeline(kb, rec.id)
+        if rec.parts:
+            from kbtool.views.parts import parts_data, shown_status
+
+            by_id = {c.id: c for c in kb.of_kind("claim", Claim)}
+            data["parts"] = parts_data(rec, by_id)
+            data["verification"]["shown_status"] = shown_status(rec, by_id)
     elif isinstance(rec, Evidence):
         data["evidence"] = [evidence_row(rec)]
     else:

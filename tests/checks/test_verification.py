@@ -47,3 +47,15 @@ def test_untestable_without_a_reason() -> None:
     assert (f.code, f.message) == ("KB305", "untestable without a reason")
     assert find_untestable_without_reason(kb_with(CLAIM, verification={"status": "untestable",
                                                                        "reason": "no wheel"})) == []
+
+
+def test_notes_that_call_a_verified_claim_unsettled() -> None:
+    from kbtool.checks.verification import find_notes_contradicting_status
+
+    assert find_notes_contradicting_status(KB.from_records(list(records()))) == []
+    kb = kb_with(CLAIM, verification={"status": "verified", "evidence": ["ev-fixture"]},
+                 notes="The status stays unverified until a probe run writes one.")
+    (f,) = find_notes_contradicting_status(kb)
+    assert f.code == "KB307" and "unverified until" in f.message
+    kb = kb_with(CLAIM, verification={"status": "unverified"}, notes="unverified until a probe run writes one")
+    assert find_notes_contradicting_status(kb) == []

@@ -1,0 +1,171 @@
+"""The kernel an engine really calls (issue 45): its build and its call shape decide the kernel layer's say.
+
+Each case below follows the engine's own code at that release, read in the installed wheels:
+- vLLM's FLASH_ATTN_MLA decode (vllm/v1/attention/backends/mla/flashattn_mla.py forward_mqa, 0.33.0 lines 382-401,
+  0.24.0 lines 346-365) calls its FA-3 fork with q=q_pe (the rope part, 64 for DeepSeek), k=the rope cache, v=the
+  latent cache (512) and q_v=q_nope: FA-3 sees (64, 512), a pair fa3-head-dims allows, never (576, 512).
+- vLLM's FLASH_ATTN on SM90 (vllm/v1/attention/backends/fa_utils.py get_flash_attn_version, 0.33.0 lines 139-166,
+  0.24.0 lines 120-143) upgrades FA-3 to the FA-4 it bundles (vllm/vllm_flash_attn/cute) for head sizes above 256;
+  that build's interface takes 8..512 on SM90 (cute/interface.py _validate_head_dims), unlike pip flash-attn-4.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import pytest
+
+from kbtool.query_cli import image
+from kbtool.render.verdict import answer_summary
+from kbtool.solve.calls import covers
+from kbtool.solve.decision import Decision, decide
+from kbtool.solve.engines.base import Pick
+from kbtool.solve.query import build_query
+from kbtool.solve.solver import solve
+from tests.solve.test_engine_vllm import DATA, points, stratified
+from tests.util import ROOT
+
+LITE = str(ROOT / "probes" / "vllm_boot" / "models" / "deepseek-v2-lite" / "config.json")
+
+
+def _picked(a: Any) -> Any:
+    return next(b for b in a.backends if a.engine and b.id == a.engine["selected"])
+
+
+def _call(a: Any, kernel: str, phase: str) -> dict[str, Any]:
+    return next(c for c in _picked(a).calls if c["kernel"] == kernel and c["phase"] == phase)
+
+
+def test_deepseek_v3_on_h200_runs_flash_attn_mla_on_the_call_vllm_makes() -> None:
+    a = solve(image(), build_query(gpu="h200", gpus=8, model="deepseek-v3", ctx="128k", kv="bf16", engine="vllm"))
+    assert a.engine is not None and a.engine["selected"] == "vllm-flash-attn-mla"
+    c = _call(a, "flash-attention-3", "decode")
+    assert (c["build"], c["fork_of"], c["shape"]) == ("vllm-flash-attn-3", "flash-attn",
+                                                      {"head_dim": 64, "head_dim_v": 512})
+    assert c["status"] == "ok" and "q_v=q_nope" in c["call"]
+    assert a.decision is not None and a.decision.case == "ENGINE"
+    assert "expect a failure" not in answer_summary(a)
+
+
+def test_deepseek_v2_lite_on_vllm_0_24_0_starts_as_the_h200_boot_did() -> None:
+    """A vLLM 0.24.0 boot of DeepSeek-V2-Lite on an H200 selected FLASH_ATTN_MLA and started; fa3-head-dims covers
+    that release's fork (vllm-flash-attn-3 0.24.0) and allows the (64, 512) call."""
+    a = solve(image(), build_query(gpu="h200", model=LITE, ctx="32k", engine="vllm", vllm="0.24.0"))
+    c = _call(a, "flash-attention-3", "decode")
+    assert c["version"] == "0.24.0" and c["shape"] == {"head_dim": 64, "head_dim_v": 512} and c["status"] == "ok"
+    assert a.verdict == "yes", answer_summary(a)
+
+
+@pytest.mark.parametrize("release", ["0.27.1", "0.33.0"])
+def test_head_dim_512_on_h100_runs_vllms_bundled_fa4(release: str) -> None:
+    a = solve(image(), build_query(gpu="h100", head_dim=512, engine="vllm", vllm=release))
+    assert a.engine is not None and a.engine["selected"] == "vllm-flash-attn"
+    c = _call(a, "flash-attention-4", "decode")
+    assert (c["build"], c["version"], c["status"]) == ("vllm-flash-attn-4", release, "caveat")
+    assert "fa4-head-dims" in c["other_builds"]  # pip flash-attn-4's claim is shown, not applied
+    assert "expect a failure" not in answer_summary(a)
+    assert all(c["kernel"] != "flash-attention-3" for c in _picked(a).calls)
+
+
+def _decision(calls: list[dict[str, Any]]) -> Decision:
+    from kbtool.solve.answer import BackendAnswer, KernelAnswer, Reason
+
+    reason = Reason(claim="fa3-head-dims", code="HEAD_DIM", message="m", verification="verified", layer="kernel")
+    kernel = KernelAnswer.__new__(KernelAnswer)
+    for f, v in (("id", "flash-attention-3"), ("reasons", [reason]), ("caveats", []),
+                 ("phase_status", {"decode": "rejected"})):
+        setattr(kernel, f, v)
+    backend = BackendAnswer(id="b", backend_name="B", status="rejected", kernels={"flash-attention-3": "rejected"},
+                            reasons=[Reason(claim="", code="KERNELS_REJECTED", message="m", verification="structural",
+                                            layer="engine")], engine_status="ok", calls=calls)
+    pick = Pick.__new__(Pick)
+    pick._set(state="selected", selected="b", decode="B", label="E 1.0")
+    return decide(where="gpu", phases=["decode"], kernels=[kernel], rec={}, memory=None, utilization=0.9, over=None,
+                  held=[], glob_caveats=[], pick=pick, backends=[backend], long_context=None)
+
+
+def test_a_failure_is_predicted_only_from_claims_about_the_build_called() -> None:
+    scoped = {"kernel": "flash-attention-3", "phase": "decode", "build": "vllm-flash-attn-3", "version": "0.24.0",
+              "status": "rejected", "scoped": True}
+    assert _decision([scoped]).case == "ENGINE_KERNELS_REFUSE"
+    d = _decision([])  # no call recorded: the refusal is about no particular build
+    assert d.case == "ENGINE" and d.verdict == "conditional" and "kernels" in d.caveats
+
+
+# ---- every recorded engine grid point ------------------------------------------------------------
+
+GPU_OF_CC = {"8.0": "nvidia-a100-80gb-sxm", "8.6": "nvidia-a10", "8.9": "nvidia-l40s", "9.0": "nvidia-h100-sxm",
+             "10.0": "nvidia-b200", "12.0": "nvidia-rtx-pro-6000-blackwell"}
+DTYPE = {"bfloat16": "bf16", "float16": "fp16"}
+KV = {"fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2"}
+RELEASES = sorted(p.name for p in DATA.iterdir() if p.is_dir()) if DATA.is_dir() else []
+
+
+@cache
+def _claims() -> dict[str, Any]:
+    img = image()
+    return {c.id: c for k in img.kernels for c in img.claims(k.id)}
+
+
+def queries(release: str, full: bool) -> list[dict[str, Any]]:
+    """The grid's dense points as queries (head size, dtypes, the GPU of that compute capability), one per distinct
+    configuration; points with sinks are left out (a query gives sinks only through a model). The MLA points are
+    asked with DeepSeek-V3 at each KV dtype the grid has."""
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for p in points(release) if full else stratified(release):
+        if p["sink"] or p["cc"] not in GPU_OF_CC or p["kv"] in ("nvfp4", "fp8_ds_mla"):
+            continue
+        dtype = DTYPE.get(p["dtype"], p["dtype"])
+        kv = dtype if p["kv"] == "auto" else KV.get(p["kv"], p["kv"])
+        if p["layout"] == "dense":
+            q = {"gpu": GPU_OF_CC[p["cc"]], "head_dim": p["head_size"], "dtype": dtype, "kv": kv}
+        elif p["layout"] == "mla":
+            q = {"gpu": GPU_OF_CC[p["cc"]], "model": "deepseek-v3", "gpus": 8, "ctx": "32k", "kv": kv}
+        else:
+            continue
+        out[tuple(sorted(q.items()))] = q
+    return list(out.values())
+
+
+def check(a: Any) -> str | None:
+    """None when the answer keeps the rule: "expect a failure" only where claims about the build called refuse it."""
+    text = answer_summary(a)
+    d = a.decision
+    if "expect a failure" in text and (d is None or d.case != "ENGINE_KERNELS_REFUSE"):
+        return f"'expect a failure' from case {d.case if d else None}"
+    if d is None or d.case != "ENGINE_KERNELS_REFUSE":
+        return None
+    picked = _picked(a)
+    by_kernel = {k.id: k for k in a.kernels}
+    for kid in d.detail["kernels"]:
+        calls = [c for c in picked.calls if c["kernel"] == kid and c["status"] == "rejected" and c["scoped"]]
+        if not calls:
+            return f"{kid} refused with no call of a recorded build"
+        claims = [_claims()[r.claim] for r in by_kernel[kid].reasons if r.claim in _claims()]
+        if not claims or not all(covers(cl, c["build"], c["version"]) for cl in claims for c in calls):
+            return f"{kid}: refusing claims {[cl.id for cl in claims]} are not about {calls[0]['build']}"
+    return None
+
+
+def walk(release: str, full: bool) -> list[str]:
+    bad = []
+    for q in queries(release, full):
+        a = solve(image(), build_query(engine="vllm", vllm=release, **q))
+        for ans in getattr(a, "rows", [a]):
+            why = check(ans)
+            if why:
+                bad.append(f"{q}: {why}")
+    return bad
+
+
+@pytest.mark.parametrize("release", RELEASES[-3:])
+def test_no_failure_is_predicted_without_a_claim_about_the_build_sample(release: str) -> None:
+    assert queries(release, False)
+    assert not walk(release, False)
+
+
+@pytest.mark.full_grid
+@pytest.mark.parametrize("release", RELEASES)
+def test_no_failure_is_predicted_without_a_claim_about_the_build_full(release: str) -> None:
+    assert not walk(release, True)
