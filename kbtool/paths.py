@@ -30,7 +30,7 @@ def records_root(override: str | None = None) -> str:
 _SYSTEM = ("/proc", "/sys", "/dev")  # kernel file systems: endless, unreadable or devices, never records
 KIND_FOLDERS = frozenset({  # kbtool.model.FOLDERS' values (tests/test_paths.py holds them equal), without pydantic
     "architectures", "accelerators", "hardware-parameters", "kernels", "engine-backends", "engine-priorities",
-    "claims", "models", "evidence", "measurements", "topics"})
+    "claims", "models", "evidence", "measurements", "topics", "engine-releases"})
 
 
 def _looks_like_records(real: str) -> bool:
