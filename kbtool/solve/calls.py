@@ -96,13 +96,6 @@ def matching(backend: BackendV, kernel: str, env: dict[str, Any], engine: str | 
     return None
 
 
-def calls_kernel(backend: BackendV, kernel: str, env: dict[str, Any], engine: str | None) -> bool | None:
-    """Whether the backend calls `kernel` here: None where it records no call of it (unknown: judged as before)."""
-    if not any(c.kernel == kernel for c in backend.calls):
-        return None
-    return matching(backend, kernel, env, engine) is not None
-
-
 def call_env(c: CallV, env: dict[str, Any]) -> dict[str, Any]:
     """The environment as the call sees it: the shape it passes in place of the model's plain head dims."""
     e = dict(env)
