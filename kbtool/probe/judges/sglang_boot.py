@@ -19,10 +19,10 @@ kills that group when the case outlives its timeout, and waits until the group i
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from kbtool.probe.judges import PROBES
+from kbtool.probe.judges import _booted as booted
 from kbtool.probe.spec import ProbeSpec
 
 MODELS = PROBES / "vllm_boot" / "models"
@@ -45,21 +45,6 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
     return []
 
 
-def model_facts(model: str) -> dict[str, Any] | None:
-    """What identifies the booted model for a query to match it: the fields of kb's model record that the memory
-    answer reads, from the case's config.json (None where the folder is not there)."""
-    from kbtool.model.hfconfig import to_record
-
-    path = MODELS / model / "config.json"
-    if not path.is_file():
-        return None
-    rec = to_record(json.loads(path.read_text(encoding="utf-8")), model, where=str(path))
-    return {"architecture": rec.get("architecture"), "parameters": rec.get("parameters"),
-            "layers": sum(int(g.get("count") or 0) for g in rec.get("layers") or []),
-            "hidden_size": rec.get("hidden_size"), "vocab_size": rec.get("vocab_size"),
-            "weight_dtype": rec.get("weight_dtype")}
-
-
 def measured(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per boot that came up: SGLang's token pool (the scheduler's max_total_num_tokens, else the KV Cache line's
     #tokens) and, where the case left it to SGLang, the mem_fraction_static it chose; under the flags and the model
@@ -71,7 +56,7 @@ def measured(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if o.get("outcome") != "OK" or not tokens:
             continue
         model = str(p.get("model"))
-        facts = model_facts(model)
+        facts = booted.model_facts(MODELS, model)
         if facts is None:
             continue
         cond = {"case": p.get("id"), "model": model, **facts, "sglang": m.get("release"),

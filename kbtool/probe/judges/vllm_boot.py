@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from kbtool.probe.judges import PROBES
+from kbtool.probe.judges import _booted as booted
 from kbtool.probe.spec import ProbeSpec
 
 HERE = PROBES / "vllm_boot"
@@ -94,21 +95,6 @@ def boots_unquantized(model: str, metrics: dict[str, Any]) -> bool:
             and not any(d.glob("*.safetensors")))
 
 
-def model_facts(model: str) -> dict[str, Any] | None:
-    """What identifies the booted model for a query to match it: the fields of kb's model record that the memory
-    answer reads, from the case's config.json (None where the folder is not there)."""
-    from kbtool.model.hfconfig import to_record
-
-    path = HERE / "models" / model / "config.json"
-    if not path.is_file():
-        return None
-    rec = to_record(json.loads(path.read_text(encoding="utf-8")), model, where=str(path))
-    return {"architecture": rec.get("architecture"), "parameters": rec.get("parameters"),
-            "layers": sum(int(g.get("count") or 0) for g in rec.get("layers") or []),
-            "hidden_size": rec.get("hidden_size"), "vocab_size": rec.get("vocab_size"),
-            "weight_dtype": rec.get("weight_dtype")}
-
-
 def measured(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per boot that came up as a real checkpoint would: vLLM's "GPU KV cache size" (tokens) with its
     "Maximum concurrency" and pool, under the flags and the model facts a query is matched on."""
@@ -118,7 +104,7 @@ def measured(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
         model = str(p.get("model"))
         if o.get("outcome") != "OK" or not m.get("kv_cache_tokens") or boots_unquantized(model, m):
             continue
-        facts = model_facts(model)
+        facts = booted.model_facts(HERE / "models", model)
         if facts is None:
             continue
         flags = m.get("flags") or {}
