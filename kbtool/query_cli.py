@@ -103,10 +103,12 @@ def _number(flag: str, kind: str, text: str) -> int | float:
     return value
 
 
-def parse(argv: list[str]) -> dict[str, Any] | None:
-    """The options of `kb query ARGV` by key; None for --help. Anything malformed raises UsageError."""
+def read(argv: list[str], table: tuple[tuple[str, str, str, str, str], ...], command: str) -> dict[str, Any] | None:
+    """The options of `COMMAND ARGV` by key, read against TABLE ((flag, key, kind, metavar, help) rows; kind: str, int,
+    float, many (repeatable str), pair (two values, e.g. two releases) or flag); None for --help. Anything malformed
+    raises UsageError naming the flag and the value as typed."""
     out: dict[str, Any] = {}
-    by_flag = {o[0]: o for o in options()}
+    by_flag = {o[0]: o for o in table}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -120,24 +122,36 @@ def parse(argv: list[str]) -> dict[str, Any] | None:
 
             near = difflib.get_close_matches(flag, list(by_flag), n=1)
             what = "option" if arg.startswith("-") else "argument"
-            raise UsageError(f"kb query: unexpected {what} '{arg}'",
-                             fix=f"did you mean {near[0]}?" if near else "see `kb query --help`")
-        _, key, kind, _, _ = opt
+            raise UsageError(f"{command}: unexpected {what} '{arg}'",
+                             fix=f"did you mean {near[0]}?" if near else f"see `{command} --help`")
+        _, key, kind, metavar, _ = opt
         if kind == "flag":
             if eq:
-                raise UsageError(f"kb query: {flag} takes no value", fix=f"write {flag} alone")
+                raise UsageError(f"{command}: {flag} takes no value", fix=f"write {flag} alone")
             out[key] = True
+            continue
+        if kind == "pair":
+            if eq or i + 2 > len(argv) or any(v.startswith("-") for v in argv[i:i + 2]):
+                raise UsageError(f"{command}: {flag} needs two values", fix=f"e.g. {command} {flag} {metavar}")
+            out[key] = (argv[i], argv[i + 1])
+            i += 2
             continue
         if not eq:
             if i >= len(argv):
-                raise UsageError(f"kb query: {flag} needs a value", fix=f"e.g. {flag} {opt[3]}")
+                raise UsageError(f"{command}: {flag} needs a value", fix=f"e.g. {flag} {metavar}")
             value = argv[i]
             i += 1
         if kind == "many":
             out.setdefault(key, []).append(value)
         else:
             out[key] = _number(flag, kind, value) if kind in ("int", "float") else value
-    if out.get("gpu") is not None and not out["gpu"].strip():
+    return out
+
+
+def parse(argv: list[str]) -> dict[str, Any] | None:
+    """The options of `kb query ARGV` by key; None for --help. Anything malformed raises UsageError."""
+    out = read(argv, options(), "kb query")
+    if out is not None and out.get("gpu") is not None and not out["gpu"].strip():
         raise UsageError("--gpu: an empty name names no accelerator", fix="e.g. --gpu h100, or leave --gpu out")
     return out
 

@@ -8,42 +8,29 @@ import typer
 from kbtool.cli.app import app
 from kbtool.errors import UsageError
 
-VALUED = {"--gpu": "gpu", "--model": "model", "--ctx": "ctx", "--kv": "kv", "--kb": "kb"}
+OPTIONS: tuple[tuple[str, str, str, str, str], ...] = (
+    ("--gpu", "gpu", "str", "G", ""), ("--model", "model", "str", "M", ""), ("--ctx", "ctx", "str", "TOKENS", ""),
+    ("--kv", "kv", "str", "DTYPE", ""), ("--kb", "kb", "str", "PATH", ""), ("--json", "json", "flag", "", ""))
 
 
 def parse(argv: list[str]) -> dict[str, str | bool | None] | None:
     """The options of `kb diff ARGV` by key (engine, a, b, gpu, model, ctx, kv, kb, json); None for --help."""
+    from kbtool.query_cli import read
     from kbtool.solve.engines import registry
 
     flags = {f: e.name for e in registry.ENGINES.values() if (f := e.release_flag())}
-    out: dict[str, str | bool | None] = {}
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        i += 1
-        if arg in ("-h", "--help"):
-            return None
-        if arg == "--json":
-            out["json"] = True
-        elif arg in flags:
-            if "engine" in out:
-                raise UsageError("kb diff: compares the releases of one engine", fix="give one release option")
-            if i + 2 > len(argv) or any(v.startswith("-") for v in argv[i:i + 2]):
-                raise UsageError(f"kb diff: {arg} needs two releases", fix=f"e.g. kb diff {arg} A B")
-            out["engine"], out["a"], out["b"] = flags[arg], argv[i], argv[i + 1]
-            i += 2
-        elif arg.partition("=")[0] in VALUED:
-            flag, eq, value = arg.partition("=")
-            if not eq:
-                if i >= len(argv):
-                    raise UsageError(f"kb diff: {flag} needs a value", fix="see `kb diff --help`")
-                value = argv[i]
-                i += 1
-            out[VALUED[flag]] = value
-        else:
-            raise UsageError(f"kb diff: unexpected argument '{arg}'", fix="see `kb diff --help`")
-    if "engine" not in out:
+    table = tuple((f, f"release:{name}", "pair", "A B", "") for f, name in flags.items()) + OPTIONS
+    raw = read(argv, table, "kb diff")
+    if raw is None:
+        return None
+    pins = [k for k in raw if k.startswith("release:")]
+    if len(pins) > 1:
+        raise UsageError("kb diff: compares the releases of one engine", fix="give one release option")
+    if not pins:
         raise UsageError("kb diff: which engine's releases?", fix=f"give one of {', '.join(flags)} A B")
+    out: dict[str, str | bool | None] = {k: v for k, v in raw.items() if not k.startswith("release:")}
+    out["engine"] = pins[0].removeprefix("release:")
+    out["a"], out["b"] = raw[pins[0]]
     if out.get("model") and not out.get("gpu"):
         raise UsageError("kb diff: --model answers on one accelerator", fix="add --gpu, e.g. --gpu h100")
     return out
