@@ -65,14 +65,15 @@ def validate(root: Path, paths: list[Path] | None = None, *, only: tuple[str, ..
     return Report(files=files, records=len(kb), findings=findings, kb=kb)
 
 
-INCOMING = ("KB1", "KB401", "KB404")  # what a record must pass to be copied into the tree: loading, schema, values
+INCOMING = ("KB1", "KB401")  # what a record must pass to be copied into the tree: loading, schema
 
 
 def check_incoming(root: Path, paths: list[Path]) -> None:
     """Refuse records about to be copied into the tree (`kb probe apply --write`: evidence files, or the folders
     holding them) that `kb validate` would flag: the same checks (INCOMING), run before anything is written.
-    Evidence with C1 controls in its notes was copied into records/evidence, after which validate flagged the file
-    kb itself wrote and `kb query` refused to answer."""
+    Control characters (KB404) are not refused here: the evidence writer (kbtool/probe/evidence.py `printable`)
+    takes them out of what it copies in, as it does for what `kb probe run` writes (a CuTe DSL error arrives
+    coloured)."""
     from kbtool.errors import UsageError
 
     files = [f for p in paths for f in (sorted(p.glob("*.yaml")) if p.is_dir() else [p])]

@@ -19,7 +19,7 @@ import yaml
 
 ACC = {
     "switch:wgmma_inplace": ("wgmma FP8, accumulator in place (probe kernel)", "tab:red", "--"),
-    "switch:wgmma_promote_4": ("wgmma FP8, promoted every 128 keys (probe kernel)", "tab:olive", "--"),
+    "switch:wgmma_promote_4": ("wgmma FP8, promoted every 128 keys (probe kernel)", "tab:cyan", "--"),
     "flashinfer": ("FlashInfer 0.7.2.post1 FA3-backend FP8", "tab:purple", "--"),
 }
 
@@ -37,15 +37,17 @@ def main(argv: list[str]) -> int:
     rest = list(argv[2:])
     one = yaml.safe_load(Path(rest.pop(0)).read_text(encoding="utf-8")) if rest and rest[0].endswith(".yaml") else None
     out = Path(rest[0]) if rest else Path(argv[0]).resolve().parents[2] / "docs" / "figures" / f"{fork['id']}.png"
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(9, 7))
     for name, pts in sorted(fork["data"]["curves"].items()):
         xs = [p["ctx"] for p in pts]
         style = "-" if name.startswith("fp8") else ":"
         ax.plot(xs, [p["rel_err"] for p in pts], style, marker="o", ms=3,
                 label=f"vLLM 0.24.0 FA-3 {name}")
-    for name, pts in sorted((one or {}).get("data", {}).get("curves", {}).items()):
-        ax.plot([p["ctx"] for p in pts], [p["rel_err"] for p in pts], "-.", marker="^", ms=4,
-                label=f"FA-3 fork built with one-level accumulation {name}")
+    one_gpu = (one or {}).get("environment", {}).get("gpu")
+    for (name, pts), color in zip(sorted((one or {}).get("data", {}).get("curves", {}).items()),
+                                  ("black", "dimgrey"), strict=False):
+        ax.plot([p["ctx"] for p in pts], [p["rel_err"] for p in pts], "-", color=color, lw=2.2, marker="^", ms=5,
+                zorder=5, label=f"same FA-3 fork built with one-level accumulation {name} ({one_gpu})")
     for name, (label, color, style) in ACC.items():
         pts = acc["data"]["curves"].get(name) or []
         key = "acc_rel_err" if name.startswith("switch") else "rel_err"
@@ -57,8 +59,10 @@ def main(argv: list[str]) -> int:
     ax.set_yscale("log")
     ax.set_xlabel("keys (context length)")
     ax.set_ylabel("relative L2 error vs fp64 on the same inputs")
-    ax.set_title(f"FP8 attention error vs context, {fork['environment']['gpu']}")
-    ax.legend(fontsize=7)
+    ax.set_title(f"FP8 attention error vs context, {fork['environment']['gpu']}"
+                 + (f" (one-level build: {one_gpu})" if one_gpu and one_gpu != fork["environment"]["gpu"] else ""),
+                 fontsize=10)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)

@@ -31,6 +31,9 @@ class Claim(Record):
     parts: list[Ref] = Field(default_factory=list, description="Claims that each state one part of this one (\"X "
                              "needs Y\" and \"without Y, Z happens\"), each judged by its own evidence; the status "
                              "shown for this claim is the weakest of theirs and its own (kbtool/views/parts.py)")
+    handles: list[Ref] = Field(default_factory=list, description="Caveat claims this one settles where it holds (an "
+                               "engine's build keeps on the fix the other claim asks for): the solver shows those "
+                               "caveats as handled, citing this claim, and they no longer demote the kernel")
 
     def refs(self) -> list[tuple[str, str]]:
         out = [("subject", self.subject)]
@@ -40,6 +43,7 @@ class Claim(Record):
             out.append(("supersedes", self.supersedes))
         out += [("related", r) for r in self.related]
         out += [("part", r) for r in self.parts]
+        out += [("handles", r) for r in self.handles]
         return out
 
 

@@ -99,10 +99,28 @@ def free_path(folder: Path, evidence: Evidence) -> tuple[Path, Evidence]:
         n += 1
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+def printable(value: Any) -> Any:
+    """`value` with terminal colour codes (a library's coloured error text) and other control characters taken
+    out of every string, as the records' reader requires (newlines and tabs stay)."""
+    if isinstance(value, str):
+        from kbtool.escape import CONTROL  # the characters kb validate refuses in a record (KB404)
+
+        return CONTROL.sub("", _ANSI.sub("", value))
+    if isinstance(value, dict):
+        return {k: printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [printable(v) for v in value]
+    return value
+
+
 def write(folder: Path, evidence: Evidence) -> tuple[Path, Evidence]:
-    """Write a new evidence file; returns its path and the record (its id gains -2, -3 if the name was taken)."""
+    """Write a new evidence file; returns its path and the record (its id gains -2, -3 if the name was taken).
+    Strings are written printable (`printable`): a run's error text may carry terminal colour codes."""
     path, evidence = free_path(folder, evidence)
-    data = evidence.model_dump(mode="json", exclude_defaults=True, by_alias=True)
+    data = printable(evidence.model_dump(mode="json", exclude_defaults=True, by_alias=True))
     data = {"id": data.pop("id"), "kind": "evidence", **{k: v for k, v in data.items() if k != "kind"}}
     from kbtool.store.writer import write_new_record  # ruamel: only when writing
 

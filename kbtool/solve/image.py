@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 21  # 21: vLLM's engine-release defaults beside kernel calls and two-part claims;
+IMAGE_VERSION = 22  # 22: claims' `handles`; 21: vLLM's engine-release defaults beside kernel calls and two-part claims;
 # 20: a two-part claim's status is its weakest part's; 19: backends carry kernel calls
 # 13: the SGLang section; 14: backend platforms; 15: engine sections (engine-NAME);
 # 16: the vLLM section (MLA prefill orders); 17: KV formats and the typical CUDA (kernel records)
@@ -79,9 +79,10 @@ class ClaimV(tuple):  # type: ignore[type-arg]
         # locators, what the side says must hold) per side
         # values the probe runs behind its verdicts measured: (quantity, value, unit, conditions, accelerator)
         measured: tuple[tuple[str, float, str, tuple[tuple[str, Any], ...], str | None], ...]
+        handles: tuple[str, ...]  # caveat claims this one settles where it holds
     else:
         (id, subject, effect, when, requires, scope, scope_text, status, evidence, code, message, workaround,
-         sources, reads, verdicts, sides, measured) = (_at(i) for i in range(17))
+         sources, reads, verdicts, sides, measured, handles) = (_at(i) for i in range(18))
 
 
 class CallV(tuple):  # type: ignore[type-arg]
@@ -246,7 +247,8 @@ def _claim_row(c: Any, share: dict[bytes, Any], arch: dict[str, str],
     row = (c.id, c.subject, c.effect, when, requires, scope, scope_text(scope), status,
            tuple(v.evidence), c.reason.code, c.reason.message, c.reason.workaround,
            tuple(s.locator() for s in c.sources), tuple(sorted(reads)), verdicts, sides,
-           tuple(m for d in v.verdicts if d.status == "verified" for e in d.evidence for m in measured.get(e, ())))
+           tuple(m for d in v.verdicts if d.status == "verified" for e in d.evidence for m in measured.get(e, ())),
+           tuple(c.handles))
     return tuple(_shared(x, share) for x in row)
 
 

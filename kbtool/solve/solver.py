@@ -13,7 +13,17 @@ from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer
 from kbtool.solve.context import Ctx, ctx_over_model
 from kbtool.solve.decision import Decision, decide
 from kbtool.solve.engines import registry as engines
-from kbtool.solve.gates import SEVERITY, Judge, Outcome, apply_claims, apply_claims_phases, best, structural, worst
+from kbtool.solve.gates import (
+    SEVERITY,
+    Judge,
+    Outcome,
+    apply_claims,
+    apply_claims_phases,
+    best,
+    status_here,
+    structural,
+    worst,
+)
 from kbtool.solve.image import Image
 from kbtool.solve.query import Query, check_libs
 from kbtool.solve.ranking import measured_ranking
@@ -24,7 +34,6 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
     from kbtool.solve.answer import KernelStatus, Memory
-    from kbtool.solve.engines.base import Engine
     from kbtool.solve.image import AcceleratorV, ClaimV, KernelV, ModelV
 
 MLA_LAYOUTS = ("mla", "sparse-mla")
@@ -510,8 +519,7 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     else:
         counts = cx.gate_counts
         kernels = [_kernel_answer(k, s, o, [], counts[k.id]) for k in cx.kernels for s, o in [kstat[k.id]]]
-    if cx.engine is not None:
-        _handled(cx.engine, kernels)
+    _handled(cx, kernels, backends)
     chosen = {s: c for j in cx.judges.values() for s, c in j.chosen.items()}
     for subject, passes in sorted(chosen.items()):
         assumed[f"block_size ({subject})"] = " and ".join(dict.fromkeys(passes)) + " (what it needs)"
@@ -638,16 +646,28 @@ def _memory_left(cx: Ctx, acc: AcceleratorV, memory: Memory | None) -> int | Non
     return int(capacity * cx.q.utilization)
 
 
-def _handled(eng: Engine, kernels: list[KernelAnswer]) -> None:
-    """A caveat the engine handles by default is shown as handled and does not demote the kernel."""
-    for k in kernels:
-        if not k.via or not k.caveats:
+def _handled(cx: Ctx, kernels: list[KernelAnswer], backends: list[BackendAnswer]) -> None:
+    """A caveat that a claim in effect here settles (its `handles`: an engine's build keeps on the fix the caveat
+    asks for) is shown as handled, citing that claim and its status here, and no longer demotes the answer. The
+    settling claim is about the same subject and holds where its `when` holds in the caveat's phase (and its
+    verdicts do not refute it there)."""
+    answers: list[KernelAnswer | BackendAnswer] = [*kernels, *backends]
+    for a in answers:
+        if not a.caveats:
             continue
-        for r in k.caveats:
-            r.handled = eng.handled(r.claim)
-        if k.status == "caveat" and all(r.handled for r in k.caveats):
-            k.status = "ok"
-            k.phase_status = {p: "ok" if s == "caveat" else s for p, s in k.phase_status.items()}
+        for r in a.caveats:
+            j = cx.judges.get(r.phase or "") or next(iter(cx.judges.values()))
+            for h in cx.img.claims(r.subject or a.id):
+                if r.claim not in h.handles or j.ev(h.when) is not True:
+                    continue
+                status, where = status_here(h, j)
+                if status in ("refuted", "disputed"):
+                    continue
+                r.handled = f"handled: {j.fill(h.message)} [{h.id}, {where or status}]"
+                break
+        if a.status == "caveat" and all(r.handled for r in a.caveats):
+            a.status = "ok"
+            a.phase_status = {p: "ok" if s == "caveat" else s for p, s in a.phase_status.items()}
 
 
 def _derived_depends(kernels: list[KernelAnswer]) -> None:

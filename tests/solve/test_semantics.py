@@ -3,6 +3,7 @@ attention features, the workspace gate, the typical profile and the order to try
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -200,8 +201,28 @@ def test_engine_handled_caveat_does_not_demote(kb: KB) -> None:
     a = ask(kb, gpu="h100", ctx="128k", kv="fp8", engine="vllm", kernel=["flash-attention-3"])
     c = next(r for r in k(a, "flash-attention-3").caveats if r.claim == "fa3-fp8-long-context-two-level-accumulation")
     assert c.handled and "two-level" in c.handled
+    assert "[vllm-fa3-fp8-two-level-accumulation-on," in c.handled  # it cites the claim that settles it
+    backend = next(b for b in a.backends if b.id == "vllm-flash-attn")
+    assert all(r.handled for r in backend.caveats if r.claim == c.claim)  # the backend's copy too
     plain = ask(kb, gpu="h100", ctx="128k", kv="fp8", kernel=["flash-attention-3"])
     assert all(r.handled is None for r in k(plain, "flash-attention-3").caveats)
+    sgl = ask(kb, gpu="h100", ctx="128k", kv="fp8", engine="sglang", kernel=["flash-attention-3"])
+    assert all(r.handled is None for r in k(sgl, "flash-attention-3").caveats)  # the settling claim names vLLM
+
+
+def test_handled_is_data_a_claims_handles(tmp_path: Path) -> None:
+    """Without the settling claim's `handles` line the same question leaves the caveat standing."""
+    import shutil
+
+    shutil.copytree(ROOT / "records", tmp_path / "records")
+    path = tmp_path / "records" / "claims" / "vllm-fa3-fp8-two-level-accumulation-on.yaml"
+    text = path.read_text(encoding="utf-8")
+    assert "handles: [fa3-fp8-long-context-two-level-accumulation]\n" in text
+    path.write_text(text.replace("handles: [fa3-fp8-long-context-two-level-accumulation]\n", ""), encoding="utf-8")
+    a = ask(load_kb(tmp_path / "records"), gpu="h100", ctx="128k", kv="fp8", engine="vllm",
+            kernel=["flash-attention-3"])
+    c = next(r for r in k(a, "flash-attention-3").caveats if r.claim == "fa3-fp8-long-context-two-level-accumulation")
+    assert c.handled is None
 
 
 def test_mla_block_size_is_the_backends_own_under_vllm(kb: KB) -> None:

@@ -26,7 +26,8 @@ LIB = "vllm-flash-attn-4"
 
 SPEC = ProbeSpec(
     id="vllm-fa4",
-    version=1,
+    version=2,
+    rejudges=(1,),  # v2 reads v1's cases: only the judging of compile-time tiling failures changed
     order=44,
     title="FA-4 as vLLM bundles it (vllm_flash_attn/cute): SM90 head dims and fp8",
     claims=["vllm-fa4-sm90-head-dims", "vllm-fa4-fp8-qkv-sm100-only", "vllm-fa4-sm90-fp8-kv-dequant"],
@@ -46,8 +47,25 @@ def _label(p: dict[str, Any]) -> str:
     return f"hd{p.get('head_dim')} {p.get('dtype')}{kv}"
 
 
+UNTILED = "failed to partition"
+"""The CuTe DSL's words where the SM90 tile configuration cannot tile a head dim (interface.py _tile_size_fwd_sm90
+has configurations up to 256 and one for 512; a head dim between takes the 512 one, whose MMA cannot partition it):
+the kernel is refused for that shape at compile time, before any launch, on every run (judged as a refusal)."""
+
+
+def as_refusal(obs: dict[str, Any]) -> dict[str, Any]:
+    """A compile-time tiling failure is the build refusing the shape: UNSUPPORTED for the gates (the recorded
+    outcome stays ERROR in the evidence)."""
+    text = str(obs.get("message") or "")
+    if obs.get("outcome") == "ERROR" and UNTILED in text and "tiled_mma" in text:
+        return {**obs, "outcome": "UNSUPPORTED"}
+    return obs
+
+
 def reason_of(obs: dict[str, Any]) -> str | None:
     text = str(obs.get("message") or "").lower()
+    if UNTILED in text and "tiled_mma" in text:
+        return "HEAD_DIM"
     if "fp8 is only supported on sm100" in text or "fp8_kv_dequant is an sm90-only" in text:
         return "DTYPE"
     if "is not supported on sm90" in text or "is not supported on sm100" in text:
@@ -71,7 +89,7 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
     scope = {"sm": env.get("architecture"), LIB: version, "phase": "prefill",
              "dtypes": values(observations, "dtype", lambda p: True),
              "head_dims": values(observations, "head_dim", lambda p: True)}
-    out = judge_gates(gates, observations, lambda g: scope, _label, reason_of=reason_of)
+    out = judge_gates(gates, [as_refusal(o) for o in observations], lambda g: scope, _label, reason_of=reason_of)
     if env.get("architecture") != "sm90":
         untestable_here(out, SM90_ONLY, f"the in-kernel fp8 KV dequant is SM90's alone; a run on "
                         f"{env.get('architecture')} cannot show it")

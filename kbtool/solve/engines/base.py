@@ -8,8 +8,8 @@ An engine says:
 - `options`: its query options (a release pin and a pasted serve line); `kb query` builds its option table from them;
 - `parse_line`: its serve line as a typed `Line` (kb's options it names, its own settings, flags kept unconsidered);
 - `pin_release`: the release it answers for (a usage error names the recorded ones);
-- `priority`, `backend_outcome`, `handled`, `block_size`: its backend order, its own verdict on one backend, the
-  kernel caveats it handles by default, its paged block size where no backend forces one;
+- `priority`, `backend_outcome`, `block_size`: its backend order, its own verdict on one backend, its paged block
+  size where no backend forces one (the kernel caveats its builds settle are claims' `handles`, data, not code);
 - `pick`: its selection, a frozen `Pick` (backend per phase, refusals, its own error, page size and what forced it);
 - `memory`: its accounting of the KV pool, a `Memory` whose `pool` is a frozen `Pool` (what it prints at start-up,
   whether its start-up check passes, which release's accounting was used).
@@ -252,10 +252,6 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def backend_outcome(self, cx: Ctx, backend: BackendV, env: dict[str, Any]) -> Outcome | None:
         """Its own verdict on one of its backends, or None: kb applies the backend's claims."""
-
-    @abc.abstractmethod
-    def handled(self, claim: str) -> str | None:
-        """How it deals with a kernel caveat by default (shown as handled), or None."""
 
     @abc.abstractmethod
     def memory(self, cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[str, Any]) -> Memory | None:

@@ -50,9 +50,6 @@ class Stub(Engine):
     def backend_outcome(self, cx: Any, backend: Any, env: dict[str, Any]) -> Any:
         return None
 
-    def handled(self, claim: str) -> str | None:
-        return None
-
     def memory(self, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[str, Any]) -> Any:
         return None
 

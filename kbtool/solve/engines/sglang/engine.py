@@ -89,9 +89,6 @@ class Sglang(Engine):
 
         return section(by_kind)
 
-    def handled(self, claim: str) -> str | None:
-        return None
-
     def backend_outcome(self, cx: Ctx, backend: BackendV, env: dict[str, Any]) -> Outcome | None:
         """What SGLang does when asked for this backend (--attention-backend NAME): its resolution, with its own
         error where it refuses; a backend it switches away from is a caveat naming what runs instead."""

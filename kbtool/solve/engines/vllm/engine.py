@@ -18,12 +18,6 @@ if TYPE_CHECKING:
     from kbtool.solve.image import AcceleratorV, BackendV, Image
     from kbtool.solve.query import Query
 
-HANDLED = {
-    "fa3-fp8-long-context-two-level-accumulation":
-        "handled: vLLM's flash-attention fork keeps two-level FP8 accumulation on by default",
-}
-
-
 class Vllm(Engine):
     name = "vllm"
     label = "vLLM"
@@ -103,8 +97,6 @@ class Vllm(Engine):
 
         return section(by_kind)
 
-    def handled(self, claim: str) -> str | None:
-        return HANDLED.get(claim)
 
     def recorded_releases(self, img: Image) -> list[str]:
         from kbtool.solve.engines.vllm import releasediff
