@@ -166,7 +166,7 @@ def test_an_unreachable_hub_fails_at_once_without_retries(monkeypatch: pytest.Mo
     start = time.monotonic()
     with pytest.raises(UsageError) as e:
         hub.fetch_config("acme/Tiny-8B")
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 10  # the backoff alone sleeps 23 s
     assert f"is not in the Hugging Face cache ({tmp_path}), and {url} could not be reached (" in e.value.args[0]
     assert "Retry" not in capfd.readouterr().err
 
