@@ -4,9 +4,12 @@ cache first, else from the Hub through huggingface_hub, at a pinned commit, into
 - The cache is the one vLLM, SGLang and transformers share (kbtool/store/hfcache.py: HF_HUB_CACHE, HF_HOME).
   It is read without huggingface_hub, so an offline user whose engine downloaded the model gets an answer.
 - The Hub is read only through huggingface_hub (the optional `hub` extra: `pip install 'kbtool[hub]'`), imported
-  here and nowhere on the query path: `hf_hub_download` resolves the revision (default main) to its commit, honours
-  HF_ENDPOINT (mirrors), HF_TOKEN or the stored `hf auth login` token (gated models), and writes the standard
-  cache. hf_quant_config.json (ModelOpt) comes along at the same commit when the repository has one.
+  here and nowhere on the query path: one HEAD request (`get_hf_file_metadata`, no retries) resolves the revision
+  (default main) to its commit, then `hf_hub_download` fetches the file at that commit into the standard cache;
+  both honour HF_ENDPOINT (mirrors) and HF_TOKEN or the stored `hf auth login` token (gated models).
+  hf_quant_config.json (ModelOpt) comes along at the same commit when the repository has one. An unreachable Hub
+  fails at once: hf_hub_download alone, finding nothing cached, retries five times with backoff (23 s) and logs
+  each try on stderr.
 - HF_HUB_OFFLINE=1 (or KB_OFFLINE=1) keeps kb off the network.
 
 Every answer names where the file came from: repository, file and commit (`Origin.text`).
@@ -19,7 +22,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbtool.errors import UsageError
+from kbtool.errors import KbError, UsageError
 from kbtool.store.hfcache import CachedFile, cached_file, hub_cache
 
 HUB = "https://huggingface.co"
@@ -105,8 +108,24 @@ def fetch_config(hf_id: str, revision: str | None = None) -> Origin:
     return _download(hf_id, revision or "main", where)
 
 
+def _note_ref(folder: Path, revision: str, commit: str) -> None:
+    """refs/<revision> -> commit, as hf_hub_download writes it for a branch or tag: the file was fetched at the
+    commit, which writes no ref, and the next lookup by revision must find it in the cache."""
+    from kbtool.store.hfcache import COMMIT
+    from kbtool.store.writer import atomic_write
+
+    if COMMIT.match(revision) or not COMMIT.match(commit) or ".." in revision.split("/"):
+        return
+    with contextlib.suppress(KbError):  # a read-only cache: the answer stands; the next one asks the Hub again
+        atomic_write(folder / "refs" / revision, commit)
+
+
+class _Unreachable(Exception):
+    """The Hub's address did not answer (the HTTP client's error, named in the message)."""
+
+
 def _download(hf_id: str, revision: str, where: str) -> Origin:
-    from huggingface_hub import hf_hub_download
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
     from huggingface_hub.errors import (
         EntryNotFoundError,
         GatedRepoError,
@@ -120,8 +139,17 @@ def _download(hf_id: str, revision: str, where: str) -> Origin:
     cache, ep = hub_cache(), endpoint()
     head = f"--model: '{hf_id}' has no KB record, is {where}, and"
     try:
-        path = Path(hf_hub_download(hf_id, "config.json", revision=revision, cache_dir=cache, endpoint=ep,
-                                    etag_timeout=TIMEOUT_S))
+        try:  # the revision's commit, in one request: a Hub that cannot be reached fails now, without retries
+            meta = get_hf_file_metadata(hf_hub_url(hf_id, "config.json", revision=revision, endpoint=ep),
+                                        timeout=TIMEOUT_S, endpoint=ep)
+        except HfHubHTTPError:
+            raise
+        except Exception as e:  # the HTTP client's own errors (httpx's or requests'): connection, timeout, TLS
+            raise _Unreachable(f"{type(e).__name__}: {str(e)[:120]}") from None
+        path = Path(hf_hub_download(hf_id, "config.json", revision=meta.commit_hash or revision, cache_dir=cache,
+                                    endpoint=ep, etag_timeout=TIMEOUT_S))
+    except _Unreachable as e:
+        raise UsageError(f"{head} {ep} could not be reached ({e.args[0]})", fix=fix_line(hf_id)) from None
     except GatedRepoError:
         raise UsageError(f"{head} is gated on {ep}: accept its terms on the model page, then set HF_TOKEN or run "
                          "`hf auth login`", fix=fix_line(hf_id)) from None
@@ -141,6 +169,7 @@ def _download(hf_id: str, revision: str, where: str) -> Origin:
         raise UsageError(f"{head} {ep} could not be read ({type(e).__name__}: {str(e)[:120]})",
                          fix=fix_line(hf_id)) from None
     commit = path.parent.name
+    _note_ref(path.parent.parent.parent, revision, commit)
     # ModelOpt's quantization file, at the same commit, where the repository has one
     with contextlib.suppress(EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError, OSError, ValueError):
         hf_hub_download(hf_id, "hf_quant_config.json", revision=commit, cache_dir=cache, endpoint=ep,

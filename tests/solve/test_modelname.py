@@ -80,15 +80,32 @@ def test_a_quantized_folder_sizes_the_weights_at_its_format() -> None:
 
 
 def test_org_underscore_name_and_a_hub_id_with_no_config_here() -> None:
-    code, a, err = _query("Qwen_Qwen3-30B-A3B-FP8/")
+    code, a, err = _query("Qwen_Qwen3-14B-FP8/")
     assert code == 0, err
-    assert a["query"]["model"] == "qwen3-30b-a3b-fp8" and a["memory"]["weights_dtype"] == "fp8"
-    code, a, err = _query("Qwen/Qwen3-30B-A3B-FP8")
+    assert a["query"]["model"] == "qwen3-14b-fp8" and a["memory"]["weights_dtype"] == "fp8"
+    code, a, err = _query("Qwen/Qwen3-14B-FP8")
     assert code == 0, err
     assert a["assumed"]["model"] == (
-        "qwen3-30b-a3b with fp8 weights (the name's '-FP8'), recognised from the name Qwen/Qwen3-30B-A3B-FP8: its "
-        "config.json is neither in the Hugging Face cache nor fetched (`hf download Qwen/Qwen3-30B-A3B-FP8 "
+        "qwen3-14b with fp8 weights (the name's '-FP8'), recognised from the name Qwen/Qwen3-14B-FP8: its "
+        "config.json is neither in the Hugging Face cache nor fetched (`hf download Qwen/Qwen3-14B-FP8 "
         "config.json` gives kb the exact one)")
+
+
+@pytest.mark.parametrize(("model", "record", "said"), [
+    ("Qwen_Qwen3-30B-A3B-FP8/", "qwen3-30b-a3b-fp8", "the folder name 'Qwen/Qwen3-30B-A3B-FP8'"),
+    ("/mnt/models/Qwen3-235B-A22B-FP8", "qwen3-235b-a22b-fp8", "the folder name 'Qwen3-235B-A22B-FP8'"),
+    ("/data/nvidia/Qwen3-235B-A22B-NVFP4", "qwen3-235b-a22b-nvfp4", "the folder name 'nvidia/Qwen3-235B-A22B-NVFP4'"),
+])
+def test_a_quantized_name_takes_the_quantized_record_where_kb_has_one(model: str, record: str, said: str) -> None:
+    """The record of the quantized release (its own config: what it quantizes, its ModelOpt file), not the base
+    model with its weights recast."""
+    code, a, err = _query(model)
+    assert code == 0, err
+    assert a["query"]["model"] == record
+    assert a["assumed"]["model"].startswith(f"{record}, recognised from {said} ")
+    code, b, err = _query(record)
+    assert code == 0, err
+    assert a["memory"]["weights_bytes"] == b["memory"]["weights_bytes"]
 
 
 def test_a_folder_name_the_hugging_face_cache_holds_reads_its_config(tmp_path: Path) -> None:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import http.server
 import json
+import socket
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -143,9 +145,30 @@ def test_the_mirror_is_asked_and_the_file_lands_in_the_standard_cache(mirror: st
     assert got.url == f"{mirror}/acme/Tiny-8B/blob/{SHA}/config.json"
     assert "HEAD /acme/Tiny-8B/resolve/main/config.json" in FakeHub.calls
     n = len(FakeHub.calls)
+    assert (tmp_path / "hub" / "models--acme--Tiny-8B" / "refs" / "main").read_text() == SHA
     again = hub.fetch_config("acme/Tiny-8B")  # now a cache hit: no request
     assert (again.path, again.commit) == (got.path, SHA) and again.via.startswith("the Hugging Face cache")
     assert len(FakeHub.calls) == n
+
+
+def test_an_unreachable_hub_fails_at_once_without_retries(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                         capfd: pytest.CaptureFixture[str]) -> None:
+    """hf_hub_download alone, with nothing cached, retries an unreachable Hub five times (23 s of backoff) and logs
+    each try on stderr; kb asks once for the revision's commit and says what failed."""
+    pytest.importorskip("huggingface_hub")
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    monkeypatch.setenv("HF_ENDPOINT", url)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.delenv("KB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    start = time.monotonic()
+    with pytest.raises(UsageError) as e:
+        hub.fetch_config("acme/Tiny-8B")
+    assert time.monotonic() - start < 10  # the backoff alone sleeps 23 s
+    assert f"is not in the Hugging Face cache ({tmp_path}), and {url} could not be reached (" in e.value.args[0]
+    assert "Retry" not in capfd.readouterr().err
 
 
 def test_a_gated_model_says_so_and_a_token_opens_it(mirror: str, monkeypatch: pytest.MonkeyPatch) -> None:
