@@ -5,9 +5,9 @@ table, read from the argparse parser its serve command builds, as one JSON docum
     python probes/_serve_flags.py sglang OUT.json   # `python -m sglang.launch_server`: ServerArgs.add_cli_args
 
 The document: {"engine", "release", "allow_abbrev", "underscores" (vLLM's FlexibleArgumentParser reads
---max_num_seqs as --max-num-seqs), "flags": {option string: {"dest", "kind" (switch | value), "type" (int, float,
-str, human_int, or the callable's name), "choices" (or null), "nargs" (or null)}}, "positional": [dests]}. kb's serve-line
-parsers (kbtool/solve/engines/*/args.py) read it from tests/data/<engine>/<release>/flags.json, and
+--max_num_seqs as --max-num-seqs), "flags": {option string: {"dest", "kind" (switch | value), "type" (int,
+float, str, human_int, or the callable's name), "choices" (or null), "nargs" (or null)}}, "positional": [dests]}.
+kb's serve-line parsers (kbtool/solve/engines/*/args.py) read it from tests/data/<engine>/<release>/flags.json, and
 tests/solve/test_serve_flags.py holds kb's own flag tables to it.
 """
 

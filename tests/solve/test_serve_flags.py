@@ -146,7 +146,7 @@ def _words(engine: str) -> list[str]:
     t = flags.table(engine, "x")
     assert t is not None
     known = sorted(t.flags)
-    return known[:: max(1, len(known) // 60)] + ["-tp", "--tp", "--pp", "--model", "--max_num_seqs"]
+    return [*known[::max(1, len(known) // 60)], "-tp", "--tp", "--pp", "--model", "--max_num_seqs"]
 
 
 VALUES = st.sampled_from(["2", "0", "-1", "1e400k", "32k", "32K", "auto", "fp8", "bf16", "x", "", "0.9", "nan",

@@ -4,7 +4,9 @@ Reads `python -m sglang.launch_server ...`, `sglang serve ...` or bare flags (sh
 names and aliases (0.5.23 sglang/srt/arg_groups/fields/*.py: --tp-size / --tensor-parallel-size, --dp-size /
 --data-parallel-size, --pp-size / --pipeline-parallel-size, --ep-size / --expert-parallel-size / --ep,
 --attn-cp-size / --attention-context-parallel-size, --model-path / --model; argparse also takes unique
-prefixes: --tp, --dp; --pp is ambiguous and refused, as SGLang refuses it) into the ServerArgs fields kbtool/solve/engines/sglang/resolve.py reads. Numbers as SGLang
+prefixes: --tp, --dp; --pp is ambiguous and refused, as SGLang refuses it) into the ServerArgs fields
+kbtool/solve/engines/sglang/resolve.py reads. Every flag is first read through the release's own argparse table
+(kbtool/solve/engines/flags.py): switches, prefixes, choices, the type of a flag kb does not model. Numbers as SGLang
 reads them: --context-length with SI suffixes (human_readable_int: 32k = 32,000, 32K = 32,768), the rest as
 int / float. Fields not given keep SGLang's defaults (docs/sglang-resolution.md §7). Unknown flags are listed,
 not fatal; a bad value raises UsageError naming SGLang's flag.
