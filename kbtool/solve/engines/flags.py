@@ -13,11 +13,12 @@ flag and the value as typed and the release the table comes from. The table read
 from __future__ import annotations
 
 import functools
-import json
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbtool.errors import UsageError
+
+if TYPE_CHECKING:
+    from pathlib import Path  # imported where a table is read: a plain query imports neither pathlib nor json
 
 NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
@@ -53,6 +54,8 @@ def number_word(word: str) -> bool:
 
 
 def _folders(engine: str) -> list[Path]:
+    from pathlib import Path
+
     import kbtool
     from kbtool.paths import records_dir
 
@@ -161,6 +164,8 @@ class FlagTable:
 
 @functools.lru_cache(maxsize=8)
 def _load(path: str) -> dict[str, Any]:
+    import json
+
     with open(path, encoding="utf-8") as f:
         doc: dict[str, Any] = json.load(f)
     return doc
