@@ -39,16 +39,25 @@ class Models(Protocol):
 RowOf = Callable[[Any], dict[str, Any]]
 
 
-def _sized(rec: dict[str, Any], folder: Path) -> str:
+def _sized(rec: dict[str, Any], folder: Path, hub: Any = None) -> str:
     """Set the record's weight bytes from the safetensors headers beside its config, where the whole checkpoint is
-    there (kbtool/store/checkpoint.py); the words for the assumed line, or "" (parameters x bytes then)."""
+    there (kbtool/store/checkpoint.py), else, for a config from a Hugging Face repository (`hub`: its Origin), from
+    the headers' bytes read from the Hub with ranged requests (kbtool/store/hubweights.py); the words for the
+    assumed line, or "" (parameters x bytes then, as the memory formula says)."""
     from kbtool.store.checkpoint import tensor_bytes
-    from kbtool.store.untrusted import UntrustedInputError
+    from kbtool.store.untrusted import UntrustedInputError, load_json
 
     try:
-        got = tensor_bytes(folder)
+        config = load_json(folder / "config.json", limit=16 << 20) if (folder / "config.json").is_file() else None
+        got = tensor_bytes(folder, config if isinstance(config, dict) else None)
+        if got is None and hub is not None:
+            from kbtool.store.hubweights import hub_tensor_bytes
+
+            got, why = hub_tensor_bytes(hub.repo, hub.commit, config if isinstance(config, dict) else None)
+            if got is None:
+                return f"; weights estimated as parameters x bytes ({why})" if why else ""
     except UntrustedInputError as e:
-        return f"; weights as parameters x bytes: the safetensors headers could not be read ({e.args[0]})"
+        return f"; weights estimated as parameters x bytes: the safetensors headers could not be read ({e.args[0]})"
     if got is None or got.total <= 0:
         return ""
     rec["weight_bytes"] = got.total
@@ -73,7 +82,7 @@ def _from_config(img: Models, row_of: RowOf, origin: Any, rid: str, how: str) ->
     from kbtool.store.hfconfig_file import read_config
 
     rec = read_config(str(origin.path), rid=rid, origin=origin.source())
-    said = _sized(rec, origin.path.parent)
+    said = _sized(rec, origin.path.parent, origin)
     return img.add_model(row_of(Model.model_validate(rec)), origin=f"{rid} from {origin.text}{how}{said}")
 
 

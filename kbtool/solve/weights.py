@@ -29,7 +29,7 @@ def weight_bytes(model: Model | ModelV, deploy: str | None = None) -> tuple[int,
     groups = {k: v for k, v in groups.items() if v}
     gs = getattr(model, "quant_group_size", None)
     if deploy is None and model.weight_bytes is not None:
-        return model.weight_bytes, f"{model.weight_bytes:,} B as released"
+        return model.weight_bytes, f"{model.weight_bytes:,} B exact (the checkpoint's safetensors headers)"
     fmt = deploy or model.weight_dtype
     base = model.unquantized_dtype if fmt not in ("bf16", "fp16", "fp32") else fmt
     if not groups:

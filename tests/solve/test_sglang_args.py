@@ -36,9 +36,9 @@ def test_argv_form() -> None:
 @pytest.mark.parametrize(("cmd", "msg"), [
     ("--tp-size two", "--sglang-args: --tp-size takes a number; got 'two'"),
     ("--kv-cache-dtype fp8", "--sglang-args: --kv-cache-dtype: invalid choice 'fp8': not a choice of SGLang "
-     "0.5.23, the newest release kb has recorded (a newer SGLang may have it)"),
+     "0.5.23, the newest release kb has recorded (nor of 0.5.17); a newer release may have it"),
     ("--attention-backend flash", "--sglang-args: --attention-backend: invalid choice 'flash': not a choice of "
-     "SGLang 0.5.23, the newest release kb has recorded (a newer SGLang may have it)"),
+     "SGLang 0.5.23, the newest release kb has recorded (nor of 0.5.17); a newer release may have it"),
     ("--tp 5000", "--sglang-args: --tp 5000 is more GPUs than kb models (at most 4096)"),
     ("--page-size", "--sglang-args: --page-size needs a value"),
     ("--context-length infk", "--sglang-args: --context-length takes a number; got 'infk'"),  # issue 48
@@ -63,5 +63,5 @@ def test_a_newer_attention_backend_names_the_recorded_release_and_the_choices() 
     with pytest.raises(UsageError) as e:
         parse("--attention-backend flashattn_v5")
     assert e.value.fix is not None and e.value.fix.startswith("choose from triton, torch_native, ")
-    assert e.value.fix.endswith("; for a newer release's value, kb's records need that release (CONTRIBUTING.md, "
-                                "sglang-resolve)")
+    assert e.value.fix.endswith("; for a newer release's value, kb needs that release's flag table "
+                                "(probes/_serve_flags.py)")

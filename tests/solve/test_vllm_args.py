@@ -94,9 +94,9 @@ def test_older_release_and_unknown_release() -> None:
 
 def test_parse_reads_the_flags_that_move_memory() -> None:
     a = parse("vllm serve m --quantization fp8 -pp 4 --data-parallel-size 2 --max-num-seqs 256 --enforce-eager "
-              "--swap-space 4")
+              "--seed 4")
     assert (a.quantization, a.pp, a.dp, a.max_num_seqs, a.enforce_eager) == ("fp8", 4, 2, 256, True)
-    assert a.ignored == ["--swap-space"]
+    assert a.ignored == ["--seed"]
 
 
 def test_pipeline_parallel_and_quantization_change_the_answer() -> None:

@@ -105,8 +105,8 @@ def test_the_query_sizes_weights_from_the_headers_and_says_so(tmp_path: Path) ->
     a = json.loads(r.out)
     assert a["memory"]["weights_bytes"] == total
     by = f"F8_E4M3 {12288 * 4096:,} B, F32 8 B"
-    assert a["assumed"]["model"] == (f"tiny-fp8; weights {total:,} B from the safetensors headers "
-                                     f"of 1 file(s) (BF16 {2 * 151936 * 4096 * 2:,} B, {by})")
+    assert a["assumed"]["model"] == (f"tiny-fp8; weights {total / 1e9:,.1f} GB ({total:,} B) from the safetensors "
+                                     f"headers of 1 file (BF16 {2 * 151936 * 4096 * 2:,} B, {by})")
     (tmp_path / "model.safetensors").unlink()  # no checkpoint: parameters x bytes, as the formula says
     r = run_kb("query", "--gpu", "h100", "--ctx", "32k", "--model", str(tmp_path), "--json",
                env={"KB_NO_CACHE": "1"})
@@ -128,5 +128,31 @@ def test_a_snapshot_the_engine_downloaded_sizes_its_weights_from_its_shards(tmp_
     assert a["memory"]["weights_bytes"] == total == 2 * 1024 * 1024 + 2048 * 1024
     assert a["assumed"]["model"] == (
         f"tiny-8b from acme/Tiny-8B config.json at commit {sha[:12]}, from the Hugging Face cache {tmp_path / 'hub'}"
-        f"; weights {total:,} B from the safetensors headers of 1 file(s) (BF16 {2 * 1024 * 1024:,} B, "
-        f"F8_E4M3 {2048 * 1024:,} B)")
+        f"; weights {total / 1e9:,.1f} GB ({total:,} B) from the safetensors headers of 1 file "
+        f"(BF16 {2 * 1024 * 1024:,} B, F8_E4M3 {2048 * 1024:,} B)")
+
+
+
+def test_what_the_engines_do_not_load_is_left_out_and_said(tmp_path: Path) -> None:
+    """DeepSeek-V3-style next-n layers (index num_hidden_layers ..), Qwen3-Next-style `mtp.` tensors and rotary
+    inv_freq buffers are not loaded into the served model (vLLM utils.py:575, qwen3_next.py:823, utils.py:235)."""
+    kept = {"model.layers.0.mlp.up_proj.weight": ("BF16", [1024, 1024]),
+            "model.layers.1.mlp.up_proj.weight": ("BF16", [1024, 1024]),
+            "model.layers.10.mlp.up_proj.weight": ("BF16", [1024, 16]),  # 10 is a main layer: not the next-n 2
+            "visual.blocks.0.attn.qkv.weight": ("BF16", [64, 64])}
+    mtp = {"model.layers.2.mlp.up_proj.weight": ("BF16", [1024, 1024]),
+           "mtp.fc.weight": ("BF16", [1024, 2048]), "model.mtp.layers.0.norm.weight": ("BF16", [1024])}
+    inv = {"model.layers.0.self_attn.rotary_emb.inv_freq": ("F32", [64])}
+    write_shard(tmp_path / "model.safetensors", {**kept, **mtp, **inv})
+    config = {"num_hidden_layers": 2, "num_nextn_predict_layers": 1}
+    got = tensor_bytes(tmp_path, config)
+    assert got is not None
+    assert got.total == 2 * (2 * 1024 * 1024 + 1024 * 16 + 64 * 64)
+    assert got.skipped == {"MTP layers": 2 * (1024 * 1024 + 1024 * 2048 + 1024), "rotary inv_freq": 64 * 4}
+    assert got.text.endswith(f"; not loaded: MTP layers {2 * (1024 * 1024 + 1024 * 2048 + 1024):,} B, "
+                             "rotary inv_freq 256 B")
+    # without num_nextn_predict_layers, layer 2 is a layer like the others
+    assert tensor_bytes(tmp_path, {"num_hidden_layers": 2}).total == got.total + 2 * 1024 * 1024  # type: ignore[union-attr]
+    # a multimodal config keeps the counts in text_config
+    nested = {"text_config": {"num_hidden_layers": 2, "num_nextn_predict_layers": 1}}
+    assert tensor_bytes(tmp_path, nested).total == got.total  # type: ignore[union-attr]

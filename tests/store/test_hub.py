@@ -93,7 +93,8 @@ def test_a_model_in_the_standard_cache_answers_offline_with_its_commit(tmp_path:
     a = json.loads(r.out)
     assert a["query"]["model"] == "tiny-8b" and a["memory"]["kv_bytes_per_token"] == 36 * 8 * 128 * 2 * 2
     assert a["assumed"]["model"] == (f"tiny-8b from acme/Tiny-8B config.json at commit {SHA[:12]}, from the "
-                                     f"Hugging Face cache {tmp_path}")
+                                     f"Hugging Face cache {tmp_path}; weights estimated as parameters x bytes "
+                                     "(offline: the Hub's safetensors headers were not read)")
 
 
 def test_hf_home_locates_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

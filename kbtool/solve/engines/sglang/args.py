@@ -3,8 +3,10 @@
 Reads `python -m sglang.launch_server ...`, `sglang serve ...` or bare flags (shell words) with SGLang's flag
 names and aliases (0.5.23 sglang/srt/arg_groups/fields/*.py: --tp-size / --tensor-parallel-size, --dp-size /
 --data-parallel-size, --pp-size / --pipeline-parallel-size, --ep-size / --expert-parallel-size / --ep,
---attn-cp-size / --attention-context-parallel-size, --model-path / --model; argparse also takes the unique
-prefixes --tp, --dp, --pp) into the ServerArgs fields kbtool/solve/engines/sglang/resolve.py reads. Numbers as SGLang
+--attn-cp-size / --attention-context-parallel-size, --model-path / --model; argparse also takes unique
+prefixes: --tp, --dp; --pp is ambiguous and refused, as SGLang refuses it) into the ServerArgs fields
+kbtool/solve/engines/sglang/resolve.py reads. Every flag is first read through the release's own argparse table
+(kbtool/solve/engines/flags.py): switches, prefixes, choices, the type of a flag kb does not model. Numbers as SGLang
 reads them: --context-length with SI suffixes (human_readable_int: 32k = 32,000, 32K = 32,768), the rest as
 int / float. Fields not given keep SGLang's defaults (docs/sglang-resolution.md §7). Unknown flags are listed,
 not fatal; a bad value raises UsageError naming SGLang's flag.
@@ -16,14 +18,14 @@ import shlex
 from dataclasses import dataclass, field
 
 from kbtool.errors import UsageError
-from kbtool.solve.engines.vllm.args import MAX_HUMAN, human_int
+from kbtool.solve.engines.flags import MAX_HUMAN, FlagTable, human_int, number_word, table
 
 # flag -> (ServerArgs field, kind): kind "str", "int", "float", "human" (SI suffixes), "switch"
 _FLAGS: dict[str, tuple[str, str]] = {
     "--model-path": ("model_path", "str"), "--model": ("model_path", "str"),
     "--tp-size": ("tp_size", "int"), "--tensor-parallel-size": ("tp_size", "int"), "--tp": ("tp_size", "int"),
     "--dp-size": ("dp_size", "int"), "--data-parallel-size": ("dp_size", "int"), "--dp": ("dp_size", "int"),
-    "--pp-size": ("pp_size", "int"), "--pipeline-parallel-size": ("pp_size", "int"), "--pp": ("pp_size", "int"),
+    "--pp-size": ("pp_size", "int"), "--pipeline-parallel-size": ("pp_size", "int"),
     "--ep-size": ("ep_size", "int"), "--expert-parallel-size": ("ep_size", "int"), "--ep": ("ep_size", "int"),
     "--attn-cp-size": ("attn_cp_size", "int"), "--attention-context-parallel-size": ("attn_cp_size", "int"),
     "--attn-dp-size": ("attn_dp_size", "int"), "--attention-data-parallel-size": ("attn_dp_size", "int"),
@@ -40,8 +42,9 @@ _FLAGS: dict[str, tuple[str, str]] = {
     "--speculative-num-draft-tokens": ("speculative_num_draft_tokens", "int"),
     "--speculative-draft-model-path": ("speculative_draft_model_path", "str"),
     "--speculative-draft-model": ("speculative_draft_model_path", "str"),
-    "--chunked-prefill-size": ("chunked_prefill_size", "int"), "--max-prefill-tokens": ("max_prefill_tokens", "int"),
-    "--max-running-requests": ("max_running_requests", "int"), "--max-total-tokens": ("max_total_tokens", "int"),
+    "--chunked-prefill-size": ("chunked_prefill_size", "int"),
+    "--max-prefill-tokens": ("max_prefill_tokens", "human"),  # human_readable_int in 0.5.17 and 0.5.23
+    "--max-running-requests": ("max_running_requests", "int"), "--max-total-tokens": ("max_total_tokens", "human"),
     "--cuda-graph-max-bs-decode": ("cuda_graph_max_bs_decode", "int"),
     "--cuda-graph-max-bs-prefill": ("cuda_graph_max_bs_prefill", "int"),
     "--cuda-graph-backend-decode": ("cuda_graph_backend_decode", "str"),
@@ -84,8 +87,7 @@ ATTENTION_BACKENDS = ("triton", "torch_native", "flex_attention", "dsa", "nsa", 
                       "fa4", "flashinfer", "llada2_cfg_flashinfer", "flashmla", "trtllm_mla", "cutedsl_mla",
                       "tokenspeed_mla", "trtllm_mha", "hpc_ops", "minicpm_flashattn", "minicpm_flashinfer", "aiter",
                       "wave", "intel_amx", "ascend", "intel_xpu", "cutlass_mla", "dual_chunk_flash_attn")
-for _f in ("attention_backend", "prefill_attention_backend", "decode_attention_backend",
-           "speculative_draft_attention_backend"):
+for _f in ("attention_backend", "prefill_attention_backend", "decode_attention_backend"):
     _CHOICES[_f] = ATTENTION_BACKENDS
 _PREFIXES = ("python -m sglang.launch_server", "python3 -m sglang.launch_server", "sglang serve", "sglang")
 
@@ -105,7 +107,7 @@ class LaunchArgs:
         return {**DEFAULTS, **self.fields}
 
 
-def _convert(flag: str, key: str, kind: str, text: str) -> object:
+def _convert(flag: str, key: str, kind: str, text: str, tbl: FlagTable | None = None) -> object:
     try:
         if kind == "int":
             n = int(text)
@@ -120,6 +122,8 @@ def _convert(flag: str, key: str, kind: str, text: str) -> object:
         example = "32768 (32k = 32,000; 32K = 32,768)" if kind == "human" else "2"
         raise UsageError(f"--sglang-args: {flag} takes a number; got '{text}'", fix=f"e.g. {flag} {example}") from None
     allowed = _CHOICES.get(key)
+    if tbl is not None:
+        return text  # the release's own choices were checked (kbtool/solve/engines/flags.py)
     if allowed is not None and text not in allowed:
         raise UsageError(f"--sglang-args: {flag}: invalid choice '{text}': not a choice of SGLang {CHOICES_RELEASE},"
                          " the newest release kb has recorded (a newer SGLang may have it)",
@@ -164,14 +168,29 @@ def parse(text: str) -> LaunchArgs:
         raise UsageError(f"--sglang-args: cannot split the command: {exc}", fix="quote it as one shell word") from None
     words = _strip(words)
     out = LaunchArgs()
+    tbl = table("sglang", "--sglang-args")
     i = 0
     while i < len(words):
         w = words[i]
         flag, eq, inline = w.partition("=") if w.startswith("--") else (w, "", "")
-        spec = _FLAGS.get(flag)
+        name = flag
+        if tbl is not None and w.startswith("-") and not number_word(w):
+            canon = tbl.canonical(flag)  # argparse's unique prefixes; an ambiguous one (--pp) is refused
+            if canon is None:  # SGLang exits 2 on it; kb says so and reads on
+                out.unknown.append(tbl.unknown(flag))
+                i += 1 if eq or i + 1 >= len(words) or words[i + 1].startswith("-") else 2
+                continue
+            name = canon
+        spec = _FLAGS.get(name)
         if spec is None:
             if not w.startswith("-") and out.model is None and i == 0:
                 out.model = w  # `sglang serve MODEL ...`
+            elif w.startswith("-") and tbl is not None and name in tbl.flags:
+                out.unknown.append(name)
+                n = tbl.takes(name, words, i, bool(eq))
+                for v in [inline] if eq else words[i + 1:i + 1 + n]:
+                    tbl.check(flag, name, v)
+                i += n
             elif w.startswith("-"):
                 out.unknown.append(flag)
                 if not eq and i + 1 < len(words) and not words[i + 1].startswith("-"):
@@ -193,7 +212,9 @@ def parse(text: str) -> LaunchArgs:
             value = words[i + 1]
             i += 1
         i += 1
-        out.fields[key] = _checked(flag, key, _convert(flag, key, kind, value))
+        if tbl is not None and kind == "str":
+            tbl.check(flag, name, value)  # SGLang's own choices (numbers: kb reads them with SGLang's types)
+        out.fields[key] = _checked(flag, key, _convert(flag, key, kind, value, tbl))
         out.spelled[key] = flag
     if "model_path" in out.fields:
         out.model = str(out.fields["model_path"])

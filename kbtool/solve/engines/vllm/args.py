@@ -16,6 +16,9 @@ from __future__ import annotations
 import shlex
 
 from kbtool.errors import UsageError
+from kbtool.solve.engines.flags import MAX_HUMAN, human_int, number_word, table
+
+__all__ = ["MAX_HUMAN", "QUANT_WEIGHTS", "ServeArgs", "checked", "human_int", "parse"]
 
 _FLAGS = {
     "--kv-cache-dtype": "kv_cache_dtype", "--attention-backend": "attention_backend",
@@ -59,27 +62,6 @@ class ServeArgs:
 
 
 _HUMAN = {"max_model_len", "max_num_batched_tokens", "kv_cache_memory"}  # vLLM reads these with human_readable_int
-_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
-_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-MAX_HUMAN = 2**53  # beyond any context or GPU's memory in bytes, and every float's exact integers
-
-
-def human_int(text: str) -> int:
-    """vLLM's reading of --max-model-len / --max-num-batched-tokens (vllm/utils/argparse_utils.py
-    human_readable_int): 32k = 32,000 and 32K = 32,768; decimals only with the decimal suffixes; 'auto' or -1 for
-    --max-model-len is -1 (fit to memory)."""
-    t = text.strip()
-    if t == "-1" or t.lower() == "auto":
-        return -1
-    if t[-1:] in _DECIMAL:
-        x = float(t[:-1]) * _DECIMAL[t[-1]]
-        if not abs(x) <= MAX_HUMAN:  # inf, nan, 1e400k: vLLM's int() raises too
-            raise ValueError(f"{text!r} is out of range")
-        return int(x)
-    n = int(t[:-1]) * _BINARY[t[-1]] if t[-1:] in _BINARY else int(t)
-    if abs(n) > MAX_HUMAN:
-        raise ValueError(f"{text!r} is out of range")
-    return n
 
 
 def _number(flag: str, key: str, text: str) -> int | float:
@@ -128,25 +110,42 @@ def parse(text: str) -> ServeArgs:
     if words[:1] == ["serve"]:
         words = words[1:]
     out = ServeArgs()
+    tbl = table("vllm", "--vllm-args")
     i = 0
     while i < len(words):
         w = words[i]
-        flag, _, inline = w.partition("=") if w.startswith("--") else (w, "", "")
-        if flag in _SWITCHES and not inline:
-            setattr(out, _SWITCHES[flag], True)
-            i += 1
-            continue
-        key = _FLAGS.get(flag)
-        if key is None:
-            if not w.startswith("-") and out.model is None:
+        if not w.startswith("-") or number_word(w):
+            if out.model is None:
                 out.model = w
-            elif w.startswith("-"):
-                out.ignored.append(flag)
-                if not inline and i + 1 < len(words) and not words[i + 1].startswith("-"):
-                    i += 1  # the ignored flag's value
             i += 1
             continue
-        if inline:
+        flag, eq, inline = w.partition("=") if w.startswith("--") else (w, "", "")
+        name = flag
+        if tbl is not None:
+            canon = tbl.canonical(flag)
+            if canon is None:  # vLLM exits 2 on it ("unrecognized arguments"); kb says so and reads on
+                out.ignored.append(tbl.unknown(flag))
+                i += 1 if eq or i + 1 >= len(words) or words[i + 1].startswith("-") else 2
+                continue
+            name = canon
+        if name in _SWITCHES and not eq:
+            setattr(out, _SWITCHES[name], True)
+            i += 1
+            continue
+        key = _FLAGS.get(name)
+        if key is None or (tbl is not None and tbl.spec(name)["kind"] == "switch"):
+            out.ignored.append(name)
+            if tbl is None:
+                if not eq and i + 1 < len(words) and not words[i + 1].startswith("-"):
+                    i += 1  # the ignored flag's value
+            else:
+                n = tbl.takes(name, words, i, bool(eq))
+                for v in [inline] if eq else words[i + 1:i + 1 + n]:
+                    tbl.check(flag, name, v)
+                i += n
+            i += 1
+            continue
+        if eq:
             value = inline
         else:
             if i + 1 >= len(words):
@@ -154,10 +153,11 @@ def parse(text: str) -> ServeArgs:
             value = words[i + 1]
             i += 1
         i += 1
-        if key in _INTS or key == "gpu_memory_utilization":
+        if key in _INTS or key == "gpu_memory_utilization":  # read with vLLM's types (tests/solve/test_serve_flags.py)
             setattr(out, key, checked(flag, key, _number(flag, key, value)))
-            out.spelled[key] = flag
         else:
+            if tbl is not None:
+                tbl.check(flag, name, value)  # vLLM's own choices for this flag
             setattr(out, key, value)
-            out.spelled[key] = flag
+        out.spelled[key] = flag
     return out

@@ -1,0 +1,203 @@
+"""A serving engine's own command-line table, as its release's argparse parser builds it, for reading pasted lines.
+
+probes/_serve_flags.py writes it under the engine's interpreter (tests/data/<engine>/<release>/flags.json, shipped
+as kbtool/_data/<engine>/...): every option string with its dest, whether it is a switch or takes values (and how
+many: argparse's nargs), the type argparse converts with (int, float, str, human_int, or another callable kb does
+not re-run), its choices, whether the parser takes unique prefixes (allow_abbrev) and whether it reads
+`--max_num_seqs` as `--max-num-seqs` (vLLM's FlexibleArgumentParser). A serve-line parser reads every flag
+through it, so a value is read as the engine reads it: a switch takes no value (`--trust-remote-code MODEL` keeps
+MODEL), `--tp 2` is SGLang's --tp-size by prefix, a bad int or a choice the release lacks is refused naming the
+flag and the value as typed and the release the table comes from. The table read is the newest recorded one.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+from kbtool.errors import UsageError
+
+if TYPE_CHECKING:
+    from pathlib import Path  # imported where a table is read: a plain query imports neither pathlib nor json
+
+NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+MAX_HUMAN = 2**53  # beyond any context or GPU's memory in bytes, and every float's exact integers
+
+
+def human_int(text: str) -> int:
+    """vLLM's reading of --max-model-len / --max-num-batched-tokens (vllm/utils/argparse_utils.py
+    human_readable_int): 32k = 32,000 and 32K = 32,768; decimals only with the decimal suffixes; 'auto' or -1 for
+    --max-model-len is -1 (fit to memory)."""
+    t = text.strip()
+    if t == "-1" or t.lower() == "auto":
+        return -1
+    if t[-1:] in _DECIMAL:
+        x = float(t[:-1]) * _DECIMAL[t[-1]]
+        if not abs(x) <= MAX_HUMAN:  # inf, nan, 1e400k: vLLM's int() raises too
+            raise ValueError(f"{text!r} is out of range")
+        return int(x)
+    n = int(t[:-1]) * _BINARY[t[-1]] if t[-1:] in _BINARY else int(t)
+    if abs(n) > MAX_HUMAN:
+        raise ValueError(f"{text!r} is out of range")
+    return n
+
+
+def number_word(word: str) -> bool:
+    """A word argparse reads as a value even though it starts with '-' (a negative number: -1)."""
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
+def _folders(engine: str) -> list[Path]:
+    from pathlib import Path
+
+    import kbtool
+    from kbtool.paths import records_dir
+
+    return [records_dir().parent / "tests" / "data" / engine, Path(kbtool.__file__).parent / "_data" / engine]
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
+
+
+class FlagTable:
+    """One release's table (see the module docstring)."""
+
+    def __init__(self, doc: dict[str, Any], prefix: str) -> None:
+        self.engine, self.release = str(doc["engine"]), str(doc["release"])
+        self.allow_abbrev, self.underscores = bool(doc.get("allow_abbrev")), bool(doc.get("underscores"))
+        self.flags: dict[str, dict[str, Any]] = doc["flags"]
+        self.prefix = prefix  # "--vllm-args" / "--sglang-args": how kb's errors name the pasted line
+
+    @property
+    def name(self) -> str:
+        return f"{NAMES.get(self.engine, self.engine)} {self.release}"
+
+    def canonical(self, typed: str) -> str | None:
+        """The option string `typed` means to this release's parser (itself, its dashed spelling, or the one option
+        it is a unique prefix of), or None when the parser does not know it. An ambiguous prefix is refused as
+        argparse refuses it."""
+        flag = typed
+        if self.underscores and flag.startswith("--"):
+            flag = "--" + flag[2:].replace("_", "-")
+        if flag in self.flags:
+            return flag
+        if self.allow_abbrev and flag.startswith("--") and len(flag) > 2:
+            hits = sorted({f for f in self.flags if f.startswith(flag)})
+            dests = {self.flags[f]["dest"] for f in hits}
+            if len(dests) == 1:
+                return hits[0]
+            if hits:
+                raise UsageError(f"{self.prefix}: ambiguous option: {typed} could match {', '.join(hits[:6])}"
+                                 f"{' ...' if len(hits) > 6 else ''} ({self.name}'s parser refuses it)",
+                                 fix="spell the flag out in full")
+        return None
+
+    def unknown(self, typed: str) -> str:
+        """What kb lists for a flag this release's parser does not know (the release refuses the line; an older
+        recorded release that had it is named)."""
+        had = []
+        for t in tables(self.engine, self.prefix):
+            if t.release != self.release:
+                try:
+                    if t.canonical(typed) is not None:
+                        had.append(t.release)
+                except UsageError:
+                    had.append(t.release)
+        was = f"; {', '.join(had)} had it" if had else ""
+        return f"{typed} (not a flag of {self.name}, the newest release kb has recorded{was})"
+
+    def spec(self, flag: str) -> dict[str, Any]:
+        return self.flags[flag]
+
+    def takes(self, flag: str, words: list[str], i: int, inline: bool) -> int:
+        """How many of the words after position `i` are `flag`'s values (0 for a switch or a value given with =)."""
+        s = self.flags[flag]
+        if s["kind"] == "switch" or inline:
+            return 0
+        nargs = s.get("nargs")
+        rest = words[i + 1:]
+        if nargs in (None, 1):
+            return 1 if rest else 0
+        if isinstance(nargs, int):
+            return min(nargs, len(rest))
+        n = 0
+        while n < len(rest) and not (rest[n].startswith("-") and not number_word(rest[n])):
+            n += 1
+            if nargs == "?":
+                break
+        return n
+
+    def check(self, typed: str, flag: str, value: str) -> None:
+        """Refuse `value` where this release's parser would (its type or choices), naming the flag as typed."""
+        s = self.flags[flag]
+        t, choices = s.get("type"), s.get("choices")
+        try:
+            if t == "int":
+                int(value)
+            elif t == "float":
+                float(value)
+            elif t == "human_int":
+                human_int(value)
+        except ValueError:
+            word = {"int": "an integer", "float": "a number"}.get(str(t), "a number such as 32768 or 32k")
+            raise UsageError(f"{self.prefix}: {typed} takes {word}; got '{value}' ({self.name}'s parser refuses it)",
+                             fix=f"e.g. {typed} {'0.9' if t == 'float' else '2'}") from None
+        if choices is not None and value not in choices:
+            older = [t.release for t in tables(self.engine, self.prefix)
+                     if value in (t.flags.get(flag) or {}).get("choices", ())]
+            if older:  # a choice of another recorded release: the release pinned later decides
+                return
+            rels = [t.release for t in tables(self.engine, self.prefix) if t.release != self.release]
+            nor = f" (nor of {', '.join(rels)})" if rels else ""
+            raise UsageError(f"{self.prefix}: {typed}: invalid choice '{value}': not a choice of {self.name}, the "
+                             f"newest release kb has recorded{nor}; a newer release may have it",
+                             fix=f"choose from {', '.join(choices)}; for a newer release's value, kb needs that "
+                             "release's flag table (probes/_serve_flags.py)")
+
+
+@functools.lru_cache(maxsize=8)
+def _load(path: str) -> dict[str, Any]:
+    import json
+
+    with open(path, encoding="utf-8") as f:
+        doc: dict[str, Any] = json.load(f)
+    return doc
+
+
+def _paths(engine: str) -> list[Path]:
+    """The recorded tables of `engine`, newest release first (the checkout's, else the installed copy's)."""
+    for folder in _folders(engine):
+        try:
+            found = [p for p in folder.glob("*/flags.json") if p.is_file()]
+        except OSError:
+            continue
+        if found:
+            return sorted(found, key=lambda p: _key(p.parent.name), reverse=True)
+    return []
+
+
+def tables(engine: str, prefix: str) -> list[FlagTable]:
+    """Every recorded release's table of `engine`, newest first."""
+    out = []
+    for path in _paths(engine):
+        try:
+            out.append(FlagTable(_load(str(path)), prefix))
+        except (OSError, ValueError, KeyError):
+            continue
+    return out
+
+
+def table(engine: str, prefix: str) -> FlagTable | None:
+    """The newest recorded release's table of `engine`, or None where none is recorded here."""
+    paths = _paths(engine)
+    try:
+        return FlagTable(_load(str(paths[0])), prefix) if paths else None
+    except (OSError, ValueError, KeyError):
+        return None

@@ -1,0 +1,189 @@
+"""Serve-line parsers against the engines' own parsers: kbtool/solve/engines/flags.py reads the flag tables that
+probes/_serve_flags.py recorded from each release's argparse (tests/data/<engine>/<release>/flags.json), and kb's
+own tables (kbtool/solve/engines/*/args.py) are held to them here. Then the defects of issue 47 and the fuzz
+targets: any pasted line parses or is refused with a UsageError naming what was typed; `kb query` never shows a
+traceback and exits 2 on bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kbtool.errors import UsageError
+from kbtool.solve.engines import flags
+from kbtool.solve.engines.sglang import args as sglang_args
+from kbtool.solve.engines.vllm import args as vllm_args
+from tests.util import ROOT
+
+DATA = ROOT / "tests" / "data"
+VLLM_DEST = {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "dp": "data_parallel_size",
+             "kv_cache_memory": "kv_cache_memory_bytes"}  # kb's field -> vLLM's dest where the names differ
+KIND = {"int": {"int"}, "human": {"human_int"}, "float": {"float"}, "str": {"str"}, "switch": {None}}
+CUSTOM = {"--cuda-graph-backend-decode", "--cuda-graph-backend-prefill"}  # SGLang parses these itself; kb: strings
+
+
+def _doc(engine: str, release: str) -> dict[str, object]:
+    return json.loads((DATA / engine / release / "flags.json").read_text())
+
+
+def test_every_recorded_table_is_the_release_it_is_filed_under() -> None:
+    found = sorted(DATA.glob("*/*/flags.json"))
+    assert {p.parent.parent.name for p in found} == {"vllm", "sglang"}
+    for p in found:
+        d = json.loads(p.read_text())
+        assert (d["engine"], d["release"]) == (p.parent.parent.name, p.parent.name)
+        assert all(s["kind"] in ("switch", "value") for s in d["flags"].values())
+
+
+def test_kbs_vllm_flags_are_vllms_with_its_types() -> None:
+    t = flags.table("vllm", "--vllm-args")
+    assert t is not None
+    for flag, key in vllm_args._FLAGS.items():
+        canon = t.canonical(flag)
+        assert canon is not None, f"{flag} is not a flag of {t.name}"
+        spec = t.spec(canon)
+        assert spec["dest"] == VLLM_DEST.get(key, key), flag
+        if key in vllm_args._HUMAN:
+            assert spec["type"] == "human_int", flag
+        elif key in vllm_args._INTS:
+            assert spec["type"] == "int", flag
+        elif key == "gpu_memory_utilization":
+            assert spec["type"] == "float", flag
+    for flag in vllm_args._SWITCHES:
+        assert t.spec(flag)["kind"] == "switch"
+
+
+@pytest.mark.parametrize("release", ["0.5.17", "0.5.23"])
+def test_kbs_sglang_flags_are_sglangs_with_its_types(release: str) -> None:
+    t = flags.FlagTable(_doc("sglang", release), "--sglang-args")
+    newest = flags.table("sglang", "x")
+    for flag, (key, kind) in sglang_args._FLAGS.items():
+        canon = t.canonical(flag)
+        if canon is None and newest is not None and release != newest.release:
+            continue  # a flag the newer release added (--attn-dp-size is not in 0.5.17)
+        assert canon is not None, f"{flag} is not a flag of {t.name}"
+        spec = t.spec(canon)
+        assert spec["dest"] == key, flag
+        got = None if spec["kind"] == "switch" else spec["type"]
+        assert got in KIND[kind] or flag in CUSTOM, f"{flag}: kb reads {kind}, SGLang {release} {got}"
+
+
+def test_the_choices_kb_knew_are_each_a_recorded_releases() -> None:
+    """kb's own list (used where no table is shipped) holds only values some recorded release accepts."""
+    docs = [_doc("sglang", r) for r in ("0.5.17", "0.5.23")]
+    for key, allowed in sglang_args._CHOICES.items():
+        flag = next(f for f, (k, _) in sglang_args._FLAGS.items() if k == key)
+        union = {c for d in docs for c in (d["flags"][flag]["choices"] or ())}  # type: ignore[index]
+        assert set(allowed) <= union, f"{flag}: {sorted(set(allowed) - union)}"
+
+
+# --- the defects (issue 47) and what the tables fixed --------------------------------------------------------------
+
+def test_sglang_token_counts_take_si_suffixes_as_sglang_reads_them() -> None:
+    """--max-total-tokens and --max-prefill-tokens are human_readable_int in 0.5.17 and 0.5.23: 100k was refused."""
+    a = sglang_args.parse("--max-total-tokens 100k --max-prefill-tokens 16K --chunked-prefill-size 8092")
+    assert a.fields["max_total_tokens"] == 100_000 and a.fields["max_prefill_tokens"] == 16_384
+    assert a.fields["chunked_prefill_size"] == 8092
+
+
+def test_sglang_prefixes_are_argparses() -> None:
+    assert sglang_args.parse("--tp 2 --dp 2").fields["tp_size"] == 2
+    with pytest.raises(UsageError) as e:  # --pp-size, --pp-async-batch-depth, --pp-max-micro-batch-size
+        sglang_args.parse("--model-path m --pp 2")
+    assert str(e.value).startswith("--sglang-args: ambiguous option: --pp could match --pp-async-batch-depth, "
+                                   "--pp-max-micro-batch-size, --pp-size (SGLang 0.5.23's parser refuses it)")
+
+
+def test_a_switch_does_not_take_the_model_as_its_value() -> None:
+    assert vllm_args.parse("vllm serve --trust-remote-code Qwen/Qwen3-8B -tp 2").model == "Qwen/Qwen3-8B"
+    a = sglang_args.parse("sglang serve --model-path Qwen/Qwen3-8B --enable-dp-attention --tp 2")
+    assert a.fields["tp_size"] == 2 and "--enable-dp-attention" in a.unknown
+
+
+def test_vllm_reads_underscores_and_prefixes_as_its_parser_does() -> None:
+    a = vllm_args.parse("vllm serve m --max_num_seqs 512 --gpu-memory-util 0.8")
+    assert (a.max_num_seqs, a.gpu_memory_utilization) == (512, 0.8)
+    assert a.spelled["max_num_seqs"] == "--max_num_seqs"
+
+
+def test_a_flag_the_newest_release_lacks_is_named_with_the_releases_that_had_it() -> None:
+    t = flags.table("vllm", "--vllm-args")
+    assert t is not None and t.canonical("--calculate-kv-scales") is None  # in 0.19.1's parser, not in 0.34.0's
+    a = vllm_args.parse("vllm serve m --calculate-kv-scales -tp 2")
+    assert a.tp == 2 and len(a.ignored) == 1
+    assert a.ignored[0].startswith(f"--calculate-kv-scales (not a flag of {t.name}, the newest release kb has "
+                                   "recorded; ")
+    assert a.ignored[0].endswith(" had it)") and "0.19.1" in a.ignored[0]
+    # --swap-space (V0's CPU swap) is in no recorded release's parser: every one refuses it
+    assert vllm_args.parse("vllm serve m --swap-space 4").ignored == [
+        f"--swap-space (not a flag of {t.name}, the newest release kb has recorded)"]
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("vllm serve m --seed x", "--vllm-args: --seed takes an integer; got 'x' (vLLM 0.34.0's parser refuses it)"),
+    ("vllm serve m --dtype bf16", "--vllm-args: --dtype: invalid choice 'bf16': not a choice of vLLM 0.34.0, the "
+     "newest release kb has recorded (nor of "),
+])
+def test_ignored_flags_are_still_read_with_the_engines_types(line: str, message: str) -> None:
+    with pytest.raises(UsageError) as e:
+        vllm_args.parse(line)
+    assert str(e.value).startswith(message)
+
+
+def test_max_num_seqs_values_vllm_takes_are_taken() -> None:
+    for v in ("1", "256", "1024", "4096", "100000"):
+        assert vllm_args.parse(f"vllm serve m --max-num-seqs {v}").max_num_seqs == int(v)
+    with pytest.raises(UsageError, match="--max-num-seqs 0 must be at least 1"):
+        vllm_args.parse("vllm serve m --max-num-seqs 0")
+
+
+# --- fuzz targets ---------------------------------------------------------------------------------------------------
+
+def _words(engine: str) -> list[str]:
+    t = flags.table(engine, "x")
+    assert t is not None
+    known = sorted(t.flags)
+    return [*known[::max(1, len(known) // 60)], "-tp", "--tp", "--pp", "--model", "--max_num_seqs"]
+
+
+VALUES = st.sampled_from(["2", "0", "-1", "1e400k", "32k", "32K", "auto", "fp8", "bf16", "x", "", "0.9", "nan",
+                          "--", "=", "'", "9" * 30, "Qwen/Qwen3-8B", "/mnt/m", "ünï", "\x00"])
+
+
+def _line(engine: str) -> st.SearchStrategy[str]:
+    word = st.one_of(st.sampled_from(_words(engine)), VALUES, st.text(max_size=12))
+    joined = st.tuples(st.sampled_from(_words(engine)), VALUES).map(lambda fv: f"{fv[0]}={fv[1]}")
+    return st.lists(st.one_of(word, joined), max_size=12).map(lambda ws: " ".join(ws))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=_line("vllm"))
+def test_fuzz_vllm_parser_parses_or_refuses(text: str) -> None:
+    try:
+        vllm_args.parse("vllm serve " + text)
+    except UsageError as e:
+        assert e.args[0].startswith("--vllm-args: ")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=_line("sglang"))
+def test_fuzz_sglang_parser_parses_or_refuses(text: str) -> None:
+    try:
+        sglang_args.parse("python -m sglang.launch_server " + text)
+    except UsageError as e:
+        assert e.args[0].startswith("--sglang-args: ")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(engine=st.sampled_from(["vllm", "sglang"]), data=st.data())
+def test_fuzz_kb_query_exits_0_1_or_2_without_a_traceback(engine: str, data: st.DataObject) -> None:
+    from tests.util import run_kb
+
+    text = data.draw(_line(engine))
+    r = run_kb("query", "--gpu", "h100", "--engine", engine, f"--{engine}-args", f"--model-path qwen3-8b {text}"
+               if engine == "sglang" else f"serve qwen3-8b {text}")
+    assert r.code in (0, 1, 2), r.err
+    assert "Traceback" not in r.err and "Traceback" not in r.out
