@@ -138,6 +138,9 @@ def decide(*, where: str, phases: list[str], kernels: list[KernelAnswer], rec: d
             if any(r.layer == "engine" and not r.handled for r in picked.caveats):
                 caveats.insert(0, "engine")
             refused = list(picked.kernels)
+            called = {c["kernel"] for c in picked.calls}
+            if called:  # its recorded calls say which of its kernels it runs here: only those can fail here
+                refused = [k for k in refused if k in called]
             by_id = {k.id: k for k in kernels}
             shape = bool(refused) and all(any(r.code == "HEAD_DIM" for r in by_id[k].reasons)
                                           for k in refused if k in by_id)

@@ -68,6 +68,20 @@ def test_head_dim_512_on_h100_runs_vllms_bundled_fa4(release: str) -> None:
     assert all(c["kernel"] != "flash-attention-3" for c in _picked(a).calls)
 
 
+@pytest.mark.parametrize("head_dim", [320, 384, 448])
+def test_head_dims_between_256_and_512_on_h100_fail_in_vllms_bundled_fa4(head_dim: int) -> None:
+    """vLLM 0.33.0 sends an SM90 head size above 256 to its bundled FA-4 (fa_utils.py:146), whose SM90 tile table has
+    entries up to 256 and one for 512 (interface.py _tile_size_fwd_sm90): the vllm-fa4 run on an H100 failed to
+    compile 320, 384 and 448. The refused kernels kb names are the ones the backend calls here (FA-4), not FA-2,
+    which it does not call on SM90."""
+    a = solve(image(), build_query(gpu="h100", head_dim=head_dim, engine="vllm", vllm="0.33.0", ctx="8k"))
+    c = _call(a, "flash-attention-4", "decode")
+    assert (c["build"], c["status"], c["scoped"]) == ("vllm-flash-attn-4", "rejected", True)
+    assert a.verdict == "conditional"
+    assert "(vllm-flash-attn-4 0.33.0) refuse its call" in answer_summary(a)
+    assert "expect a failure at first use" in answer_summary(a)
+
+
 def _decision(calls: list[dict[str, Any]]) -> Decision:
     from kbtool.solve.answer import BackendAnswer, KernelAnswer, Reason
 
