@@ -121,6 +121,9 @@ def timelines(kb: KB, lib: str = "vllm") -> dict[str, list[Point]]:
                 continue
             detail = str(entry.get("accepted") or entry.get("refused") or "")
             counts = f"{entry.get('agree', 0)} as it says, {entry.get('against', 0)} against"
+            if entry.get("unattributed"):  # refused in words the probe cannot attribute (issue 46)
+                counts += f", {entry['unattributed']} refused in words no claim reads"
+                detail = detail or str(entry.get("unattributed_example") or "")
             out.setdefault(str(claim), []).append(
                 Point(release, str(entry.get("outcome")), ev.id, f"{counts}{'; e.g. ' + detail if detail else ''}"))
     return out
