@@ -25,7 +25,6 @@ from typing import Any
 from kbtool.solve.engines.base import ReleaseChange
 
 EXAMPLES = 3
-RESOLVED = ("prefill", "decode", "page_size", "kv_cache_dtype")  # what a resolve outcome is compared by
 POOLS = ("pool-models", "pool-classes", "pool-defaults")
 
 

@@ -115,8 +115,10 @@ def replayed(ev: Evidence, version: str) -> dict[str, Any] | None:
 def timelines(kb: KB, lib: str = "vllm") -> dict[str, list[Point]]:
     """claim -> its points, oldest release first."""
     out: dict[str, list[Point]] = {}
+    renamed = getattr(kb, "renamed", {})  # a claim's former id (Claim.formerly): the outcomes are the claim's
     for release, (ev, outcomes) in release_evidence(kb, lib).items():
-        for claim, entry in outcomes.items():
+        for former, entry in outcomes.items():
+            claim = renamed.get(former, former)
             if not isinstance(entry, dict):
                 continue
             detail = str(entry.get("accepted") or entry.get("refused") or "")
