@@ -28,6 +28,7 @@ class KB:
     # dangling (their own finding says what is wrong; one problem, one finding)
     invalid: set[str] = field(default_factory=set)
     root: Path | None = None  # the records tree it was read from (the verdict seed lies there)
+    renamed: dict[str, str] = field(default_factory=dict)  # a claim's former id -> its id (Claim.formerly)
 
     @classmethod
     def from_load(cls, result: LoadResult) -> KB:
@@ -42,13 +43,30 @@ class KB:
                 kb.duplicates.append(item)
             else:
                 kb.add(item.record, item)
+        kb.follow_renames()
         return kb
+
+    def follow_renames(self) -> None:
+        """Claims renamed (`formerly`) keep their evidence: each evidence record is read with today's claim ids
+        (Evidence.renamed), and a former id finds the claim as an alias does. A former id that is another record's
+        id or alias is left alone (KB207 reports it)."""
+        from kbtool.model import Claim, Evidence
+
+        self.renamed = {old: c.id for c in self.of_kind("claim", Claim) for old in c.formerly
+                        if old not in self.by_id}
+        if not self.renamed:
+            return
+        for old, new in self.renamed.items():
+            self.aliases.setdefault(old.lower(), new)
+        for ev in self.of_kind("evidence", Evidence):
+            self.by_id[ev.id] = ev.renamed(self.renamed)
 
     @classmethod
     def from_records(cls, records: list[Record]) -> KB:
         kb = cls()
         for r in records:
             kb.add(r)
+        kb.follow_renames()
         return kb
 
     def add(self, record: Record, where: Loaded | None = None) -> None:

@@ -59,6 +59,7 @@ def all_checks() -> list[Check]:
 
     fns: list[CheckFn] = [
         references.find_duplicate_ids, references.find_dangling_refs, references.find_alias_collisions,
+        references.find_former_id_collisions,
         references.find_cycles, references.find_self_refs, references.find_misplaced,
         values.find_unsourced_facts, values.find_bad_values, values.find_unknown_condition_values,
         values.find_control_characters,

@@ -78,6 +78,28 @@ def find_alias_collisions(kb: KB) -> list[Finding]:
     return out
 
 
+@check("KB207", "former-id-collision", "a claim's former id (formerly) names no other record, alias or claim")
+def find_former_id_collisions(kb: KB) -> list[Finding]:
+    from kbtool.model import Claim
+
+    taken = {name.lower(): r.id for r in kb for name in (r.id, *r.aliases)}  # ids and aliases, not former ids
+    first: dict[str, str] = {}
+    out = []
+    for c in kb.of_kind("claim", Claim):
+        for i, old in enumerate(c.formerly):
+            other = kb.by_id.get(old)
+            owner = other.id if other is not None else taken.get(old.lower())
+            if owner is None and first.setdefault(old, c.id) != c.id:
+                owner = first[old]
+            if owner is not None or old == c.id:
+                file, line = kb.location(c.id, "formerly", i)
+                what = "its own id" if old == c.id else f"'{owner}' has it"
+                out.append(Finding("KB207", f"former id '{old}' is ambiguous: {what}", file, line,
+                                   f"$.formerly[{i}]", fix="a former id names one claim only: drop it here, or "
+                                   "rename the other record", check="former-id-collision"))
+    return out
+
+
 def _has_cycle(edges: set[tuple[str, str]]) -> bool:
     """Whether the directed graph has a cycle (Kahn: a node left with incoming edges after peeling)."""
     succ: dict[str, list[str]] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -128,13 +128,33 @@ def probe_sweep(
         with render.sweep_bar(not json_, len(tasks)) as on_step:
             results = sw.sweep(records, lib, tasks, workdir=workdir, python=python, on_step=on_step)
     seconds = time.monotonic() - t0
+    report = _sweep_report(kb, lib, [r.release for r in results if r.evidence])
     if json_:
         print(json.dumps({"releases": chosen, "skipped": skipped, "tasks": [asdict(t) for t in tasks],
-                          "results": [asdict(r) for r in results], "seconds": round(seconds, 1)}, indent=2))
+                          "results": [asdict(r) for r in results], "seconds": round(seconds, 1),
+                          "changes": report.to_dict() if report else None}, indent=2, default=str))
     else:
         render.sweep_text(tasks, skipped, results, seconds, dry_run)
+        if report is not None:
+            from kbtool.render.console import out
+            from kbtool.render.releasediff import sweep_report
+
+            sweep_report(out, report)
     if any(r.status == "failed" for r in results):
         raise typer.Exit(1)
+
+
+def _sweep_report(kb: Path | None, lib: str, releases: list[str]) -> Any:
+    """What changed at each release that wrote evidence, against the release recorded before it (the records read
+    again: the sweep has just written them); None when no release did."""
+    from kbtool.solve.engines.registry import ENGINES
+
+    if not releases or lib not in ENGINES:
+        return None
+    from kbtool.query_cli import image
+    from kbtool.views.releasediff import sweep_report
+
+    return sweep_report(_load_kb(kb), image(str(kb) if kb else None, use_cache=True), lib, releases)
 
 
 @probe_app.command("events")

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .common import Condition, Record, Ref, Strict, Verification, VersionRange
+from .common import Condition, Id, Record, Ref, Strict, Verification, VersionRange
 
 
 class Reason(Strict):
@@ -28,6 +28,10 @@ class Claim(Record):
     verification: Verification = Field(default_factory=Verification, description="Status and evidence")
     supersedes: Ref | None = Field(default=None, description="An older claim this one replaces")
     related: list[Ref] = Field(default_factory=list, description="Other records it bears on")
+    formerly: list[Id] = Field(default_factory=list, description="Ids this claim had before it was renamed (a "
+                               "release-specific id made neutral): evidence records, which are never edited, name "
+                               "the claim by the id of their day, and their verdicts and release outcomes under a "
+                               "former id are read as this claim's (KB207: no other record or alias has it)")
     parts: list[Ref] = Field(default_factory=list, description="Claims that each state one part of this one (\"X "
                              "needs Y\" and \"without Y, Z happens\"), each judged by its own evidence; the status "
                              "shown for this claim is the weakest of theirs and its own (kbtool/views/parts.py)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
@@ -66,6 +67,20 @@ class Evidence(Record):
     verdicts: list[VerdictEntry] = Field(default_factory=list, description="Per-claim verdicts")
     artifacts: list[str] = Field(default_factory=list, description="Files written beside the record (plots)")
     data: dict[str, Any] = Field(default_factory=dict, description="Raw curves and tables the verdicts rest on")
+
+    def renamed(self, current: Mapping[str, str]) -> Evidence:
+        """This record as today's claims name it (`current`: former claim id -> id, from the claims' `formerly`):
+        its verdicts and its per-claim release outcomes (`data.outcomes`) under a former id are the renamed claim's.
+        The file is never edited; the record itself when it names no former id."""
+        outcomes = self.data.get("outcomes")
+        keyed = isinstance(outcomes, dict) and any(k in current for k in outcomes)
+        if not keyed and not any(v.claim in current for v in self.verdicts):
+            return self
+        update: dict[str, Any] = {"verdicts": [v.model_copy(update={"claim": current[v.claim]})
+                                               if v.claim in current else v for v in self.verdicts]}
+        if keyed and isinstance(outcomes, dict):
+            update["data"] = {**self.data, "outcomes": {current.get(k, k): e for k, e in outcomes.items()}}
+        return self.model_copy(update=update)
 
     def refs(self) -> list[tuple[str, str]]:
         out = [("verdict", v.claim) for v in self.verdicts]

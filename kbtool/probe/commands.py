@@ -374,7 +374,9 @@ def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update
     claims = load_claims(records, strict=write)
     if not claims:
         raise ProbeError(f"no claims under {records / 'claims'}")
+    current = {old: c.id for c, _ in claims.values() for old in c.formerly}  # renamed claims keep their evidence
     evidence, imported = import_evidence(records / "evidence", [ev_io.load(p) for p in files], write=write)
+    evidence = [e.renamed(current) for e in evidence]
     probes = probes_by_id()
     evidence = list({e.id: e for e in evidence}.values())  # a record given twice (folder and file) counts once
     evidence = _judged_again(evidence, records, claims, probes)

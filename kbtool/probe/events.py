@@ -37,7 +37,7 @@ def _dump(r: VersionRange) -> dict[str, Any]:
 
 
 def proposed(claim: Claim, points: list[tl.Point], lib: str = "vllm",
-             judged: dict[str, str] | None = None) -> list[dict[str, Any]] | None:
+             judged: dict[str, str] | None = None, pending: set[str] | None = None) -> list[dict[str, Any]] | None:
     """The claim's new scope list, or None when the timeline gives nothing to write. A range cites the
     evidence of its bounds whose verdict on the claim today (`judged`: evidence id -> verdict) is on its side,
     as KB306 holds cited evidence to those verdicts: confirmed inside the range, contradicted outside. A bound
@@ -74,6 +74,8 @@ def proposed(claim: Claim, points: list[tl.Point], lib: str = "vllm",
         inside = {p.evidence for p in held}
         cites = (set(r["evidence"]) | {first.evidence, last.evidence}) - blind
         if judged is not None:
+            if pending is not None:  # inside the new range, outside the old: today's judge has not been asked
+                pending |= {e for e in cites & inside if e not in judged}
             cites = {e for e in cites if judged.get(e) == ("confirmed" if e in inside else "contradicted")}
         if cites:
             run["evidence"] = sorted(cites)
@@ -83,17 +85,46 @@ def proposed(claim: Claim, points: list[tl.Point], lib: str = "vllm",
 
 
 def plan(claims: dict[str, tuple[Claim, Path | None]], lines: dict[str, list[tl.Point]],
-         only: list[str] | None = None, judged: dict[str, dict[str, str]] | None = None) -> list[ScopeChange]:
+         only: list[str] | None = None, judged: dict[str, dict[str, str]] | None = None,
+         pending: dict[str, set[str]] | None = None) -> list[ScopeChange]:
+    """The scope changes the timelines prove; `pending` (claim -> evidence ids) collects the evidence a new range
+    would cover that today's judge gave no verdict on (the claim was scoped out of that release)."""
     out = []
     for cid, points in sorted(lines.items()):
         if cid not in claims or (only and cid not in only):
             continue
         claim, path = claims[cid]
-        new = proposed(claim, points, judged=(judged or {}).get(cid, {}) if judged is not None else None)
+        asked: set[str] = set()
+        new = proposed(claim, points, judged=(judged or {}).get(cid, {}) if judged is not None else None,
+                       pending=asked)
         old = [_dump(r) for r in claim.scope]
+        if asked and pending is not None:
+            pending[cid] = asked
         if new is not None and new != old:
             swept = {p.release: p.evidence for p in points if p.outcome in ("holds", "fails")}
             out.append(ScopeChange(cid, path, old, new, tl.events(points), unsupported(old, new, swept)))
+    return out
+
+
+def as_extended(kb: Any, changes: list[ScopeChange], pending: dict[str, set[str]],
+                first: bool = False) -> dict[str, dict[str, str]]:
+    """claim -> evidence id -> the verdict the evidence's judge gives once the changes (all at once: a refusal
+    another claim explains depends on which claims are in scope) are written: what KB306 will hold the new
+    citations to. Only the pending evidence of the release-grid probe is judged, in memory; nothing is written."""
+    from kbtool.model import Evidence
+    from kbtool.probe.judges import vllm_selector as vs
+    from kbtool.probe.rejudge import observations
+
+    scopes = {ch.claim: ch.new for ch in changes if not ch.held_back or (first and ch.claim in pending)}
+    claims = [dict(c, scope=scopes[c["id"]]) if c["id"] in scopes else c for c in vs.engine_claims()]
+    out: dict[str, dict[str, str]] = {}
+    for eid in sorted({e for es in pending.values() for e in es}):
+        ev = kb.get(eid)
+        if not isinstance(ev, Evidence) or ev.probe.id != vs.SPEC.id:
+            continue
+        for v in vs.judge_as(claims, observations(ev)):
+            if eid in pending.get(v["claim"], ()):
+                out.setdefault(v["claim"], {})[eid] = v["verdict"]
     return out
 
 
@@ -116,8 +147,9 @@ def unsupported(old: list[dict[str, Any]], new: list[dict[str, Any]], swept: dic
         for k in BOUNDS:
             v = r.get(k)
             if v and v in swept and swept[v] not in r["evidence"]:
-                return (f"the range ({bounds}) would not cite {swept[v]}, the evidence of its {k} {v} (today's "
-                        f"judge gives no verdict there on the claim as scoped); left as it is")
+                return (f"the range ({bounds}) would not cite {swept[v]}, the evidence of its {k} {v} (its judge, "
+                        f"asked with the ranges as they would be written, does not confirm the claim there); left "
+                        f"as it is")
     return None
 
 
@@ -150,5 +182,19 @@ def run(records: Path, *, write_: bool = False, only: list[str] | None = None) -
     for ev in kb.of_kind("evidence", Evidence):  # today's verdicts, as KB306 holds the cited evidence to them
         for cid, on in today(kb).get(ev.id, {}).items():
             judged.setdefault(cid, {})[ev.id] = on["verdict"]
-    changes = plan(claims, tl.timelines(kb), only, judged)
+    lines = tl.timelines(kb)
+    pending: dict[str, set[str]] = {}
+    changes = plan(claims, lines, only, judged, pending)
+    # a range newly covering a release cites its evidence where that release's judge, asked with the ranges as they
+    # would be written, confirms it: first with every pending range extended, then with those the verdicts allow,
+    # until the set written is the set judged (each round can only hold back more)
+    for round_ in range(6):
+        if not pending:
+            break
+        extra = as_extended(kb, changes, pending, first=round_ == 0)
+        trial = {cid: {**judged.get(cid, {}), **extra.get(cid, {})} for cid in set(judged) | set(extra)}
+        again = plan(claims, lines, only, trial)
+        if round_ and [(c.claim, c.held_back) for c in again] == [(c.claim, c.held_back) for c in changes]:
+            break
+        changes = again
     return changes, write(changes) if write_ else []

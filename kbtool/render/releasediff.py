@@ -11,6 +11,8 @@ from rich.markup import escape
 from rich.table import Table
 
 CLAIMS_SHOWN = {"introduced": 12, "fixed": 12, "unconfirmed": 5}  # listed per kind of change; the rest counted
+GATES_SHOWN = 15
+MODELS_SHOWN = 8  # accounting changes listed (most points first); the rest counted
 
 
 def _v(value: Any) -> str:
@@ -24,6 +26,7 @@ def release_diff(c: Console, d: Any) -> None:
     c.print(f"[bold]{escape(d.label)} {escape(d.a)} -> {escape(d.b)}[/]")
     _defaults(c, d)
     _engine(c, d)
+    _gates(c, d)
     _claims(c, d)
     if d.question is not None:
         _question(c, d.question)
@@ -72,8 +75,42 @@ def _engine(c: Console, d: Any) -> None:
                 + (f"; {escape(x.note)}" if x.note else ""))
         for e in x.examples:
             c.print(f"      [dim]{escape(e if len(e) <= 110 else e[:107] + '...')}[/]")
+    for x in (x for x in d.changes if x.group == "priorities"):
+        where = f"cc {x.key}" if x.key[0].isdigit() else x.key
+        c.print(f"  {escape(where)}: priority list changed at {x.count:,} of {x.of_total:,} points")
+        for e in x.examples:
+            c.print(f"      [dim]{escape(e if len(e) <= 110 else e[:107] + '...')}[/]")
     if not (missing or backends or selection):
         c.print("  no backend or selection change recorded")
+    _counted(c, "launch defaults", "the engine's own resolution per accelerator and model",
+             [x for x in d.changes if x.group == "defaults"], "accelerator x model")
+    _counted(c, "KV accounting", "the engine's own planning on the recorded models",
+             [x for x in d.changes if x.group == "accounting"], "points")
+
+
+def _counted(c: Console, title: str, what: str, rows: list[Any], unit: str) -> None:
+    if not rows:
+        return
+    c.print(f"\n[bold]{title}[/] ({what}, recorded)")
+    for x in rows[:MODELS_SHOWN]:
+        of = f" of {x.of_total:,}" if x.of_total else ""
+        c.print(f"  {escape(x.key)}: changed at {x.count:,}{of} {unit}")
+        for e in x.examples[:2]:
+            c.print(f"      [dim]{escape(e if len(e) <= 110 else e[:107] + '...')}[/]")
+    if len(rows) > MODELS_SHOWN:
+        c.print(f"  ... and {len(rows) - MODELS_SHOWN} more (--json lists them)")
+
+
+def _gates(c: Console, d: Any) -> None:
+    if not d.gates:
+        return
+    c.print(f"\n[bold]gates[/] whose outcome on the release's own grid changed ({len(d.gates)}; the evidence, before "
+            "any scope is rewritten)")
+    for x in d.gates[:GATES_SHOWN]:
+        c.print(f"  {escape(x.claim)}: {escape(x.old)} -> [bold]{escape(x.new)}[/]"
+                + (f"  [dim]{escape(x.detail[:90])}[/]" if x.detail else ""))
+    if len(d.gates) > GATES_SHOWN:
+        c.print(f"  ... and {len(d.gates) - GATES_SHOWN} more (--json lists them)")
 
 
 def _backend_line(c: Console, where: str, old: list[str], new: list[str], source: str | None) -> None:
@@ -143,3 +180,15 @@ def _cell(key: str, v: Any) -> str:
     if key == "starts":
         return "yes" if v else "no"
     return str(v)
+
+
+def sweep_report(c: Console, r: Any) -> None:
+    """The sweep's closing report: each swept release against the one recorded before it, as `kb diff` words it."""
+    if not (r.diffs or r.notes):
+        return
+    c.print("\n[bold]what changed[/] (against the release recorded before; `kb diff` compares any two)")
+    for n in r.notes:
+        c.print(f"  {escape(n)}")
+    for d in r.diffs:
+        c.print()
+        release_diff(c, d)

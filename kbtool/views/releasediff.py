@@ -7,6 +7,8 @@ Four parts, each from what is recorded, none filled in from another release:
   record says so;
 - engine: what the engine's own recordings say changed (Engine.release_changes: for vLLM its selector grids'
   backends and selections per compute capability, and its config resolution's release facts);
+- gates: claims whose outcome on the two releases' own grids differs (the engine's release timeline: holds,
+  fails, unattributed), read from the evidence before any scope is rewritten;
 - claims: claims whose version scope for the engine's library holds at one release and not the other;
 - question (with --gpu): the same query solved under each release, side by side, and which changed default or
   accounting moved the pool.
@@ -50,6 +52,17 @@ class ClaimChange:
     at_b: bool
     scope: str  # the library's range(s), as recorded
     why: str  # introduced / fixed (a recorded bound between them) / unconfirmed (past its last recorded release)
+
+
+@dataclass(frozen=True)
+class GateChange:
+    """A claim whose outcome on the release's own grid differs between the two releases."""
+
+    claim: str
+    old: str  # holds | fails | unattributed | none | not judged (the release has no outcome for it)
+    new: str
+    evidence: str | None  # B's evidence (A's where B has none)
+    detail: str
 
 
 @dataclass(frozen=True)
@@ -99,6 +112,7 @@ class ReleaseDiff:
     claims: list[ClaimChange]
     question: Question | None = None
     notes: list[str] = field(default_factory=list)
+    gates: list[GateChange] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(replace(self, changes=[]))  # ReleaseChange is no dataclass: asdict would deep-copy it
@@ -181,6 +195,31 @@ def claims_diff(kb: KB, library: str, a: str, b: str) -> list[ClaimChange]:
                                         if getattr(r, k)) or "all" for r in ranges)
             out.append(ClaimChange(c.id, c.statement, at_a, at_b, words, _why(ranges, a, b)))
     return sorted(out, key=lambda x: (x.at_a, x.claim))
+
+
+NOT_JUDGED = "not judged"
+
+
+def gates_diff(kb: KB, engine: str, a: str, b: str) -> list[GateChange]:
+    """Claims whose outcome on A's grid differs from B's (the release timeline, kbtool/solve/engines/vllm/timeline.py:
+    an engine whose probe records no per-release outcomes has none). A claim only one release judges is listed
+    when the other release has outcomes at all (a claim new or gone between them)."""
+    from kbtool.solve.engines.vllm import timeline as tl
+
+    lines = tl.timelines(kb, engine)
+    have = {p.release for pts in lines.values() for p in pts}
+    if a not in have or b not in have:
+        return []
+    out = []
+    for cid, points in sorted(lines.items()):
+        at = {p.release: p for p in points}
+        pa, pb = at.get(a), at.get(b)
+        old, new = (p.outcome if p else NOT_JUDGED for p in (pa, pb))
+        if old != new:
+            last = pb or pa
+            out.append(GateChange(cid, old, new, last.evidence if last else None, last.detail if last else ""))
+    order = {"fails": 0, "unattributed": 1, "holds": 2}
+    return sorted(out, key=lambda g: (order.get(g.new, 3), g.claim))
 
 
 def _why(ranges: list[Any], a: str, b: str) -> str:
@@ -284,10 +323,41 @@ def diff(kb: KB, img: Any, engine: str, a: str, b: str, gpu: str | None = None,
     defaults = defaults_diff(ra, rb) if ra is not None and rb is not None else []
     out = ReleaseDiff(engine=engine, label=eng.label, a=a, b=b, records={a: ra is not None, b: rb is not None},
                       defaults=defaults, changes=eng.release_changes(img, a, b),
-                      claims=claims_diff(kb, engine, a, b), notes=notes)
+                      claims=claims_diff(kb, engine, a, b), notes=notes, gates=gates_diff(kb, engine, a, b))
     if gpu is None:
         return out
     return ReleaseDiff(**{**out.__dict__, "question": ask(img, engine, a, b, gpu, defaults, **question)})
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    """What changed at each release a sweep recorded, against the release recorded before it."""
+
+    engine: str
+    diffs: list[ReleaseDiff]
+    notes: list[str]  # a release with nothing recorded before it, or nothing recorded at all
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"engine": self.engine, "diffs": [d.to_dict() for d in self.diffs], "notes": self.notes}
+
+
+def sweep_report(kb: KB, img: Any, engine: str, releases: list[str]) -> SweepReport:
+    """`kb probe sweep`'s closing report: for each swept release, `diff` against the newest recorded release
+    before it (the same comparison as `kb diff`, one implementation)."""
+    from kbtool.solve.conditions import compare_versions
+
+    known = recorded(kb, img, engine)
+    diffs, notes = [], []
+    for r in releases:
+        if r not in known:
+            notes.append(f"{r}: nothing recorded (the sweep did not complete it)")
+            continue
+        before = [v for v in known if compare_versions(v, r) < 0]
+        if not before:
+            notes.append(f"{r}: no release recorded before it to compare with")
+            continue
+        diffs.append(diff(kb, img, engine, before[-1], r))
+    return SweepReport(engine, diffs, notes)
 
 
 def ask(img: Any, engine: str, a: str, b: str, gpu: str, defaults: list[FieldChange], **opts: Any) -> Question:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from kbtool.checks.references import find_alias_collisions, find_cycles, find_dangling_refs, find_self_refs
+from kbtool.checks.references import (
+    find_alias_collisions,
+    find_cycles,
+    find_dangling_refs,
+    find_former_id_collisions,
+    find_self_refs,
+)
 from kbtool.kb import KB
 from kbtool.model import Architecture, Kernel
 
@@ -41,3 +47,49 @@ def test_alias_collision_case_insensitive() -> None:
                           arch("z", aliases=["H"])])
     assert sorted(f.message for f in find_alias_collisions(kb)) == [
         "alias 'H' already names 'y'", "alias 'SM90' already names 'sm90'"]
+
+
+def _claim(id_: str, formerly: list[str] | None = None, aliases: list[str] | None = None):  # type: ignore[no-untyped-def]
+    from kbtool.model import Claim
+
+    return Claim.model_validate({"id": id_, "kind": "claim", "name": id_, "subject": "a", "statement": "s",
+                                 "effect": "reject", "reason": {"code": "X", "message": "m"}, "sources": SRC,
+                                 "formerly": formerly or [], "aliases": aliases or []})
+
+
+def _evidence(claim: str):  # type: ignore[no-untyped-def]
+    from kbtool.model import Evidence
+
+    return Evidence.model_validate({
+        "id": "ev", "kind": "evidence", "name": "ev", "sources": SRC, "probe": {"id": "p", "version": 1},
+        "environment": {"gpu": "none", "compute_capability": "none"}, "started": "2026-12-01T00:00:00Z",
+        "verdicts": [{"claim": claim, "verdict": "confirmed", "scope": {"vllm": "0.34.0"}}],
+        "data": {"outcomes": {claim: {"outcome": "holds"}, "other": {"outcome": "none"}}}})
+
+
+def test_a_renamed_claim_keeps_its_evidence() -> None:
+    """Evidence is never edited: a verdict under the claim's former id is the renamed claim's, and so are its
+    release outcomes; the former id finds the claim; no reference dangles."""
+    from kbtool.model import Evidence
+
+    kb = KB.from_records([arch("a"), _claim("vllm-x-block-size", formerly=["vllm-x-block-size-0.33.0"]),
+                          _evidence("vllm-x-block-size-0.33.0")])
+    ev = kb.get("ev")
+    assert isinstance(ev, Evidence)
+    assert [v.claim for v in ev.verdicts] == ["vllm-x-block-size"]
+    assert set(ev.data["outcomes"]) == {"vllm-x-block-size", "other"}
+    assert kb.resolve("vllm-x-block-size-0.33.0").id == "vllm-x-block-size"
+    assert find_dangling_refs(kb) == [] and find_former_id_collisions(kb) == []
+    plain = KB.from_records([arch("a"), _claim("c"), _evidence("c")])
+    assert plain.get("ev") is not None and plain.renamed == {}
+
+
+def test_a_former_id_names_one_claim_only() -> None:
+    kb = KB.from_records([arch("a"), _claim("c1", formerly=["a"]), _claim("c2", formerly=["old"]),
+                          _claim("c3", formerly=["old", "c3"]), _claim("c4", formerly=["typed"]),
+                          _claim("c5", aliases=["typed"])])
+    assert sorted(f.message for f in find_former_id_collisions(kb)) == [
+        "former id 'a' is ambiguous: 'a' has it", "former id 'c3' is ambiguous: its own id",
+        "former id 'old' is ambiguous: 'c2' has it", "former id 'typed' is ambiguous: 'c5' has it"]
+    assert {f.code for f in find_former_id_collisions(kb)} == {"KB207"}
+    assert "a" not in kb.renamed  # a record's own id is never read as another claim's former id

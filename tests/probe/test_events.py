@@ -66,7 +66,46 @@ def test_a_bound_moved_to_a_swept_release_must_cite_that_releases_evidence() -> 
     swept = {"0.19.1": "ev-0.19.1", "0.20.0": "ev-0.20.0", "0.33.0": "ev-0.33.0", "0.34.0": "ev-0.34.0"}
     assert events.unsupported(old, new, swept) == (
         "the range (introduced 0.20.0, last_affected 0.34.0) would not cite ev-0.34.0, the evidence of its "
-        "last_affected 0.34.0 (today's judge gives no verdict there on the claim as scoped); left as it is")
+        "last_affected 0.34.0 (its judge, asked with the ranges as they would be written, does not confirm the claim "
+        "there); left as it is")
     new[0]["evidence"] = ["ev-0.20.0", "ev-0.34.0"]
     assert events.unsupported(old, new, swept) is None
     assert events.unsupported(old, old, swept) is None  # the record's own range stands as it is
+
+
+def test_evidence_a_new_range_covers_is_pending_until_judged_as_extended() -> None:
+    """Today's judge gives no verdict on a claim scoped out of a release; plan() names that evidence as pending, and
+    the range cites it only once the release's judge, asked with the range extended, confirms it."""
+    line = {"c": pts(("0.32.0", "fails"), ("0.33.0", "holds"), ("0.34.0", "holds"))}
+    today = {"c": {"ev-0.32.0": "contradicted", "ev-0.33.0": "confirmed"}}  # no verdict at 0.34.0: out of scope
+    pending: dict[str, set[str]] = {}
+    (held,) = events.plan({"c": (claim(SCOPED), None)}, line, judged=today, pending=pending)
+    assert pending == {"c": {"ev-0.34.0"}} and held.held_back is not None
+    extended = {"c": {**today["c"], "ev-0.34.0": "confirmed"}}
+    (ok,) = events.plan({"c": (claim(SCOPED), None)}, line, judged=extended)
+    assert ok.held_back is None and ok.new[0]["last_affected"] == "0.34.0" and "ev-0.34.0" in ok.new[0]["evidence"]
+    disputed = {"c": {**today["c"], "ev-0.34.0": "contradicted"}}  # in scope it would be contradicted: not cited
+    (no,) = events.plan({"c": (claim(SCOPED), None)}, line, judged=disputed)
+    assert no.held_back is not None
+
+
+def test_as_extended_judges_the_release_with_the_proposed_scopes() -> None:
+    """On the shipped records: today's judge says nothing of vllm-flashinfer-dtypes on 0.34.0's evidence (its range
+    ends at 0.33.0); asked with the range extended (in memory, nothing written) it judges it, and finds FLASHINFER
+    refusing nvfp4 KV there for a reason of the claim's kind that no claim in scope explains: contradicted, so the
+    range is not extended although the release outcome (any scope) holds."""
+    import pytest
+
+    from kbtool.probe.judges import vllm_selector as vs
+    from tests.util import RECORDS, load_kb
+
+    kb = load_kb(RECORDS)
+    eid = "2026-12-05-no-gpu-vllm-0-34-0-vllm-selector"
+    cid = "vllm-flashinfer-dtypes"
+    c = next(x for x in vs.engine_claims() if x["id"] == cid)
+    if kb.get(eid) is None or any(r.get("last_affected") != "0.33.0" for r in c["scope"]):
+        pytest.skip("no 0.34.0 selector evidence, or the claim's range was moved")
+    ch = events.ScopeChange(cid, None, c["scope"], [{**r, "last_affected": "0.34.0"} for r in c["scope"]],
+                            held_back="pending")
+    assert events.as_extended(kb, [ch], {cid: {eid}}, first=True) == {cid: {eid: "contradicted"}}
+    assert events.as_extended(kb, [ch], {cid: {eid}}) == {}  # held back and not the first round: not extended

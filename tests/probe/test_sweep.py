@@ -156,3 +156,26 @@ def test_the_grid_writes_bytecode_and_evidence_keeps_overrides(monkeypatch: pyte
     model = evidence.environment_model({"gpu": "no GPU (vllm 0.34.0)", "compute_capability": "n/a",
                                         "install_overrides": ["flashinfer-python==0.7.4"]})
     assert model.install_overrides == ["flashinfer-python==0.7.4"]
+
+
+def test_a_sweep_ends_with_what_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The closing report is kb diff's comparison against the release recorded before (here the shipped 0.34.0
+    evidence stands in for what the sweep wrote); text and JSON."""
+    from typer.testing import CliRunner
+
+    from kbtool.cli import app
+
+    monkeypatch.setattr(sweep, "registry_releases", lambda lib: ["0.33.0", "0.34.0"])
+    monkeypatch.setattr(sweep, "plan", lambda *a, **k: ([sweep.Task("0.34.0", ["vllm-selector"])], []))
+    done = sweep.ReleaseResult("0.34.0", "ok", {"vllm-selector": "ok"}, ["records/evidence/x.yaml"])
+    monkeypatch.setattr(sweep, "sweep", lambda *a, **k: [done])
+    res = CliRunner().invoke(app, ["probe", "sweep", "--releases", "0.34.0"])
+    assert res.exit_code == 0, res.output
+    text = res.output.split("what changed", 1)[1]
+    assert "vLLM 0.33.0 -> 0.34.0" in text and "block_size: 16 -> 64" in text
+    res = CliRunner().invoke(app, ["probe", "sweep", "--releases", "0.34.0", "--json"])
+    got = json.loads(res.output)["changes"]
+    assert [(d["a"], d["b"]) for d in got["diffs"]] == [("0.33.0", "0.34.0")]
+    monkeypatch.setattr(sweep, "sweep", lambda *a, **k: [sweep.ReleaseResult("0.34.0", "failed")])
+    res = CliRunner().invoke(app, ["probe", "sweep", "--releases", "0.34.0", "--json"])
+    assert json.loads(res.output)["changes"] is None  # no evidence written: nothing to compare

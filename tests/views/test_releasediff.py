@@ -114,13 +114,14 @@ def test_gpu_question_33_34_budget_and_block() -> None:
 def _grid(folder: Path, version: str, backends: list[str], rows: list[list[Any]]) -> None:
     d = folder / version
     d.mkdir(parents=True)
-    doc = {"vllm": version, "commit": "abc", "backends": backends, "rows": rows}
+    doc = {"vllm": version, "commit": "abc", "backends": backends, "rows": rows,
+           "priorities": [backends, list(reversed(backends))]}
     with gzip.open(d / "cc9.0.json.gz", "wt", encoding="utf-8") as fh:
         json.dump(doc, fh)
 
 
-def _row(head_dim: int, selected: str) -> list[Any]:
-    return ["9.0", False, "dense", head_dim, "bfloat16", "auto", None, False, selected, 0, []]
+def _row(head_dim: int, selected: str, prio: int = 0) -> list[Any]:
+    return ["9.0", False, "dense", head_dim, "bfloat16", "auto", None, False, selected, prio, []]
 
 
 def test_grid_changes_count_new_removed_and_moved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -136,6 +137,7 @@ def test_grid_changes_count_new_removed_and_moved(tmp_path: Path, monkeypatch: p
     assert sel.examples == ["FLASH_ATTN -> NEW at 1 point(s), e.g. dense hd128 bfloat16 kv auto",
                             "OLD -> NEW at 1 point(s), e.g. dense hd256 bfloat16 kv auto"]
     assert sel.note == "1 point(s) on one grid only (the grids' axes differ)"
+    assert got["priorities"].examples == ["+NEW; -OLD at 3 point(s)"]  # the lists name the new backend
     missing = releasediff.grid_changes("1.0.0", "2.0.0")
     assert [(c.group, c.note) for c in missing] == [("missing", "no recorded selector grid for 2.0.0")]
 
@@ -147,3 +149,77 @@ def test_grid_changes_count_new_removed_and_moved(tmp_path: Path, monkeypatch: p
 ])
 def test_why_a_claim_changed(ranges: list[VersionRange], want: str) -> None:
     assert _why(ranges, "0.24.0", "0.33.0") == want
+
+
+def test_priority_lists_that_changed_are_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _grid(tmp_path, "1.0.0", ["A", "B"], [_row(64, "A"), _row(128, "A")])
+    _grid(tmp_path, "1.1.0", ["A", "B"], [_row(64, "A"), _row(128, "B", prio=1)])
+    monkeypatch.setattr(grid, "folders", lambda: [tmp_path])
+    got = [c for c in releasediff.grid_changes("1.0.0", "1.1.0") if c.group == "priorities"]
+    want = [("9.0", 1, 2, ["reordered: B > A at 1 point(s)"])]
+    assert [(c.key, c.count, c.of_total, c.examples) for c in got] == want
+
+
+def _plan(folder: Path, version: str, tokens: int, block: int = 16) -> None:
+    point = {"async": True, "available": 2**30, "batched_tokens": 8192, "max_model_len": 4096, "num_blocks": 10,
+             "tokens": tokens, "concurrency": tokens / 4096, "starts": True}
+    doc = {"vllm": version, "cases": [{"model": "m", "kv": "bf16", "tp": 1, "block": block, "points": [point]},
+                                      {"model": "n", "kv": "bf16", "tp": 2, "block": block, "points": [point]}]}
+    (folder / version).mkdir(parents=True, exist_ok=True)
+    with gzip.open(folder / version / "kv-planning.json.gz", "wt", encoding="utf-8") as fh:
+        json.dump(doc, fh)
+
+
+def test_kv_accounting_changes_per_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _plan(tmp_path, "1.0.0", 4096)
+    _plan(tmp_path, "1.1.0", 4096)
+    monkeypatch.setattr(grid, "folders", lambda: [tmp_path])
+    assert releasediff.planning_changes("1.0.0", "1.1.0") == []
+    _plan(tmp_path, "1.2.0", 8192, block=64)
+    got = releasediff.planning_changes("1.0.0", "1.2.0")
+    assert [c.key for c in got] == ["m kv bf16", "n kv bf16 tp 2"]
+    assert got[0].examples == ["1 GiB, max_model_len 4,096: block 16 -> 64, tokens 4,096 -> 8,192, "
+                               "concurrency 1.00 -> 2.00"]
+    assert [(c.group, c.note) for c in releasediff.planning_changes("1.0.0", "9.9.9")] == [
+        ("missing", "no recorded KV planning for 9.9.9")]
+
+
+def test_recorded_planning_33_34_unchanged_24_28_changed() -> None:
+    assert releasediff.planning_changes("0.33.0", "0.34.0") == []
+    moved = {c.key for c in releasediff.planning_changes("0.24.0", "0.28.0")}
+    assert "gemma-3-27b kv bf16" in moved  # 0.28.0 counts the KV a request needs in whole blocks per group
+
+
+def test_gates_name_the_claims_whose_outcome_changed(d33_34: str) -> None:
+    if not GRID_034.is_file():
+        pytest.skip("no 0.34.0 selector evidence in this tree")
+    gates = d33_34.split("\ngates ", 1)[1].split("\nclaims ", 1)[0]
+    # a real 0.34.0 change kb records (issue 46: FLASH_ATTN_DIFFKV with fp8 KV on cc 10.0), before anything unattributed
+    assert gates.index(": holds -> fails") < gates.index(": holds -> unattributed")
+    assert "refused in words no claim reads" in gates
+
+
+def test_sweep_report_compares_each_release_with_the_one_before() -> None:
+    from kbtool.query_cli import image
+    from kbtool.views.releasediff import sweep_report
+    from tests.util import load_kb
+
+    kb = load_kb(ROOT / "records")
+    r = sweep_report(kb, image(None, use_cache=True), "vllm", ["0.34.0", "0.19.1", "9.9.9"])
+    assert [(d.a, d.b) for d in r.diffs] == [("0.33.0", "0.34.0")]
+    assert r.notes == ["0.19.1: no release recorded before it to compare with",
+                       "9.9.9: nothing recorded (the sweep did not complete it)"]
+    fields = {f.field: (f.old, f.new) for f in r.diffs[0].defaults}
+    assert fields["block_size"] == (16, 64)
+    assert r.to_dict()["diffs"][0]["b"] == "0.34.0"
+
+
+def test_sglang_diff_from_its_recordings() -> None:
+    r = run_kb("diff", "--sglang", "0.5.17", "0.5.23", "--json")
+    assert r.code == 0, r.err
+    d = json.loads(r.out)
+    groups = {c["group"] for c in d["changes"]}
+    assert "selection" in groups and "missing" not in groups
+    sel = {c["key"]: c for c in d["changes"] if c["group"] == "selection"}
+    assert set(sel) >= {"sm80", "sm90", "sm100", "mi300x"}
+    assert all(0 < c["count"] <= c["of_total"] for c in sel.values())

@@ -382,11 +382,17 @@ def _points(observations: list[dict[str, Any]]) -> tuple[str | None, list[dict[s
 
 
 def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
+    return judge_as(engine_claims(), observations)
+
+
+def judge_as(claims: list[dict[str, Any]], observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The verdicts `judge` gives with these claim records (dicts): `kb probe events` asks what a release's evidence
+    would say of claims whose scope it proposes to extend over that release, before writing anything."""
     version, points = _points(observations)
     if version is None:
         return []
     out = []
-    for r in judge_grid(engine_claims(), points, version):
+    for r in judge_grid(claims, points, version):
         n_bad = len(r["ran"]) + len(r["refused"])
         clear = r["agree"] + n_bad
         if clear == 0:

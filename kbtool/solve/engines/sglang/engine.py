@@ -10,7 +10,7 @@ kb's own options filled in where the line is silent: --kv as --kv-cache-dtype, -
 
 from __future__ import annotations
 
-from kbtool.solve.engines.base import Engine, Line, Option, Pick
+from kbtool.solve.engines.base import Engine, Line, Option, Pick, ReleaseChange
 from kbtool.solve.engines.sglang.serverargs import KV_OF, args_for
 
 TYPE_CHECKING = False
@@ -153,6 +153,16 @@ class Sglang(Engine):
             return []
         r = self.resolution(cx, acc, env)
         return [f"sglang-{b}" for b in dict.fromkeys((r.get("prefill"), r.get("decode"))) if b]
+
+    def recorded_releases(self, img: Image) -> list[str]:
+        from kbtool.solve.engines.sglang import releasediff
+
+        return releasediff.recorded()
+
+    def release_changes(self, img: Image, a: str, b: str) -> list[ReleaseChange]:
+        from kbtool.solve.engines.sglang import releasediff
+
+        return releasediff.release_changes(a, b)
 
     def memory(self, cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[str, Any]) -> Memory | None:
         from kbtool.solve.engines.sglang.pool import memory_for

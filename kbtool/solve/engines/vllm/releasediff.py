@@ -6,8 +6,12 @@ Two recordings per release are compared, both left by `kb probe sweep`:
   the backends the release registers, and at every grid point the backend its own selector picked. Per compute
   capability: backends new and removed, and how many points common to both grids changed their selected backend,
   with a few of them as examples;
+  and, per compute capability, how many points' priority list (the order the selector tries) changed;
 - the vllm-engine-config probe's release facts (tests/data/vllm/X/engine-config.json.gz, `release`): whether the V1
-  model runner module exists, the extensible KV cache's margins, EngineArgs' gpu_memory_utilization default.
+  model runner module exists, the extensible KV cache's margins, EngineArgs' gpu_memory_utilization default;
+- the vllm-kv-planning probe's plans (tests/data/vllm/X/kv-planning.json.gz): per recorded model, the points (the
+  same available memory, max_model_len, batch and state mode) whose blocks, tokens, concurrency or start-up check
+  differ: the release's KV accounting.
 
 A release without one of them gets a "missing" change saying so: nothing is filled in from another release.
 """
@@ -87,6 +91,20 @@ def _selected(doc: dict[str, Any]) -> dict[tuple[Any, ...], str | None]:
     return {tuple(r[:8]): r[8] for r in doc["rows"]}
 
 
+def _priorities(doc: dict[str, Any]) -> dict[tuple[Any, ...], tuple[str, ...]]:
+    """Each grid point's priority list: the backends the selector tries there, in order."""
+    lists = [tuple(p) for p in doc["priorities"]]
+    return {tuple(r[:8]): lists[r[9]] for r in doc["rows"]}
+
+
+def _order_change(old: tuple[str, ...], new: tuple[str, ...]) -> str:
+    """A priority list's change in words: what was added, dropped, or only reordered."""
+    added, dropped = [b for b in new if b not in old], [b for b in old if b not in new]
+    words = [f"+{', +'.join(added)}"] if added else []
+    words += [f"-{', -'.join(dropped)}"] if dropped else []
+    return "; ".join(words) or f"reordered: {' > '.join(new)}"
+
+
 def _examples(moved: list[tuple[Any, ...]], sa: dict[tuple[Any, ...], str | None],
               sb: dict[tuple[Any, ...], str | None]) -> list[str]:
     """One example per distinct change (old -> new), the most frequent first, with how many points made it."""
@@ -133,7 +151,67 @@ def grid_changes(a: str, b: str) -> list[ReleaseChange]:
             ex = _examples(moved, sa, sb)
             out.append(ReleaseChange(group="selection", key=key, old=None, new=None, count=len(moved),
                                      of_total=len(common), examples=ex, source=src, note=note))
+        pa, pb = _priorities(da), _priorities(db)
+        reordered = [p for p in common if pa[p] != pb[p]]
+        if reordered:
+            from collections import Counter
+
+            kinds = Counter(_order_change(pa[p], pb[p]) for p in reordered)
+            out.append(ReleaseChange(group="priorities", key=key, count=len(reordered), of_total=len(common),
+                                     examples=[f"{w} at {k:,} point(s)" for w, k in kinds.most_common(EXAMPLES)],
+                                     source=src))
     return out
+
+
+PLAN_INPUTS = ("async", "available", "batched_tokens", "max_model_len", "mamba_mode", "checkpoint_blocks",
+               "prefix_caching")
+PLAN_RESULTS = ("num_blocks", "tokens", "concurrency", "starts")
+
+
+def _plans(doc: dict[str, Any]) -> dict[tuple[Any, ...], dict[tuple[Any, ...], tuple[Any, ...]]]:
+    """(model, kv, tp) -> point inputs -> (block, the point's results)."""
+    out: dict[tuple[Any, ...], dict[tuple[Any, ...], tuple[Any, ...]]] = {}
+    for c in doc.get("cases") or []:
+        pts = out.setdefault((c.get("model"), c.get("kv"), c.get("tp")), {})
+        for p in c.get("points") or []:
+            pts[tuple(p.get(k) for k in PLAN_INPUTS)] = (c.get("block"), *(p.get(k) for k in PLAN_RESULTS))
+    return out
+
+
+def _plan_words(inputs: tuple[Any, ...], old: tuple[Any, ...], new: tuple[Any, ...]) -> str:
+    at = dict(zip(PLAN_INPUTS, inputs, strict=True))
+    where = f"{at['available'] / 2**30:g} GiB, max_model_len {at['max_model_len']:,}"
+    names = ("block", *PLAN_RESULTS)
+    moved = [f"{n} {_num(o)} -> {_num(w)}" for n, o, w in zip(names, old, new, strict=True) if o != w]
+    return f"{where}: {', '.join(moved)}"
+
+
+def _num(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.2f}"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return "-" if v is None else str(v)
+
+
+def planning_changes(a: str, b: str) -> list[ReleaseChange]:
+    """Per recorded model (and KV dtype, tensor parallel), the KV-planning points whose result differs."""
+    pa, pb = grid._file(a, "kv-planning.json.gz"), grid._file(b, "kv-planning.json.gz")
+    missing = [ReleaseChange(group="missing", key=v, note=f"no recorded KV planning for {v}")
+               for v, p in ((a, pa), (b, pb)) if p is None]
+    if missing or pa is None or pb is None:
+        return missing
+    da, db = _plans(grid._load(pa)), _plans(grid._load(pb))
+    out = []
+    for case in sorted(set(da) & set(db), key=str):
+        common = [k for k in da[case] if k in db[case]]
+        moved = [k for k in common if da[case][k] != db[case][k]]
+        if moved:
+            model, kv, tp = case
+            out.append(ReleaseChange(group="accounting", key=f"{model} kv {kv}" + (f" tp {tp}" if tp != 1 else ""),
+                                     count=len(moved), of_total=len(common), source=_where(pb),
+                                     examples=[_plan_words(k, da[case][k], db[case][k]) for k in moved[:EXAMPLES]]))
+    return sorted(out, key=lambda c: -(c.count or 0))
 
 
 def config_changes(a: str, b: str) -> list[ReleaseChange]:
@@ -155,4 +233,4 @@ def config_changes(a: str, b: str) -> list[ReleaseChange]:
 
 
 def release_changes(a: str, b: str) -> list[ReleaseChange]:
-    return config_changes(a, b) + grid_changes(a, b)
+    return config_changes(a, b) + grid_changes(a, b) + planning_changes(a, b)

@@ -115,12 +115,17 @@ def replayed(ev: Evidence, version: str) -> dict[str, Any] | None:
 def timelines(kb: KB, lib: str = "vllm") -> dict[str, list[Point]]:
     """claim -> its points, oldest release first."""
     out: dict[str, list[Point]] = {}
+    renamed = getattr(kb, "renamed", {})  # a claim's former id (Claim.formerly): the outcomes are the claim's
     for release, (ev, outcomes) in release_evidence(kb, lib).items():
-        for claim, entry in outcomes.items():
+        for former, entry in outcomes.items():
+            claim = renamed.get(former, former)
             if not isinstance(entry, dict):
                 continue
             detail = str(entry.get("accepted") or entry.get("refused") or "")
             counts = f"{entry.get('agree', 0)} as it says, {entry.get('against', 0)} against"
+            if entry.get("unattributed"):  # refused in words the probe cannot attribute (issue 46)
+                counts += f", {entry['unattributed']} refused in words no claim reads"
+                detail = detail or str(entry.get("unattributed_example") or "")
             out.setdefault(str(claim), []).append(
                 Point(release, str(entry.get("outcome")), ev.id, f"{counts}{'; e.g. ' + detail if detail else ''}"))
     return out
