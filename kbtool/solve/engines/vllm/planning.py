@@ -164,7 +164,8 @@ def in_flight_tokens(plan: Planning, pt: Point) -> int:
 
 
 def group_blocks(g: Group, block: int, length: int, plan: Planning, pt: Point) -> int:
-    """Blocks one request of `length` tokens holds in group `g`."""
+    """Blocks one request of `length` tokens holds in group `g` (at the group's own block where vLLM widened it)."""
+    block = g.block or block
     if g.kind == "mamba":
         if pt.mamba_mode == "align":
             return 2 + (pt.checkpoint_blocks if plan.checkpoints else 0)

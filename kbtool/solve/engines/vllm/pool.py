@@ -165,12 +165,15 @@ def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp
 
 class Group:
     """One KV cache group: its type (full, sliding, mla, mamba), its layers as vLLM counts them (a padded type's
-    last groups hold one layer fewer: vLLM deals layers i, i + n, ... to group i), page bytes."""
+    last groups hold one layer fewer: vLLM deals layers i, i + n, ... to group i), page bytes, and its own block
+    where vLLM widened it to unify the page sizes (None: the model's block)."""
 
-    __slots__ = ("kind", "layers", "page_bytes", "window")
+    __slots__ = ("block", "kind", "layers", "page_bytes", "window")
 
-    def __init__(self, kind: str, layers: int, page_bytes: int, window: int | None = None) -> None:
+    def __init__(self, kind: str, layers: int, page_bytes: int, window: int | None = None,
+                 block: int | None = None) -> None:
         self.kind, self.layers, self.page_bytes, self.window = kind, layers, page_bytes, window
+        self.block = block
 
 
 class Grouped(tuple):  # type: ignore[type-arg]
@@ -292,20 +295,48 @@ def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: in
         key = (g.type, g.window if g.type == "sliding" else g.chunk if g.type == "chunked" else None, page)
         by_type[key] = by_type.get(key, 0) + math.ceil(g.count / pp)  # the stage with the most layers
     pages = {k[2] for k in by_type}
+    own: dict[tuple[str, int | None, int], int | None] = dict.fromkeys(by_type)
     if len(pages) != 1:
-        return None
+        if mamba:
+            return None
+        unified = unify_pages(by_type, block)
+        if unified is None:
+            return None
+        by_type, own = unified
     counts = list(by_type.values())
     size = min(counts)
     if max(counts) < 1.5 * size:
         size = max(counts)
     out, padding = [], []
-    for (kind, window, page), n in by_type.items():
+    for key, n in by_type.items():
+        kind, window, page = key
         pad = size - n % size
         if pad != size:
             padding.append(f"Add {pad} padding layers, may waste at most {pad / n * 100:.2f}% KV cache memory")
         k = math.ceil(n / size)
-        out += [Group(kind, math.ceil((n - i) / k), page, window) for i in range(k)]
+        out += [Group(kind, math.ceil((n - i) / k), page, window, own[key]) for i in range(k)]
     return Grouped(out, padding, block)
+
+
+def unify_pages(by_type: dict[tuple[str, int | None, int], int], block: int) -> tuple[
+        dict[tuple[str, int | None, int], int], dict[tuple[str, int | None, int], int | None]] | None:
+    """Attention layers of different page sizes, as vLLM unifies them (`unify_kv_cache_spec_page_size`, 0.19.1 and
+    0.24.0 v1/core/kv_cache_utils.py, 0.33.0 v1/core/kv_cache_planning.py:346-408): a layer whose page divides the
+    largest gets a block that many times wider, so every page is the largest. (layer counts by the unified key,
+    each key's own block or None); None where a page does not divide the largest (0.19.1 raises
+    NotImplementedError there, later releases pad non-MLA pages: not modelled)."""
+    top = max(k[2] for k in by_type)
+    counts: dict[tuple[str, int | None, int], int] = {}
+    own: dict[tuple[str, int | None, int], int | None] = {}
+    for (kind, window, page), n in by_type.items():
+        if top % page:
+            return None
+        key = (kind, window, top)
+        if key in own and own[key] != (None if page == top else block * (top // page)):
+            return None  # two layouts of one type that vLLM would keep apart
+        own[key] = None if page == top else block * (top // page)
+        counts[key] = counts.get(key, 0) + n
+    return counts, own
 
 
 def report(available_bytes: int, grouped: tuple[list[Group], list[str]], block: int, point: Point,
