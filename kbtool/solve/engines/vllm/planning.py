@@ -93,6 +93,8 @@ PLANNING = (  # newest first; a release takes the line of the newest recorded re
              hybrid_prefix_caching=True),
     Planning("0.26.0", in_flight="batches", null_block=False, checkpoints=False, hint="utilization",
              hybrid_prefix_caching=False),
+    Planning("0.25.0", in_flight="batched", null_block=False, checkpoints=False, hint="utilization",
+             hybrid_prefix_caching=False),
     Planning("0.24.0", in_flight="batched", null_block=False, checkpoints=False, hint="utilization",
              hybrid_prefix_caching=False),
     Planning("0.19.1", in_flight="batched", null_block=False, checkpoints=False, hint="0.19",
