@@ -62,6 +62,9 @@ class Planning:
       models (0.33.0: MambaModelConfig.verify_and_update_config, model_executor/models/config.py:750-775; 0.32.0
       config/model.py:2259-2261 and models/config.py:685-695; 0.24.0 leaves it off for them,
       config/model.py:1832-1837);
+    - `sliding_v`: a sliding-window layer's page holds V at its own head size (SlidingWindowSpec.head_size_v;
+      0.19.1 has none and sizes V as K, so a model whose V head is smaller gets pages that may not divide each other,
+      and vLLM's page unification raises NotImplementedError: pool.groups returns None there);
     - `gdn_checkpoints`: GDN layers export a prefill checkpoint page where FlashInfer's GDN prefill runs (0.33.0;
       0.32.0 has the page for Mamba-2 layers only, layers/mamba/mamba_mixer2.py:1107).
 
@@ -74,12 +77,13 @@ class Planning:
     """
 
     __slots__ = ("checkpoints", "gdn_checkpoints", "hint", "hybrid_prefix_caching", "in_flight", "null_block",
-                 "release")
+                 "release", "sliding_v")
 
     def __init__(self, release: str, *, in_flight: str, null_block: bool, checkpoints: bool, hint: str,
-                 hybrid_prefix_caching: bool, gdn_checkpoints: bool = False) -> None:
+                 hybrid_prefix_caching: bool, gdn_checkpoints: bool = False, sliding_v: bool = True) -> None:
         self.release, self.in_flight, self.null_block, self.checkpoints = release, in_flight, null_block, checkpoints
         self.hint, self.hybrid_prefix_caching, self.gdn_checkpoints = hint, hybrid_prefix_caching, gdn_checkpoints
+        self.sliding_v = sliding_v
 
 
 PLANNING = (  # newest first; a release takes the line of the newest recorded release at or below it
@@ -98,7 +102,7 @@ PLANNING = (  # newest first; a release takes the line of the newest recorded re
     Planning("0.24.0", in_flight="batched", null_block=False, checkpoints=False, hint="utilization",
              hybrid_prefix_caching=False),
     Planning("0.19.1", in_flight="batched", null_block=False, checkpoints=False, hint="0.19",
-             hybrid_prefix_caching=False),
+             hybrid_prefix_caching=False, sliding_v=False),
 )
 
 

@@ -202,7 +202,9 @@ class Report:
         self.per_request, self.planning, self.state = per_request, planning, state  # state: (Mamba mode, pages)
 
 
-def _page_bytes(g: object, kv_dtype: str, block: int, tp: int) -> int | None:
+def _page_bytes(g: object, kv_dtype: str, block: int, tp: int, sliding_v: bool = True) -> int | None:
+    """One layer's page; `sliding_v` False: a sliding-window layer's V held at the K head size (vLLM 0.19.1's
+    SlidingWindowSpec has no head_size_v, v1/kv_cache_interface.py:248-290)."""
     kind = getattr(g, "type", None)
     per = KV_BYTES.get(kv_dtype)
     if per is None:
@@ -212,7 +214,8 @@ def _page_bytes(g: object, kv_dtype: str, block: int, tp: int) -> int | None:
         return block * width * per
     heads = max(1, (getattr(g, "kv_heads", None) or 1) // tp)
     hd = getattr(g, "head_dim", None) or 128
-    return block * heads * (hd + (getattr(g, "head_dim_v", None) or hd)) * per
+    hv = hd if kind == "sliding" and not sliding_v else (getattr(g, "head_dim_v", None) or hd)
+    return block * heads * (hd + hv) * per
 
 
 # vLLM's STR_DTYPE_TO_TORCH_DTYPE stores fp8 caches as uint8 (utils/torch_utils.py)
@@ -267,11 +270,11 @@ def _split(s: Any, tp: int) -> list[int]:
 
 
 def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: int = 1,
-           checkpoint_alignment: int = 1) -> Grouped | None:
+           checkpoint_alignment: int = 1, sliding_v: bool = True) -> Grouped | None:
     """vLLM's KV cache groups for this model (None where kb does not model them: mixed page sizes, Mamba layers
     without attention layers or with several state sizes), with the padding warnings vLLM logs and the attention
     block vLLM uses (`block`, widened for Mamba state: vllm_mamba, in steps of `checkpoint_alignment` too in state
-    mode "align"); with pipeline parallel `pp`, one stage's."""
+    mode "align"); with pipeline parallel `pp`, one stage's; `sliding_v` as the release's Planning line says."""
     by_type: dict[tuple[str, int | None, int], int] = {}
     mamba = [g for g in model.layers if g.type == "linear"]
     attention = [g for g in model.layers if g.type != "linear"]
@@ -289,7 +292,7 @@ def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: in
             continue
         if g.type not in ATTENTION_TYPES:
             return None
-        page = _page_bytes(g, kv_dtype, block, tp)
+        page = _page_bytes(g, kv_dtype, block, tp, sliding_v)
         if page is None:
             return None
         key = (g.type, g.window if g.type == "sliding" else g.chunk if g.type == "chunked" else None, page)
