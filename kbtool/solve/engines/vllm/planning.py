@@ -95,6 +95,8 @@ PLANNING = (  # newest first; a release takes the line of the newest recorded re
              hybrid_prefix_caching=True),
     Planning("0.28.0", in_flight="batches", null_block=False, checkpoints=False, hint="utilization",
              hybrid_prefix_caching=True),
+    Planning("0.27.1", in_flight="batches", null_block=False, checkpoints=False, hint="utilization",
+             hybrid_prefix_caching=False),
     Planning("0.26.0", in_flight="batches", null_block=False, checkpoints=False, hint="utilization",
              hybrid_prefix_caching=False),
     Planning("0.25.0", in_flight="batched", null_block=False, checkpoints=False, hint="utilization",
