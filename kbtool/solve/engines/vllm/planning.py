@@ -17,7 +17,8 @@ Planning; paths under vllm/ in that release's wheel):
   max_num_batched_tokens, with pp + 1 batches under async scheduling on the V2 runner, 2 on the V1 runner at pp 1,
   pp otherwise (config/vllm.py:587-609).
 - "Maximum concurrency" = num_blocks / blocks per request; "GPU KV cache size" = int(concurrency x max_model_len)
-  (kv_cache_utils.py:1120-1128); 0.19.1 logged num_blocks // groups x block (pool.Accounting.tokens).
+  (kv_cache_utils.py:1120-1128; 0.23.0 kv_cache_utils.py:1720-1742); 0.19.1 logged num_blocks // groups x block
+  (v1/core/kv_cache_utils.py:1302-1317; Planning.tokens).
 - the start-up check (`_check_enough_kv_cache_memory`, 0.24.0 kv_cache_utils.py:733-775, 0.33.0
   kv_cache_planning.py:50-89): no memory at all, or bytes per block x blocks per request above the memory,
   raises ValueError with the text `check` rebuilds; 0.33.0 first takes the null block the block pool keeps off
@@ -62,6 +63,8 @@ class Planning:
       models (0.33.0: MambaModelConfig.verify_and_update_config, model_executor/models/config.py:750-775; 0.32.0
       config/model.py:2259-2261 and models/config.py:685-695; 0.24.0 leaves it off for them,
       config/model.py:1832-1837);
+    - `tokens`: "GPU KV cache size" as int(concurrency x max_model_len) ("concurrency", 0.23.0 on) or as
+      num_blocks // groups x block ("blocks per group", 0.19.1);
     - `sliding_v`: a sliding-window layer's page holds V at its own head size (SlidingWindowSpec.head_size_v;
       0.19.1 has none and sizes V as K, so a model whose V head is smaller gets pages that may not divide each other,
       and vLLM's page unification raises NotImplementedError: pool.groups returns None there);
@@ -77,13 +80,14 @@ class Planning:
     """
 
     __slots__ = ("checkpoints", "gdn_checkpoints", "hint", "hybrid_prefix_caching", "in_flight", "null_block",
-                 "release", "sliding_v")
+                 "release", "sliding_v", "tokens")
 
     def __init__(self, release: str, *, in_flight: str, null_block: bool, checkpoints: bool, hint: str,
-                 hybrid_prefix_caching: bool, gdn_checkpoints: bool = False, sliding_v: bool = True) -> None:
+                 hybrid_prefix_caching: bool, gdn_checkpoints: bool = False, sliding_v: bool = True,
+                 tokens: str = "concurrency") -> None:
         self.release, self.in_flight, self.null_block, self.checkpoints = release, in_flight, null_block, checkpoints
         self.hint, self.hybrid_prefix_caching, self.gdn_checkpoints = hint, hybrid_prefix_caching, gdn_checkpoints
-        self.sliding_v = sliding_v
+        self.sliding_v, self.tokens = sliding_v, tokens
 
 
 PLANNING = (  # newest first; a release takes the line of the newest recorded release at or below it
@@ -103,8 +107,10 @@ PLANNING = (  # newest first; a release takes the line of the newest recorded re
              hybrid_prefix_caching=False),
     Planning("0.24.0", in_flight="batched", null_block=False, checkpoints=False, hint="utilization",
              hybrid_prefix_caching=False),
+    Planning("0.23.0", in_flight="batched", null_block=False, checkpoints=False, hint="utilization",
+             hybrid_prefix_caching=False),
     Planning("0.19.1", in_flight="batched", null_block=False, checkpoints=False, hint="0.19",
-             hybrid_prefix_caching=False, sliding_v=False),
+             hybrid_prefix_caching=False, sliding_v=False, tokens="blocks per group"),
 )
 
 

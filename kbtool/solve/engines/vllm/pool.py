@@ -62,15 +62,14 @@ class Accounting:
       (v1/worker/gpu/model_runner.py:684-686); 0.33.0's V2 runner estimates for real (gpu/cudagraph_utils.py:922).
     - `v2_sampler`: bytes per logit element of the V2 runner's profiled sampler; 0.33.0 adds a warm-up pass with
       top-k/top-p, penalties and logprobs (gpu/model_runner.py:1001-1014), so it costs what V1's sampler does.
-    - `tokens`: how "GPU KV cache size" is computed: 0.19.1 `num_blocks // groups x block_size`
-      (v1/core/kv_cache_utils.py:1302-1317); later `int(concurrency x max_model_len)` (0.24.0 :1788-1798).
+
+    How "GPU KV cache size" is computed is the planning line's (planning.Planning.tokens).
     """
 
-    __slots__ = ("graphs", "release", "tokens", "v2", "v2_sampler")
+    __slots__ = ("graphs", "release", "v2", "v2_sampler")
 
-    def __init__(self, release: str, v2: frozenset[str] | str, graphs: str, v2_sampler: float, tokens: str) -> None:
+    def __init__(self, release: str, v2: frozenset[str] | str, graphs: str, v2_sampler: float) -> None:
         self.release, self.v2, self.graphs, self.v2_sampler = release, v2, graphs, v2_sampler
-        self.tokens = tokens
 
 
 V2_ARCHITECTURES = frozenset({"Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM",
@@ -78,9 +77,9 @@ V2_ARCHITECTURES = frozenset({"Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen
 V1_SAMPLER_BYTES = 15.04  # per logit element: fp32 logits + the top-k/top-p sort (values fp32, indices int64)
 V2_SAMPLER_BYTES = 4.0  # fp32 logits; no top-k/top-p during the profile run
 ACCOUNTING = (  # newest first; a release takes the line of the newest recorded release at or below it
-    Accounting("0.33.0", "all", "all", V1_SAMPLER_BYTES, "concurrency"),
-    Accounting("0.24.0", V2_ARCHITECTURES, "V1", V2_SAMPLER_BYTES, "concurrency"),
-    Accounting("0.19.1", frozenset(), "none", V2_SAMPLER_BYTES, "blocks per group"),
+    Accounting("0.33.0", "all", "all", V1_SAMPLER_BYTES),
+    Accounting("0.24.0", V2_ARCHITECTURES, "V1", V2_SAMPLER_BYTES),
+    Accounting("0.19.1", frozenset(), "none", V2_SAMPLER_BYTES),
 )
 MEASURED = ACCOUNTING[1]  # the line the H200 boots measured; used where no release is given
 
@@ -352,7 +351,7 @@ def report(available_bytes: int, grouped: tuple[list[Group], list[str]], block: 
     num_blocks = max(0, available_bytes // vllm_planning.bytes_per_block(gs))
     per_request = vllm_planning.request_blocks(gs, block, point.max_model_len, plan, point)
     conc = num_blocks / per_request if per_request else 0.0
-    tokens = num_blocks // len(gs) * block if acct.tokens == "blocks per group" else int(conc * point.max_model_len)
+    tokens = num_blocks // len(gs) * block if plan.tokens == "blocks per group" else int(conc * point.max_model_len)
     error = vllm_planning.check(gs, block, available_bytes, plan, point)
     mamba = next((g for g in gs if g.kind == "mamba"), None)
     state = (point.mamba_mode, vllm_planning.group_blocks(mamba, block, point.max_model_len, plan, point)) \
