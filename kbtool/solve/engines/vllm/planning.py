@@ -109,6 +109,8 @@ PLANNING = (  # newest first; a release takes the line of the newest recorded re
              hybrid_prefix_caching=False),
     Planning("0.23.0", in_flight="batched", null_block=False, checkpoints=False, hint="utilization",
              hybrid_prefix_caching=False),
+    Planning("0.22.1", in_flight="batched", null_block=False, checkpoints=False, hint="utilization",
+             hybrid_prefix_caching=False),
     Planning("0.19.1", in_flight="batched", null_block=False, checkpoints=False, hint="0.19",
              hybrid_prefix_caching=False, sliding_v=False, tokens="blocks per group"),
 )
