@@ -79,7 +79,9 @@ class Planning:
     0.32.0 replay with 0 mismatches on this line. 0.28.0 already counts the in-flight batches (config/vllm.py:550-
     566) and defaults hybrids to prefix caching (config/model.py:2072-2074, models/config.py:602-604), but checks
     against all of the memory (no null block) and has no checkpoint pages. Every release with a recording has its
-    own line (tests/solve/engines/vllm/test_engine_release.py holds the query to it): 0.22.1-0.25.0 hold one batch
+    own line (tests/solve/engines/vllm/test_engine_release.py holds the query to it): 0.21.0 still words its refusal
+    as 0.19.1 but reports tokens as concurrency x max_model_len (kv_cache_utils.py:1708) and sizes a sliding V head
+    at its own size; 0.22.1-0.25.0 hold one batch
     in flight (0.25.0 kv_cache_interface.py:485-503) and report tokens as concurrency x max_model_len (0.23.0
     kv_cache_utils.py:1720-1742); 0.26.0 and 0.27.1 count the in-flight batches (0.26.0 config/vllm.py:512-532)
     with hybrids still off prefix caching; 0.30.0 already keeps the null block off the checked memory
@@ -120,6 +122,8 @@ PLANNING = (  # newest first; a release takes the line of the newest recorded re
     Planning("0.23.0", in_flight="batched", null_block=False, checkpoints=False, hint="utilization",
              hybrid_prefix_caching=False),
     Planning("0.22.1", in_flight="batched", null_block=False, checkpoints=False, hint="utilization",
+             hybrid_prefix_caching=False),
+    Planning("0.21.0", in_flight="batched", null_block=False, checkpoints=False, hint="0.19",
              hybrid_prefix_caching=False),
     Planning("0.19.1", in_flight="batched", null_block=False, checkpoints=False, hint="0.19",
              hybrid_prefix_caching=False, sliding_v=False, tokens="blocks per group"),
