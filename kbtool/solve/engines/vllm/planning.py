@@ -65,7 +65,7 @@ class Planning:
       config/model.py:1832-1837);
     - `mamba2_checkpoints`: a Mamba-2 layer exports a prefill checkpoint page (0.32.0 mamba_mixer2.py:1107); 0.30.0
       and 0.31.0 count checkpoint pages in MambaSpec (0.30.0 v1/kv_cache_interface.py:1000-1042) but no layer
-      exports one yet;
+      exports one yet (their mamba_mixer2.py has no prefill checkpoint);
     - `tokens`: "GPU KV cache size" as int(concurrency x max_model_len) ("concurrency", 0.23.0 on) or as
       num_blocks // groups x block ("blocks per group", 0.19.1);
     - `sliding_v`: a sliding-window layer's page holds V at its own head size (SlidingWindowSpec.head_size_v;
@@ -107,6 +107,8 @@ PLANNING = (  # newest first; a release takes the line of the newest recorded re
              hybrid_prefix_caching=True, gdn_checkpoints=True),
     Planning("0.32.0", in_flight="batches", null_block=True, checkpoints=True, hint="utilization",
              hybrid_prefix_caching=True),
+    Planning("0.31.0", in_flight="batches", null_block=True, checkpoints=True, hint="utilization",
+             hybrid_prefix_caching=True, mamba2_checkpoints=False),
     Planning("0.30.0", in_flight="batches", null_block=True, checkpoints=True, hint="utilization",
              hybrid_prefix_caching=True, mamba2_checkpoints=False),
     Planning("0.28.0", in_flight="batches", null_block=False, checkpoints=False, hint="utilization",
