@@ -92,8 +92,9 @@ def test_kb_replays_every_recorded_point_of_vllms_planning(path: Path) -> None:
 
 
 def test_recordings_cover_the_releases_of_issue_44() -> None:
-    assert {p.parent.name for p in RAW} >= {"0.19.1", "0.21.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0", "0.26.0",
-                                            "0.27.1", "0.28.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0"}
+    assert {p.parent.name for p in RAW} >= {"0.19.1", "0.20.0", "0.21.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0",
+                                            "0.26.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0",
+                                            "0.33.0", "0.34.0"}
 
 
 def test_the_replay_can_fail_a_wrong_planning_line() -> None:
@@ -214,12 +215,12 @@ def test_0_19_sizes_a_sliding_window_v_head_as_k_so_mimo_pages_do_not_unify() ->
     assert grouped is not None and {g.block for g in grouped[0] if g.kind == "full"} == {32}
 
 
-def test_0_30_and_0_31_size_checkpoint_pages_but_no_mamba2_layer_exports_one() -> None:
-    """0.30.0 and 0.31.0 plan as 0.32.0 (the null block, MambaSpec's checkpoint pages: 0.30.0
+def test_0_29_to_0_31_size_checkpoint_pages_but_no_mamba2_layer_exports_one() -> None:
+    """0.29.0, 0.30.0 and 0.31.0 plan as 0.32.0 (the null block, MambaSpec's checkpoint pages: 0.30.0
     v1/kv_cache_interface.py:1000-1042; their 1,724 points replay on 0.32.0's arithmetic), but their mamba_mixer2.py
     stores no prefill checkpoint, so Nemotron-H holds 2 state pages a request there and 3 in 0.32.0
     (mamba_mixer2.py:1107)."""
-    for release in ("0.30.0", "0.31.0"):
+    for release in ("0.29.0", "0.30.0", "0.31.0"):
         plan = vllm_planning.planning(release)
         assert plan.release == release and plan.null_block and plan.checkpoints
         assert vllm_planning.state_mode(plan, "NemotronHForCausalLM", "sm90", True) == ("align", 0)

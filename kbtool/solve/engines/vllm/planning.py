@@ -63,13 +63,13 @@ class Planning:
       models (0.33.0: MambaModelConfig.verify_and_update_config, model_executor/models/config.py:750-775; 0.32.0
       config/model.py:2259-2261 and models/config.py:685-695; 0.24.0 leaves it off for them,
       config/model.py:1832-1837);
-    - `mamba2_checkpoints`: a Mamba-2 layer exports a prefill checkpoint page (0.32.0 mamba_mixer2.py:1107); 0.30.0
-      and 0.31.0 count checkpoint pages in MambaSpec (0.30.0 v1/kv_cache_interface.py:1000-1042) but no layer
+    - `mamba2_checkpoints`: a Mamba-2 layer exports a prefill checkpoint page (0.32.0 mamba_mixer2.py:1107); 0.29.0
+      to 0.31.0 count checkpoint pages in MambaSpec (0.30.0 v1/kv_cache_interface.py:1000-1042) but no layer
       exports one yet (their mamba_mixer2.py has no prefill checkpoint);
     - `tokens`: "GPU KV cache size" as int(concurrency x max_model_len) ("concurrency", 0.23.0 on) or as
       num_blocks // groups x block ("blocks per group", 0.19.1);
-    - `sliding_v`: a sliding-window layer's page holds V at its own head size (SlidingWindowSpec.head_size_v;
-      0.19.1 has none and sizes V as K, so a model whose V head is smaller gets pages that may not divide each other,
+    - `sliding_v`: a sliding-window layer's page holds V at its own head size (SlidingWindowSpec.head_size_v, from
+      0.20.0; 0.19.1 has none and sizes V as K, so a model whose V head is smaller gets pages that may not divide each other,
       and vLLM's page unification raises NotImplementedError: pool.groups returns None there);
     - `gdn_checkpoints`: GDN layers export a prefill checkpoint page where FlashInfer's GDN prefill runs (0.33.0;
       0.32.0 has the page for Mamba-2 layers only, layers/mamba/mamba_mixer2.py:1107).
@@ -79,18 +79,29 @@ class Planning:
     0.32.0 replay with 0 mismatches on this line. 0.28.0 already counts the in-flight batches (config/vllm.py:550-
     566) and defaults hybrids to prefix caching (config/model.py:2072-2074, models/config.py:602-604), but checks
     against all of the memory (no null block) and has no checkpoint pages. Every release with a recording has its
-    own line (tests/solve/engines/vllm/test_engine_release.py holds the query to it): 0.21.0 still words its refusal
+    own line (tests/solve/engines/vllm/test_engine_release.py holds the query to it): 0.20.0 plans as 0.19.1 but its
+    SlidingWindowSpec holds V at its own head size (v1/kv_cache_interface.py:406-410); 0.21.0 still words its refusal
     as 0.19.1 but reports tokens as concurrency x max_model_len (kv_cache_utils.py:1708) and sizes a sliding V head
     at its own size; 0.22.1-0.25.0 hold one batch
     in flight (0.25.0 kv_cache_interface.py:485-503) and report tokens as concurrency x max_model_len (0.23.0
     kv_cache_utils.py:1720-1742); 0.26.0 and 0.27.1 count the in-flight batches (0.26.0 config/vllm.py:512-532)
-    with hybrids still off prefix caching; 0.30.0 already keeps the null block off the checked memory
-    (kv_cache_utils.py:2722-2726) and sizes MambaSpec's checkpoint pages, but no layer exports one. A release
+    with hybrids still off prefix caching; 0.29.0 and 0.30.0 already keep the null block off the checked memory
+    (0.30.0 kv_cache_utils.py:2722-2726) and size MambaSpec's checkpoint pages, but no layer exports one. A release
     between recorded ones takes the line below it.
     """
 
-    __slots__ = ("checkpoints", "gdn_checkpoints", "hint", "hybrid_prefix_caching", "in_flight", "null_block",
-                 "mamba2_checkpoints", "release", "sliding_v", "tokens")
+    __slots__ = (
+        "checkpoints",
+        "gdn_checkpoints",
+        "hint",
+        "hybrid_prefix_caching",
+        "in_flight",
+        "mamba2_checkpoints",
+        "null_block",
+        "release",
+        "sliding_v",
+        "tokens",
+    )
 
     def __init__(self, release: str, *, in_flight: str, null_block: bool, checkpoints: bool, hint: str,
                  hybrid_prefix_caching: bool, gdn_checkpoints: bool = False, sliding_v: bool = True,
@@ -111,6 +122,8 @@ PLANNING = (  # newest first; a release takes the line of the newest recorded re
              hybrid_prefix_caching=True, mamba2_checkpoints=False),
     Planning("0.30.0", in_flight="batches", null_block=True, checkpoints=True, hint="utilization",
              hybrid_prefix_caching=True, mamba2_checkpoints=False),
+    Planning("0.29.0", in_flight="batches", null_block=True, checkpoints=True, hint="utilization",
+             hybrid_prefix_caching=True, mamba2_checkpoints=False),
     Planning("0.28.0", in_flight="batches", null_block=False, checkpoints=False, hint="utilization",
              hybrid_prefix_caching=True),
     Planning("0.27.1", in_flight="batches", null_block=False, checkpoints=False, hint="utilization",
@@ -127,6 +140,8 @@ PLANNING = (  # newest first; a release takes the line of the newest recorded re
              hybrid_prefix_caching=False),
     Planning("0.21.0", in_flight="batched", null_block=False, checkpoints=False, hint="0.19",
              hybrid_prefix_caching=False),
+    Planning("0.20.0", in_flight="batched", null_block=False, checkpoints=False, hint="0.19",
+             hybrid_prefix_caching=False, tokens="blocks per group"),
     Planning("0.19.1", in_flight="batched", null_block=False, checkpoints=False, hint="0.19",
              hybrid_prefix_caching=False, sliding_v=False, tokens="blocks per group"),
 )
