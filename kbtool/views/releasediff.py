@@ -213,7 +213,8 @@ def _side(release: str, answer: dict[str, Any]) -> Side:
         reserve_bytes=mem.get("reserve_bytes"), reserve_words=reserve_words, pool_bytes=mem.get("available_bytes"),
         pool_tokens=rep.get("kv_cache_tokens") or mem.get("pool_tokens"), num_blocks=rep.get("num_blocks"),
         concurrency=rep.get("max_concurrency"), starts=(mem.get("fits") if mem else None),
-        accounting=rep.get("accounting"), planning=rep.get("planning"), padding=list(rep.get("padding") or []), preflight=eng.get("preflight"))
+        accounting=rep.get("accounting"), planning=rep.get("planning"), padding=list(rep.get("padding") or []),
+        preflight=eng.get("preflight"))
 
 
 def _gb(n: int) -> str:

@@ -69,8 +69,8 @@ class Planning:
     - `tokens`: "GPU KV cache size" as int(concurrency x max_model_len) ("concurrency", 0.23.0 on) or as
       num_blocks // groups x block ("blocks per group", 0.19.1);
     - `sliding_v`: a sliding-window layer's page holds V at its own head size (SlidingWindowSpec.head_size_v, from
-      0.20.0; 0.19.1 has none and sizes V as K, so a model whose V head is smaller gets pages that may not divide each other,
-      and vLLM's page unification raises NotImplementedError: pool.groups returns None there);
+      0.20.0; 0.19.1 has none and sizes V as K, so a model whose V head is smaller gets pages that may not divide
+      each other, and vLLM's page unification raises NotImplementedError: pool.groups returns None there);
     - `gdn_checkpoints`: GDN layers export a prefill checkpoint page where FlashInfer's GDN prefill runs (0.33.0;
       0.32.0 has the page for Mamba-2 layers only, layers/mamba/mamba_mixer2.py:1107).
 
