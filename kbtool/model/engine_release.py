@@ -58,6 +58,9 @@ class Defaults(Strict):
         "others'")
     model_runner_v2_dense: BoolFact | None = Field(
         default=None, description="The V2 runner also for every model that is neither MoE nor hybrid")
+    model_runner_v2_listed_unquantized: BoolFact | None = Field(
+        default=None, description="A listed architecture gets the V2 runner only where the model is neither MoE "
+        "nor quantized")
     cudagraph_mode: Fact[str] = Field(description="The CUDA-graph mode it resolves")
     cudagraph_capture_ceiling: Fact[int] = Field(
         description="Largest CUDA-graph capture size before max_num_seqs x 2 and max_num_batched_tokens cap it")

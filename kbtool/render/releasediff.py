@@ -152,7 +152,7 @@ def _question(c: Console, q: Any) -> None:
             ("block size", "block_size"), ("batch defaults", "max_num_batched_tokens"),
             ("gpu_memory_utilization", "utilization"), ("reserve", "reserve_bytes"), ("KV pool", "pool_bytes"),
             ("pool tokens (reported)", "pool_tokens"), ("blocks", "num_blocks"), ("concurrency", "concurrency"),
-            ("starts", "starts"), ("accounting", "accounting")]
+            ("starts", "starts"), ("planning", "planning"), ("accounting", "accounting")]
     for label, key in rows:
         va, vb = getattr(q.a, key), getattr(q.b, key)
         if key in ("prefill", "decode"):

@@ -87,6 +87,7 @@ class Side:
     concurrency: float | None
     starts: bool | None
     accounting: str | None
+    planning: str | None  # the release's planning line (kbtool/solve/engines/vllm/planning.py)
     padding: list[str]
     preflight: str | None
 
@@ -251,7 +252,8 @@ def _side(release: str, answer: dict[str, Any]) -> Side:
         reserve_bytes=mem.get("reserve_bytes"), reserve_words=reserve_words, pool_bytes=mem.get("available_bytes"),
         pool_tokens=rep.get("kv_cache_tokens") or mem.get("pool_tokens"), num_blocks=rep.get("num_blocks"),
         concurrency=rep.get("max_concurrency"), starts=(mem.get("fits") if mem else None),
-        accounting=rep.get("accounting"), padding=list(rep.get("padding") or []), preflight=eng.get("preflight"))
+        accounting=rep.get("accounting"), planning=rep.get("planning"), padding=list(rep.get("padding") or []),
+        preflight=eng.get("preflight"))
 
 
 def _gb(n: int) -> str:
@@ -294,7 +296,8 @@ def moved(a: Side, b: Side, defaults: list[FieldChange], cc: str | None) -> list
         ta, tb = a.pool_tokens / a.num_blocks, b.pool_tokens / b.num_blocks
         if abs(ta / a.block_size - tb / b.block_size) > 0.005:  # per block slot: a block size change is above
             out.append(f"tokens reported per block {ta:.2f} -> {tb:.2f} ({a.num_blocks:,} -> {b.num_blocks:,} "
-                       f"blocks): the release's own accounting of the pool ({a.accounting} -> {b.accounting}), "
+                       f"blocks): the release's own report of the pool (planning {a.planning} -> {b.planning}, "
+                       f"accounting {a.accounting} -> {b.accounting}), "
                        "not a default")
     if a.pool_tokens != b.pool_tokens and not out:
         out.append("the pool moved with no changed default or reserve recorded behind it")

@@ -50,8 +50,13 @@ def replay(doc: dict[str, Any], plan: vllm_planning.Planning | None = None) -> t
         if spec != recorded_input:
             bad.append(f"{where}: kb's specs for the model changed since the recording: {spec} != {recorded_input}")
             continue
-        grouped = vllm_pool.groups(model, case["kv"], case["block"], case["tp"])
-        assert grouped is not None
+        grouped = vllm_pool.groups(model, case["kv"], case["block"], case["tp"], sliding_v=plan.sliding_v)
+        if grouped is None:  # kb says this release cannot unify the pages: vLLM must raise at every point
+            for p in case["points"]:
+                n += 1
+                if not str(p.get("exception", "")).startswith("NotImplementedError"):
+                    bad.append(f"{where} {p}: kb finds the pages not unifiable, vLLM planned them")
+            continue
         gs = grouped[0]
         for p in case["points"]:
             if "exception" in p:
@@ -87,7 +92,9 @@ def test_kb_replays_every_recorded_point_of_vllms_planning(path: Path) -> None:
 
 
 def test_recordings_cover_the_releases_of_issue_44() -> None:
-    assert {p.parent.name for p in RAW} >= {"0.19.1", "0.24.0", "0.28.0", "0.32.0", "0.33.0", "0.34.0"}
+    assert {p.parent.name for p in RAW} >= {"0.19.1", "0.20.0", "0.21.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0",
+                                            "0.26.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0",
+                                            "0.33.0", "0.34.0"}
 
 
 def test_the_replay_can_fail_a_wrong_planning_line() -> None:
@@ -179,7 +186,43 @@ def test_0_32_plans_as_0_33_but_its_gdn_layers_export_no_checkpoint_page() -> No
     default to prefix caching too (config/model.py:2259-2261); only Mamba-2 layers add a checkpoint page
     (mamba_mixer2.py:1107), so Qwen3-Next holds 2 state pages there, 3 in 0.33.0 on Hopper."""
     p32 = vllm_planning.planning("0.32.0")
-    assert p32.release == "0.32.0" and vllm_planning.planning("0.31.0").release == "0.28.0"
-    assert vllm_planning.planning("0.27.1").release == "0.24.0"
+    assert p32.release == "0.32.0" and vllm_planning.planning("0.32.5").release == "0.32.0"
     assert vllm_planning.state_mode(p32, "Qwen3NextForCausalLM", "sm90", True) == ("align", 0)
     assert vllm_planning.state_mode(p32, "NemotronHForCausalLM", "sm90", True) == ("align", 1)
+
+
+def test_pages_of_different_sizes_unify_by_widening_the_smaller_pages_block() -> None:
+    """Gemma-4 26B-A4B: sliding-window layers of 8 KV heads x 256 and full layers of 2 heads x 512 have pages of
+    128 KiB and 64 KiB at block 16; vLLM's unify_kv_cache_spec_page_size (0.33.0 v1/core/kv_cache_planning.py:
+    346-408) gives the full layers a block of 32, so every page is 128 KiB and a request's full-attention blocks are
+    cdiv(len, 32). Recorded for 0.23.0 onwards by the probe (gemma-4-26b-a4b points)."""
+    grouped = vllm_pool.groups(image().model("gemma-4-26b-a4b"), "bf16", 16)
+    assert grouped is not None
+    full = [g for g in grouped[0] if g.kind == "full"]
+    assert {g.page_bytes for g in grouped[0]} == {16 * 8 * 512 * 2} and [g.block for g in full] == [32]
+    pt = vllm_planning.Point(32768, 8192)
+    assert vllm_planning.group_blocks(full[0], 16, 32768, vllm_planning.planning("0.33.0"), pt) == 32768 // 32
+
+
+def test_0_19_sizes_a_sliding_window_v_head_as_k_so_mimo_pages_do_not_unify() -> None:
+    """MiMo-V2-Flash (K head 192, V head 128): 0.19.1's SlidingWindowSpec has no head_size_v
+    (v1/kv_cache_interface.py:248-290), so its sliding pages are 16 x 8 x 384 x 2 B against the full layers'
+    16 x 4 x 320 x 2 B, which do not divide each other: vLLM 0.19.1 raises NotImplementedError, kb has no groups.
+    0.22.0 on sizes V at its own head (SlidingWindowSpec.head_size_v) and the pages unify (full block 32)."""
+    m = image().model("mimo-v2-flash")
+    assert vllm_pool.groups(m, "bf16", 16, sliding_v=vllm_planning.planning("0.19.1").sliding_v) is None
+    grouped = vllm_pool.groups(m, "bf16", 16, sliding_v=vllm_planning.planning("0.23.0").sliding_v)
+    assert grouped is not None and {g.block for g in grouped[0] if g.kind == "full"} == {32}
+
+
+def test_0_29_to_0_31_size_checkpoint_pages_but_no_mamba2_layer_exports_one() -> None:
+    """0.29.0, 0.30.0 and 0.31.0 plan as 0.32.0 (the null block, MambaSpec's checkpoint pages: 0.30.0
+    v1/kv_cache_interface.py:1000-1042; their 1,724 points replay on 0.32.0's arithmetic), but their mamba_mixer2.py
+    stores no prefill checkpoint, so Nemotron-H holds 2 state pages a request there and 3 in 0.32.0
+    (mamba_mixer2.py:1107)."""
+    for release in ("0.29.0", "0.30.0", "0.31.0"):
+        plan = vllm_planning.planning(release)
+        assert plan.release == release and plan.null_block and plan.checkpoints
+        assert vllm_planning.state_mode(plan, "NemotronHForCausalLM", "sm90", True) == ("align", 0)
+    assert vllm_planning.state_mode(vllm_planning.planning("0.32.0"), "NemotronHForCausalLM", "sm90", True) == \
+        ("align", 1)

@@ -83,9 +83,9 @@ def test_help_has_an_example() -> None:
 
 
 def test_release_without_record_says_so() -> None:
-    r = run_kb("diff", "--vllm", "0.20.0", "0.24.0")
+    r = run_kb("diff", "--vllm", "0.20.2", "0.24.0")  # 0.20.2: selector grids recorded, no engine-release record
     assert r.code == 0, r.err
-    assert "0.20.0: no engine-release record" in r.out
+    assert "0.20.2: no engine-release record" in r.out
     assert "block_size:" not in r.out  # nothing compared against a record that is not there
 
 
@@ -223,3 +223,15 @@ def test_sglang_diff_from_its_recordings() -> None:
     sel = {c["key"]: c for c in d["changes"] if c["group"] == "selection"}
     assert set(sel) >= {"sm80", "sm90", "sm100", "mi300x"}
     assert all(0 < c["count"] <= c["of_total"] for c in sel.values())
+
+def test_0_20_to_0_21_names_what_moved_the_reported_pool() -> None:
+    """Issue 46's done-when: with both releases recorded (engine-release records and planning lines of their own),
+    gemma-3-27b on an A100 keeps its defaults, reserve and blocks, and the reported pool moves because 0.21.0 logs
+    "GPU KV cache size" as concurrency x max_model_len (kv_cache_utils.py:1708) where 0.20.0 logged
+    num_blocks // groups x block: the diff names that, not a default."""
+    r = run_kb("diff", "--vllm", "0.20.0", "0.21.0", "--model", "gemma-3-27b", "--gpu", "a100")
+    assert r.code == 0, r.err
+    assert "no recorded default changed" in r.out and "no engine-release record" not in r.out
+    moved = r.out.split("what moved", 1)[1]
+    assert "tokens reported per block" in moved and "(planning 0.20.0 -> 0.21.0" in moved
+    assert "reserve" not in moved and "gpu_memory_utilization" not in moved

@@ -83,8 +83,8 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     mode, ckpt = vllm_planning.state_mode(plan, arch, sm, any(g.type == "linear" for g in model.layers))
     # no pool at all (the weights and reserve take the memory): the answer says that, not vLLM's "No available
     # memory for the cache blocks" it would end with
-    grouped = vllm_pool.groups(model, kv_dtype, block, tp, pp, vllm_planning.checkpoint_alignment(arch, ckpt)) \
-        if ctx and pool > 0 else None
+    grouped = vllm_pool.groups(model, kv_dtype, block, tp, pp, vllm_planning.checkpoint_alignment(arch, ckpt),
+                               plan.sliding_v) if ctx and pool > 0 else None
     if grouped is not None and ctx:
         point = vllm_planning.Point(ctx, batched_tokens, async_scheduling=True, pp=pp,
                                     v2=vllm_pool.runner(model, acct) == "V2", mamba_mode=mode, checkpoint_blocks=ckpt)

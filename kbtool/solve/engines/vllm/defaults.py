@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 GIB = 1 << 30
 FIELDS = ("block_size", "gpu_memory_utilization", "async_scheduling", "chunked_prefill", "prefix_caching",
           "hybrid_prefix_caching", "hybrid_state_cache", "hybrid_block_at_config", "model_runner",
-          "model_runner_v2_architectures", "model_runner_v2_dense",
+          "model_runner_v2_architectures", "model_runner_v2_dense", "model_runner_v2_listed_unquantized",
           "cudagraph_mode",
           "cudagraph_capture_ceiling", "cudagraph_capture_ceiling_sm100", "cudagraph_prefill_capture_sm100",
           "cudagraph_capture_by_architecture",
@@ -55,6 +55,7 @@ class Defaults:
         "utilization",
         "v2_architectures",
         "v2_dense",
+        "v2_listed_unquantized",
     )
 
     def __init__(self, release: str, asked: str, row: dict[str, Any], tokens: int, seqs: int, batch_source: str,
@@ -73,6 +74,7 @@ class Defaults:
         self.hybrid_block_at_config = bool((d.get("hybrid_block_at_config") or (False, ""))[0])
         self.v2_architectures = frozenset((d.get("model_runner_v2_architectures") or ([], ""))[0])
         self.v2_dense = bool((d.get("model_runner_v2_dense") or (False, ""))[0])
+        self.v2_listed_unquantized = bool((d.get("model_runner_v2_listed_unquantized") or (False, ""))[0])
         self.cudagraph_mode = str(d["cudagraph_mode"][0])
         self.kv_cache_dtype_auto = str(d["kv_cache_dtype_auto"][0])
         self.extensible_kv_cache = bool(d["extensible_kv_cache"][0])
@@ -86,8 +88,13 @@ class Defaults:
 
     def runner(self, model: Any) -> str:
         """'V1' or 'V2': the model runner this release uses for the model by default (its architecture; where the
-        release says so, V2 for models that are neither MoE nor hybrid)."""
+        release says so, V2 for models that are neither MoE nor hybrid; in 0.23.0 a listed architecture only where
+        the model is neither MoE nor quantized)."""
         if getattr(model, "architecture", None) in self.v2_architectures:
+            if self.v2_listed_unquantized and (getattr(model, "experts", None) or getattr(model, "quantized", None)
+                                               or getattr(model, "weight_dtype", "bf16") not in ("bf16", "fp16",
+                                                                                                  "fp32")):
+                return self.model_runner
             return "V2"
         if self.v2_dense and not getattr(model, "experts", None) and not any(
                 g.type == "linear" for g in model.layers):

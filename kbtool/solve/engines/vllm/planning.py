@@ -17,7 +17,8 @@ Planning; paths under vllm/ in that release's wheel):
   max_num_batched_tokens, with pp + 1 batches under async scheduling on the V2 runner, 2 on the V1 runner at pp 1,
   pp otherwise (config/vllm.py:587-609).
 - "Maximum concurrency" = num_blocks / blocks per request; "GPU KV cache size" = int(concurrency x max_model_len)
-  (kv_cache_utils.py:1120-1128); 0.19.1 logged num_blocks // groups x block (pool.Accounting.tokens).
+  (kv_cache_utils.py:1120-1128; 0.23.0 kv_cache_utils.py:1720-1742); 0.19.1 logged num_blocks // groups x block
+  (v1/core/kv_cache_utils.py:1302-1317; Planning.tokens).
 - the start-up check (`_check_enough_kv_cache_memory`, 0.24.0 kv_cache_utils.py:733-775, 0.33.0
   kv_cache_planning.py:50-89): no memory at all, or bytes per block x blocks per request above the memory,
   raises ValueError with the text `check` rebuilds; 0.33.0 first takes the null block the block pool keeps off
@@ -62,6 +63,14 @@ class Planning:
       models (0.33.0: MambaModelConfig.verify_and_update_config, model_executor/models/config.py:750-775; 0.32.0
       config/model.py:2259-2261 and models/config.py:685-695; 0.24.0 leaves it off for them,
       config/model.py:1832-1837);
+    - `mamba2_checkpoints`: a Mamba-2 layer exports a prefill checkpoint page (0.32.0 mamba_mixer2.py:1107); 0.29.0
+      to 0.31.0 count checkpoint pages in MambaSpec (0.30.0 v1/kv_cache_interface.py:1000-1042) but no layer
+      exports one yet (their mamba_mixer2.py has no prefill checkpoint);
+    - `tokens`: "GPU KV cache size" as int(concurrency x max_model_len) ("concurrency", 0.23.0 on) or as
+      num_blocks // groups x block ("blocks per group", 0.19.1);
+    - `sliding_v`: a sliding-window layer's page holds V at its own head size (SlidingWindowSpec.head_size_v, from
+      0.20.0; 0.19.1 has none and sizes V as K, so a model whose V head is smaller gets pages that may not divide
+      each other, and vLLM's page unification raises NotImplementedError: pool.groups returns None there);
     - `gdn_checkpoints`: GDN layers export a prefill checkpoint page where FlashInfer's GDN prefill runs (0.33.0;
       0.32.0 has the page for Mamba-2 layers only, layers/mamba/mamba_mixer2.py:1107).
 
@@ -69,17 +78,37 @@ class Planning:
     null block at kv_cache_utils.py:2627, in-flight batches at config/vllm.py:577): the probe's 1,628 points of
     0.32.0 replay with 0 mismatches on this line. 0.28.0 already counts the in-flight batches (config/vllm.py:550-
     566) and defaults hybrids to prefix caching (config/model.py:2072-2074, models/config.py:602-604), but checks
-    against all of the memory (no null block) and has no checkpoint pages. Releases between recorded ones take the
-    line below them (0.25.0-0.27.x: 0.24.0's; 0.29.0-0.31.x: 0.28.0's), unrecorded.
+    against all of the memory (no null block) and has no checkpoint pages. Every release with a recording has its
+    own line (tests/solve/engines/vllm/test_engine_release.py holds the query to it): 0.20.0 plans as 0.19.1 but its
+    SlidingWindowSpec holds V at its own head size (v1/kv_cache_interface.py:406-410); 0.21.0 still words its refusal
+    as 0.19.1 but reports tokens as concurrency x max_model_len (kv_cache_utils.py:1708) and sizes a sliding V head
+    at its own size; 0.22.1-0.25.0 hold one batch
+    in flight (0.25.0 kv_cache_interface.py:485-503) and report tokens as concurrency x max_model_len (0.23.0
+    kv_cache_utils.py:1720-1742); 0.26.0 and 0.27.1 count the in-flight batches (0.26.0 config/vllm.py:512-532)
+    with hybrids still off prefix caching; 0.29.0 and 0.30.0 already keep the null block off the checked memory
+    (0.30.0 kv_cache_utils.py:2722-2726) and size MambaSpec's checkpoint pages, but no layer exports one. A release
+    between recorded ones takes the line below it.
     """
 
-    __slots__ = ("checkpoints", "gdn_checkpoints", "hint", "hybrid_prefix_caching", "in_flight", "null_block",
-                 "release")
+    __slots__ = (
+        "checkpoints",
+        "gdn_checkpoints",
+        "hint",
+        "hybrid_prefix_caching",
+        "in_flight",
+        "mamba2_checkpoints",
+        "null_block",
+        "release",
+        "sliding_v",
+        "tokens",
+    )
 
     def __init__(self, release: str, *, in_flight: str, null_block: bool, checkpoints: bool, hint: str,
-                 hybrid_prefix_caching: bool, gdn_checkpoints: bool = False) -> None:
+                 hybrid_prefix_caching: bool, gdn_checkpoints: bool = False, sliding_v: bool = True,
+                 tokens: str = "concurrency", mamba2_checkpoints: bool = True) -> None:
         self.release, self.in_flight, self.null_block, self.checkpoints = release, in_flight, null_block, checkpoints
         self.hint, self.hybrid_prefix_caching, self.gdn_checkpoints = hint, hybrid_prefix_caching, gdn_checkpoints
+        self.sliding_v, self.tokens, self.mamba2_checkpoints = sliding_v, tokens, mamba2_checkpoints
 
 
 PLANNING = (  # newest first; a release takes the line of the newest recorded release at or below it
@@ -89,12 +118,32 @@ PLANNING = (  # newest first; a release takes the line of the newest recorded re
              hybrid_prefix_caching=True, gdn_checkpoints=True),
     Planning("0.32.0", in_flight="batches", null_block=True, checkpoints=True, hint="utilization",
              hybrid_prefix_caching=True),
+    Planning("0.31.0", in_flight="batches", null_block=True, checkpoints=True, hint="utilization",
+             hybrid_prefix_caching=True, mamba2_checkpoints=False),
+    Planning("0.30.0", in_flight="batches", null_block=True, checkpoints=True, hint="utilization",
+             hybrid_prefix_caching=True, mamba2_checkpoints=False),
+    Planning("0.29.0", in_flight="batches", null_block=True, checkpoints=True, hint="utilization",
+             hybrid_prefix_caching=True, mamba2_checkpoints=False),
     Planning("0.28.0", in_flight="batches", null_block=False, checkpoints=False, hint="utilization",
              hybrid_prefix_caching=True),
+    Planning("0.27.1", in_flight="batches", null_block=False, checkpoints=False, hint="utilization",
+             hybrid_prefix_caching=False),
+    Planning("0.26.0", in_flight="batches", null_block=False, checkpoints=False, hint="utilization",
+             hybrid_prefix_caching=False),
+    Planning("0.25.0", in_flight="batched", null_block=False, checkpoints=False, hint="utilization",
+             hybrid_prefix_caching=False),
     Planning("0.24.0", in_flight="batched", null_block=False, checkpoints=False, hint="utilization",
              hybrid_prefix_caching=False),
-    Planning("0.19.1", in_flight="batched", null_block=False, checkpoints=False, hint="0.19",
+    Planning("0.23.0", in_flight="batched", null_block=False, checkpoints=False, hint="utilization",
              hybrid_prefix_caching=False),
+    Planning("0.22.1", in_flight="batched", null_block=False, checkpoints=False, hint="utilization",
+             hybrid_prefix_caching=False),
+    Planning("0.21.0", in_flight="batched", null_block=False, checkpoints=False, hint="0.19",
+             hybrid_prefix_caching=False),
+    Planning("0.20.0", in_flight="batched", null_block=False, checkpoints=False, hint="0.19",
+             hybrid_prefix_caching=False, tokens="blocks per group"),
+    Planning("0.19.1", in_flight="batched", null_block=False, checkpoints=False, hint="0.19",
+             hybrid_prefix_caching=False, sliding_v=False, tokens="blocks per group"),
 )
 
 
@@ -138,7 +187,7 @@ def state_mode(plan: Planning, architecture: str | None, sm: str | None, hybrid:
         return "none", 0
     if not plan.checkpoints:
         return "align", 0
-    if architecture in MAMBA2:
+    if architecture in MAMBA2 and plan.mamba2_checkpoints:
         return "align", 1
     if plan.gdn_checkpoints and architecture in GDN and sm in ("sm90", "sm100", "sm103"):
         return "align", 1
@@ -162,7 +211,8 @@ def in_flight_tokens(plan: Planning, pt: Point) -> int:
 
 
 def group_blocks(g: Group, block: int, length: int, plan: Planning, pt: Point) -> int:
-    """Blocks one request of `length` tokens holds in group `g`."""
+    """Blocks one request of `length` tokens holds in group `g` (at the group's own block where vLLM widened it)."""
+    block = g.block or block
     if g.kind == "mamba":
         if pt.mamba_mode == "align":
             return 2 + (pt.checkpoint_blocks if plan.checkpoints else 0)

@@ -62,15 +62,14 @@ class Accounting:
       (v1/worker/gpu/model_runner.py:684-686); 0.33.0's V2 runner estimates for real (gpu/cudagraph_utils.py:922).
     - `v2_sampler`: bytes per logit element of the V2 runner's profiled sampler; 0.33.0 adds a warm-up pass with
       top-k/top-p, penalties and logprobs (gpu/model_runner.py:1001-1014), so it costs what V1's sampler does.
-    - `tokens`: how "GPU KV cache size" is computed: 0.19.1 `num_blocks // groups x block_size`
-      (v1/core/kv_cache_utils.py:1302-1317); later `int(concurrency x max_model_len)` (0.24.0 :1788-1798).
+
+    How "GPU KV cache size" is computed is the planning line's (planning.Planning.tokens).
     """
 
-    __slots__ = ("graphs", "release", "tokens", "v2", "v2_sampler")
+    __slots__ = ("graphs", "release", "v2", "v2_sampler")
 
-    def __init__(self, release: str, v2: frozenset[str] | str, graphs: str, v2_sampler: float, tokens: str) -> None:
+    def __init__(self, release: str, v2: frozenset[str] | str, graphs: str, v2_sampler: float) -> None:
         self.release, self.v2, self.graphs, self.v2_sampler = release, v2, graphs, v2_sampler
-        self.tokens = tokens
 
 
 V2_ARCHITECTURES = frozenset({"Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM",
@@ -78,9 +77,9 @@ V2_ARCHITECTURES = frozenset({"Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen
 V1_SAMPLER_BYTES = 15.04  # per logit element: fp32 logits + the top-k/top-p sort (values fp32, indices int64)
 V2_SAMPLER_BYTES = 4.0  # fp32 logits; no top-k/top-p during the profile run
 ACCOUNTING = (  # newest first; a release takes the line of the newest recorded release at or below it
-    Accounting("0.33.0", "all", "all", V1_SAMPLER_BYTES, "concurrency"),
-    Accounting("0.24.0", V2_ARCHITECTURES, "V1", V2_SAMPLER_BYTES, "concurrency"),
-    Accounting("0.19.1", frozenset(), "none", V2_SAMPLER_BYTES, "blocks per group"),
+    Accounting("0.33.0", "all", "all", V1_SAMPLER_BYTES),
+    Accounting("0.24.0", V2_ARCHITECTURES, "V1", V2_SAMPLER_BYTES),
+    Accounting("0.19.1", frozenset(), "none", V2_SAMPLER_BYTES),
 )
 MEASURED = ACCOUNTING[1]  # the line the H200 boots measured; used where no release is given
 
@@ -165,12 +164,15 @@ def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp
 
 class Group:
     """One KV cache group: its type (full, sliding, mla, mamba), its layers as vLLM counts them (a padded type's
-    last groups hold one layer fewer: vLLM deals layers i, i + n, ... to group i), page bytes."""
+    last groups hold one layer fewer: vLLM deals layers i, i + n, ... to group i), page bytes, and its own block
+    where vLLM widened it to unify the page sizes (None: the model's block)."""
 
-    __slots__ = ("kind", "layers", "page_bytes", "window")
+    __slots__ = ("block", "kind", "layers", "page_bytes", "window")
 
-    def __init__(self, kind: str, layers: int, page_bytes: int, window: int | None = None) -> None:
+    def __init__(self, kind: str, layers: int, page_bytes: int, window: int | None = None,
+                 block: int | None = None) -> None:
         self.kind, self.layers, self.page_bytes, self.window = kind, layers, page_bytes, window
+        self.block = block
 
 
 class Grouped(tuple):  # type: ignore[type-arg]
@@ -199,7 +201,9 @@ class Report:
         self.per_request, self.planning, self.state = per_request, planning, state  # state: (Mamba mode, pages)
 
 
-def _page_bytes(g: object, kv_dtype: str, block: int, tp: int) -> int | None:
+def _page_bytes(g: object, kv_dtype: str, block: int, tp: int, sliding_v: bool = True) -> int | None:
+    """One layer's page; `sliding_v` False: a sliding-window layer's V held at the K head size (vLLM 0.19.1's
+    SlidingWindowSpec has no head_size_v, v1/kv_cache_interface.py:248-290)."""
     kind = getattr(g, "type", None)
     per = KV_BYTES.get(kv_dtype)
     if per is None:
@@ -209,7 +213,8 @@ def _page_bytes(g: object, kv_dtype: str, block: int, tp: int) -> int | None:
         return block * width * per
     heads = max(1, (getattr(g, "kv_heads", None) or 1) // tp)
     hd = getattr(g, "head_dim", None) or 128
-    return block * heads * (hd + (getattr(g, "head_dim_v", None) or hd)) * per
+    hv = hd if kind == "sliding" and not sliding_v else (getattr(g, "head_dim_v", None) or hd)
+    return block * heads * (hd + hv) * per
 
 
 # vLLM's STR_DTYPE_TO_TORCH_DTYPE stores fp8 caches as uint8 (utils/torch_utils.py)
@@ -264,11 +269,11 @@ def _split(s: Any, tp: int) -> list[int]:
 
 
 def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: int = 1,
-           checkpoint_alignment: int = 1) -> Grouped | None:
+           checkpoint_alignment: int = 1, sliding_v: bool = True) -> Grouped | None:
     """vLLM's KV cache groups for this model (None where kb does not model them: mixed page sizes, Mamba layers
     without attention layers or with several state sizes), with the padding warnings vLLM logs and the attention
     block vLLM uses (`block`, widened for Mamba state: vllm_mamba, in steps of `checkpoint_alignment` too in state
-    mode "align"); with pipeline parallel `pp`, one stage's."""
+    mode "align"); with pipeline parallel `pp`, one stage's; `sliding_v` as the release's Planning line says."""
     by_type: dict[tuple[str, int | None, int], int] = {}
     mamba = [g for g in model.layers if g.type == "linear"]
     attention = [g for g in model.layers if g.type != "linear"]
@@ -286,26 +291,54 @@ def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: in
             continue
         if g.type not in ATTENTION_TYPES:
             return None
-        page = _page_bytes(g, kv_dtype, block, tp)
+        page = _page_bytes(g, kv_dtype, block, tp, sliding_v)
         if page is None:
             return None
         key = (g.type, g.window if g.type == "sliding" else g.chunk if g.type == "chunked" else None, page)
         by_type[key] = by_type.get(key, 0) + math.ceil(g.count / pp)  # the stage with the most layers
     pages = {k[2] for k in by_type}
+    own: dict[tuple[str, int | None, int], int | None] = dict.fromkeys(by_type)
     if len(pages) != 1:
-        return None
+        if mamba:
+            return None
+        unified = unify_pages(by_type, block)
+        if unified is None:
+            return None
+        by_type, own = unified
     counts = list(by_type.values())
     size = min(counts)
     if max(counts) < 1.5 * size:
         size = max(counts)
     out, padding = [], []
-    for (kind, window, page), n in by_type.items():
+    for key, n in by_type.items():
+        kind, window, page = key
         pad = size - n % size
         if pad != size:
             padding.append(f"Add {pad} padding layers, may waste at most {pad / n * 100:.2f}% KV cache memory")
         k = math.ceil(n / size)
-        out += [Group(kind, math.ceil((n - i) / k), page, window) for i in range(k)]
+        out += [Group(kind, math.ceil((n - i) / k), page, window, own[key]) for i in range(k)]
     return Grouped(out, padding, block)
+
+
+def unify_pages(by_type: dict[tuple[str, int | None, int], int], block: int) -> tuple[
+        dict[tuple[str, int | None, int], int], dict[tuple[str, int | None, int], int | None]] | None:
+    """Attention layers of different page sizes, as vLLM unifies them (`unify_kv_cache_spec_page_size`, 0.19.1 and
+    0.24.0 v1/core/kv_cache_utils.py, 0.33.0 v1/core/kv_cache_planning.py:346-408): a layer whose page divides the
+    largest gets a block that many times wider, so every page is the largest. (layer counts by the unified key,
+    each key's own block or None); None where a page does not divide the largest (0.19.1 raises
+    NotImplementedError there, later releases pad non-MLA pages: not modelled)."""
+    top = max(k[2] for k in by_type)
+    counts: dict[tuple[str, int | None, int], int] = {}
+    own: dict[tuple[str, int | None, int], int | None] = {}
+    for (kind, window, page), n in by_type.items():
+        if top % page:
+            return None
+        key = (kind, window, top)
+        if key in own and own[key] != (None if page == top else block * (top // page)):
+            return None  # two layouts of one type that vLLM would keep apart
+        own[key] = None if page == top else block * (top // page)
+        counts[key] = counts.get(key, 0) + n
+    return counts, own
 
 
 def report(available_bytes: int, grouped: tuple[list[Group], list[str]], block: int, point: Point,
@@ -318,7 +351,7 @@ def report(available_bytes: int, grouped: tuple[list[Group], list[str]], block: 
     num_blocks = max(0, available_bytes // vllm_planning.bytes_per_block(gs))
     per_request = vllm_planning.request_blocks(gs, block, point.max_model_len, plan, point)
     conc = num_blocks / per_request if per_request else 0.0
-    tokens = num_blocks // len(gs) * block if acct.tokens == "blocks per group" else int(conc * point.max_model_len)
+    tokens = num_blocks // len(gs) * block if plan.tokens == "blocks per group" else int(conc * point.max_model_len)
     error = vllm_planning.check(gs, block, available_bytes, plan, point)
     mamba = next((g for g in gs if g.kind == "mamba"), None)
     state = (point.mamba_mode, vllm_planning.group_blocks(mamba, block, point.max_model_len, plan, point)) \

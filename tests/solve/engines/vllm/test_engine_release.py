@@ -107,7 +107,9 @@ def mismatches(img: Image, docs: list[dict[str, Any]]) -> tuple[int, list[str]]:
 
 def test_every_recorded_point_replays() -> None:
     docs = grids()
-    assert {d["vllm"] for d in docs} >= {"0.24.0", "0.33.0", "0.34.0"}, "the probe's grids are missing"
+    assert {d["vllm"] for d in docs} >= {"0.19.1", "0.20.0", "0.21.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0", "0.26.0",
+                                         "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0",
+                                         "0.34.0"}, "the probe's grids are missing"
     n, bad = mismatches(image(), docs)
     print(f"{n} points of {len(docs)} releases: {len(bad)} mismatches")
     assert n >= 40 * len(docs)
@@ -159,3 +161,31 @@ def test_max_model_len_caps_the_batch() -> None:
     """arg_utils.py:3221 (0.33.0): tokens <= max_num_seqs x max_model_len; then max_num_seqs <= tokens."""
     d = vd.serve_defaults(image(), "0.33.0", 80 << 30, "NVIDIA H100", "9.0", max_model_len=4)
     assert d is not None and (d.max_num_batched_tokens, d.max_num_seqs) == (4096, 1024)
+
+
+def _recorded(kind: str) -> list[str]:
+    """Releases with a raw grid of the probe (tests/data/vllm/<release>/<kind>.json.gz)."""
+    return sorted(p.parent.name for p in (ROOT / "tests" / "data" / "vllm").glob(f"*/{kind}.json.gz"))
+
+
+@pytest.mark.parametrize("release", _recorded("engine-config"))
+def test_a_query_for_a_recorded_release_answers_with_its_own_defaults(release: str) -> None:
+    """`kb query --engine vllm --vllm X` takes X's own engine-release record and X's own planning line where both
+    are recorded: the `assumed:` line names X with no "nearest recorded", the defaults are X's (no neighbour's
+    record: `borrowed` false), and the engine report's planning is X's. A neighbour's record or line used for X
+    fails here, whether or not the two releases resolve alike."""
+    from kbtool.solve.engines.vllm import planning as vllm_planning
+    from kbtool.solve.query import build_query
+    from kbtool.solve.solver import solve
+
+    img = image()
+    memory, name, cc = vd.accelerator_facts(img, "nvidia-h100-sxm")
+    assert memory and cc
+    d = vd.serve_defaults(img, release, memory, name, cc, 32768)
+    assert d is not None and d.release == release and not d.borrowed
+    a = solve(img, build_query(engine="vllm", vllm=release, gpu="h100", model="qwen3-8b", ctx="32k"))
+    said = str(a.assumed.get("max_num_batched_tokens"))
+    assert f"(vLLM {release}, on" in said and "nearest recorded" not in said, said
+    if release in _recorded("kv-planning"):
+        assert vllm_planning.planning(release).release == release
+        assert a.memory is not None and a.memory.engine_report["planning"] == release
