@@ -12,9 +12,15 @@ SM90 = {**H200, "libraries": {"vllm-flash-attn-4": "0.33.0", "vllm-flash-attn-3"
 
 
 def _fa4(case: dict[str, Any]) -> dict[str, Any]:
+    """As the 0.33.0 build behaved on an H100: fp8 q/k/v asserted SM100-only; a head dim between 256 and 512 fails to
+    compile (the SM90 tile table's 512 entry cannot tile it), reported as an ERROR by the worker."""
     if case["dtype"] == "fp8_e4m3":
         return obs(case, "UNSUPPORTED",
                    message="FP8 is only supported on SM100 (compute capability 10.x) for FA4 CuTe.")
+    if 256 < case["head_dim"] < 512:
+        d = case["head_dim"]
+        return obs(case, "ERROR", message="MLIRError: Operation creation failed:\nerror: unknown: failed to "
+                   f"partition `input` '!cute.shape<\"(64,{d})\">' with `tiled_mma`")
     return obs(case, "OK")
 
 
@@ -22,6 +28,12 @@ def test_vllm_fa4_as_its_source_says_on_sm90() -> None:
     got = verdicts(vllm_fa4, [_fa4(c) for c in vllm_fa4.cases()], SM90)
     assert got == {"vllm-fa4-sm90-head-dims": "confirmed", "vllm-fa4-fp8-qkv-sm100-only": "confirmed",
                    "vllm-fa4-sm90-fp8-kv-dequant": "confirmed"}
+
+
+def test_vllm_fa4_untiled_head_dims_count_as_refusals() -> None:
+    """Without the compile-time refusal reading, 320/384/448 would be errors and the head-dim claim inconclusive."""
+    passing = [obs(c, "OK") if c["dtype"] == "bf16" else _fa4(c) for c in vllm_fa4.cases()]
+    assert verdicts(vllm_fa4, passing, SM90)["vllm-fa4-sm90-head-dims"] == "contradicted"  # 384 ran: claim wrong
 
 
 def test_vllm_fa4_refusing_hd512_bf16_contradicts_the_sm90_range() -> None:

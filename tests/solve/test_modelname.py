@@ -117,7 +117,8 @@ def test_a_folder_name_the_hugging_face_cache_holds_reads_its_config(tmp_path: P
     assert a["assumed"]["model"] == (
         f"tiny-8b from acme/Tiny-8B config.json at commit {SHA[:12]}, from the Hugging Face cache {tmp_path}, "
         "recognised from the folder name 'Tiny-8B' (/data/weights/Tiny-8B/ does not exist here; --model ID "
-        "overrides)")
+        "overrides); weights estimated as parameters x bytes (offline: the Hub's safetensors headers were not "
+        "read)")
 
 
 def test_a_path_nothing_matches_says_what_was_tried(tmp_path: Path) -> None:
