@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from kbtool.errors import ProbeError
+from kbtool.escape import CONTROL  # the characters kb validate refuses in a record (KB404)
 from kbtool.model import Evidence
 from kbtool.model.evidence import Environment
 from kbtool.probe.environment import gpu_slug
@@ -106,8 +107,6 @@ def printable(value: Any) -> Any:
     """`value` with terminal colour codes (a library's coloured error text) and other control characters taken
     out of every string, as the records' reader requires (newlines and tabs stay)."""
     if isinstance(value, str):
-        from kbtool.escape import CONTROL  # the characters kb validate refuses in a record (KB404)
-
         return CONTROL.sub("", _ANSI.sub("", value))
     if isinstance(value, dict):
         return {k: printable(v) for k, v in value.items()}

@@ -66,21 +66,32 @@ def _flat(runs: dict[int, dict[str, Any]]) -> tuple[bool, bool, str]:
     return holds, degrades, detail
 
 
+def fp8_series(observations: list[dict[str, Any]]) -> tuple[dict[str, dict[int, dict[str, Any]]], list[int]]:
+    """The fp8 series with two points or more, and every context they ran at."""
+    fp8 = {k: v for k, v in series(observations).items() if k.startswith("fp8") and len(v) >= 2}
+    return fp8, sorted({n for v in fp8.values() for n in v})
+
+
+def flatness(fp8: dict[str, dict[int, dict[str, Any]]]) -> tuple[bool, bool, str]:
+    """(every series holds flat, some series degrades, the per-series words) over `fp8`'s series."""
+    judged = {k: _flat(v) for k, v in fp8.items()}
+    parts = "; ".join(f"{k}: {d}" for k, (_, _, d) in judged.items())
+    return all(h for h, _, _ in judged.values()), any(dg for _, dg, _ in judged.values()), parts
+
+
 def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str, Any]]:
     sm = env.get("architecture")
     version = (env.get("libraries") or {}).get(LIB)
-    fp8 = {k: v for k, v in series(observations).items() if k.startswith("fp8") and len(v) >= 2}
-    ctx = sorted({n for v in fp8.values() for n in v})
+    fp8, ctx = fp8_series(observations)
     dims = sorted({int(k.split()[1][2:]) for k in fp8})
     scope = {"sm": sm, LIB: version, "phase": "prefill", "dtypes": ["fp8_e4m3"], "head_dims": dims, "ctx": ctx}
     if not fp8 or max(ctx) < 100_000:
         why = "no fp8 series ran to 100K keys"
         return [{"claim": c, "verdict": "inconclusive", "scope": scope, "detail": why} for c in SPEC.claims]
-    judged = {k: _flat(v) for k, v in fp8.items()}
-    parts = "; ".join(f"{k}: {d}" for k, (_, _, d) in judged.items())
-    if all(h for h, _, _ in judged.values()):
+    holds, degrades, parts = flatness(fp8)
+    if holds:
         verdict = "confirmed"
-    elif any(dg for _, dg, _ in judged.values()):
+    elif degrades:
         verdict = "contradicted"
     else:
         verdict = "inconclusive"

@@ -43,16 +43,14 @@ def judge(observations: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[
     what P's rounding explains, or retrieval dropping); contradicted where every series holds flat to 100K+."""
     sm = env.get("architecture")
     version = (env.get("libraries") or {}).get(LIB)
-    fp8 = {k: v for k, v in series(observations).items() if k.startswith("fp8") and len(v) >= 2}
-    ctx = sorted({n for v in fp8.values() for n in v})
+    fp8, ctx = two.fp8_series(observations)
     scope = {"sm": sm, LIB: version, "phase": "prefill", "dtypes": ["fp8_e4m3"], "head_dims": [128], "ctx": ctx}
     if not fp8 or max(ctx) < 100_000:
         return [{"claim": CLAIM, "verdict": "inconclusive", "scope": scope, "detail": "no fp8 series ran to 100K keys"}]
-    judged = {k: two._flat(v) for k, v in fp8.items()}
-    parts = "; ".join(f"{k}: {d}" for k, (_, _, d) in judged.items())
-    if any(dg for _, dg, _ in judged.values()):
+    holds, degrades, parts = two.flatness(fp8)
+    if degrades:
         verdict = "confirmed"
-    elif all(h for h, _, _ in judged.values()):
+    elif holds:
         verdict = "contradicted"
     else:
         verdict = "inconclusive"
