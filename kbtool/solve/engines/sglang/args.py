@@ -101,6 +101,7 @@ class LaunchArgs:
     model: str | None = None
     unknown: list[str] = field(default_factory=list)
     spelled: dict[str, str] = field(default_factory=dict)  # field -> the flag as typed (--tp, --tp-size)
+    read_with: str | None = None  # the recorded release whose flag table read the line
 
     def server_args(self) -> dict[str, object]:
         """The fields with SGLang's defaults for the ones not given."""
@@ -160,15 +161,17 @@ def _strip(words: list[str]) -> list[str]:
     return words
 
 
-def parse(text: str) -> LaunchArgs:
-    """The flags of an SGLang launch command (see the module docstring)."""
+def parse(text: str, release: str | None = None) -> LaunchArgs:
+    """The flags of an SGLang launch command (see the module docstring), read with `release`'s flag table
+    (kbtool/solve/engines/flags.py; None: the newest recorded)."""
     try:
         words = shlex.split(text)
     except ValueError as exc:
         raise UsageError(f"--sglang-args: cannot split the command: {exc}", fix="quote it as one shell word") from None
     words = _strip(words)
     out = LaunchArgs()
-    tbl = table("sglang", "--sglang-args")
+    tbl = table("sglang", "--sglang-args", release)
+    out.read_with = tbl.release if tbl is not None else None
     i = 0
     while i < len(words):
         w = words[i]

@@ -59,6 +59,7 @@ class ServeArgs:
         self.kv_cache_memory: int | None = None
         self.ignored: list[str] = []
         self.spelled: dict[str, str] = {}  # field -> the flag as the user typed it (-tp, --dtype)
+        self.read_with: str | None = None  # the recorded release whose flag table read the line
 
 
 _HUMAN = {"max_model_len", "max_num_batched_tokens", "kv_cache_memory"}  # vLLM reads these with human_readable_int
@@ -99,8 +100,9 @@ def checked(flag: str, key: str, value: int | float) -> int | float:
     return value
 
 
-def parse(text: str) -> ServeArgs:
-    """The serve command's flags (`vllm serve MODEL ...`, `serve MODEL ...` or just `MODEL ...`)."""
+def parse(text: str, release: str | None = None) -> ServeArgs:
+    """The serve command's flags (`vllm serve MODEL ...`, `serve MODEL ...` or just `MODEL ...`), read with
+    `release`'s flag table (kbtool/solve/engines/flags.py; None: the newest recorded)."""
     try:
         words = shlex.split(text)
     except ValueError as exc:
@@ -110,7 +112,8 @@ def parse(text: str) -> ServeArgs:
     if words[:1] == ["serve"]:
         words = words[1:]
     out = ServeArgs()
-    tbl = table("vllm", "--vllm-args")
+    tbl = table("vllm", "--vllm-args", release)
+    out.read_with = tbl.release if tbl is not None else None
     i = 0
     while i < len(words):
         w = words[i]

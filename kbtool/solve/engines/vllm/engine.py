@@ -44,11 +44,12 @@ class Vllm(Engine):
         found = record_for(img, q.release)
         return int(found[1]["defaults"]["block_size"][0]) if found else self.block_size
 
-    def parse_line(self, text: str) -> Line:
-        """kb's options a `vllm serve` line names (kb's own, when given, win) and its vLLM-only settings."""
+    def parse_line(self, text: str, release: str | None = None) -> Line:
+        """kb's options a `vllm serve` line names (kb's own, when given, win) and its vLLM-only settings, read with
+        `release`'s flag table."""
         from kbtool.solve.engines.vllm.args import QUANT_WEIGHTS, parse
 
-        serve = parse(text)
+        serve = parse(text, release)
         weights = None
         if serve.quantization:
             weights = QUANT_WEIGHTS.get(serve.quantization.lower())
@@ -71,7 +72,13 @@ class Vllm(Engine):
             "pp": serve.pp if serve.pp and serve.pp > 1 else None,
             "dp": serve.dp if serve.dp and serve.dp > 1 else None,
         }
-        return Line(self.name, options, {k: v for k, v in settings.items() if v is not None}, serve.ignored)
+        return Line(self.name, options, {k: v for k, v in settings.items() if v is not None}, serve.ignored,
+                    serve.read_with)
+
+    def line_reader(self, release: str | None) -> str | None:
+        from kbtool.solve.engines.flags import reads_with
+
+        return reads_with(self.name, release)
 
     def apply_line(self, q: Query, line: Line) -> None:
         q.settings, q.ignored = dict(line.settings), list(line.ignored)
