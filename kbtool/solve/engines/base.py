@@ -242,7 +242,7 @@ class Engine(abc.ABC):
         """Its pasted serve line, parsed with its own flag names as `release` reads them (None: the default the
         engine pins, as far as it is known before the records are: see `line_reader`); bad values are UsageError."""
 
-    def line_reader(self, release: str | None) -> str | None:
+    def line_reader(self, release: str | None) -> str | None:  # noqa: ARG002 (an engine without tables)
         """The recorded release whose flag table reads `release`'s serve lines (None: the engine keeps no tables).
         A line read with another table is read again once the release is pinned (kbtool/solve/solver.py)."""
         return None
