@@ -224,6 +224,6 @@ def parse(text: str, release: str | None = None) -> LaunchArgs:
     return out
 
 
-def parse_argv(argv: list[str]) -> LaunchArgs:
-    """parse() of an argv list (the recorded grids keep argv lists)."""
-    return parse(shlex.join(argv))
+def parse_argv(argv: list[str], release: str | None = None) -> LaunchArgs:
+    """parse() of an argv list (the recorded grids keep argv lists), read as `release` reads it."""
+    return parse(shlex.join(argv), release)

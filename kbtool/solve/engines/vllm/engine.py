@@ -122,11 +122,22 @@ class Vllm(Engine):
 
     def pick(self, cx: Ctx, acc: AcceleratorV, envs: dict[str, dict[str, Any]], assumed: dict[str, Any],
              memory: Memory | None, backends: list[BackendAnswer], kernels: list[KernelAnswer]) -> Pick | None:
+        from kbtool.solve.engines.vllm import defaults as vd
         from kbtool.solve.engines.vllm import selection
 
         block = selection.block_for(cx, envs, assumed, memory)
         if block is None:
             return None
+        mem, name, cc = vd.accelerator_facts(cx.img, acc.id)
+        refused = vd.startup_refusal(cx.img, cx.q.release, mem or acc.capacity_bytes() or 0, name, cc or "0.0",
+                                     cx.q.settings.get("max_num_seqs"), cx.q.batched_tokens)
+        if refused is not None:  # it stops while building its config, before it picks a backend
+            block.update(selected=None, error=refused["message"], error_type=refused["raises"],
+                         preflight=f"{refused['raises']}: {refused['message']}",
+                         details=[("raised at: ", f"{refused['source']} (vLLM {refused['release']}'s engine-release "
+                                                  "record, startup_checks)")])
+            return Pick(state="error", error=refused["message"], error_type=refused["raises"], engine="vllm",
+                        label=f"vLLM {block['vllm']}", release=block["vllm"], block=block)
         block["details"] = details(block)
         return pick_of(block)
 

@@ -116,8 +116,9 @@ def serve_defaults(cx: Ctx, acc: AcceleratorV, release: str | None, ctx: int | N
 
     memory, name, cc = vd.accelerator_facts(cx.img, acc.id)
     arch = getattr(cx.model, "architecture", None)
+    seqs = cx.q.settings.get("max_num_seqs") if cx.q.engine == "vllm" else None
     d = vd.serve_defaults(cx.img, release or accounting(None).release, memory or acc.capacity_bytes() or 0, name,
-                          cc or "0.0", ctx, arch)
+                          cc or "0.0", ctx, arch, seqs)
     if d is None:
         raise KbError("no engine-release record of vLLM: records/engine-releases/vllm-*.yaml is missing",
                       fix="restore records/engine-releases (the vllm-engine-config probe's data)")
