@@ -257,3 +257,34 @@ def test_fuzz_kb_query_exits_0_1_or_2_without_a_traceback(engine: str, data: st.
                if engine == "sglang" else f"serve qwen3-8b {text}")
     assert r.code in (0, 1, 2), r.err
     assert "Traceback" not in r.err and "Traceback" not in r.out
+
+
+# --- the command as pasted (tests/data/serve-lines) -------------------------------------------------------------
+
+@pytest.mark.parametrize("line", [
+    "CUDA_VISIBLE_DEVICES=0,1,2,3 python -m vllm.entrypoints.openai.api_server --model M --pipeline-parallel-size 4",
+    "VLLM_LOGGING_LEVEL=DEBUG vllm serve M -pp 4",
+    "/opt/venv/bin/python3.12 -m vllm.entrypoints.openai.api_server --model M -pp 4",
+])
+def test_environment_and_python_m_are_the_shells_not_the_engines(line: str) -> None:
+    """vllm#10521 and vllm#40778 paste `NAME=value` before the command: kb read the assignment as the model."""
+    a = vllm_args.parse(line)
+    assert (a.model, a.pp, a.ignored) == ("M", 4, [])
+
+
+def test_sglang_lines_after_environment_assignments() -> None:
+    a = sglang_args.parse("CUDA_VISIBLE_DEVICES=7 python3.12 -m sglang.launch_server --model M --tp 2")
+    assert a.fields == {"model_path": "M", "tp_size": 2} and a.unknown == []
+
+
+def test_an_ambiguous_prefix_names_the_release_whose_parser_has_the_flag() -> None:
+    """sglang#9704's --cuda-graph-max-bs is a flag of 0.5.17; 0.5.23 split it into -decode and -prefill, so its
+    argparse refuses the prefix: kb says which release takes the line."""
+    line = "--model-path m --cuda-graph-max-bs 256"
+    assert "--cuda-graph-max-bs" in sglang_args.parse(line, "0.5.17").unknown
+    with pytest.raises(UsageError) as e:
+        sglang_args.parse(line)
+    assert e.value.args[0] == ("--sglang-args: ambiguous option: --cuda-graph-max-bs could match "
+                               "--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill (SGLang 0.5.23's parser "
+                               "refuses it); 0.5.17 has --cuda-graph-max-bs")
+    assert e.value.fix == "for SGLang 0.5.17, add --sglang 0.5.17; else spell the flag out in full"

@@ -19,6 +19,7 @@ recorded release has is not refused: kb cannot tell which side of the change the
 from __future__ import annotations
 
 import functools
+import re
 from typing import TYPE_CHECKING, Any
 
 from kbtool.errors import UsageError
@@ -48,6 +49,21 @@ def human_int(text: str) -> int:
     if abs(n) > MAX_HUMAN:
         raise ValueError(f"{text!r} is out of range")
     return n
+
+
+_ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_PYTHON = re.compile(r"(?:.*/)?python(?:3(?:\.\d+)?)?")
+
+
+def command(words: list[str], modules: tuple[str, ...]) -> list[str]:
+    """The words after the command of a pasted line: leading environment assignments (`CUDA_VISIBLE_DEVICES=0,1`)
+    and `python[3[.x]] -m MODULE` for one of the engine's `modules` are dropped, as the shell and Python read them."""
+    i = 0
+    while i < len(words) and _ENV.match(words[i]):
+        i += 1
+    if words[i + 1:i + 2] == ["-m"] and words[i + 2:i + 3] and words[i + 2] in modules and _PYTHON.fullmatch(words[i]):
+        i += 3
+    return words[i:]
 
 
 def number_word(word: str) -> bool:
@@ -119,9 +135,14 @@ class FlagTable:
             if len(dests) == 1:
                 return hits[0]
             if hits:
+                has = self._others(lambda t: flag in t.flags)  # a release whose parser has the flag itself
+                where = f"; {_releases(has)} {'has' if len(has) == 1 else 'have'} {flag}" if has else ""
+                fix = "spell the flag out in full"
+                if has:
+                    name = NAMES.get(self.engine, self.engine)
+                    fix = f"for {name} {has[-1]}, add --{self.engine} {has[-1]}; else {fix}"
                 raise UsageError(f"{self.prefix}: ambiguous option: {typed} could match {', '.join(hits[:6])}"
-                                 f"{' ...' if len(hits) > 6 else ''} ({self.refuses})",
-                                 fix="spell the flag out in full")
+                                 f"{' ...' if len(hits) > 6 else ''} ({self.refuses}){where}", fix=fix)
         return None
 
     def unknown(self, typed: str) -> str:

@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from kbtool.errors import UsageError
-from kbtool.solve.engines.flags import MAX_HUMAN, FlagTable, human_int, number_word, table
+from kbtool.solve.engines.flags import MAX_HUMAN, FlagTable, command, human_int, number_word, table
 
 # flag -> (ServerArgs field, kind): kind "str", "int", "float", "human" (SI suffixes), "switch"
 _FLAGS: dict[str, tuple[str, str]] = {
@@ -152,6 +152,7 @@ def _checked(flag: str, key: str, value: object) -> object:
 
 
 def _strip(words: list[str]) -> list[str]:
+    words = command(words, ("sglang.launch_server",))
     for pre in _PREFIXES:
         p = pre.split()
         if words[:len(p)] == p:

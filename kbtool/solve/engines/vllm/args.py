@@ -16,7 +16,7 @@ from __future__ import annotations
 import shlex
 
 from kbtool.errors import UsageError
-from kbtool.solve.engines.flags import MAX_HUMAN, human_int, number_word, table
+from kbtool.solve.engines.flags import MAX_HUMAN, command, human_int, number_word, table
 
 __all__ = ["MAX_HUMAN", "QUANT_WEIGHTS", "ServeArgs", "checked", "human_int", "parse"]
 
@@ -101,12 +101,15 @@ def checked(flag: str, key: str, value: int | float) -> int | float:
 
 
 def parse(text: str, release: str | None = None) -> ServeArgs:
-    """The serve command's flags (`vllm serve MODEL ...`, `serve MODEL ...` or just `MODEL ...`), read with
+    """The serve command's flags (`vllm serve MODEL ...`, `serve MODEL ...`, `python -m
+    vllm.entrypoints.openai.api_server --model MODEL ...` or just `MODEL ...`, after any `NAME=value` environment
+    assignments), read with
     `release`'s flag table (kbtool/solve/engines/flags.py; None: the newest recorded)."""
     try:
         words = shlex.split(text)
     except ValueError as exc:
         raise UsageError(f"--vllm-args: cannot split the command: {exc}", fix="quote it as one shell word") from None
+    words = command(words, ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.cli.main"))
     if words[:1] == ["vllm"]:
         words = words[1:]
     if words[:1] == ["serve"]:
