@@ -189,8 +189,9 @@ def test_a_float32_checkpoint_is_sized_as_the_engine_loads_it(tmp_path: Path, en
     a = json.loads(r.out)
     want = total if loaded == "fp32" else total - f32 // 2
     assert a["memory"]["weights_bytes"] == want
-    assert a["assumed"]["model"].endswith(f"a float32 checkpoint: the engines load it at 2 B per value (--dtype auto:"
-                                          f" vLLM bf16 from sm80, SGLang fp16), {(total - f32 // 2) / 1e9:,.1f} GB")
+    assert a["assumed"]["model"].endswith("a float32 checkpoint: loaded at 2 B per value under the engines' --dtype "
+                                          "auto (bf16 or fp16, the answer's notes say which), "
+                                          f"{(total - f32 // 2) / 1e9:,.1f} GB")
     said = f"fp32 checkpoint: {'vLLM' if engine == 'vllm' else 'SGLang'}'s --dtype "
     assert any(n.startswith(said) and f"loads it as {loaded}" in n for n in a["memory"]["notes"] + a["notes"])
     if loaded != "fp32":
