@@ -61,6 +61,7 @@ def _indexed_sources(kb: KB, r: Any) -> list[Finding]:
                if isinstance(f := getattr(r.defaults, name), Fact) and f.source is not None]
         at += [(("batch", i), t.source) for i, t in enumerate(r.batch)]
         at += [(("extensible_margins",), r.extensible_margins.source)] if r.extensible_margins is not None else []
+        at += [(("startup_checks", i), c.source) for i, c in enumerate(r.startup_checks)]
     if isinstance(r, Kernel):
         at += [(("kv_formats", i), f.source) for i, f in enumerate(r.kv_formats)]
         at += [(("cuda_toolkits",), r.cuda_toolkits.source)] if r.cuda_toolkits is not None else []

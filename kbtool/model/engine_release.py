@@ -38,6 +38,19 @@ class Margins(Strict):
     source: int = Field(ge=0, description="Index into the record's sources")
 
 
+class StartupCheck(Strict):
+    """One check the release runs on its resolved settings while it builds its config, whose failure stops it
+    before anything loads. The test itself is the engine module's, keyed by `check`; its words and its place are
+    the release's own."""
+
+    check: Literal["max_num_batched_tokens>=max_num_seqs"] = Field(
+        description="Which check: the resolved max_num_batched_tokens must be at least the resolved max_num_seqs")
+    raises: str = Field(description="The exception the user sees, as the release raises it (e.g. pydantic's "
+                        "ValidationError for SchedulerConfig, wrapping the ValueError)")
+    message: str = Field(description="The release's message, with {field} where it formats a resolved value")
+    source: int = Field(ge=0, description="Index into the record's sources: where the release makes the check")
+
+
 class Defaults(Strict):
     """What the release resolves where the user gives no flag (each a fact citing its source)."""
 
@@ -88,6 +101,8 @@ class EngineRelease(Record):
         min_length=1, description="Per-device batch defaults, in the engine's order; the first that holds applies")
     extensible_margins: Margins | None = Field(
         default=None, description="The extensible KV cache's margins, where the release has one")
+    startup_checks: list[StartupCheck] = Field(
+        default_factory=list, description="Checks of the resolved settings that stop the release at start-up")
 
     def refs(self) -> list[tuple[str, str]]:
         return [("evidence", e) for e in self.evidence]

@@ -130,6 +130,9 @@ class Model(_Record):
     weight_bytes: int | None = Field(
         default=None, ge=1, description="Exact size of the released weights where it differs from params x dtype"
     )
+    weight_bytes_f32: int | None = Field(
+        default=None, ge=1, description="Of weight_bytes, the bytes of float32 tensors (an engine's --dtype auto "
+        "loads a float32 checkpoint's at 2 bytes per value)")
     num_heads: int = Field(ge=1, description="Query heads")
     head_dim: int = Field(ge=1, description="Query/key head dim the attention kernel sees")
     hidden_size: int | None = Field(default=None, ge=1, description="Model width (activation reserve)")

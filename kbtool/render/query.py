@@ -195,8 +195,11 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
         m = a.memory
         fits = {True: "fits", False: "does not fit", None: "no ctx given"}[m.fits]
         gb = 1e9  # as the memory formula writes them
-        if m.available_bytes < 0:
+        if m.available_bytes < 0 and m.weights_bytes > m.available_bytes + m.weights_bytes + m.reserve_bytes:
             room = f"weights {m.weights_bytes / gb:,.1f} GB exceed the usable memory"
+        elif m.available_bytes < 0:  # the weights fit; the reserve takes the rest
+            room = (f"weights {m.weights_bytes / gb:,.1f} GB and a {m.reserve_bytes / gb:,.1f} GB reserve exceed the "
+                    "usable memory")
         else:
             room = f"{m.available_bytes / gb:,.1f} GB free after weights and reserve; max ctx {m.max_ctx:,}"
         ctx = a.query.get("ctx")

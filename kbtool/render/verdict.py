@@ -30,8 +30,14 @@ def _fits(d: Decision) -> str:
 def _no_fit(d: Decision) -> str:
     m = d.memory or {}
     if m["available_bytes"] <= 0:
-        return (f"does not fit: weights {_gb(m['weights_bytes'])} GB per GPU exceed the {_gb(m['usable_bytes'])} GB "
-                f"usable ({m['utilization']:g} x {_gb(m['capacity_bytes'])} GB), before {_gb(m['kv_bytes'])} GB of KV")
+        usable = f"{_gb(m['usable_bytes'])} GB usable ({m['utilization']:g} x {_gb(m['capacity_bytes'])} GB)"
+        if m["weights_bytes"] > m["usable_bytes"]:
+            return (f"does not fit: weights {_gb(m['weights_bytes'])} GB per GPU exceed the {usable}, before "
+                    f"{_gb(m['kv_bytes'])} GB of KV")
+        # the weights fit: the reserve (the engine's activation peak and CUDA graphs) takes the rest
+        reserve = m["usable_bytes"] - m["weights_bytes"] - m["available_bytes"]
+        return (f"does not fit: weights {_gb(m['weights_bytes'])} GB and a {_gb(reserve)} GB activation and "
+                f"CUDA-graph reserve per GPU leave nothing of the {usable} for {_gb(m['kv_bytes'])} GB of KV")
     return (f"does not fit: KV needs {_gb(m['kv_bytes'])} GB, {_gb(m['available_bytes'])} GB left after weights and "
             f"the activation reserve (max ctx {m['max_ctx']:,})")
 

@@ -131,8 +131,9 @@ LAYER_FIELDS = ("type", "count", "kv_heads", "head_dim", "head_dim_v", "window",
                 "rope_dim", "qk_nope_head_dim", "index_head_dim", "index_n_heads", "index_topk", "state",
                 "state_bytes")
 MODEL_FIELDS = ("id", "architecture", "parameters", "parameter_groups", "weight_dtype", "unquantized_dtype",
-                "quantized", "quant_group_size", "weight_bytes", "num_heads", "head_dim", "hidden_size",
-                "intermediate_size", "vocab_size", "max_context", "softcap", "alibi", "layers", "experts")
+                "quantized", "quant_group_size", "weight_bytes", "weight_bytes_f32", "num_heads", "head_dim",
+                "hidden_size", "intermediate_size", "vocab_size", "max_context", "softcap", "alibi", "layers",
+                "experts")
 
 
 class LayerV:
@@ -178,6 +179,7 @@ class ModelV:
         quantized: list[str] | None
         quant_group_size: int | None
         weight_bytes: int | None
+        weight_bytes_f32: int | None
         num_heads: int
         head_dim: int
         hidden_size: int | None

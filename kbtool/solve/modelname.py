@@ -22,6 +22,8 @@ QUANT: tuple[tuple[str, str | None], ...] = (
     ("-gptq-int4", "int4"), ("-gptq-int8", "int8"), ("-gptq-4bit", "int4"), ("-gptq-8bit", "int8"),
     ("-gptq", "int4"), ("-awq-int4", "int4"), ("-awq", "int4"), ("-w4a16", "int4"), ("-int4", "int4"),
     ("-w8a8", "int8"), ("-w8a16", "int8"), ("-int8", "int8"),
+    # Neural Magic / Red Hat AI's names (neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w8a8 in vllm#10521)
+    ("-quantized.w8a8", "int8"), ("-quantized.w8a16", "int8"), ("-quantized.w4a16", "int4"),
     ("-fp8-dynamic", "fp8"), ("-fp8-static", "fp8"), ("-fp8-block", "fp8"), ("-fp8", "fp8"),
     ("-nvfp4", "nvfp4"), ("-fp4", "nvfp4"), ("-mxfp4", "mxfp4"),
     ("-bnb-4bit", None), ("-4bit", None), ("-gguf", None),

@@ -61,6 +61,11 @@ def _sized(rec: dict[str, Any], folder: Path, hub: Any = None) -> str:
     if got is None or got.total <= 0:
         return ""
     rec["weight_bytes"] = got.total
+    f32 = got.by_dtype.get("F32", 0)
+    if f32 and rec.get("weight_dtype") == "fp32":  # the engines' --dtype auto loads these at 2 bytes per value
+        rec["weight_bytes_f32"] = f32
+        return (f"; weights {got.text}; a float32 checkpoint: loaded at 2 B per value under the engines' --dtype "
+                f"auto (bf16 or fp16, the answer's notes say which), {(got.total - f32 // 2) / 1e9:,.1f} GB")
     return f"; weights {got.text}"
 
 

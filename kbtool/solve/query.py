@@ -211,6 +211,7 @@ class Query:
         "batch",
         "batched_tokens",
         "block_size",
+        "built",
         "ctx",
         "dtype",
         "engine",
@@ -223,6 +224,7 @@ class Query:
         "kernels",
         "kv",
         "libs",
+        "line_read_with",
         "model",
         "phases",
         "release",
@@ -256,9 +258,22 @@ class Query:
         self.release = release  # the engine's release, as its module pins it
         self.settings: dict[str, Any] = {}  # the serve line's engine-only settings (the engine's spelling)
         self.ignored: list[str] = []  # the serve line's flags kb does not consider
+        self.built: dict[str, Any] | None = None  # build_query's arguments, where a serve line was pasted
+        self.line_read_with: str | None = None  # the recorded release whose flag table read that line
 
     def __repr__(self) -> str:
-        return f"Query({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
+        return f"Query({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__ if k != 'built')})"
+
+    def reread(self, reader: str | None) -> None:
+        """Read the pasted serve line again as the pinned release reads it, where the flag table that read it
+        (`line_read_with`) is not `reader`, the one for `self.release`: the release was not known when the line was
+        read (it is the default the engine pins from the records). The query is built again from the same
+        arguments with that release asked for, so the line's refusals and readings are that release's."""
+        if self.built is None or self.release is None or reader is None or reader == self.line_read_with:
+            return
+        again = build_query(**{**self.built, self.engine: self.release})
+        for k in self.__slots__:
+            setattr(self, k, getattr(again, k))
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -294,6 +309,7 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
     out."""
     from kbtool.solve.engines import registry as engines
 
+    built = {k: v for k, v in locals().items() if k not in ("engines", "engine_opts")} | engine_opts
     kernels = [k.strip() for item in (kernel or []) for k in item.split(",") if k.strip()]
     libs = parse_libs(lib)
     cu = parse_cuda(cuda)
@@ -315,7 +331,8 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
         name, text = lines[0]
         eng = engines.ENGINES[name]
         flag = eng.line_flag()
-        line = eng.parse_line(text)
+        asked = (given.get(name) or "").strip().lstrip("v") or libs.get(name)  # --vllm X, else --lib vllm=X
+        line = eng.parse_line(text, asked)
         opts: dict[str, Any] = {"model": model, "ctx": ctx, "kv": kv, "gpus": gpus, "util": util,
                                 "block_size": block_size, "dtype": dtype,
                                 "max_num_batched_tokens": max_num_batched_tokens, "weights": weights}
@@ -367,4 +384,5 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
             q.release = (given[key] or "").strip().lstrip("v") or None
     if line is not None:
         engines.ENGINES[q.engine].apply_line(q, line)
+        q.built, q.line_read_with = built, line.read_with
     return q

@@ -69,6 +69,10 @@ def resolve(img: Image | KB, name: str, kind: str) -> str:
 
 
 def prepare(img: Image, q: Query) -> Ctx:
+    eng = engines.get(q.engine) if q.engine != "none" and q.built is not None else None
+    if eng is not None:  # a pasted line, read again as the release pinned from the records reads it
+        eng.pin_release(img, q)
+        q.reread(eng.line_reader(q.release))
     model: ModelV | None = None
     if q.model:
         q.model = resolve(img, q.model, "model")

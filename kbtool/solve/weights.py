@@ -22,14 +22,31 @@ def bytes_per_param(dtype: str, group_size: int | None = None) -> float:
     return WEIGHT_BYTES[dtype]
 
 
+def fp32_loaded_as(model: Model | ModelV, weights: str | None, dtype: str | None, auto: str) -> str | None:
+    """The weight format an engine loads a float32 checkpoint at: `weights` where the user gave one, float32 where
+    --dtype asks for it, else `auto`, the 2-byte dtype the engine's --dtype auto picks for it; `weights` for any
+    other checkpoint."""
+    if weights is not None or model.weight_dtype != "fp32":
+        return weights
+    return "fp32" if dtype == "fp32" else auto
+
+
 def weight_bytes(model: Model | ModelV, deploy: str | None = None) -> tuple[int, str]:
-    """Total weight bytes at `deploy` (None: as released) and how they were computed."""
+    """Total weight bytes at `deploy` (None: as released) and how they were computed: the safetensors headers'
+    exact bytes where the record has them (a float32 checkpoint's loaded at 2 B per value where `deploy` is bf16
+    or fp16), else parameters x bytes."""
     pg = model.parameter_groups
     groups: dict[str, int] = dict(pg.items()) if pg is not None else {}  # a record's model or the image's dict
     groups = {k: v for k, v in groups.items() if v}
     gs = getattr(model, "quant_group_size", None)
-    if deploy is None and model.weight_bytes is not None:
-        return model.weight_bytes, f"{model.weight_bytes:,} B exact (the checkpoint's safetensors headers)"
+    exact = model.weight_bytes
+    if exact is not None and (deploy is None or deploy == model.weight_dtype == "fp32"):
+        return exact, f"{exact:,} B exact (the checkpoint's safetensors headers)"
+    f32 = getattr(model, "weight_bytes_f32", None)
+    if exact is not None and f32 and model.weight_dtype == "fp32" and deploy in ("bf16", "fp16"):
+        total = exact - f32 // 2  # the engine casts each float32 tensor to its 2-byte dtype as it loads it
+        return total, (f"the checkpoint's safetensors headers ({exact:,} B) with their F32 tensors ({f32:,} B) at "
+                       f"2 B per value, as the engine loads a float32 checkpoint ({deploy})")
     fmt = deploy or model.weight_dtype
     base = model.unquantized_dtype if fmt not in ("bf16", "fp16", "fp32") else fmt
     if not groups:

@@ -45,6 +45,11 @@ NAMES = {"qwen3-30b-a3b": "qwen3-30b-a3b", "qwen/qwen3-30b-a3b": "qwen3-30b-a3b"
     ("Llama-3.3-70B-Instruct-FP8-dynamic", ("llama-3.3-70b", "Llama-3.3-70B-Instruct-FP8-dynamic", "fp8",
                                             "-FP8-dynamic")),
     ("Qwen3-30B-A3B-bnb-4bit", ("qwen3-30b-a3b", "Qwen3-30B-A3B-bnb-4bit", None, "-bnb-4bit")),
+    # Neural Magic / Red Hat AI's endings (vllm#10521, vllm#7714): int8 weights for w8a8 and w8a16, int4 for w4a16
+    ("Llama-3.3-70B-Instruct-quantized.w8a8", ("llama-3.3-70b", "Llama-3.3-70B-Instruct-quantized.w8a8", "int8",
+                                               "-quantized.w8a8")),
+    ("Llama-3.3-70B-Instruct-quantized.w4a16", ("llama-3.3-70b", "Llama-3.3-70B-Instruct-quantized.w4a16", "int4",
+                                                "-quantized.w4a16")),
     ("Qwen3-31B-A3B-FP8", None),
     ("Qwen3-30B-A3B", None),  # a name that is a record needs no stripping: exact() takes it
 ])

@@ -109,28 +109,98 @@ def test_vllm_reads_underscores_and_prefixes_as_its_parser_does() -> None:
     assert a.spelled["max_num_seqs"] == "--max_num_seqs"
 
 
-def test_a_flag_the_newest_release_lacks_is_named_with_the_releases_that_had_it() -> None:
+def test_a_flag_the_release_lacks_is_named_with_the_releases_that_have_it() -> None:
     t = flags.table("vllm", "--vllm-args")
     assert t is not None and t.canonical("--calculate-kv-scales") is None  # in 0.19.1's parser, not in 0.34.0's
     a = vllm_args.parse("vllm serve m --calculate-kv-scales -tp 2")
     assert a.tp == 2 and len(a.ignored) == 1
-    assert a.ignored[0].startswith(f"--calculate-kv-scales (not a flag of {t.name}, the newest release kb has "
-                                   "recorded; ")
-    assert a.ignored[0].endswith(" had it)") and "0.19.1" in a.ignored[0]
+    assert a.ignored[0] == f"--calculate-kv-scales (not a flag of {t.name}; 0.19.1, 0.24.0, 0.26.0 have it)"
     # --swap-space (V0's CPU swap) is in no recorded release's parser: every one refuses it
-    assert vllm_args.parse("vllm serve m --swap-space 4").ignored == [
-        f"--swap-space (not a flag of {t.name}, the newest release kb has recorded)"]
+    assert vllm_args.parse("vllm serve m --swap-space 4").ignored == [f"--swap-space (not a flag of {t.name})"]
+    # read as 0.24.0 reads it, the same flag is vLLM's own (a switch kb does not consider)
+    assert vllm_args.parse("vllm serve m --calculate-kv-scales", "0.24.0").ignored == ["--calculate-kv-scales"]
 
 
 @pytest.mark.parametrize(("line", "message"), [
     ("vllm serve m --seed x", "--vllm-args: --seed takes an integer; got 'x' (vLLM 0.34.0's parser refuses it)"),
-    ("vllm serve m --dtype bf16", "--vllm-args: --dtype: invalid choice 'bf16': not a choice of vLLM 0.34.0, the "
-     "newest release kb has recorded (nor of "),
+    ("vllm serve m --dtype bf16", "--vllm-args: --dtype: invalid choice 'bf16' (vLLM 0.34.0's parser refuses it); "
+     "no recorded release has it (0.19.1, 0.24.0 and 4 more to 0.34.0); a newer release may have it"),
 ])
 def test_ignored_flags_are_still_read_with_the_engines_types(line: str, message: str) -> None:
     with pytest.raises(UsageError) as e:
         vllm_args.parse(line)
-    assert str(e.value).startswith(message)
+    assert e.value.args[0] == message
+
+
+# --- the pinned release's table (issue 47: the newest was read whatever the release) ----------------------------
+
+def test_the_table_is_the_releases_own_else_the_nearest_at_or_below() -> None:
+    assert [flags.reads_with("vllm", r) for r in (None, "0.33.0", "0.30.5", "0.18.0", "0.99.0")] == [
+        "0.34.0", "0.33.0", "0.28.0", "0.19.1", "0.34.0"]
+    t = flags.table("vllm", "--vllm-args", "0.30.5")
+    assert t is not None and (t.release, t.asked, t.exact) == ("0.28.0", "0.30.5", False)
+    assert t.name == "vLLM 0.30.5 as read with 0.28.0's recorded parser, the nearest kb has"
+
+
+def test_a_choice_of_an_older_release_is_refused_by_the_newer_ones_parser() -> None:
+    """SGLang 0.5.17 takes --attention-backend cutlass_mla, 0.5.23's parser does not: kb read every line with
+    0.5.23's table and let it through, then answered "cutlass_mla (SGLang 0.5.23's choice)"."""
+    line = "--model-path m --attention-backend cutlass_mla"
+    assert sglang_args.parse(line, "0.5.17").fields["attention_backend"] == "cutlass_mla"
+    with pytest.raises(UsageError) as e:
+        sglang_args.parse(line)
+    assert e.value.args[0] == ("--sglang-args: --attention-backend: invalid choice 'cutlass_mla' (SGLang 0.5.23's "
+                            "parser refuses it); 0.5.17 has it")
+    assert e.value.fix is not None and e.value.fix.startswith("for SGLang 0.5.17, add --sglang 0.5.17; else choose "
+                                                              "from triton, ")
+
+
+def test_a_release_without_a_table_takes_what_a_recorded_release_takes() -> None:
+    """vLLM 0.30.5 has no table: read with 0.28.0's, a choice 0.34.0 adds is not refused (kb cannot tell)."""
+    assert "--all2all-backend" in vllm_args.parse("vllm serve m --all2all-backend mori", "0.30.5").ignored
+    with pytest.raises(UsageError, match=r"'mori' \(vLLM 0.33.0's parser refuses it\); 0.19.1, 0.34.0 have it"):
+        vllm_args.parse("vllm serve m --all2all-backend mori", "0.33.0")
+
+
+@pytest.fixture(scope="module")
+def img():  # type: ignore[no-untyped-def]
+    from kbtool.query_cli import image
+
+    return image()
+
+
+def _solved(img, **kw):  # type: ignore[no-untyped-def]
+    from kbtool.solve.query import build_query
+    from kbtool.solve.solver import solve
+
+    q = build_query(gpu="h100", **kw)
+    solve(img, q)
+    return q
+
+
+def test_the_default_release_reads_the_line_with_its_own_table(img) -> None:  # type: ignore[no-untyped-def]
+    """vLLM's default is the newest release with priority records (0.33.0), not the newest table (0.34.0): the
+    line is read again once the solver pins it."""
+    line = "vllm serve qwen3-8b --enable-extensible-kv-cache"
+    q = _solved(img, vllm_args=line)
+    assert q.release == "0.33.0" and q.line_read_with == "0.33.0"
+    assert q.ignored == ["--enable-extensible-kv-cache (not a flag of vLLM 0.33.0; 0.34.0 has it)"]
+    assert _solved(img, vllm_args=line, vllm="0.34.0").ignored == ["--enable-extensible-kv-cache"]
+    with pytest.raises(UsageError, match=r"'mori' \(vLLM 0.33.0's parser refuses it\)"):
+        _solved(img, vllm_args="vllm serve qwen3-8b --all2all-backend mori")
+    assert _solved(img, vllm_args="vllm serve qwen3-8b --all2all-backend mori", lib=["vllm=0.34.0"]).release == "0.34.0"
+
+
+@pytest.mark.parametrize("pin", [["--sglang", "0.5.17"], ["--lib", "sglang=0.5.17"]])
+def test_kb_query_reads_the_line_as_the_pinned_release(pin: list[str]) -> None:
+    from tests.util import run_kb
+
+    line = "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 8 --attention-backend cutlass_mla"
+    r = run_kb("query", "--gpu", "b200", "--sglang-args", line)
+    assert r.code == 2 and "invalid choice 'cutlass_mla' (SGLang 0.5.23's parser refuses it); 0.5.17 has it" in r.err
+    r = run_kb("query", "--gpu", "b200", *pin, "--sglang-args", line)
+    assert r.code == 0, r.err
+    assert "cutlass_mla (SGLang 0.5.17's choice)" in r.out
 
 
 def test_max_num_seqs_values_vllm_takes_are_taken() -> None:
@@ -187,3 +257,34 @@ def test_fuzz_kb_query_exits_0_1_or_2_without_a_traceback(engine: str, data: st.
                if engine == "sglang" else f"serve qwen3-8b {text}")
     assert r.code in (0, 1, 2), r.err
     assert "Traceback" not in r.err and "Traceback" not in r.out
+
+
+# --- the command as pasted (tests/data/serve-lines) -------------------------------------------------------------
+
+@pytest.mark.parametrize("line", [
+    "CUDA_VISIBLE_DEVICES=0,1,2,3 python -m vllm.entrypoints.openai.api_server --model M --pipeline-parallel-size 4",
+    "VLLM_LOGGING_LEVEL=DEBUG vllm serve M -pp 4",
+    "/opt/venv/bin/python3.12 -m vllm.entrypoints.openai.api_server --model M -pp 4",
+])
+def test_environment_and_python_m_are_the_shells_not_the_engines(line: str) -> None:
+    """vllm#10521 and vllm#40778 paste `NAME=value` before the command: kb read the assignment as the model."""
+    a = vllm_args.parse(line)
+    assert (a.model, a.pp, a.ignored) == ("M", 4, [])
+
+
+def test_sglang_lines_after_environment_assignments() -> None:
+    a = sglang_args.parse("CUDA_VISIBLE_DEVICES=7 python3.12 -m sglang.launch_server --model M --tp 2")
+    assert a.fields == {"model_path": "M", "tp_size": 2} and a.unknown == []
+
+
+def test_an_ambiguous_prefix_names_the_release_whose_parser_has_the_flag() -> None:
+    """sglang#9704's --cuda-graph-max-bs is a flag of 0.5.17; 0.5.23 split it into -decode and -prefill, so its
+    argparse refuses the prefix: kb says which release takes the line."""
+    line = "--model-path m --cuda-graph-max-bs 256"
+    assert "--cuda-graph-max-bs" in sglang_args.parse(line, "0.5.17").unknown
+    with pytest.raises(UsageError) as e:
+        sglang_args.parse(line)
+    assert e.value.args[0] == ("--sglang-args: ambiguous option: --cuda-graph-max-bs could match "
+                               "--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill (SGLang 0.5.23's parser "
+                               "refuses it); 0.5.17 has --cuda-graph-max-bs")
+    assert e.value.fix == "for SGLang 0.5.17, add --sglang 0.5.17; else spell the flag out in full"

@@ -35,10 +35,10 @@ def test_argv_form() -> None:
 
 @pytest.mark.parametrize(("cmd", "msg"), [
     ("--tp-size two", "--sglang-args: --tp-size takes a number; got 'two'"),
-    ("--kv-cache-dtype fp8", "--sglang-args: --kv-cache-dtype: invalid choice 'fp8': not a choice of SGLang "
-     "0.5.23, the newest release kb has recorded (nor of 0.5.17); a newer release may have it"),
-    ("--attention-backend flash", "--sglang-args: --attention-backend: invalid choice 'flash': not a choice of "
-     "SGLang 0.5.23, the newest release kb has recorded (nor of 0.5.17); a newer release may have it"),
+    ("--kv-cache-dtype fp8", "--sglang-args: --kv-cache-dtype: invalid choice 'fp8' (SGLang 0.5.23's parser "
+     "refuses it); no recorded release has it (0.5.17, 0.5.23); a newer release may have it"),
+    ("--attention-backend flash", "--sglang-args: --attention-backend: invalid choice 'flash' (SGLang 0.5.23's "
+     "parser refuses it); no recorded release has it (0.5.17, 0.5.23); a newer release may have it"),
     ("--tp 5000", "--sglang-args: --tp 5000 is more GPUs than kb models (at most 4096)"),
     ("--page-size", "--sglang-args: --page-size needs a value"),
     ("--context-length infk", "--sglang-args: --context-length takes a number; got 'infk'"),  # issue 48

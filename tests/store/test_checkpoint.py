@@ -156,3 +156,43 @@ def test_what_the_engines_do_not_load_is_left_out_and_said(tmp_path: Path) -> No
     # a multimodal config keeps the counts in text_config
     nested = {"text_config": {"num_hidden_layers": 2, "num_nextn_predict_layers": 1}}
     assert tensor_bytes(tmp_path, nested).total == got.total  # type: ignore[union-attr]
+
+
+def _fp32_checkpoint(folder: Path) -> tuple[int, int]:
+    """A float32 checkpoint (config torch_dtype float32, every tensor F32 but one I64 buffer): (total, F32 bytes)."""
+    folder.mkdir()
+    cfg = json.loads(CONFIG.read_text())
+    cfg.pop("dtype", None)
+    cfg["torch_dtype"] = "float32"
+    (folder / "config.json").write_text(json.dumps(cfg))
+    tensors = {"model.embed_tokens.weight": ("F32", [151936, 4096]),
+               "model.layers.0.mlp.up_proj.weight": ("F32", [12288, 4096]),
+               "model.layers.0.position_ids": ("I64", [40960])}
+    total = write_shard(folder / "model.safetensors", tensors)
+    return total, total - 8 * 40960
+
+
+@pytest.mark.parametrize(("engine", "line", "loaded"), [
+    ("vllm", None, "bf16"),  # vllm/config/model.py:2440 (0.33.0) _resolve_auto_dtype: "Downcast for float32 models"
+    ("sglang", None, "fp16"),  # sglang/srt/configs/model_config.py:2304 (0.5.23): float16 for float32 models
+    ("vllm", "vllm serve m --dtype float32", "fp32"),  # asked for: vLLM keeps float32
+])
+def test_a_float32_checkpoint_is_sized_as_the_engine_loads_it(tmp_path: Path, engine: str, line: str | None,
+                                                              loaded: str) -> None:
+    """kb summed the headers at 4 bytes per F32 value (SGLang), or dropped them for parameters x 2 (vLLM); the
+    engines cast a float32 checkpoint's tensors to their 2-byte dtype as they load them."""
+    total, f32 = _fp32_checkpoint(tmp_path / "Tiny-F32")
+    args = ["--vllm-args", line.replace(" m ", f" {tmp_path / 'Tiny-F32'} ")] if line else \
+        ["--engine", engine, "--model", str(tmp_path / "Tiny-F32")]
+    r = run_kb("query", "--gpu", "h100", "--ctx", "8k", *args, "--json", env={"KB_NO_CACHE": "1"})
+    assert r.code == 0, r.err
+    a = json.loads(r.out)
+    want = total if loaded == "fp32" else total - f32 // 2
+    assert a["memory"]["weights_bytes"] == want
+    assert a["assumed"]["model"].endswith("a float32 checkpoint: loaded at 2 B per value under the engines' --dtype "
+                                          "auto (bf16 or fp16, the answer's notes say which), "
+                                          f"{(total - f32 // 2) / 1e9:,.1f} GB")
+    said = f"fp32 checkpoint: {'vLLM' if engine == 'vllm' else 'SGLang'}'s --dtype "
+    assert any(n.startswith(said) and f"loads it as {loaded}" in n for n in a["memory"]["notes"] + a["notes"])
+    if loaded != "fp32":
+        assert f"F32 tensors ({f32:,} B) at 2 B per value" in a["memory"]["formula"]

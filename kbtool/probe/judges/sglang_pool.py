@@ -87,7 +87,7 @@ def kb_point(img: Any, release: str, acc_id: str, acc: dict[str, Any], model_id:
     view = img.accelerator(acc_id)
     if model is None or view is None:
         return None
-    args = parse_argv(argv).server_args()
+    args = parse_argv(argv, release).server_args()
     cc = acc["capability"][0] + acc["capability"][1] / 10
     r = sr.resolve(img, release, sf.platform_facts(view, cc, img.cuda), sf.model_facts_from_record(model), args)
     if r.get("error"):

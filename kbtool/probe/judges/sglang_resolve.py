@@ -96,7 +96,8 @@ def platform(p: dict[str, Any]) -> dict[str, Any]:
 
 def points(doc: dict[str, Any]) -> list[tuple[str, str, list[str], dict[str, Any], dict[str, Any], dict[str, Any],
                                               dict[str, Any]]]:
-    """(platform, model, argv, platform facts, model facts, ServerArgs fields, SGLang's outcome) per grid row."""
+    """(platform, model, argv, platform facts, model facts, ServerArgs fields, SGLang's outcome) per grid row; each
+    argv read with the flag table of the release the grid ran (its `sglang`)."""
     from kbtool.errors import UsageError
     from kbtool.solve.engines.sglang.args import parse_argv
     from kbtool.solve.engines.sglang.facts import model_facts
@@ -109,7 +110,7 @@ def points(doc: dict[str, Any]) -> list[tuple[str, str, list[str], dict[str, Any
         argv = doc["argvs"][a]
         if a not in parsed:
             try:
-                parsed[a] = parse_argv(argv).server_args()
+                parsed[a] = parse_argv(argv, doc.get("sglang")).server_args()
             except UsageError as exc:  # kb's parser refuses the flag (an argparse choice): no resolution
                 parsed[a] = {REFUSED: str(exc)}
         out.append((p, m, argv, plats[p], facts[m], parsed[a], doc["outcomes"][o]))

@@ -6,7 +6,8 @@ this seam: an engine returns data, `kbtool/solve/decision.py` decides, `kbtool/r
 An engine says:
 
 - `options`: its query options (a release pin and a pasted serve line); `kb query` builds its option table from them;
-- `parse_line`: its serve line as a typed `Line` (kb's options it names, its own settings, flags kept unconsidered);
+- `parse_line`: its serve line as a typed `Line` (kb's options it names, its own settings, flags kept unconsidered),
+  read with the pinned release's flag table (`line_reader`);
 - `pin_release`: the release it answers for (a usage error names the recorded ones);
 - `priority`, `backend_outcome`, `block_size`: its backend order, its own verdict on one backend, its paged block
   size where no backend forces one (the kernel caveats its builds settle are claims' `handles`, data, not code);
@@ -69,14 +70,17 @@ class Line(_Frozen):
     block_size, dtype, weights, max_num_batched_tokens, kv_pasted), the engine-only settings it sets (`settings`),
     and the flags kb does not consider (`ignored`, shown in every engine's answer)."""
 
-    __slots__ = ("engine", "ignored", "options", "settings")
+    __slots__ = ("engine", "ignored", "options", "read_with", "settings")
     engine: str
     options: dict[str, Any]
     settings: dict[str, Any]
     ignored: list[str]
+    read_with: str | None  # the recorded release whose flag table read the line (None: the engine keeps none)
 
-    def __init__(self, engine: str, options: dict[str, Any], settings: dict[str, Any], ignored: list[str]) -> None:
-        self._set(engine=engine, options=dict(options), settings=dict(settings), ignored=list(ignored))
+    def __init__(self, engine: str, options: dict[str, Any], settings: dict[str, Any], ignored: list[str],
+                 read_with: str | None = None) -> None:
+        self._set(engine=engine, options=dict(options), settings=dict(settings), ignored=list(ignored),
+                  read_with=read_with)
 
 
 PICK_STATES = ("selected", "error", "not_recorded", "depends")
@@ -234,8 +238,14 @@ class Engine(abc.ABC):
         return self.block_size
 
     @abc.abstractmethod
-    def parse_line(self, text: str) -> Line:
-        """Its pasted serve line, parsed with its own flag names; bad values are UsageError."""
+    def parse_line(self, text: str, release: str | None = None) -> Line:
+        """Its pasted serve line, parsed with its own flag names as `release` reads them (None: the default the
+        engine pins, as far as it is known before the records are: see `line_reader`); bad values are UsageError."""
+
+    def line_reader(self, release: str | None) -> str | None:  # noqa: ARG002 (an engine without tables)
+        """The recorded release whose flag table reads `release`'s serve lines (None: the engine keeps no tables).
+        A line read with another table is read again once the release is pinned (kbtool/solve/solver.py)."""
+        return None
 
     @abc.abstractmethod
     def apply_line(self, q: Query, line: Line) -> None:

@@ -7,12 +7,19 @@ not re-run), its choices, whether the parser takes unique prefixes (allow_abbrev
 `--max_num_seqs` as `--max-num-seqs` (vLLM's FlexibleArgumentParser). A serve-line parser reads every flag
 through it, so a value is read as the engine reads it: a switch takes no value (`--trust-remote-code MODEL` keeps
 MODEL), `--tp 2` is SGLang's --tp-size by prefix, a bad int or a choice the release lacks is refused naming the
-flag and the value as typed and the release the table comes from. The table read is the newest recorded one.
+flag and the value as typed and the release the table comes from.
+
+The table read is the pinned release's (`table(engine, prefix, release)`): the release asked for (--vllm /
+--sglang, else --lib ENGINE=X), else the default the engine pins, which the solver only knows once the records are
+loaded (kbtool/solve/solver.py re-reads a line read with another release's table). A release with no recorded
+table is read with the nearest recorded one at or below it (else the oldest), and there a flag or choice another
+recorded release has is not refused: kb cannot tell which side of the change the release is on.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from typing import TYPE_CHECKING, Any
 
 from kbtool.errors import UsageError
@@ -44,6 +51,21 @@ def human_int(text: str) -> int:
     return n
 
 
+_ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_PYTHON = re.compile(r"(?:.*/)?python(?:3(?:\.\d+)?)?")
+
+
+def command(words: list[str], modules: tuple[str, ...]) -> list[str]:
+    """The words after the command of a pasted line: leading environment assignments (`CUDA_VISIBLE_DEVICES=0,1`)
+    and `python[3[.x]] -m MODULE` for one of the engine's `modules` are dropped, as the shell and Python read them."""
+    i = 0
+    while i < len(words) and _ENV.match(words[i]):
+        i += 1
+    if words[i + 1:i + 2] == ["-m"] and words[i + 2:i + 3] and words[i + 2] in modules and _PYTHON.fullmatch(words[i]):
+        i += 3
+    return words[i:]
+
+
 def number_word(word: str) -> bool:
     """A word argparse reads as a value even though it starts with '-' (a negative number: -1)."""
     try:
@@ -67,17 +89,36 @@ def _key(version: str) -> tuple[int, ...]:
 
 
 class FlagTable:
-    """One release's table (see the module docstring)."""
+    """One release's table (see the module docstring), read for the release `asked` (itself, or one with no
+    recorded table: `exact` is False)."""
 
-    def __init__(self, doc: dict[str, Any], prefix: str) -> None:
+    def __init__(self, doc: dict[str, Any], prefix: str, asked: str | None = None) -> None:
         self.engine, self.release = str(doc["engine"]), str(doc["release"])
         self.allow_abbrev, self.underscores = bool(doc.get("allow_abbrev")), bool(doc.get("underscores"))
         self.flags: dict[str, dict[str, Any]] = doc["flags"]
         self.prefix = prefix  # "--vllm-args" / "--sglang-args": how kb's errors name the pasted line
+        self.asked = asked or self.release
+        self.exact = self.asked == self.release
 
     @property
     def name(self) -> str:
-        return f"{NAMES.get(self.engine, self.engine)} {self.release}"
+        """The release as people write it ("vLLM 0.33.0"), and the table's where it has none of its own."""
+        engine = NAMES.get(self.engine, self.engine)
+        if self.exact:
+            return f"{engine} {self.release}"
+        return f"{engine} {self.asked} as read with {self.release}'s recorded parser, the nearest kb has"
+
+    @property
+    def refuses(self) -> str:
+        """Whose parser refuses what kb refuses."""
+        engine = NAMES.get(self.engine, self.engine)
+        if self.exact:
+            return f"{engine} {self.release}'s parser refuses it"
+        return f"{engine} {self.release}'s parser, the nearest recorded to {self.asked}, refuses it"
+
+    def _others(self, has: Any) -> list[str]:
+        """The other recorded releases whose table satisfies `has(table)`, oldest first."""
+        return [t.release for t in reversed(tables(self.engine, self.prefix)) if t.release != self.release and has(t)]
 
     def canonical(self, typed: str) -> str | None:
         """The option string `typed` means to this release's parser (itself, its dashed spelling, or the one option
@@ -94,24 +135,29 @@ class FlagTable:
             if len(dests) == 1:
                 return hits[0]
             if hits:
+                has = self._others(lambda t: flag in t.flags)  # a release whose parser has the flag itself
+                where = f"; {_releases(has)} {'has' if len(has) == 1 else 'have'} {flag}" if has else ""
+                fix = "spell the flag out in full"
+                if has:
+                    name = NAMES.get(self.engine, self.engine)
+                    fix = f"for {name} {has[-1]}, add --{self.engine} {has[-1]}; else {fix}"
                 raise UsageError(f"{self.prefix}: ambiguous option: {typed} could match {', '.join(hits[:6])}"
-                                 f"{' ...' if len(hits) > 6 else ''} ({self.name}'s parser refuses it)",
-                                 fix="spell the flag out in full")
+                                 f"{' ...' if len(hits) > 6 else ''} ({self.refuses}){where}", fix=fix)
         return None
 
     def unknown(self, typed: str) -> str:
-        """What kb lists for a flag this release's parser does not know (the release refuses the line; an older
-        recorded release that had it is named)."""
-        had = []
-        for t in tables(self.engine, self.prefix):
-            if t.release != self.release:
-                try:
-                    if t.canonical(typed) is not None:
-                        had.append(t.release)
-                except UsageError:
-                    had.append(t.release)
-        was = f"; {', '.join(had)} had it" if had else ""
-        return f"{typed} (not a flag of {self.name}, the newest release kb has recorded{was})"
+        """What kb lists for a flag this release's parser does not know (the release refuses the line; the other
+        recorded releases that have it are named)."""
+
+        def knows(t: FlagTable) -> bool:
+            try:
+                return t.canonical(typed) is not None
+            except UsageError:  # ambiguous there: that parser knows the prefix
+                return True
+
+        had = self._others(knows)
+        was = f"; {_releases(had)} {'has' if len(had) == 1 else 'have'} it" if had else ""
+        return f"{typed} (not a flag of {self.name}{was})"
 
     def spec(self, flag: str) -> dict[str, Any]:
         return self.flags[flag]
@@ -147,22 +193,27 @@ class FlagTable:
                 human_int(value)
         except ValueError:
             word = {"int": "an integer", "float": "a number"}.get(str(t), "a number such as 32768 or 32k")
-            raise UsageError(f"{self.prefix}: {typed} takes {word}; got '{value}' ({self.name}'s parser refuses it)",
+            raise UsageError(f"{self.prefix}: {typed} takes {word}; got '{value}' ({self.refuses})",
                              fix=f"e.g. {typed} {'0.9' if t == 'float' else '2'}") from None
         if choices is not None and value not in choices:
-            older = [t.release for t in tables(self.engine, self.prefix)
-                     if value in (t.flags.get(flag) or {}).get("choices", ())]
-            if older:  # a choice of another recorded release: the release pinned later decides
+            has = self._others(lambda t: value in ((t.flags.get(flag) or {}).get("choices") or ()))
+            if has and not self.exact:  # the release has no table of its own: kb cannot tell
                 return
-            rels = [t.release for t in tables(self.engine, self.prefix) if t.release != self.release]
-            nor = f" (nor of {', '.join(rels)})" if rels else ""
-            raise UsageError(f"{self.prefix}: {typed}: invalid choice '{value}': not a choice of {self.name}, the "
-                             f"newest release kb has recorded{nor}; a newer release may have it",
-                             fix=f"choose from {', '.join(choices)}; for a newer release's value, kb needs that "
-                             "release's flag table (probes/_serve_flags.py)")
+            newer = not any(_key(t.release) > _key(self.asked) for t in tables(self.engine, self.prefix))
+            if has:
+                where = f"{_releases(has)} {'has' if len(has) == 1 else 'have'} it"
+                fix = (f"for {NAMES.get(self.engine, self.engine)} {has[-1]}, add --{self.engine} {has[-1]}; else "
+                       f"choose from {', '.join(choices)}")
+            else:
+                rels = [t.release for t in reversed(tables(self.engine, self.prefix))]
+                where = f"no recorded release has it ({_releases(rels)})" + ("; a newer release may have it" if
+                                                                            newer else "")
+                fix = f"choose from {', '.join(choices)}" + ("; for a newer release's value, kb needs that release's"
+                                                             " flag table (probes/_serve_flags.py)" if newer else "")
+            raise UsageError(f"{self.prefix}: {typed}: invalid choice '{value}' ({self.refuses}); {where}", fix=fix)
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=32)
 def _load(path: str) -> dict[str, Any]:
     import json
 
@@ -194,10 +245,35 @@ def tables(engine: str, prefix: str) -> list[FlagTable]:
     return out
 
 
-def table(engine: str, prefix: str) -> FlagTable | None:
-    """The newest recorded release's table of `engine`, or None where none is recorded here."""
+def _releases(rels: list[str]) -> str:
+    """'0.19.1, 0.20.0 and 3 more to 0.24.0' for a long list."""
+    if len(rels) <= 4:
+        return ", ".join(rels)
+    return f"{', '.join(rels[:2])} and {len(rels) - 3} more to {rels[-1]}"
+
+
+def _path_for(engine: str, release: str | None) -> Path | None:
+    """The table that reads `release`'s lines: its own, else the newest recorded at or below it, else the oldest;
+    the newest where no release is given."""
     paths = _paths(engine)
+    if not paths or release is None:
+        return paths[0] if paths else None
+    want = _key(release)
+    own = next((p for p in paths if p.parent.name == release), None)
+    return own or next((p for p in paths if _key(p.parent.name) <= want), paths[-1])
+
+
+def reads_with(engine: str, release: str | None) -> str | None:
+    """The recorded release whose table reads `release`'s lines (no table is loaded)."""
+    path = _path_for(engine, release)
+    return path.parent.name if path is not None else None
+
+
+def table(engine: str, prefix: str, release: str | None = None) -> FlagTable | None:
+    """The table `release`'s lines are read with (module docstring; None: the newest recorded), or None where
+    none is recorded here."""
+    path = _path_for(engine, release)
     try:
-        return FlagTable(_load(str(paths[0])), prefix) if paths else None
+        return FlagTable(_load(str(path)), prefix, release) if path is not None else None
     except (OSError, ValueError, KeyError):
         return None

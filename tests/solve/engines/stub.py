@@ -18,7 +18,7 @@ class Stub(Engine):
                Option("--trtllm-args", "line", "CMD", "A trtllm-serve command (stub)."))
     block_size = 32
 
-    def parse_line(self, text: str) -> Line:
+    def parse_line(self, text: str, release: str | None = None) -> Line:
         words = shlex.split(text)
         if words[:1] == ["trtllm-serve"]:
             words = words[1:]

@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from kbtool.errors import UsageError
-from kbtool.solve.engines.flags import MAX_HUMAN, FlagTable, human_int, number_word, table
+from kbtool.solve.engines.flags import MAX_HUMAN, FlagTable, command, human_int, number_word, table
 
 # flag -> (ServerArgs field, kind): kind "str", "int", "float", "human" (SI suffixes), "switch"
 _FLAGS: dict[str, tuple[str, str]] = {
@@ -101,6 +101,7 @@ class LaunchArgs:
     model: str | None = None
     unknown: list[str] = field(default_factory=list)
     spelled: dict[str, str] = field(default_factory=dict)  # field -> the flag as typed (--tp, --tp-size)
+    read_with: str | None = None  # the recorded release whose flag table read the line
 
     def server_args(self) -> dict[str, object]:
         """The fields with SGLang's defaults for the ones not given."""
@@ -151,6 +152,7 @@ def _checked(flag: str, key: str, value: object) -> object:
 
 
 def _strip(words: list[str]) -> list[str]:
+    words = command(words, ("sglang.launch_server",))
     for pre in _PREFIXES:
         p = pre.split()
         if words[:len(p)] == p:
@@ -160,15 +162,17 @@ def _strip(words: list[str]) -> list[str]:
     return words
 
 
-def parse(text: str) -> LaunchArgs:
-    """The flags of an SGLang launch command (see the module docstring)."""
+def parse(text: str, release: str | None = None) -> LaunchArgs:
+    """The flags of an SGLang launch command (see the module docstring), read with `release`'s flag table
+    (kbtool/solve/engines/flags.py; None: the newest recorded)."""
     try:
         words = shlex.split(text)
     except ValueError as exc:
         raise UsageError(f"--sglang-args: cannot split the command: {exc}", fix="quote it as one shell word") from None
     words = _strip(words)
     out = LaunchArgs()
-    tbl = table("sglang", "--sglang-args")
+    tbl = table("sglang", "--sglang-args", release)
+    out.read_with = tbl.release if tbl is not None else None
     i = 0
     while i < len(words):
         w = words[i]
@@ -221,6 +225,6 @@ def parse(text: str) -> LaunchArgs:
     return out
 
 
-def parse_argv(argv: list[str]) -> LaunchArgs:
-    """parse() of an argv list (the recorded grids keep argv lists)."""
-    return parse(shlex.join(argv))
+def parse_argv(argv: list[str], release: str | None = None) -> LaunchArgs:
+    """parse() of an argv list (the recorded grids keep argv lists), read as `release` reads it."""
+    return parse(shlex.join(argv), release)

@@ -51,11 +51,12 @@ class Sglang(Engine):
                     "model and its KV cache", "--enable-lora": "LoRA adapter weights", "--lora-paths": "LoRA adapter "
                     "weights"}
 
-    def parse_line(self, text: str) -> Line:
-        """kb's options an SGLang launch line names (kb's own, when given, win) and its ServerArgs fields."""
+    def parse_line(self, text: str, release: str | None = None) -> Line:
+        """kb's options an SGLang launch line names (kb's own, when given, win) and its ServerArgs fields, read with
+        `release`'s flag table."""
         from kbtool.solve.engines.sglang.args import parse
 
-        line = parse(text)
+        line = parse(text, release)
         f = line.fields
         kv = f.get("kv_cache_dtype")
         options = {
@@ -65,7 +66,12 @@ class Sglang(Engine):
             "dtype": f["dtype"] if f.get("dtype") not in (None, "auto") else None,
             "gpus_flag": getattr(line, "spelled", {}).get("tp_size"),
         }
-        return Line(self.name, options, dict(f), list(line.unknown))
+        return Line(self.name, options, dict(f), list(line.unknown), line.read_with)
+
+    def line_reader(self, release: str | None) -> str | None:
+        from kbtool.solve.engines.flags import reads_with
+
+        return reads_with(self.name, release)
 
     def apply_line(self, q: Query, line: Line) -> None:
         q.settings, q.ignored = dict(line.settings), list(line.ignored)

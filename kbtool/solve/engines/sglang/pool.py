@@ -31,7 +31,7 @@ import math
 from kbtool.solve.answer import Memory
 from kbtool.solve.engines.base import Pool as EnginePool
 from kbtool.solve.engines.sglang.plan import Cell, plan
-from kbtool.solve.weights import Fit, weight_bytes
+from kbtool.solve.weights import Fit, fp32_loaded_as, weight_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -293,8 +293,15 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
         assumed["ctx"] = f"{ctx} (the model's max context, for the memory check only)"
     batch = q.batch or 1
     page = int(r.get("page_size") or 1)
+    # SGLang's --dtype auto loads a float32 checkpoint as float16, bfloat16 for Gemma models
+    # (sglang/srt/configs/model_config.py:2304 _get_and_verify_dtype, 0.5.23)
+    gemma = str(getattr(model, "architecture", None) or "").lower().startswith("gemma")
+    weights = fp32_loaded_as(model, q.weights, q.dtype, "bf16" if gemma else "fp16")
+    if weights != q.weights:
+        cx.notes.append(f"fp32 checkpoint: SGLang's --dtype {'float32' if weights == 'fp32' else 'auto'} loads it as "
+                        f"{weights} (sglang/srt/configs/model_config.py _get_and_verify_dtype)")
     f, pool, error = fit(model, kv, capacity, ctx, mem_fraction_static=float(msf), page_size=page, batch=batch,
-                         tp=q.gpus, weights=q.weights, max_total_tokens=args.get("max_total_tokens"),
+                         tp=q.gpus, weights=weights, max_total_tokens=args.get("max_total_tokens"),
                          max_running_requests=args.get("max_running_requests"), mamba_slots=mamba_slots(args),
                          dsa_backends=(r.get("dsa_prefill_backend"), r.get("dsa_decode_backend")),
                          reserve_gib=multimodal_reserve_gib(model, q.release), release=q.release)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import shlex
 
 from kbtool.errors import UsageError
-from kbtool.solve.engines.flags import MAX_HUMAN, human_int, number_word, table
+from kbtool.solve.engines.flags import MAX_HUMAN, command, human_int, number_word, table
 
 __all__ = ["MAX_HUMAN", "QUANT_WEIGHTS", "ServeArgs", "checked", "human_int", "parse"]
 
@@ -59,6 +59,7 @@ class ServeArgs:
         self.kv_cache_memory: int | None = None
         self.ignored: list[str] = []
         self.spelled: dict[str, str] = {}  # field -> the flag as the user typed it (-tp, --dtype)
+        self.read_with: str | None = None  # the recorded release whose flag table read the line
 
 
 _HUMAN = {"max_model_len", "max_num_batched_tokens", "kv_cache_memory"}  # vLLM reads these with human_readable_int
@@ -99,18 +100,23 @@ def checked(flag: str, key: str, value: int | float) -> int | float:
     return value
 
 
-def parse(text: str) -> ServeArgs:
-    """The serve command's flags (`vllm serve MODEL ...`, `serve MODEL ...` or just `MODEL ...`)."""
+def parse(text: str, release: str | None = None) -> ServeArgs:
+    """The serve command's flags (`vllm serve MODEL ...`, `serve MODEL ...`, `python -m
+    vllm.entrypoints.openai.api_server --model MODEL ...` or just `MODEL ...`, after any `NAME=value` environment
+    assignments), read with
+    `release`'s flag table (kbtool/solve/engines/flags.py; None: the newest recorded)."""
     try:
         words = shlex.split(text)
     except ValueError as exc:
         raise UsageError(f"--vllm-args: cannot split the command: {exc}", fix="quote it as one shell word") from None
+    words = command(words, ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.cli.main"))
     if words[:1] == ["vllm"]:
         words = words[1:]
     if words[:1] == ["serve"]:
         words = words[1:]
     out = ServeArgs()
-    tbl = table("vllm", "--vllm-args")
+    tbl = table("vllm", "--vllm-args", release)
+    out.read_with = tbl.release if tbl is not None else None
     i = 0
     while i < len(words):
         w = words[i]

@@ -143,20 +143,42 @@ def batch_tier(row: dict[str, Any], memory_bytes: int, device_name: str, cc: str
 
 
 def serve_defaults(img: Image, release: str | None, memory_bytes: int, device_name: str, cc: str,
-                   max_model_len: int | None = None, architecture: str | None = None) -> Defaults | None:
+                   max_model_len: int | None = None, architecture: str | None = None,
+                   max_num_seqs: int | None = None) -> Defaults | None:
     """`vllm serve`'s defaults of `release` on a device of `memory_bytes`, `device_name` and compute capability
-    `cc`, capped as vLLM caps them for `max_model_len` (arg_utils.py: tokens <= max_num_seqs x max_model_len,
-    max_num_seqs <= tokens)."""
+    `cc`, capped as vLLM caps them for `max_model_len` (arg_utils.py: tokens <= max_num_seqs x max_model_len, with
+    the serve line's `max_num_seqs` where it sets one; max_num_seqs <= tokens)."""
     found = record_for(img, release)
     if found is None:
         return None
     rel, row = found
     tokens, seqs, src = batch_tier(row, memory_bytes, device_name, cc)
     if max_model_len:
-        tokens = min(seqs * max_model_len, tokens)
+        tokens = min((max_num_seqs or seqs) * max_model_len, tokens)
     seqs = min(seqs, tokens)
     return Defaults(rel, release or rel, row, tokens, seqs, src, capture_max(row["defaults"], tokens, seqs, cc,
                                                                              architecture))
+
+
+def startup_refusal(img: Image, release: str | None, memory_bytes: int, device_name: str, cc: str,
+                    max_num_seqs: int | None, max_num_batched_tokens: int | None) -> dict[str, str] | None:
+    """The first start-up check of `release` (its engine-release record's `startup_checks`, or the nearest
+    recorded at or below it) that the serve line's settings fail, as {raises, message, source, release}; None where
+    each passes. Only a line that sets --max-num-seqs can fail "max_num_batched_tokens>=max_num_seqs": left out,
+    vLLM caps max_num_seqs at max_num_batched_tokens (arg_utils.py _set_default_max_num_seqs_and_batched_tokens_args);
+    and a default max_num_batched_tokens min(max_num_seqs x max_model_len, the tier's) is below max_num_seqs only
+    where the tier's is, so the tier's is the value vLLM's message prints."""
+    found = record_for(img, release)
+    if found is None or max_num_seqs is None:
+        return None
+    rel, row = found
+    tokens = max_num_batched_tokens or batch_tier(row, memory_bytes, device_name, cc)[0]
+    for check, raises, message, source in row.get("checks") or ():
+        if check == "max_num_batched_tokens>=max_num_seqs" and tokens < max_num_seqs:
+            return {"raises": raises, "message": message.format(max_num_batched_tokens=tokens,
+                                                                 max_num_seqs=max_num_seqs),
+                    "source": source, "release": rel}
+    return None
 
 
 def capture_max(d: dict[str, Any], tokens: int, seqs: int, cc: str, architecture: str | None) -> int:

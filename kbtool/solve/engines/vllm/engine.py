@@ -44,11 +44,12 @@ class Vllm(Engine):
         found = record_for(img, q.release)
         return int(found[1]["defaults"]["block_size"][0]) if found else self.block_size
 
-    def parse_line(self, text: str) -> Line:
-        """kb's options a `vllm serve` line names (kb's own, when given, win) and its vLLM-only settings."""
+    def parse_line(self, text: str, release: str | None = None) -> Line:
+        """kb's options a `vllm serve` line names (kb's own, when given, win) and its vLLM-only settings, read with
+        `release`'s flag table."""
         from kbtool.solve.engines.vllm.args import QUANT_WEIGHTS, parse
 
-        serve = parse(text)
+        serve = parse(text, release)
         weights = None
         if serve.quantization:
             weights = QUANT_WEIGHTS.get(serve.quantization.lower())
@@ -71,7 +72,13 @@ class Vllm(Engine):
             "pp": serve.pp if serve.pp and serve.pp > 1 else None,
             "dp": serve.dp if serve.dp and serve.dp > 1 else None,
         }
-        return Line(self.name, options, {k: v for k, v in settings.items() if v is not None}, serve.ignored)
+        return Line(self.name, options, {k: v for k, v in settings.items() if v is not None}, serve.ignored,
+                    serve.read_with)
+
+    def line_reader(self, release: str | None) -> str | None:
+        from kbtool.solve.engines.flags import reads_with
+
+        return reads_with(self.name, release)
 
     def apply_line(self, q: Query, line: Line) -> None:
         q.settings, q.ignored = dict(line.settings), list(line.ignored)
@@ -115,11 +122,22 @@ class Vllm(Engine):
 
     def pick(self, cx: Ctx, acc: AcceleratorV, envs: dict[str, dict[str, Any]], assumed: dict[str, Any],
              memory: Memory | None, backends: list[BackendAnswer], kernels: list[KernelAnswer]) -> Pick | None:
+        from kbtool.solve.engines.vllm import defaults as vd
         from kbtool.solve.engines.vllm import selection
 
         block = selection.block_for(cx, envs, assumed, memory)
         if block is None:
             return None
+        mem, name, cc = vd.accelerator_facts(cx.img, acc.id)
+        refused = vd.startup_refusal(cx.img, cx.q.release, mem or acc.capacity_bytes() or 0, name, cc or "0.0",
+                                     cx.q.settings.get("max_num_seqs"), cx.q.batched_tokens)
+        if refused is not None:  # it stops while building its config, before it picks a backend
+            block.update(selected=None, error=refused["message"], error_type=refused["raises"],
+                         preflight=f"{refused['raises']}: {refused['message']}",
+                         details=[("raised at: ", f"{refused['source']} (vLLM {refused['release']}'s engine-release "
+                                                  "record, startup_checks)")])
+            return Pick(state="error", error=refused["message"], error_type=refused["raises"], engine="vllm",
+                        label=f"vLLM {block['vllm']}", release=block["vllm"], block=block)
         block["details"] = details(block)
         return pick_of(block)
 

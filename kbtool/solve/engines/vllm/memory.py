@@ -7,7 +7,7 @@ from kbtool.solve.answer import Memory
 from kbtool.solve.engines.base import Pool
 from kbtool.solve.engines.vllm import defaults as vd
 from kbtool.solve.engines.vllm.budget import fit
-from kbtool.solve.weights import Fit
+from kbtool.solve.weights import Fit, fp32_loaded_as
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,13 +47,16 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
     utilization = q.utilization if q.utilization_given else d.utilization
     assumed.update(assumed_defaults(cx, acc, d, q.batched_tokens is None, not settings.get("max_num_seqs"),
                                     not q.utilization_given))
-    weights = q.weights
     notes_in: list[str] = []
-    if weights is None and model.weight_dtype == "fp32":  # vLLM's --dtype auto downcasts fp32 checkpoints
-        weights = "fp16" if env.get("vendor") == "nvidia" and 0 < float(env.get("cc") or 0) < 8.0 else "bf16"
+    # vLLM's --dtype auto downcasts a float32 checkpoint to the platform's first dtype, bf16 from sm80 on
+    # (vllm/config/model.py:2440 _resolve_auto_dtype, "Downcast for float32 models", and platforms/cuda.py:257
+    # supported_dtypes, 0.33.0 commit 4ba787ec9; the same in every release kb records)
+    auto = "fp16" if env.get("vendor") == "nvidia" and 0 < float(env.get("cc") or 0) < 8.0 else "bf16"
+    weights = fp32_loaded_as(model, q.weights, q.dtype, auto)
+    if weights != q.weights:
         kv = weights if kv == "fp32" else kv
-        notes_in.append(f"fp32 checkpoint: vLLM's --dtype auto loads it as {weights} (vllm/config/model.py, "
-                        "'Downcast for float32 models')")
+        notes_in.append(f"fp32 checkpoint: vLLM's --dtype {'float32' if weights == 'fp32' else 'auto'} loads it as "
+                        f"{weights} (vllm/config/model.py _resolve_auto_dtype, 'Downcast for float32 models')")
     eager = bool(settings.get("enforce_eager"))
     block = env.get("block_size") if isinstance(env.get("block_size"), int) else None
     reserve = q.reserve
@@ -116,8 +119,9 @@ def serve_defaults(cx: Ctx, acc: AcceleratorV, release: str | None, ctx: int | N
 
     memory, name, cc = vd.accelerator_facts(cx.img, acc.id)
     arch = getattr(cx.model, "architecture", None)
+    seqs = cx.q.settings.get("max_num_seqs") if cx.q.engine == "vllm" else None
     d = vd.serve_defaults(cx.img, release or accounting(None).release, memory or acc.capacity_bytes() or 0, name,
-                          cc or "0.0", ctx, arch)
+                          cc or "0.0", ctx, arch, seqs)
     if d is None:
         raise KbError("no engine-release record of vLLM: records/engine-releases/vllm-*.yaml is missing",
                       fix="restore records/engine-releases (the vllm-engine-config probe's data)")

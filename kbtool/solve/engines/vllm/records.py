@@ -32,8 +32,8 @@ def section(by_kind: dict[str, list[Any]]) -> dict[str, Any]:
 
 def releases(by_kind: dict[str, list[Any]]) -> dict[str, Any]:
     """vLLM's engine-release records by release: defaults {field: (value, source locator)}, the batch tiers
-    (min GiB, names excluded, ccs excluded, tokens, seqs, locator) and the extensible KV cache's margins
-    (kbtool/solve/engines/vllm/defaults.py reads them)."""
+    (min GiB, names excluded, ccs excluded, tokens, seqs, locator), the extensible KV cache's margins and the
+    start-up checks (check, exception, message, locator) (kbtool/solve/engines/vllm/defaults.py reads them)."""
     from kbtool.solve.engines.vllm.defaults import FIELDS
 
     out: dict[str, Any] = {}
@@ -50,8 +50,9 @@ def releases(by_kind: dict[str, list[Any]]) -> dict[str, Any]:
         margins = None if m is None else {"floor_bytes": m.floor_bytes, "fraction": m.fraction,
                                           "non_torch_reserve_bytes": m.non_torch_reserve_bytes,
                                           "source": _locator(r, m.source)}
+        checks = [(c.check, c.raises, c.message, _locator(r, c.source)) for c in r.startup_checks]
         out[r.release] = {"id": r.id, "release": r.release, "defaults": defaults, "batch": batch,
-                          "margins": margins, "evidence": list(r.evidence)}
+                          "margins": margins, "evidence": list(r.evidence), "checks": checks}
     return out
 
 

@@ -83,3 +83,72 @@ def test_a_given_flag_wins_over_the_default(img: Any) -> None:
             vllm_args="vllm serve Qwen/Qwen3-8B --max-num-batched-tokens 4096 --max-num-seqs 64")
     assert "max_num_batched_tokens" not in a.assumed and "max_num_seqs" not in a.assumed
     assert a.memory.engine_report is not None
+
+
+# --- issue 47: vLLM's own start-up check on the batch bounds (records/engine-releases startup_checks) -------------
+
+CHECKED = {"0.19.1": 273, "0.24.0": 286, "0.26.0": 286, "0.28.0": 263, "0.31.0": 329, "0.32.0": 328, "0.33.0": 331,
+           "0.34.0": 375}  # the `if` of SchedulerConfig.verify_max_model_len, read in each release's wheel
+
+
+def test_every_recorded_release_refuses_fewer_batched_tokens_than_sequences(img: Any) -> None:
+    """vllm/config/scheduler.py (SchedulerConfig.verify_max_model_len, from __post_init__) in every release kb
+    records: pydantic wraps the ValueError in a ValidationError for SchedulerConfig."""
+    rows = img.engine_data("vllm")["releases"]
+    assert set(rows) == set(CHECKED)
+    for rel, row in rows.items():
+        [(check, raises, message, where)] = row["checks"]
+        assert (check, raises) == ("max_num_batched_tokens>=max_num_seqs", "ValidationError (SchedulerConfig)")
+        assert message == ("max_num_batched_tokens ({max_num_batched_tokens}) must be greater than or equal to "
+                           "max_num_seqs ({max_num_seqs}).")
+        assert where.endswith(f" vllm/config/scheduler.py:{CHECKED[rel]}"), (rel, where)
+
+
+@pytest.mark.parametrize(("line", "tokens", "seqs"), [
+    ("--max-num-seqs 100000", 8192, 100000),  # the H100 tier's 8192 (arg_utils.py:2984) is below it
+    ("--max-num-seqs 512 --max-num-batched-tokens 256", 256, 512),
+    ("--max_num_seqs 2048 --max-model-len 4096", 8192, 2048),
+])
+def test_vllm_refuses_fewer_batched_tokens_than_sequences(img: Any, line: str, tokens: int, seqs: int) -> None:
+    """kb answered these as if vLLM started (or, for 100000, 'weights 16.1 GB exceed the 78.2 GB usable'); vLLM
+    stops while it builds its SchedulerConfig, before it loads anything."""
+    from kbtool.render.verdict import answer_summary
+
+    a = ask(img, gpu="h100", vllm_args=f"vllm serve qwen3-8b {line}")
+    if seqs <= tokens:
+        assert a.verdict != "no" or "refuses" not in answer_summary(a)
+        return
+    assert a.verdict == "no" and a.engine["state"] == "error"
+    assert answer_summary(a) == (f"nvidia-h100-sxm: vLLM 0.33.0 refuses to start: max_num_batched_tokens ({tokens}) "
+                                 f"must be greater than or equal to max_num_seqs ({seqs}).")
+    assert a.engine["error_type"] == "ValidationError (SchedulerConfig)"
+    assert a.engine["details"][0][1].startswith("vllm-project/vllm@4ba787ec vllm/config/scheduler.py:331")
+
+
+def test_the_batch_check_follows_the_release_and_the_gpu(img: Any) -> None:
+    """A B200's tier is 16384 tokens (arg_utils.py:2973 in 0.33.0): 10000 sequences start there, not on an H100;
+    without --max-num-seqs vLLM caps its own default at max_num_batched_tokens and never refuses."""
+    line = "vllm serve qwen3-8b --max-num-seqs 10000"
+    assert ask(img, gpu="b200", vllm_args=line).engine["state"] == "selected"
+    assert ask(img, gpu="h100", vllm_args=line, vllm="0.19.1").engine["error"].startswith(
+        "max_num_batched_tokens (8192) must be")
+    assert ask(img, gpu="h100", vllm_args="vllm serve qwen3-8b --max-num-batched-tokens 64").engine["state"] == \
+        "selected"
+
+
+def test_a_reserve_that_takes_the_memory_is_not_worded_as_the_weights(img: Any) -> None:
+    """With 100000 sequences and as many batched tokens vLLM starts building, and its sampler's profile takes the
+    memory: the weights (16.4 GB of 78.2 GB usable) do not exceed it, weights and reserve together do."""
+    from kbtool.render.verdict import answer_summary
+
+    a = ask(img, gpu="h100", vllm_args="vllm serve qwen3-8b --max-num-seqs 100000 --max-num-batched-tokens 100000")
+    text = answer_summary(a)
+    assert a.verdict == "no" and "exceed the 78.2 GB usable" not in text
+    m = a.memory
+    reserve = f"{m.reserve_bytes / 1e9:,.1f}"
+    assert text == (f"nvidia-h100-sxm: does not fit: weights {m.weights_bytes / 1e9:,.1f} GB and a {reserve} GB "
+                    "activation and CUDA-graph reserve per GPU leave nothing of the 78.2 GB usable (0.92 x 85.0 GB) "
+                    f"for {m.kv_bytes / 1e9:,.1f} GB of KV")
+    big = ask(img, gpu="h100", model="llama-3.1-405b")
+    assert answer_summary(big).startswith("nvidia-h100-sxm: does not fit: weights 811.7 GB per GPU exceed the 78.2 GB "
+                                          "usable")
