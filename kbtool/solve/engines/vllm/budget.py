@@ -43,14 +43,16 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         batched_tokens: int, max_num_seqs: int, mla_format: str | None = None,
         eager: bool = False, block_size: int | None = None, pp: int = 1, release: str | None = None,
         kv_cache_memory: int | None = None, formats: Mapping[str, tuple[int, str | None]] | None = None,
-        sm: str | None = None, margins: Mapping[str, Any] | None = None) -> Fit:
+        sm: str | None = None, margins: Mapping[str, Any] | None = None, run: str | None = None) -> Fit:
     """Whether `batch` sequences of `ctx` tokens fit in the KV pool of each of `tp` GPUs, and how many do, as vLLM
     `release` sizes that pool (vllm_pool.accounting); `kv_cache_memory` (--kv-cache-memory-bytes) is the pool;
     `formats`: the KV layouts the records size (kvcache.kv_model); `sm`: the GPU's architecture (the Mamba state
     pages of a hybrid model depend on it: vllm_planning.state_mode); `margins`: the extensible KV cache's (a release
     that sizes the cache after warm-up keeps max(floor, fraction x the transient peak) free beside it,
-    v1/worker/extensible_kv_cache.py:600-616 in 0.34.0; the profile run's activation peak stands in for that peak)."""
+    v1/worker/extensible_kv_cache.py:600-616 in 0.34.0; the profile run's activation peak stands in for that peak);
+    `run`: the model runner `release` gives this model, from its record (defaults.Defaults.runner)."""
     acct = vllm_pool.accounting(release)
+    run = run or vllm_pool.runner(model, acct)
     kv: KvModel = kv_model(model, kv_dtype, tp, batched_tokens=batched_tokens, mla_format=mla_format, formats=formats)
     if pp > 1:  # each pipeline stage holds its share of the layers, their KV cache and their weights
         for t in kv.terms:
@@ -59,9 +61,9 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     wtotal, whow = weight_bytes(model, weights)
     wgpu = math.ceil(wtotal / (tp * pp))
     if reserve is None:
-        res, rhow = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct)
+        res, rhow = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct, run=run)
         if margins:
-            act, _how = vllm_pool.activation_bytes(model, batched_tokens, max_num_seqs, tp, acct)
+            act, _how = vllm_pool.activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run)
             margin = max(int(margins["floor_bytes"]), int(act * float(margins["fraction"])))
             res += margin
             floor = margins["floor_bytes"] / 2**30
@@ -87,7 +89,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
                                plan.sliding_v) if ctx and pool > 0 else None
     if grouped is not None and ctx:
         point = vllm_planning.Point(ctx, batched_tokens, async_scheduling=True, pp=pp,
-                                    v2=vllm_pool.runner(model, acct) == "V2", mamba_mode=mode, checkpoint_blocks=ckpt)
+                                    v2=run == "V2", mamba_mode=mode, checkpoint_blocks=ckpt)
         report = vllm_pool.report(pool, grouped, block, point, acct, plan)
     need = math.ceil(batch * kv.per_sequence(ctx)) if ctx else 0
     fits = None if ctx is None else (pool > 0 and need <= pool)

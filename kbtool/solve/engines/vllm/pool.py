@@ -53,7 +53,8 @@ ATTENTION_TYPES = ("full", "sliding", "chunked", "mla")
 class Accounting:
     """What one recorded vLLM release does when it sizes the pool, where releases differ (cited per field).
 
-    - `v2`: the architectures its V2 model runner serves by default ("all" in 0.33.0: vllm/config/vllm.py:731-767
+    - `v2`: the fallback where no engine-release record is at hand (an answer takes the runner from the release's
+      record, defaults.Defaults.runner, passed as `run`): the architectures its V2 model runner serves by default ("all" in 0.33.0: vllm/config/vllm.py:731-767
       returns True; 0.24.0: DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES, config/vllm.py:68-77; 0.19.1: none, the V2
       runner only by VLLM_USE_V2_MODEL_RUNNER, v1/worker/gpu_worker.py:153).
     - `graphs`: which runners' CUDA-graph estimate is subtracted before the pool is sized, unless eager. 0.19.1
@@ -129,12 +130,13 @@ def moe_workspace_bytes(model: Model | ModelV, batched_tokens: int, tp: int = 1)
 
 
 def activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, tp: int = 1,
-                     acct: Accounting = MEASURED) -> tuple[int, str]:
-    """The torch peak of vLLM's profile run (an estimate), and how it was computed."""
+                     acct: Accounting = MEASURED, run: str | None = None) -> tuple[int, str]:
+    """The torch peak of vLLM's profile run (an estimate), and how it was computed; `run`: the model runner the
+    release's record gives this model (defaults.Defaults.runner), else the accounting line's."""
     vocab = model.vocab_size or 128_000
     moe = moe_workspace_bytes(model, batched_tokens, tp)
     moe_words = f" + MoE workspace {moe / 1e9:,.2f} GB" if moe else ""
-    if runner(model, acct) == "V2":
+    if (run or runner(model, acct)) == "V2":
         inter = math.ceil((model.intermediate_size or 4 * (model.hidden_size or 4096)) / tp)
         per = acct.v2_sampler
         sampler, mlp = max_num_seqs * vocab * per, batched_tokens * inter * V2_MLP_BYTES
@@ -145,10 +147,10 @@ def activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs: i
 
 
 def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp: int = 1,
-            eager: bool = False, acct: Accounting = MEASURED) -> tuple[int, str]:
+            eager: bool = False, acct: Accounting = MEASURED, run: str | None = None) -> tuple[int, str]:
     """What vLLM takes off the budget besides the weights: activation peak + non-torch + graphs where applied."""
-    act, how = activation_bytes(model, batched_tokens, max_num_seqs, tp, acct)
-    run = runner(model, acct)
+    run = run or runner(model, acct)
+    act, how = activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run)
     graphs = GRAPH_ESTIMATE_BYTES if not eager and acct.graphs in ("all", run) else 0
     words = f"{how} = {act / 1e9:,.2f} GB; non-torch {NON_TORCH_BYTES / 1e9:.2f} GB"
     if graphs:
