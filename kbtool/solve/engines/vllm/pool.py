@@ -53,10 +53,11 @@ ATTENTION_TYPES = ("full", "sliding", "chunked", "mla")
 class Accounting:
     """What one recorded vLLM release does when it sizes the pool, where releases differ (cited per field).
 
-    - `v2`: the fallback where no engine-release record is at hand (an answer takes the runner from the release's
-      record, defaults.Defaults.runner, passed as `run`): the architectures its V2 model runner serves by default ("all" in 0.33.0: vllm/config/vllm.py:731-767
-      returns True; 0.24.0: DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES, config/vllm.py:68-77; 0.19.1: none, the V2
-      runner only by VLLM_USE_V2_MODEL_RUNNER, v1/worker/gpu_worker.py:153).
+    - `v2`: the fallback where no engine-release record is at hand (an answer takes the runner from the
+      release's record, defaults.Defaults.runner, passed as `run`): the architectures its V2 model runner serves
+      by default ("all" in 0.33.0: vllm/config/vllm.py:731-767 returns True; 0.24.0:
+      DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES, config/vllm.py:68-77; 0.19.1: none, the V2 runner only by
+      VLLM_USE_V2_MODEL_RUNNER, v1/worker/gpu_worker.py:153).
     - `graphs`: which runners' CUDA-graph estimate is subtracted before the pool is sized, unless eager. 0.19.1
       logs it only (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to "0", envs.py:1655); 0.24.0 subtracts it
       (default "1", envs.py:1895) but its V2 runner's profile_cudagraph_memory returns 0
