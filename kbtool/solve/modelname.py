@@ -130,14 +130,22 @@ def exact(names: dict[str, str], ids: Iterable[str], plain: Iterable[str]) -> tu
     return None
 
 
+REVISION = re.compile(r"-(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])$|-2[4-9](?:0[1-9]|1[0-2])$")
+"""A dated re-release of the same architecture: MMDD (DeepSeek-R1-0528, DeepSeek-V3-0324) or YYMM (-2507, -2501)."""
+
+
 def untuned(low: str) -> list[str]:
-    """`low` and what is left of it as tuning endings are taken off one by one (`llama-2-7b-chat-hf` ->
-    `llama-2-7b-chat` -> `llama-2-7b`)."""
+    """`low` and what is left of it as tuning endings and a dated revision are taken off one by one
+    (`llama-2-7b-chat-hf` -> `llama-2-7b-chat` -> `llama-2-7b`; `deepseek-r1-0528` -> `deepseek-r1`)."""
     out = [low]
     while True:
         tail = next((t for t in TUNED if out[-1].endswith(t) and len(out[-1]) > len(t)), None)
         if tail is None:
-            return out
+            m = REVISION.search(out[-1])
+            if m is None or m.start() == 0:
+                return out
+            out.append(out[-1][:m.start()])
+            continue
         out.append(out[-1][:-len(tail)])
 
 

@@ -185,8 +185,9 @@ def _hf_id(img: Models, key: str, row_of: RowOf) -> str:
                "gives kb the exact one)")
         hit = exact(names, [], [key.rsplit("/", 1)[-1]])
         if hit is not None:
-            rec = img.model_row(hit[0]).get("name") or hit[0]
-            img.note_origin(hit[0], f"{hit[0]}, recognised from the name {key} as {rec} under another "
+            tail = hit[1].lower()
+            alias = next((a for a in names if "/" in a and a.rsplit("/", 1)[-1] == tail), hit[0])
+            img.note_origin(hit[0], f"{hit[0]}, recognised from the name {key} as its alias {alias} under another "
                             f"organisation: {why}")
             return hit[0]
         near = stripped(names, [key.rsplit("/", 1)[-1]])
