@@ -132,6 +132,18 @@ def _check_shapes(c: Cfg) -> None:
                                   fix=f"give `{part}` as an object, e.g. {{\"no_op\": false}}")
 
 
+def _check_unmodelled(c: Cfg) -> None:
+    """Refuse a KV layout the mapping would size wrongly rather than answer from it: DeepSeek-V4's compressed
+    attention (`compress_ratios`: per layer, KV kept for 1 token in 4 or in 128 beside the sliding window) read as
+    plain sliding-window layers would undercount its KV cache by orders of magnitude at long context."""
+    ratios = c.get("compress_ratios")
+    if isinstance(ratios, list) and any(r for r in ratios if isinstance(r, (int, float))):
+        raise ConfigError(f"{c.where}: compress_ratios (compressed attention, model_type "
+                          f"'{c.get('model_type')}') is a KV layout kb does not model; its KV cache would be "
+                          "sized as sliding-window layers only", fix="no workaround in kb yet: the model's KV "
+                          "bytes per token need a compressed-attention layer kind (see CONTRIBUTING, Add a model)")
+
+
 # ---- layers -------------------------------------------------------------------------------------
 
 
@@ -484,6 +496,7 @@ def to_record(data: dict[str, Any], rid: str, *, where: str, name: str | None = 
     """The data of a `model` record for the config `data` (read from `where`)."""
     c = Cfg(data, where)
     check_heads(c)
+    _check_unmodelled(c)
     kinds = layer_kinds(c)
     heads = _int(c, "num_attention_heads", "the query heads")
     hidden = c.get("hidden_size")

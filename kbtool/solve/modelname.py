@@ -16,21 +16,47 @@ if TYPE_CHECKING:
 
 TUNED = ("-instruct-2507", "-thinking-2507", "-instruct", "-thinking", "-chat", "-it", "-base", "-hf")
 """Name endings of a release tuned from (or the base of) a model with the same config shapes: Qwen/Qwen3-Next-80B-
-A3B-Instruct is qwen3-next-80b-a3b. Quantized releases (-FP8, -AWQ) are QUANT below: their weights differ."""
+A3B-Instruct is qwen3-next-80b-a3b. Quantized releases (-FP8, -AWQ) are QUANT_TOKENS below: their weights differ."""
 
-QUANT: tuple[tuple[str, str | None], ...] = (
-    ("-gptq-int4", "int4"), ("-gptq-int8", "int8"), ("-gptq-4bit", "int4"), ("-gptq-8bit", "int8"),
-    ("-gptq", "int4"), ("-awq-int4", "int4"), ("-awq", "int4"), ("-w4a16", "int4"), ("-int4", "int4"),
-    ("-w8a8", "int8"), ("-w8a16", "int8"), ("-int8", "int8"),
-    # Neural Magic / Red Hat AI's names (neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w8a8 in vllm#10521)
-    ("-quantized.w8a8", "int8"), ("-quantized.w8a16", "int8"), ("-quantized.w4a16", "int4"),
-    ("-fp8-dynamic", "fp8"), ("-fp8-static", "fp8"), ("-fp8-block", "fp8"), ("-fp8", "fp8"),
-    ("-nvfp4", "nvfp4"), ("-fp4", "nvfp4"), ("-mxfp4", "mxfp4"),
-    ("-bnb-4bit", None), ("-4bit", None), ("-gguf", None),
-)
-"""Quantization endings of a release's name and the weight format kb sizes them as (kbtool/solve/budget.py): GPTQ
-and AWQ releases store int4 in groups of 128 unless the name says Int8; None: the ending is read off the name,
-but kb does not size that format (bitsandbytes NF4, GGUF), so the weights stay the base model's."""
+QUANT_TOKENS: dict[str, str | None] = {
+    "fp8": "fp8", "nvfp4": "nvfp4", "fp4": "nvfp4", "mxfp4": "mxfp4",
+    "int8": "int8", "w8a8": "int8", "w8a16": "int8", "quantized.w8a8": "int8", "quantized.w8a16": "int8",
+    "int4": "int4", "w4a16": "int4", "quantized.w4a16": "int4", "awq": "int4", "gptq": "int4", "autoround": "int4",
+    "bnb": None, "gguf": None, "4bit": None, "8bit": None,
+}
+"""The words of a quantized release's name ending (split at '-' or '_', case ignored) and the weight format each
+says (kbtool/solve/budget.py sizes it): `-GPTQ-Int4`, `-AWQ`, `-int4-awq` (gemma-3-27b-it-int4-awq in
+sglang#4895), `-int4-mixed-AutoRound` (Intel's AutoRound, vllm#26646), `-quantized.w8a16` (Neural Magic / Red Hat
+AI, vllm#7714), `-FP8-dynamic`, `-NVFP4`. GPTQ, AWQ and AutoRound store int4 in groups unless a word says 8 bits.
+None: a format kb reads off the name but does not size (bitsandbytes NF4, GGUF): the weights stay the base
+model's."""
+
+QUANT_NEUTRAL = frozenset({"dynamic", "static", "block", "mixed", "g128", "g32", "unsloth", "marlin", "sym", "asym"})
+"""Words that sit inside a quantization ending but say no format by themselves (`-FP8-dynamic`, `-int4-mixed-`,
+`-unsloth-bnb-4bit`): taken off with the ending, never an ending on their own."""
+
+
+def quant_ending(low: str) -> tuple[int, str | None] | None:
+    """(where the quantization ending starts in `low`, the format it says) for a lowercased name whose last
+    words are quantization words, else None. Fp8/fp4 words win over integer ones; 8 bits over 4 for GPTQ/AWQ."""
+    words = re.split(r"[-_]", low)
+    run = 0
+    while run < len(words) - 1 and (words[-1 - run] in QUANT_TOKENS or words[-1 - run] in QUANT_NEUTRAL):
+        run += 1
+    real = [w for w in words[len(words) - run:] if w in QUANT_TOKENS]
+    if not real:
+        return None
+    start = len(low) - sum(len(w) + 1 for w in words[len(words) - run:])
+    fmts = {QUANT_TOKENS[w] for w in real}
+    for f in ("fp8", "nvfp4", "mxfp4"):
+        if f in fmts:
+            return start, f
+    if "int8" in fmts or ("8bit" in real and {"gptq", "awq"} & set(real)):
+        return start, "int8"
+    if "int4" in fmts:
+        return start, "int4"
+    return start, None
+
 
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
@@ -44,8 +70,10 @@ def is_pathlike(name: str) -> bool:
 
 
 def folders(name: str) -> list[str]:
-    """The path's folder names, last the model's folder (a Hugging Face cache snapshot stands for its repo)."""
-    parts = [p for p in re.split(r"[\\/]+", name.strip()) if p and p not in (".", "..", "~")]
+    """The path's folder names, last the model's folder (a Hugging Face cache snapshot stands for its repo). A
+    ModelScope download writes each '.' of a name as '___' (`Qwen/Qwen2___5-VL-72B-Instruct`, vllm#13124): read
+    back as '.'."""
+    parts = [p.replace("___", ".") for p in re.split(r"[\\/]+", name.strip()) if p and p not in (".", "..", "~")]
     if len(parts) >= 3 and parts[-2] == "snapshots" and COMMIT.match(parts[-1]):
         parts = parts[:-2]
     return parts
@@ -102,19 +130,39 @@ def exact(names: dict[str, str], ids: Iterable[str], plain: Iterable[str]) -> tu
     return None
 
 
+REVISION = re.compile(r"-(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])$|-2[4-9](?:0[1-9]|1[0-2])$")
+"""A dated re-release of the same architecture: MMDD (DeepSeek-R1-0528, DeepSeek-V3-0324) or YYMM (-2507, -2501)."""
+
+
+def untuned(low: str) -> list[str]:
+    """`low` and what is left of it as tuning endings and a dated revision are taken off one by one
+    (`llama-2-7b-chat-hf` -> `llama-2-7b-chat` -> `llama-2-7b`; `deepseek-r1-0528` -> `deepseek-r1`)."""
+    out = [low]
+    while True:
+        tail = next((t for t in TUNED if out[-1].endswith(t) and len(out[-1]) > len(t)), None)
+        if tail is None:
+            m = REVISION.search(out[-1])
+            if m is None or m.start() == 0:
+                return out
+            out.append(out[-1][:m.start()])
+            continue
+        out.append(out[-1][:-len(tail)])
+
+
 def stripped(names: dict[str, str], plain: Iterable[str]) -> tuple[str, str, str | None, str | None] | None:
     """(record id, the name matched, weights format or None, the quantization ending as written) for the first
-    name that names a record once its quantization ending and then its tuning ending are taken off."""
+    name that names a record once its quantization ending and then its tuning endings are taken off."""
     by_tail = tails(names)
     for text in plain:
-        low = text.lower().replace("_", "-")
+        low = text.lower()
         fmt: str | None = None
         ending: str | None = None
-        for suffix, f in QUANT:
-            if low.endswith(suffix):
-                low, fmt, ending = low[:-len(suffix)], f, text[-len(suffix):]
-                break
-        for cand in (low, *(low[:-len(t)] for t in TUNED if low.endswith(t))):
+        got = quant_ending(low)
+        if got is not None:
+            cut, fmt = got
+            low, ending = low[:cut], text[cut:]
+        low = low.replace("_", "-")
+        for cand in untuned(low):
             rid = names.get(cand) or by_tail.get(cand)
             if rid is not None and (ending is not None or cand != text.lower()):
                 return rid, text, fmt, ending

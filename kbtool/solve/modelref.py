@@ -164,30 +164,37 @@ def _path_elsewhere(img: Models, key: str, row_of: RowOf) -> str:
 
 def _hf_id(img: Models, key: str, row_of: RowOf) -> str:
     """A Hugging Face id: a record named by its NAME (or its base model's), else its config.json from the cache or
-    the Hub; where neither has it, a record its name names once a quantization ending is taken off."""
+    the Hub; where neither has it, a record whose ORG/NAME alias has the same NAME under another org (a re-upload:
+    NousResearch/, unsloth/, RedHatAI/), else a record its name names once a quantization ending is taken off."""
     from kbtool.errors import UsageError
+    from kbtool.solve.modelname import untuned
 
     names = img.names("model")
     last = key.rsplit("/", 1)[-1].lower()
-    if last in names:
-        return names[last]
-    for tail in TUNED:  # an instruction-tuned or base release has its base model's shapes
-        if last.endswith(tail) and last[:-len(tail)] in names:
-            return names[last[:-len(tail)]]
+    for cand in untuned(last):  # an instruction-tuned or base release has its base model's shapes
+        if cand in names:
+            return names[cand]
     from kbtool.store.hub import fetch_config
 
     try:
         origin = fetch_config(key)
     except UsageError:
-        from kbtool.solve.modelname import stripped
+        from kbtool.solve.modelname import exact, stripped
 
+        why = (f"its config.json is neither in the Hugging Face cache nor fetched (`hf download {key} config.json` "
+               "gives kb the exact one)")
+        hit = exact(names, [], [key.rsplit("/", 1)[-1]])
+        if hit is not None:
+            tail = hit[1].lower()
+            alias = next((a for a in names if "/" in a and a.rsplit("/", 1)[-1] == tail), hit[0])
+            img.note_origin(hit[0], f"{hit[0]}, recognised from the name {key} as its alias {alias} under another "
+                            f"organisation: {why}")
+            return hit[0]
         near = stripped(names, [key.rsplit("/", 1)[-1]])
         if near is None:
             raise
         rid, _, fmt, ending = near
-        return _quantized(img, rid, fmt, ending, f", recognised from the name {key}: its config.json is neither in "
-                          f"the Hugging Face cache nor fetched (`hf download {key} config.json` gives kb the exact "
-                          "one)")
+        return _quantized(img, rid, fmt, ending, f", recognised from the name {key}: {why}")
     return _from_config(img, row_of, origin, _kebab(key.partition("/")[2]), "")
 
 

@@ -47,7 +47,10 @@ PUBLISHED = {"llama-3.1-8b": 8.0e9, "llama-3.1-70b": 70.6e9, "llama-3.1-405b": 4
              "qwen3-235b-a22b": 235e9, "qwen3-30b-a3b": 30.5e9, "mixtral-8x7b": 46.7e9, "gpt-oss-120b": 117e9,
              "gpt-oss-20b": 21e9, "qwen3-32b": 32.8e9, "glm-5": 744e9, "llama-4-maverick-17b-128e": 400e9,
              # GLM-4.5 and -Air: 355B and 106B total (transformers docs/source/en/model_doc/glm4_moe.md)
-             "glm-4.5": 355e9, "glm-4.5-air": 106e9}
+             "glm-4.5": 355e9, "glm-4.5-air": 106e9,
+             # the release names' nominal sizes; Qwen3-4B: "Number of Parameters: 4.0B" (the Qwen3-4B-Base model
+             # card as the Robojiang/qwen_mlsys repository quotes it in Qwen3-4B-Base/README.md)
+             "llama-2-13b": 13e9, "llama-2-70b": 70e9, "qwen3-4b": 4.0e9}
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
@@ -139,6 +142,18 @@ def test_a_missing_field_is_named() -> None:
     with pytest.raises(ConfigError) as e:
         to_record(cfg, "x", where="x/config.json")
     assert "field 'num_attention_heads' is missing" in str(e.value)
+
+
+def test_compressed_attention_is_refused_not_sized_as_sliding_window() -> None:
+    """DeepSeek-V4's config (ai-dynamo/aiconfigurator, model_configs/deepseek-ai--DeepSeek-V4-Flash_config.json)
+    sets sliding_window and compress_ratios; read as sliding-window layers only, its KV cache would be counted for
+    128 tokens per layer at any context. The importer refuses it, naming the field."""
+    cfg = json.loads((HF / "llama-3.1-8b" / "config.json").read_text())
+    cfg.update(model_type="deepseek_v4", sliding_window=128, compress_ratios=[0, 0, 4, 128] * 8)
+    with pytest.raises(ConfigError, match=r"compress_ratios \(compressed attention, model_type 'deepseek_v4'\)"):
+        to_record(cfg, "x", where="x/config.json")
+    cfg["compress_ratios"] = [0] * 32  # no layer compressed: nothing kb would miss
+    to_record(cfg, "x", where="x/config.json")
 
 
 def test_an_unknown_layer_type_is_named() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kbtool.solve.modelname import folders, is_pathlike, model_names, repo_ids, stripped
+from kbtool.solve.modelname import folders, is_pathlike, model_names, quant_ending, repo_ids, stripped, untuned
 from tests.util import ROOT, hf_cache, run_kb
 
 OFFLINE = {"KB_NO_CACHE": "1", "HF_HUB_OFFLINE": "1"}
@@ -20,6 +20,9 @@ SHA = "89abcdef0123456789abcdef0123456789abcdef"
     ("/root/hf_model/Qwen/Qwen2-72B-Instruct-GPTQ-Int4", ["Qwen/Qwen2-72B-Instruct-GPTQ-Int4"],
      ["Qwen2-72B-Instruct-GPTQ-Int4"]),
     ("Qwen_Qwen3-30B-A3B-FP8/", ["Qwen/Qwen3-30B-A3B-FP8"], ["Qwen3-30B-A3B-FP8", "Qwen_Qwen3-30B-A3B-FP8"]),
+    # ModelScope writes '.' as '___' (vllm#13124)
+    ("/home/lzh/llm_model/Qwen/Qwen2___5-VL-72B-Instruct", ["Qwen/Qwen2.5-VL-72B-Instruct"],
+     ["Qwen2.5-VL-72B-Instruct"]),
     (f"/root/.cache/huggingface/hub/models--Qwen--Qwen3-8B/snapshots/{SHA}",
      ["Qwen/Qwen3-8B", "hub/models--Qwen--Qwen3-8B"], ["Qwen3-8B", "models--Qwen--Qwen3-8B"]),
 ])
@@ -50,11 +53,37 @@ NAMES = {"qwen3-30b-a3b": "qwen3-30b-a3b", "qwen/qwen3-30b-a3b": "qwen3-30b-a3b"
                                                "-quantized.w8a8")),
     ("Llama-3.3-70B-Instruct-quantized.w4a16", ("llama-3.3-70b", "Llama-3.3-70B-Instruct-quantized.w4a16", "int4",
                                                 "-quantized.w4a16")),
+    # endings of several words (sglang#4895, vllm#26646) and words that say no format alone
+    ("Qwen3-30B-A3B-int4-awq", ("qwen3-30b-a3b", "Qwen3-30B-A3B-int4-awq", "int4", "-int4-awq")),
+    ("Qwen3-30B-A3B-Instruct-int4-mixed-AutoRound", ("qwen3-30b-a3b", "Qwen3-30B-A3B-Instruct-int4-mixed-AutoRound",
+                                                     "int4", "-int4-mixed-AutoRound")),
+    ("Qwen3-30B-A3B-GPTQ-Int8", ("qwen3-30b-a3b", "Qwen3-30B-A3B-GPTQ-Int8", "int8", "-GPTQ-Int8")),
+    ("Qwen3-30B-A3B-unsloth-bnb-4bit", ("qwen3-30b-a3b", "Qwen3-30B-A3B-unsloth-bnb-4bit", None,
+                                        "-unsloth-bnb-4bit")),
+    ("Qwen3_30B_A3B_AWQ", ("qwen3-30b-a3b", "Qwen3_30B_A3B_AWQ", "int4", "_AWQ")),
+    ("Qwen3-30B-A3B-dynamic", None),
+    # tuning endings and a dated re-release, one after another, with no quantization ending
+    ("Llama-3.3-70B-Instruct-chat-hf", ("llama-3.3-70b", "Llama-3.3-70B-Instruct-chat-hf", None, None)),
+    ("Qwen3-30B-A3B-2507", ("qwen3-30b-a3b", "Qwen3-30B-A3B-2507", None, None)),
     ("Qwen3-31B-A3B-FP8", None),
     ("Qwen3-30B-A3B", None),  # a name that is a record needs no stripping: exact() takes it
 ])
 def test_a_quantization_ending_is_taken_off_and_read(name: str, want: tuple[str, ...] | None) -> None:
     assert stripped(NAMES, [name]) == want
+
+
+@pytest.mark.parametrize(("name", "want"), [
+    ("qwen3-8b", None), ("x-dynamic", None), ("fp8", None), ("m-fp8-dynamic", (1, "fp8")), ("m-gptq-8bit", (1, "int8")),
+    ("m-gptq-4bit", (1, "int4")), ("m-4bit", (1, None)), ("m-gguf", (1, None)), ("m-w8a8-fp8", (1, "fp8")),
+])
+def test_quant_ending_reads_every_word(name: str, want: tuple[int, str | None] | None) -> None:
+    assert quant_ending(name) == want
+
+
+def test_untuned_takes_endings_off_one_by_one() -> None:
+    assert untuned("llama-2-7b-chat-hf") == ["llama-2-7b-chat-hf", "llama-2-7b-chat", "llama-2-7b"]
+    assert untuned("deepseek-r1-0528") == ["deepseek-r1-0528", "deepseek-r1"]
+    assert untuned("qwen3-8b") == ["qwen3-8b"] and untuned("x-1234") == ["x-1234"]  # 1234: not a date
 
 
 def _query(model: str, env: dict[str, str] | None = None) -> tuple[int, dict, str]:
@@ -69,6 +98,21 @@ def test_a_path_from_another_machine_is_its_folder_name() -> None:
     assert a["query"]["model"] == "qwen3-235b-a22b"
     assert a["assumed"]["model"] == ("qwen3-235b-a22b, recognised from the folder name 'Qwen3-235B-A22B' "
                                      "(/mnt/data/models/Qwen3-235B-A22B does not exist here; --model ID overrides)")
+
+
+def test_a_re_upload_under_another_org_is_its_recorded_model_offline() -> None:
+    """unsloth/, NousResearch/, RedHatAI/ publish the same checkpoint under the original NAME (sglang#1030,
+    vllm#8879): offline, with no config here, the record whose ORG/NAME alias has that NAME answers, and says so."""
+    code, a, err = _query("NousResearch/Meta-Llama-3.1-8B-Instruct")
+    assert code == 0, err
+    assert a["query"]["model"] == "llama-3.1-8b"
+    assert a["assumed"]["model"].startswith(
+        "llama-3.1-8b, recognised from the name NousResearch/Meta-Llama-3.1-8B-Instruct as its alias "
+        "meta-llama/meta-llama-3.1-8b-instruct under another organisation: its config.json is neither in the "
+        "Hugging Face cache nor fetched")
+    code, a, err = _query("deepseek-ai/DeepSeek-R1-0528")  # a dated re-release: the record's shapes
+    assert code == 0, err
+    assert a["query"]["model"] == "deepseek-r1"
 
 
 def test_a_quantized_folder_sizes_the_weights_at_its_format() -> None:
