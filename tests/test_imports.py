@@ -1,6 +1,6 @@
-"""A warm `kb query` stays lean: not even typer, pydantic, rich, the YAML reader, typing, dataclasses or re (textwrap), let
-alone round-trip YAML, jsonschema, networkx or torch (design.md §6, issue #8). Checked on sys.modules of a
-real `kb` process (python -X importtime)."""
+"""A warm `kb query` stays lean: not even typer, pydantic, rich, the YAML reader, typing, dataclasses or re (nor
+textwrap), let alone round-trip YAML, jsonschema, networkx or torch (design.md §6, issue #8). Checked on sys.modules
+of a real `kb` process (python -X importtime)."""
 
 from __future__ import annotations
 
