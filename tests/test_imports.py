@@ -1,6 +1,6 @@
-"""A warm `kb query` stays lean: not even typer, pydantic, rich, the YAML reader, typing or dataclasses, let
-alone round-trip YAML, jsonschema, networkx or torch (design.md §6, issue #8). Checked on sys.modules of a
-real `kb` process (python -X importtime)."""
+"""A warm `kb query` stays lean: not even typer, pydantic, rich, the YAML reader, typing, dataclasses or re (nor
+textwrap), let alone round-trip YAML, jsonschema, networkx or torch (design.md §6, issue #8). Checked on sys.modules
+of a real `kb` process (python -X importtime)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from tests.util import DATA, ROOT
 FIX = str(DATA / "kb_fixture")
 NEVER = ("ruamel", "jsonschema", "networkx", "torch")
 NOT_WARM = ("typer", "pydantic", "rich", "yaml", "kbtool.cli", "kbtool.model", "typing", "dataclasses", "hashlib",
-            "pathlib", "json", "difflib")
+            "pathlib", "json", "difflib", "re", "textwrap", "enum")
 
 def imported(args: list[str], cache: Path) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     """Run `kb ARGS` in a fresh interpreter with -X importtime; (the process, every module it imported).

@@ -39,6 +39,7 @@ class Sources:
                 self.files[".".join(parts)] = p
         self._text: dict[str, str] = {}
         self._bytes: dict[Path, bytes] = {}
+        self._imports: dict[str, set[str]] = {}  # each module's imports, read once for every judge's closure
 
     def text(self, mod: str) -> str:
         if mod not in self._text:
@@ -52,6 +53,11 @@ class Sources:
 
     def imports(self, mod: str) -> set[str]:
         """The kbtool modules `mod` imports anywhere in its text."""
+        if mod not in self._imports:
+            self._imports[mod] = self._read_imports(mod)
+        return self._imports[mod]
+
+    def _read_imports(self, mod: str) -> set[str]:
         path = self.files[mod]
         package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
         out: set[str] = set()

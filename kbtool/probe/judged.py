@@ -26,9 +26,10 @@ class Rejudged:
         self.kb, self.claims = kb, {c.id: c for c in kb if isinstance(c, Claim)}
         from kbtool.probe.seed import Seed
 
-        self.cache = cache if cache is not None else VerdictCache()
-        self.inputs = Inputs(kb)
         self.seed = Seed(kb.root)
+        # each probe's judge code (kbtool.probe.judge_code), read once, when first asked, for the seed and the cache
+        self.cache = cache if cache is not None else VerdictCache(code=lambda probe: self.seed.code.digest(probe))
+        self.inputs = Inputs(kb)
         self._probes: dict[str, Any] | None = None
         self.done: dict[str, dict[str, Any]] = {}
 

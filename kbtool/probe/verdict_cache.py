@@ -3,7 +3,9 @@
 `kb validate` judges every evidence record again with today's probe and today's claims (kbtool.probe.rejudge).
 The answer depends only on inputs, so it is stored under a key made of them, as mypy's incremental cache does:
 
-- the code: a digest of the sources of kbtool/ and of the files of probes/ (any edit there judges everything again);
+- the code: the digest of the code the probe's judge runs (kbtool.probe.judge_code: the judge module, what it
+  imports, the re-judging machinery and its probe program's data), so an edit no judge reaches (the solver, the
+  renderer) keeps every entry, and an edit one judge reaches judges that probe's records again;
 - the evidence record's content less its id (its JSON, not its file bytes: `kb fmt` does not invalidate; the
   verdicts do not depend on the id, so two records of the same run share an entry);
 - what the judge read (kbtool.probe.rejudge.reads): of each claim the probe lists, what a judge is handed of it
@@ -12,12 +14,13 @@ The answer depends only on inputs, so it is stored under a key made of them, as 
   (their gates: JUDGED_FIELDS), every record of some kinds (the vLLM selector reads the engine-backend records)
   and files (the recorded vLLM grids), each by a digest of its content.
 
-An entry lives at `<cache dir>/verdicts/<code digest>/<evidence digest>.json` (kbtool.store.cache.cache_dir; off
-with KB_NO_CACHE=1 or KB_CACHE_DIR set empty) and holds the digests of what it read beside the verdicts; it is
-used only when every one of them still matches. The file is sealed (kbtool.store.cache.seal: kb's version and a
-digest keyed by the cache folder's secret) and read through kbtool.store.untrusted.read_cache. A missing, stale,
-unreadable, edited or foreign entry is judged again,
-so the folder is safe to delete at any time; folders of other code digests are removed when a new one is made.
+An entry lives at `<cache dir>/verdicts/v2/<evidence digest>.json` (kbtool.store.cache.cache_dir; off
+with KB_NO_CACHE=1 or KB_CACHE_DIR set empty) and holds its judge's code digest and the digests of what it read
+beside the verdicts; it is used only when every one of them still matches. The file is sealed
+(kbtool.store.cache.seal: kb's version and a digest keyed by the cache folder's secret) and read through
+kbtool.store.untrusted.read_cache. A missing, stale, unreadable, edited or foreign entry is judged again (and
+rewritten), so the folder is safe to delete at any time; folders of older layouts (one per digest of all of
+kbtool) are removed when the first entry is written.
 """
 
 from __future__ import annotations
@@ -26,40 +29,16 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from kbtool.model import Claim, Evidence, Record
-from kbtool.probe.judges import PROBES
 from kbtool.store.cache import cache_dir, make_room, seal, unseal
 from kbtool.store.untrusted import LIMITS, UntrustedInputError, read_bytes, read_cache
 
-VERSION = 1
+VERSION = 2  # 2: one folder, each entry keyed by its own judge's code (1: a folder per digest of all of kbtool)
 MAGIC = b"kb-verdicts"  # the seal's purpose (kbtool.store.cache.seal)
-_PKG = Path(__file__).resolve().parents[1]
-
-
-def _sources(top: Path, pattern: str) -> Iterable[tuple[str, bytes]]:
-    for p in sorted(top.rglob(pattern)):
-        if "__pycache__" not in p.parts and p.is_file():
-            yield p.relative_to(top).as_posix(), p.read_bytes()
-
-
-def code_digest(probes_dir: Path | None = None) -> str:
-    """A digest of kbtool's sources (the judges and what they call) and of every file of the probes folder (the data
-    the judges read: vllm_boot reads its models' config.json)."""
-    h = hashlib.sha256(f"kb-verdicts {VERSION}\n".encode())
-    tops = [(_PKG, "*.py")]
-    probes_dir = PROBES if probes_dir is None else probes_dir
-    if probes_dir.is_dir():  # read as bytes, never imported
-        tops.append((probes_dir, "*"))
-    for top, pattern in tops:
-        for rel, data in _sources(top, pattern):
-            h.update(f"{top.name}/{rel}\0{len(data)}\0".encode())
-            h.update(data)
-    return h.hexdigest()
-
 
 def _digest(*parts: str | bytes) -> str:
     h = hashlib.sha256()
@@ -158,14 +137,24 @@ class Inputs:
 
 
 class VerdictCache:
-    """Re-judged verdicts of evidence records, read from and written to the cache folder."""
+    """Re-judged verdicts of evidence records, read from and written to the cache folder. `code` gives the digest of
+    a probe's judge code (default: kbtool.probe.judge_code.JudgeCode, read once per run); a string is every
+    probe's (tests); None from it: that probe's verdicts are not cached."""
 
-    def __init__(self, base: str | None = None, code: str | None = None) -> None:
+    def __init__(self, base: str | None = None, code: str | Callable[[str], str | None] | None = None) -> None:
         base = base if base is not None else cache_dir()
         self.base = base
-        self.code = code or code_digest()
-        self.folder = Path(base, "verdicts", self.code[:32]) if base else None
+        self._code = code
+        self.folder = Path(base, "verdicts", f"v{VERSION}") if base else None
         self.hits = self.misses = 0
+
+    def code(self, probe_id: str) -> str | None:
+        """The digest of the code `probe_id`'s judge runs."""
+        if self._code is None:
+            from kbtool.probe.judge_code import JudgeCode
+
+            self._code = JudgeCode().digest
+        return self._code if isinstance(self._code, str) else self._code(probe_id)
 
     def path(self, ev: Evidence) -> Path | None:
         if self.folder is None:
@@ -173,7 +162,8 @@ class VerdictCache:
         return self.folder / f"{evidence_key(ev)}.json"
 
     def get(self, ev: Evidence, inputs: Inputs) -> list[dict[str, Any]] | None:
-        """The verdicts stored for `ev` when everything the judge read is unchanged; None otherwise."""
+        """The verdicts stored for `ev` when its judge's code and everything the judge read are unchanged; None
+        otherwise."""
         path = self.path(ev)
         if path is None:
             return None
@@ -184,7 +174,9 @@ class VerdictCache:
                 raise ValueError("no entry")
             entry = json.loads(body.decode("utf-8"))
             reads, verdicts = entry["reads"], entry["verdicts"]
-            fresh = (reads["claims_digest"] == inputs.contexts(reads["claims"])
+            code = self.code(ev.probe.id)
+            fresh = (code is not None and entry["code"] == code
+                     and reads["claims_digest"] == inputs.contexts(reads["claims"])
                      and reads["subjects_digest"] == inputs.subjects(reads["subjects"])
                      and reads["kinds_digest"] == inputs.kinds(reads["kinds"])
                      and all(file_digest(f) == d for f, d in reads["files"].items()))
@@ -198,14 +190,14 @@ class VerdictCache:
 
     def put(self, ev: Evidence, inputs: Inputs, verdicts: list[dict[str, Any]], *, claims: Iterable[str],
             subjects: Iterable[str], kinds: Iterable[str], files: Iterable[str]) -> None:
-        path = self.path(ev)
-        if path is None:
+        path, code = self.path(ev), self.code(ev.probe.id)
+        if path is None or code is None:
             return
         ids, subjects, kinds = sorted(set(claims)), sorted(set(subjects)), sorted(set(kinds))
         reads = {"claims": ids, "claims_digest": inputs.contexts(ids), "subjects": subjects,
                  "subjects_digest": inputs.subjects(subjects), "kinds": kinds,
                  "kinds_digest": inputs.kinds(kinds), "files": {f: file_digest(f) for f in sorted(set(files))}}
-        body = json.dumps({"evidence": ev.id, "reads": reads, "verdicts": verdicts}, sort_keys=True)
+        body = json.dumps({"evidence": ev.id, "code": code, "reads": reads, "verdicts": verdicts}, sort_keys=True)
         from kbtool.errors import WriteError
         from kbtool.store.writer import atomic_write
 
@@ -220,7 +212,7 @@ class VerdictCache:
             pass  # a cache that cannot be written only costs time
 
     def _prune(self) -> None:
-        """Remove the folders of other code digests (their entries can never be read again)."""
+        """Remove the folders of other layouts (their entries can never be read again)."""
         assert self.folder is not None
         parent = self.folder.parent
         if not parent.is_dir():
@@ -229,4 +221,3 @@ class VerdictCache:
         for other in parent.iterdir():
             if other.is_dir() and other.name != self.folder.name:
                 shutil.rmtree(other, ignore_errors=True)
-

@@ -8,6 +8,7 @@ The answer objects are read by attribute only.
 from __future__ import annotations
 
 from kbtool.render.sink import PlainSink, Sink
+from kbtool.render.wrap import wrap
 
 TYPE_CHECKING = False  # the warm query path imports this module: no typing at run time
 if TYPE_CHECKING:
@@ -52,10 +53,7 @@ def _width() -> int:
 
 def _wrap(text: str, width: int, first: str = "", rest: str = "    ") -> list[str]:
     """Wrapped at spaces, never cut mid-word (a long token overflows rather than breaks)."""
-    import textwrap
-
-    return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest, break_long_words=False,
-                         break_on_hyphens=False) or [first.rstrip()]
+    return wrap(text, width, first, rest) or [first.rstrip()]
 
 
 def _short(r: Reason) -> list[Seg]:

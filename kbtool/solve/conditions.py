@@ -12,8 +12,6 @@ and `describe` renders a tree as text, so an answer can say "passes when head_di
 
 from __future__ import annotations
 
-import functools
-
 from kbtool.vocab import VARS
 
 TYPE_CHECKING = False
@@ -81,14 +79,28 @@ def _tokens(s: str) -> list[str]:
     return out
 
 
-@functools.lru_cache(maxsize=8192, typed=True)  # pure; the vLLM grid tests and judges ask millions of times
+_VERSIONS: dict[tuple[type, str | int | float], tuple[tuple[int, int | str], ...]] = {}
+_MAX_VERSIONS = 8192  # a memo, not functools.lru_cache: the warm query path does not import functools
+
+
 def parse_version(text: str | int | float) -> tuple[tuple[int, int | str], ...]:
     """A comparable key for '12.8', '0.6.18', '2026.09.30', '2.8.0+cu128', '0.11.0rc1', '1.0.0.dev3'.
 
     Numeric parts compare as numbers; a pre-release tag (dev, a, b, rc) sorts before the release and a
     post-release tag (post, as in FlashInfer's '0.7.2.post1') after it, as PEP 440 orders them; a local
     part after '+' is ignored. Trailing zeros do not matter: '12.8' == '12.8.0'.
+    Pure, and asked millions of times by the vLLM grid tests and the judges: memoized per (type, value).
     """
+    key = (type(text), text)
+    got = _VERSIONS.get(key)
+    if got is None:
+        if len(_VERSIONS) >= _MAX_VERSIONS:
+            _VERSIONS.clear()
+        got = _VERSIONS[key] = _parse_version(text)
+    return got
+
+
+def _parse_version(text: str | int | float) -> tuple[tuple[int, int | str], ...]:
     s = str(text).strip().lower().lstrip("v").split("+", 1)[0]
     parts: list[tuple[int, int | str]] = []
     for tok in _tokens(s):

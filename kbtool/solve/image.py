@@ -13,7 +13,11 @@ where the solver only needs a leaf (a claim's `status` is its `verification.stat
 from __future__ import annotations
 
 import marshal
-from operator import itemgetter
+
+try:
+    from _operator import itemgetter  # the C module alone: operator.py costs the warm query its import
+except ImportError:  # pragma: no cover
+    from operator import itemgetter
 
 from kbtool.names import resolve_name
 

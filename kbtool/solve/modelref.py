@@ -13,30 +13,30 @@ records tree with errors and names the record's file, line and field.)"""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
 
 from kbtool.solve.modelname import TUNED
 
+TYPE_CHECKING = False  # the pasted-line query imports this module: typing and pathlib only where needed
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path  # imported where a path is read: pathlib costs a pasted-line query 7 ms
+    from typing import Any, Protocol
+
+    class Models(Protocol):
+        """What this module needs of the query image (kbtool/solve/image.py): its names and a way to add a
+        model."""
+
+        def names(self, kind: str) -> dict[str, str]: ...
+
+        def add_model(self, row: dict[str, Any], origin: str | None = None) -> str: ...
+
+        def model_row(self, rid: str) -> dict[str, Any]: ...
+
+        def note_origin(self, rid: str, origin: str) -> None: ...
+
+    RowOf = Callable[[Any], dict[str, Any]]
 
 __all__ = ["TUNED", "resolve_model"]
-
-
-class Models(Protocol):
-    """What this module needs of the query image (kbtool/solve/image.py): its names and a way to add a model."""
-
-    def names(self, kind: str) -> dict[str, str]: ...
-
-    def add_model(self, row: dict[str, Any], origin: str | None = None) -> str: ...
-
-    def model_row(self, rid: str) -> dict[str, Any]: ...
-
-    def note_origin(self, rid: str, origin: str) -> None: ...
-
-
-RowOf = Callable[[Any], dict[str, Any]]
 
 
 def _sized(rec: dict[str, Any], folder: Path, hub: Any = None) -> str:

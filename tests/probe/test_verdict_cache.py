@@ -58,14 +58,66 @@ def test_a_claim_the_judge_reads_changed_judges_again(tmp_path: Path) -> None:
     assert (changed.cache.hits, changed.cache.misses) == (0, 1)
 
 
-def test_a_new_code_digest_or_a_deleted_folder_judges_again(tmp_path: Path) -> None:
+def test_a_new_judge_code_digest_judges_again(tmp_path: Path) -> None:
     records = _records()
     _judge(records, tmp_path)
     kb = KB.from_records(records)
     other = Rejudged(kb, VerdictCache(str(tmp_path), code="other-code"))
     other.get(EVIDENCE)
     assert other.cache.misses == 1
-    assert [p.name for p in (tmp_path / "verdicts").iterdir()] == ["other-code"]  # the old digest's folder went
+    again = Rejudged(kb, VerdictCache(str(tmp_path), code="other-code"))
+    again.get(EVIDENCE)
+    assert (again.cache.hits, again.cache.misses) == (1, 0)  # the entry was rewritten for the new code
+
+
+def test_the_key_is_the_judges_own_code_not_all_of_kbtool(tmp_path: Path) -> None:
+    """Issue 43: an edit to a module no judge reaches (a solver module) keeps every entry; each entry is keyed by
+    the digest of its own probe's judge code (kbtool.probe.judge_code), and a probe whose code cannot be found is
+    not cached."""
+    records = _records()
+    kb = KB.from_records(records)
+    ev = kb.get(EVIDENCE)
+    assert isinstance(ev, Evidence)
+    asked: list[str] = []
+
+    def code(probe: str) -> str:
+        asked.append(probe)
+        return f"judge of {probe}"
+
+    first = Rejudged(kb, VerdictCache(str(tmp_path), code=code))
+    first.get(EVIDENCE)
+    assert asked and set(asked) == {ev.probe.id}
+    again = Rejudged(kb, VerdictCache(str(tmp_path), code=code))
+    again.get(EVIDENCE)
+    assert again.cache.hits == 1
+    changed = Rejudged(kb, VerdictCache(str(tmp_path), code=lambda probe: f"edited judge of {probe}"))
+    changed.get(EVIDENCE)
+    assert changed.cache.misses == 1
+    none = Rejudged(kb, VerdictCache(str(tmp_path / "none"), code=lambda probe: None))
+    none.get(EVIDENCE)
+    assert not (tmp_path / "none" / "verdicts").exists()  # nothing written without a judge digest
+
+
+def test_folders_of_the_old_layout_are_removed(tmp_path: Path) -> None:
+    old = tmp_path / "verdicts" / ("0" * 32)
+    old.mkdir(parents=True)
+    (old / "x.json").write_text("{}")
+    _judge(_records(), tmp_path)
+    assert [p.name for p in (tmp_path / "verdicts").iterdir()] == ["v2"]
+
+
+def test_a_solver_edit_reaches_no_judge() -> None:
+    """The module the bench edits (`validate solver edit`) is in no judge's code, so such an edit judges nothing
+    again; a judge module's own file is in its code."""
+    from kbtool.probe.judge_code import KBTOOL, JudgeCode
+
+    code = JudgeCode()
+    solver = KBTOOL / "solve" / "decision.py"
+    assert code.modules
+    for probe, mod in code.modules.items():
+        files = code.files(probe)
+        assert solver not in files, probe
+        assert KBTOOL.joinpath(*mod.split(".")[1:]).with_suffix(".py") in files
 
 
 def test_a_corrupt_entry_reads_as_absent(tmp_path: Path) -> None:

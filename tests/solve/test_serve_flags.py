@@ -288,3 +288,45 @@ def test_an_ambiguous_prefix_names_the_release_whose_parser_has_the_flag() -> No
                                "--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill (SGLang 0.5.23's parser "
                                "refuses it); 0.5.17 has --cuda-graph-max-bs")
     assert e.value.fix == "for SGLang 0.5.17, add --sglang 0.5.17; else spell the flag out in full"
+
+
+# ---- the one serve-line tokenizer (flags.split) is shlex.split, without importing shlex and re ------------------
+
+_SHELL = st.lists(st.sampled_from(["vllm", "serve", " ", "  ", "\t", "\n", "\r", "'", '"', "\\", "-tp", "2", "=",
+                                   "--model", "a b", "$HOME", "x\\ y", "'q q'", '"d \\" d"', "\\\\", "\x0b", "é",
+                                   "#", "''", '""']), max_size=30).map("".join)
+
+
+def _split(fn, text: str) -> tuple[str, object]:  # type: ignore[no-untyped-def]
+    try:
+        return "ok", fn(text)
+    except ValueError as e:
+        return "error", str(e)
+
+
+@settings(max_examples=800, deadline=None)
+@given(text=_SHELL)
+def test_split_is_shlex_split(text: str) -> None:
+    import shlex
+
+    assert _split(flags.split, text) == _split(shlex.split, text)
+
+
+@pytest.mark.parametrize("text", ["vllm serve m --kv-cache-dtype fp8", "CUDA_VISIBLE_DEVICES=0,1 python3 -m "
+                                  "vllm.entrypoints.openai.api_server --model 'my model'", 'a "b\\"c" d\\ e',
+                                  "'unclosed", "trailing\\", "", "   ", "''", "a '' b", "# not a comment"])
+def test_split_examples(text: str) -> None:
+    import shlex
+
+    assert _split(flags.split, text) == _split(shlex.split, text)
+
+
+def test_environment_and_python_prefixes_are_read_without_re() -> None:
+    mods = ("vllm.entrypoints.openai.api_server",)
+    line = ["A=1", "_B2=x", "/usr/bin/python3.12", "-m", mods[0], "--model", "m"]
+    assert flags.command(line, mods) == ["--model", "m"]
+    assert flags.command(["python", "-m", mods[0], "x"], mods) == ["x"]
+    assert flags.command(["python3", "-m", mods[0], "x"], mods) == ["x"]
+    for kept in (["1A=1", "vllm"], ["A-B=1", "vllm"], ["=1", "vllm"], ["pythonx", "-m", mods[0]],
+                 ["python3.", "-m", mods[0]], ["python2", "-m", mods[0]], ["python3.1a", "-m", mods[0]]):
+        assert flags.command(kept, mods) == kept

@@ -18,14 +18,13 @@ recorded release has is not refused: kb cannot tell which side of the change the
 
 from __future__ import annotations
 
-import functools
-import re
-from typing import TYPE_CHECKING, Any
+import os
 
 from kbtool.errors import UsageError
 
+TYPE_CHECKING = False  # the pasted-line query imports this module: no typing, re or pathlib at run time
 if TYPE_CHECKING:
-    from pathlib import Path  # imported where a table is read: a plain query imports neither pathlib nor json
+    from typing import Any
 
 NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
@@ -51,17 +50,79 @@ def human_int(text: str) -> int:
     return n
 
 
-_ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-_PYTHON = re.compile(r"(?:.*/)?python(?:3(?:\.\d+)?)?")
+_BLANK = " \t\r\n"  # shlex's whitespace
+_QUOTES = "'\""
+
+
+def split(text: str) -> list[str]:
+    """A pasted command's words as a POSIX shell splits them, which is shlex.split(text) (quotes, backslash
+    escapes, no comments; tests/solve/test_serve_flags.py holds the two equal on generated lines) without
+    importing shlex and `re` on every pasted-line query. One tokenizer for every engine's serve line; raises
+    ValueError as shlex does ("No closing quotation", "No escaped character")."""
+    words: list[str] = []
+    word: list[str] = []
+    quoted = False  # the word had quotes: '' is a word
+    state, back = " ", "a"  # state: " " between words, "a" in one, a quote inside it, "\\" after a backslash
+    for ch in text:
+        if state == " " or state == "a":
+            if ch in _BLANK:
+                if state == "a":
+                    words.append("".join(word))
+                    word, quoted = [], False
+                state = " "
+            elif ch in _QUOTES:
+                state, quoted = ch, True
+            elif ch == "\\":
+                state, back = "\\", "a"
+            else:
+                word.append(ch)
+                state = "a"
+        elif state == "\\":
+            if back in _QUOTES and ch != "\\" and ch != back:
+                word.append("\\")  # in double quotes a backslash escapes only itself and the quote
+            word.append(ch)
+            state = back
+        elif ch == state:  # the closing quote
+            state = "a"
+        elif ch == "\\" and state == '"':
+            state, back = "\\", state
+        else:
+            word.append(ch)
+    if state in _QUOTES:
+        raise ValueError("No closing quotation")
+    if state == "\\":
+        raise ValueError("No escaped character")
+    if state == "a" and (word or quoted):
+        words.append("".join(word))
+    return words
+
+
+_NAME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _assignment(word: str) -> bool:
+    """`NAME=value` as the shell reads an environment assignment before a command (NAME: [A-Za-z_][A-Za-z0-9_]*)."""
+    name, eq, _ = word.partition("=")
+    return bool(eq) and bool(name) and not name[0].isdigit() and all(c in _NAME for c in name)
+
+
+def _python(word: str) -> bool:
+    """A Python interpreter's name, with or without its folder: python, python3, python3.12."""
+    head, _, base = word.rpartition("/")
+    if "\n" in head:
+        return False
+    if base in ("python", "python3"):
+        return True
+    return base.startswith("python3.") and base[8:].isdecimal()
 
 
 def command(words: list[str], modules: tuple[str, ...]) -> list[str]:
     """The words after the command of a pasted line: leading environment assignments (`CUDA_VISIBLE_DEVICES=0,1`)
     and `python[3[.x]] -m MODULE` for one of the engine's `modules` are dropped, as the shell and Python read them."""
     i = 0
-    while i < len(words) and _ENV.match(words[i]):
+    while i < len(words) and _assignment(words[i]):
         i += 1
-    if words[i + 1:i + 2] == ["-m"] and words[i + 2:i + 3] and words[i + 2] in modules and _PYTHON.fullmatch(words[i]):
+    if words[i + 1:i + 2] == ["-m"] and words[i + 2:i + 3] and words[i + 2] in modules and _python(words[i]):
         i += 3
     return words[i:]
 
@@ -75,13 +136,12 @@ def number_word(word: str) -> bool:
     return True
 
 
-def _folders(engine: str) -> list[Path]:
-    from pathlib import Path
-
+def _folders(engine: str) -> list[str]:
     import kbtool
-    from kbtool.paths import records_dir
+    from kbtool.paths import records_root
 
-    return [records_dir().parent / "tests" / "data" / engine, Path(kbtool.__file__).parent / "_data" / engine]
+    return [os.path.join(os.path.dirname(records_root()), "tests", "data", engine),
+            os.path.join(os.path.dirname(kbtool.__file__), "_data", engine)]
 
 
 def _key(version: str) -> tuple[int, ...]:
@@ -213,24 +273,35 @@ class FlagTable:
             raise UsageError(f"{self.prefix}: {typed}: invalid choice '{value}' ({self.refuses}); {where}", fix=fix)
 
 
-@functools.lru_cache(maxsize=32)
+_LOADED: dict[str, dict[str, Any]] = {}
+
+
 def _load(path: str) -> dict[str, Any]:
-    import json
+    """A recorded table's JSON, read once per process."""
+    if path not in _LOADED:
+        import json
 
-    with open(path, encoding="utf-8") as f:
-        doc: dict[str, Any] = json.load(f)
-    return doc
+        with open(path, encoding="utf-8") as f:
+            _LOADED[path] = json.load(f)
+    return _LOADED[path]
 
 
-def _paths(engine: str) -> list[Path]:
+def _release(path: str) -> str:
+    """The release a table's path names (<folder>/<release>/flags.json)."""
+    return os.path.basename(os.path.dirname(path))
+
+
+def _paths(engine: str) -> list[str]:
     """The recorded tables of `engine`, newest release first (the checkout's, else the installed copy's)."""
     for folder in _folders(engine):
         try:
-            found = [p for p in folder.glob("*/flags.json") if p.is_file()]
+            names = os.listdir(folder)
         except OSError:
             continue
+        found = [p for p in (os.path.join(folder, n, "flags.json") for n in names if not n.startswith("."))
+                 if os.path.isfile(p)]
         if found:
-            return sorted(found, key=lambda p: _key(p.parent.name), reverse=True)
+            return sorted(found, key=lambda p: _key(_release(p)), reverse=True)
     return []
 
 
@@ -239,7 +310,7 @@ def tables(engine: str, prefix: str) -> list[FlagTable]:
     out = []
     for path in _paths(engine):
         try:
-            out.append(FlagTable(_load(str(path)), prefix))
+            out.append(FlagTable(_load(path), prefix))
         except (OSError, ValueError, KeyError):
             continue
     return out
@@ -252,21 +323,21 @@ def _releases(rels: list[str]) -> str:
     return f"{', '.join(rels[:2])} and {len(rels) - 3} more to {rels[-1]}"
 
 
-def _path_for(engine: str, release: str | None) -> Path | None:
+def _path_for(engine: str, release: str | None) -> str | None:
     """The table that reads `release`'s lines: its own, else the newest recorded at or below it, else the oldest;
     the newest where no release is given."""
     paths = _paths(engine)
     if not paths or release is None:
         return paths[0] if paths else None
     want = _key(release)
-    own = next((p for p in paths if p.parent.name == release), None)
-    return own or next((p for p in paths if _key(p.parent.name) <= want), paths[-1])
+    own = next((p for p in paths if _release(p) == release), None)
+    return own or next((p for p in paths if _key(_release(p)) <= want), paths[-1])
 
 
 def reads_with(engine: str, release: str | None) -> str | None:
     """The recorded release whose table reads `release`'s lines (no table is loaded)."""
     path = _path_for(engine, release)
-    return path.parent.name if path is not None else None
+    return _release(path) if path is not None else None
 
 
 def table(engine: str, prefix: str, release: str | None = None) -> FlagTable | None:
@@ -274,6 +345,6 @@ def table(engine: str, prefix: str, release: str | None = None) -> FlagTable | N
     none is recorded here."""
     path = _path_for(engine, release)
     try:
-        return FlagTable(_load(str(path)), prefix, release) if path is not None else None
+        return FlagTable(_load(path), prefix, release) if path is not None else None
     except (OSError, ValueError, KeyError):
         return None

@@ -14,11 +14,10 @@ not fatal; a bad value raises UsageError naming SGLang's flag.
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 
 from kbtool.errors import UsageError
-from kbtool.solve.engines.flags import MAX_HUMAN, FlagTable, command, human_int, number_word, table
+from kbtool.solve.engines.flags import MAX_HUMAN, FlagTable, command, human_int, number_word, split, table
 
 # flag -> (ServerArgs field, kind): kind "str", "int", "float", "human" (SI suffixes), "switch"
 _FLAGS: dict[str, tuple[str, str]] = {
@@ -166,7 +165,7 @@ def parse(text: str, release: str | None = None) -> LaunchArgs:
     """The flags of an SGLang launch command (see the module docstring), read with `release`'s flag table
     (kbtool/solve/engines/flags.py; None: the newest recorded)."""
     try:
-        words = shlex.split(text)
+        words = split(text)
     except ValueError as exc:
         raise UsageError(f"--sglang-args: cannot split the command: {exc}", fix="quote it as one shell word") from None
     words = _strip(words)
@@ -227,4 +226,6 @@ def parse(text: str, release: str | None = None) -> LaunchArgs:
 
 def parse_argv(argv: list[str], release: str | None = None) -> LaunchArgs:
     """parse() of an argv list (the recorded grids keep argv lists), read as `release` reads it."""
+    import shlex
+
     return parse(shlex.join(argv), release)

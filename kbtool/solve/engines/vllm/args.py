@@ -13,10 +13,8 @@ consider.
 
 from __future__ import annotations
 
-import shlex
-
 from kbtool.errors import UsageError
-from kbtool.solve.engines.flags import MAX_HUMAN, command, human_int, number_word, table
+from kbtool.solve.engines.flags import MAX_HUMAN, command, human_int, number_word, split, table
 
 __all__ = ["MAX_HUMAN", "QUANT_WEIGHTS", "ServeArgs", "checked", "human_int", "parse"]
 
@@ -106,7 +104,7 @@ def parse(text: str, release: str | None = None) -> ServeArgs:
     assignments), read with
     `release`'s flag table (kbtool/solve/engines/flags.py; None: the newest recorded)."""
     try:
-        words = shlex.split(text)
+        words = split(text)
     except ValueError as exc:
         raise UsageError(f"--vllm-args: cannot split the command: {exc}", fix="quote it as one shell word") from None
     words = command(words, ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.cli.main"))

@@ -11,10 +11,10 @@ is kb's estimate, with the error kb showed on the recorded boots of the model's 
 
 from __future__ import annotations
 
-from typing import Any
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from kbtool.solve.image import Image, ModelV
 
 RECORD_ID = "vllm-boot-estimate-error"  # the derived record kbtool/probe/boot_error.py writes

@@ -11,16 +11,14 @@ one's own choice, named, and "not swept" — never another release's answer in i
 from __future__ import annotations
 
 import functools
-import gzip
-import json
-from pathlib import Path
-from typing import Any
 
 from kbtool.solve.conditions import compare_versions
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # selection.py imports this module on every vLLM query: pathlib, gzip, json where a grid is read
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
+    from typing import Any
 
     from kbtool.solve.engines.vllm.selected import Selection
     from kbtool.solve.image import Image
@@ -32,6 +30,8 @@ ROCM_ARCH = "gfx942"
 
 def folders() -> list[Path]:
     """Where recorded grids live: the checkout's tests/data/vllm, else the installed copy's kbtool/_data/vllm."""
+    from pathlib import Path
+
     import kbtool
     from kbtool.paths import records_dir
 
@@ -55,6 +55,9 @@ def _file(version: str, name: str) -> Path | None:
 
 @functools.cache
 def _load(path: Path) -> dict[str, Any]:
+    import gzip
+    import json
+
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         return json.load(fh)  # type: ignore[no-any-return]
 

@@ -30,7 +30,6 @@ num_blocks, "GPU KV cache size", "Maximum concurrency" and the start-up check ar
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from kbtool.solve.engines.vllm import mamba as vllm_mamba
 from kbtool.solve.engines.vllm import planning as vllm_planning
@@ -38,6 +37,8 @@ from kbtool.solve.engines.vllm.planning import Planning, Point
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from kbtool.model import Model
     from kbtool.solve.image import ModelV
 
