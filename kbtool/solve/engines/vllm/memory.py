@@ -171,7 +171,9 @@ def report_text(r: dict[str, Any], ctx: int) -> str:
     if r.get("basis") == "measured":
         m = r["measured"]
         return f"{head} (measured: vLLM {m['vllm']} booted this on {m['accelerator']}, {m['row']}{pad})"
-    why = f"estimated from vLLM {r.get('accounting', '0.24.0')}'s accounting{pad}"
+    acct, rel = r.get("accounting", "0.24.0"), r.get("release")
+    why = (f"estimated from vLLM {acct}'s accounting{pad}" if not rel or rel == acct else
+           f"estimated: vLLM {rel}'s defaults, runner and planning, the reserve as vLLM {acct}'s line sizes it{pad}")
     other = r.get("other_release")
     if other:
         why += (f"; vLLM {other['vllm']} booted the same line on this GPU: {other['kv_cache_tokens']:,} tokens, "
