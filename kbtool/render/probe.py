@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -142,6 +143,18 @@ def apply_text(updates: list[Update], skips: list[Skip], written: list[Any], wri
     else:
         n_meas = sum(1 for p in written if "measurements" in str(p))
         out.print(f"{len(written) - n_meas} claim file(s) updated, {n_meas} measurement record(s) written.")
+
+
+def unrecorded_text(gaps: list[Any]) -> None:
+    """`kb probe apply`: the evidence left out because the KB cannot judge its engine release, each with the record
+    it lacks and how to add it (kbtool/probe/unrecorded.py)."""
+    for g in gaps:
+        err.print(f"[bold]left out[/bold] {escape(g.evidence)} ({g.library} {g.release}): {escape(g.missing)}",
+                  highlight=False)
+        err.print(f"  fix: {escape(g.fix)}", highlight=False)
+    if gaps:
+        err.print(f"{len(gaps)} evidence record(s) not applied: nothing was written from them; add the record(s) "
+                  "named and apply again.", highlight=False)
 
 
 def boot_error_text(errors: list[dict[str, Any]], rows: list[Any], written: Any | None) -> None:
