@@ -209,7 +209,8 @@ def sweep_text(tasks: list[Any], skipped: list[str], results: list[Any], seconds
         for t in tasks:
             again = f" (again: {', '.join(t.retry)} did not complete)" if t.retry else ""
             over = f" with override {', '.join(t.overrides)}" if t.overrides else ""
-            out.print(f"would run {t.release}{over}: {', '.join(t.probes)}{again}")
+            gap = " (never swept, between recorded releases)" if t.gap else ""
+            out.print(f"would run {t.release}{over}: {', '.join(t.probes)}{again}{gap}")
         return
     table = Table(title="sweep")
     for col in ("release", "status", "install s", "probes s", "probes"):
