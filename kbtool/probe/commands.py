@@ -381,8 +381,9 @@ def apply(records: Path, paths: list[Path], *, write: bool,
     if not claims:
         raise ProbeError(f"no claims under {records / 'claims'}")
     current = {old: c.id for c, _ in claims.values() for old in c.formerly}  # renamed claims keep their evidence
+    read = [ev_io.load(p) for p in files]  # a file that is no evidence record fails here, before the judges load
     probes = probes_by_id()
-    loaded, gaps = _judgeable([ev_io.load(p) for p in files], records, probes)
+    loaded, gaps = _judgeable(read, records, probes)
     if left_out is not None:
         left_out += gaps
     evidence, _ = import_evidence(records / "evidence", loaded, write=False)  # the ids a write gives them
