@@ -55,7 +55,7 @@ def check_of(fn: CheckFn) -> Check:
 
 def all_checks() -> list[Check]:
     """Every check, by code: the one explicit list (what is imported elsewhere changes nothing)."""
-    from kbtool.checks import axes, consistency, references, style, timeline, topics, values, verification
+    from kbtool.checks import axes, consistency, naming, references, style, timeline, topics, values, verification
 
     fns: list[CheckFn] = [
         references.find_duplicate_ids, references.find_dangling_refs, references.find_alias_collisions,
@@ -67,7 +67,7 @@ def all_checks() -> list[Check]:
         verification.find_disputes_without_sides, verification.find_untestable_without_reason,
         verification.find_notes_contradicting_status,
         consistency.find_scope_disagreement, timeline.find_scope_disagreement,
-        timeline.find_unsupported_ranges,
+        timeline.find_unsupported_ranges, naming.find_release_named_claims,
         axes.find_kernels_missing_axes,
         topics.find_dangling_xrefs, topics.find_confidence_mismatch, topics.find_wrong_kinds,
         topics.find_unlinked, topics.find_fat_stubs,

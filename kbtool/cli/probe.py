@@ -81,8 +81,12 @@ def probe_apply(
 
     if write:
         check_incoming(_records(kb), paths)  # validate's checks before anything is copied into the tree
-    updates, skips, written = apply(_records(kb), paths, write=write)
+    left_out: list[Any] = []
+    updates, skips, written = apply(_records(kb), paths, write=write, left_out=left_out)
     render.apply_text(updates, skips, written, write, unchanged)
+    render.unrecorded_text(left_out)
+    if left_out:  # evidence of an engine release the KB cannot judge yet: a finding (exit 1), nothing half-written
+        raise typer.Exit(1)
 
 
 @probe_app.command("sweep")

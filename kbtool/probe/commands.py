@@ -19,6 +19,7 @@ from kbtool.probe.environment import kb_context
 from kbtool.probe.rejudge import claim_context, probes_by_id, rejudge
 from kbtool.probe.runner import CaseResult, run_cases
 from kbtool.probe.spec import Judge, Probe, ProbeSpec, discover
+from kbtool.probe.unrecorded import Unrecorded
 from kbtool.probe.verdicts import Skip, Update, plan, untestable_block
 from kbtool.store.writer import update_verification, verification_changes
 
@@ -349,9 +350,14 @@ def write_manifest(out: Path, report: RunReport, today: str) -> Path:
     return path
 
 
-def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update], list[Skip], list[Path]]:
+def apply(records: Path, paths: list[Path], *, write: bool,
+          left_out: list[Unrecorded] | None = None) -> tuple[list[Update], list[Skip], list[Path]]:
     """`kb probe apply`: apply evidence written by `kb probe run --out DIR` elsewhere (files or that folder,
-    whose probe-run.json also lists the claims found untestable there) to the claims here."""
+    whose probe-run.json also lists the claims found untestable there) to the claims here.
+
+    Evidence of an engine release the KB has no resolution data for (kbtool/probe/unrecorded.py) is left out
+    whole and appended to `left_out`. Everything is computed before anything is written: the evidence imported,
+    the claims' verification blocks, then the measurement records."""
     files: list[Path] = []
     untestable: list[tuple[str, str, str | None]] = []
     dates: list[str] = []
@@ -375,18 +381,42 @@ def apply(records: Path, paths: list[Path], *, write: bool) -> tuple[list[Update
     if not claims:
         raise ProbeError(f"no claims under {records / 'claims'}")
     current = {old: c.id for c, _ in claims.values() for old in c.formerly}  # renamed claims keep their evidence
-    evidence, imported = import_evidence(records / "evidence", [ev_io.load(p) for p in files], write=write)
-    evidence = [e.renamed(current) for e in evidence]
+    read = [ev_io.load(p) for p in files]  # a file that is no evidence record fails here, before the judges load
     probes = probes_by_id()
+    loaded, gaps = _judgeable(read, records, probes)
+    if left_out is not None:
+        left_out += gaps
+    evidence, _ = import_evidence(records / "evidence", loaded, write=False)  # the ids a write gives them
+    evidence = [e.renamed(current) for e in evidence]
     evidence = list({e.id: e for e in evidence}.values())  # a record given twice (folder and file) counts once
     evidence = _judged_again(evidence, records, claims, probes)
+    if not evidence and not untestable:
+        return [], [], []
     today = max([e.started[:10] for e in evidence] + dates)
     updates, skips, _ = _apply(evidence, untestable, claims, today, write=False)
     updates = [dataclasses.replace(u, changes=verification_changes(claims[u.claim][1], u.verification))
                for u in updates]
-    written = apply_updates([u for u in updates if u.changes], claims, _replanner(evidence, untestable, today)) \
-        if write else []
-    return updates, skips, imported + written + (measured.write(records, evidence, probes) if write else [])
+    if not write:
+        return updates, skips, []
+    measurements = measured.planned(records, evidence, probes)
+    _, imported = import_evidence(records / "evidence", loaded, write=True)
+    written = apply_updates([u for u in updates if u.changes], claims, _replanner(evidence, untestable, today))
+    return updates, skips, imported + written + measured.write_planned(measurements)
+
+
+def _judgeable(evidence: list[Evidence], records: Path,
+               probes: dict[str, Judge]) -> tuple[list[Evidence], list[Unrecorded]]:
+    """The evidence the KB can judge, and what it lacks for the rest (an engine release without its records)."""
+    from kbtool.probe.unrecorded import engine_of, unrecorded
+
+    if not any(engine_of(ev, probes) for ev in evidence):
+        return evidence, []
+    from kbtool.kb import load_kb
+    from kbtool.solve.image import Image
+
+    gaps = unrecorded(Image.of(load_kb(records)[0]), evidence, probes)
+    left = {g.evidence for g in gaps}
+    return [ev for ev in evidence if ev.id not in left], gaps
 
 
 def _judged_again(evidence: list[Evidence], records: Path, claims: Any, probes: dict[str, Judge]) -> list[Evidence]:

@@ -58,18 +58,34 @@ def records_from(ev: Evidence, probe: Judge | None = None) -> list[Measurement]:
     )]
 
 
-def write(records: Path, evidence: list[Evidence], probes: Mapping[str, Judge] | None = None) -> list[Path]:
-    """Write the measurement records that do not exist yet; returns the new paths."""
-    written = []
+def planned(records: Path, evidence: list[Evidence],
+            probes: Mapping[str, Judge] | None = None) -> list[tuple[Path, str]]:
+    """The measurement records that do not exist yet, as (path, text): everything computed, nothing written (`kb
+    probe apply` plans them before it writes a claim, so a probe that fails here leaves the tree as it was)."""
+    out = []
     for ev in evidence:
         for m in records_from(ev, (probes or {}).get(ev.probe.id)):
             path = records / "measurements" / f"{m.id}.yaml"
             if path.exists():
                 continue
             data: dict[str, Any] = m.model_dump(mode="json", by_alias=True, exclude_defaults=True)
-            text = canonical(dump({"id": data.pop("id"), "kind": "measurement", **data}), path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with file_lock(path):
-                atomic_write(path, text, exclusive=True)
-            written.append(path)
+            out.append((path, canonical(dump({"id": data.pop("id"), "kind": "measurement", **data}), path)))
+    return out
+
+
+def write_planned(plans: list[tuple[Path, str]]) -> list[Path]:
+    """Write planned measurement records (one that appeared meanwhile is left as it is); returns the new paths."""
+    written = []
+    for path, text in plans:
+        if path.exists():
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with file_lock(path):
+            atomic_write(path, text, exclusive=True)
+        written.append(path)
     return written
+
+
+def write(records: Path, evidence: list[Evidence], probes: Mapping[str, Judge] | None = None) -> list[Path]:
+    """Write the measurement records that do not exist yet; returns the new paths."""
+    return write_planned(planned(records, evidence, probes))

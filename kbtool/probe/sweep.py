@@ -59,6 +59,7 @@ class Task:
     probes: list[str]
     retry: list[str] = field(default_factory=list)  # evidence of an earlier run that did not complete
     overrides: list[str] = field(default_factory=list)
+    gap: bool = False  # never swept, between releases that were (`gaps`)
 
 
 @dataclass
@@ -181,11 +182,24 @@ def newest_recorded(records: Path, lib: str) -> str | None:
 
 
 def new_releases(records: Path, lib: str, registry: list[str]) -> list[str]:
-    """`--new`: the registry's releases newer than the newest with complete evidence, and every release whose
-    last run did not complete (failed, errored or timed out), oldest first."""
+    """`--new`: the registry's releases newer than the newest with complete evidence, every release whose
+    last run did not complete (failed, errored or timed out), and every release between the oldest and the newest
+    recorded that no run has touched (`gaps`: SGLang 0.5.19-0.5.22 between 0.5.18 and 0.5.23), oldest first."""
     newest = newest_recorded(records, lib)
-    retry = {v for v, _ in incomplete(records, lib)}
+    retry = {v for v, _ in incomplete(records, lib)} | set(gaps(records, lib, registry))
     return [r for r in registry if r in retry or newest is None or compare_versions(r, newest) > 0]
+
+
+def gaps(records: Path, lib: str, registry: list[str]) -> list[str]:
+    """The registry's releases after the oldest the sweep recorded completely and before the newest that have no
+    evidence of the sweep's probes at all (never swept, as against swept and incomplete), oldest first."""
+    first = library(lib)[1][0]
+    done = sort_versions([v for v, p in recorded(records, lib) if p == first])
+    if len(done) < 2:
+        return []
+    touched = {version for version, _pid, _eid, _complete in _sweep_evidence(records, lib)}
+    return [r for r in registry if r not in touched and compare_versions(r, done[0]) > 0
+            and compare_versions(r, done[-1]) < 0]
 
 
 def plan(records: Path, lib: str, releases: list[str], *, force: bool = False,
@@ -194,12 +208,13 @@ def plan(records: Path, lib: str, releases: list[str], *, force: bool = False,
     have = recorded(records, lib)
     failed = incomplete(records, lib)
     wanted = probes or list(library(lib)[1])
+    between = set(gaps(records, lib, releases))
     tasks, skipped = [], []
     for r in releases:
         missing = [p for p in wanted if force or (r, p) not in have]
         if missing:
             retry = sorted(e for p in missing for e in failed.get((r, p), []))
-            tasks.append(Task(r, missing, retry, release_overrides(lib, r, overrides)))
+            tasks.append(Task(r, missing, retry, release_overrides(lib, r, overrides), gap=r in between))
         else:
             skipped.append(r)
     return tasks, skipped

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -144,6 +145,18 @@ def apply_text(updates: list[Update], skips: list[Skip], written: list[Any], wri
         out.print(f"{len(written) - n_meas} claim file(s) updated, {n_meas} measurement record(s) written.")
 
 
+def unrecorded_text(gaps: list[Any]) -> None:
+    """`kb probe apply`: the evidence left out because the KB cannot judge its engine release, each with the record
+    it lacks and how to add it (kbtool/probe/unrecorded.py)."""
+    for g in gaps:
+        err.print(f"[bold]left out[/bold] {escape(g.evidence)} ({g.library} {g.release}): {escape(g.missing)}",
+                  highlight=False)
+        err.print(f"  fix: {escape(g.fix)}", highlight=False)
+    if gaps:
+        err.print(f"{len(gaps)} evidence record(s) not applied: nothing was written from them; add the record(s) "
+                  "named and apply again.", highlight=False)
+
+
 def boot_error_text(errors: list[dict[str, Any]], rows: list[Any], written: Any | None) -> None:
     """`kb probe boot-error`: kb's pool beside vLLM's for every recorded boot, then the error per model class."""
     t = Table(title="kb's KV pool against the engine's own, per recorded boot", title_justify="left")
@@ -196,7 +209,8 @@ def sweep_text(tasks: list[Any], skipped: list[str], results: list[Any], seconds
         for t in tasks:
             again = f" (again: {', '.join(t.retry)} did not complete)" if t.retry else ""
             over = f" with override {', '.join(t.overrides)}" if t.overrides else ""
-            out.print(f"would run {t.release}{over}: {', '.join(t.probes)}{again}")
+            gap = " (never swept, between recorded releases)" if t.gap else ""
+            out.print(f"would run {t.release}{over}: {', '.join(t.probes)}{again}{gap}")
         return
     table = Table(title="sweep")
     for col in ("release", "status", "install s", "probes s", "probes"):

@@ -99,6 +99,38 @@ def test_cli_dry_run_says_nothing_to_do_and_lists_retries(tmp_path: Path, monkey
     assert res.exit_code == 0 and f"would run 0.32.0: vllm-selector (again: {bad} did not complete)" in res.output
 
 
+def test_a_release_between_recorded_ones_is_offered(tmp_path: Path) -> None:
+    """Issue 46: SGLang 0.5.19-0.5.22 lie between the recorded 0.5.18 and 0.5.23, and `--new` (newer than the
+    newest recorded) never offered them. A release no run has touched between two recorded ones is a gap."""
+    (tmp_path / "evidence").mkdir()
+    for r in ("0.32.0", "0.34.0"):
+        _evidence(tmp_path / "evidence", r, "OK")
+    registry = ["0.31.0", "0.32.0", "0.33.0", "0.33.1", "0.34.0", "0.35.0"]
+    assert sweep.gaps(tmp_path, "vllm", registry) == ["0.33.0", "0.33.1"]  # not 0.31.0: older than any recorded
+    assert sweep.new_releases(tmp_path, "vllm", registry) == ["0.33.0", "0.33.1", "0.35.0"]
+    tasks, _ = sweep.plan(tmp_path, "vllm", ["0.33.0", "0.35.0"], probes=["vllm-selector"])
+    assert [(t.release, t.gap) for t in tasks] == [("0.33.0", True), ("0.35.0", False)]
+    bad = _evidence(tmp_path / "evidence", "0.33.0", "ERROR")  # touched: a retry now, not a gap
+    assert sweep.gaps(tmp_path, "vllm", registry) == ["0.33.1"]
+    tasks, _ = sweep.plan(tmp_path, "vllm", ["0.33.0"], probes=["vllm-selector"])
+    assert [(t.release, t.gap, t.retry) for t in tasks] == [("0.33.0", False, [bad])]
+
+
+def test_sglang_dry_run_lists_the_unswept_releases_with_their_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from kbtool.cli import app
+
+    registry = ["0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"]
+    monkeypatch.setattr(sweep, "registry_releases", lambda lib: registry)
+    res = CliRunner().invoke(app, ["probe", "sweep", "--lib", "sglang", "--new", "--dry-run", "--kb", str(RECORDS)])
+    assert res.exit_code == 0, res.output
+    lines = [line for line in res.output.splitlines() if line.startswith("would run")]
+    assert [line.split()[2] for line in lines] == ["0.5.19", "0.5.20", "0.5.21", "0.5.22"]
+    assert all("with override cuda-tile ; sys_platform == 'never'" in line and "never swept" in line
+               for line in lines)
+
+
 def test_recorded_override_for_0_34_0_and_the_command_lines(tmp_path: Path) -> None:
     assert sweep.release_overrides("vllm", "0.34.0") == ["flashinfer-python==0.7.4"]
     assert sweep.release_overrides("vllm", "0.33.0") == []

@@ -31,13 +31,15 @@ def by_claim(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def flashinfer_claims() -> list[dict[str, Any]]:
-    return [c for c in vs_judge.engine_claims() if c["subject"] == "vllm-flashinfer" and c["id"].endswith("-0.33.0")]
+    """FLASHINFER's claims first recorded for 0.33.0 (named for it then, renamed since: issue 46)."""
+    return [c for c in vs_judge.engine_claims() if c["subject"] == "vllm-flashinfer"
+            and any(n.endswith("-0.33.0") for n in [c["id"], *c.get("formerly", [])])]
 
 
 def test_the_recorded_claim_is_confirmed_and_the_seed_one_is_not() -> None:
     seed = claim("seed", {"var": "head_dim", "in": [64, 128, 256]})
     got = by_claim(vs_judge.judge_grid([*flashinfer_claims(), seed], points(), "0.33.0"))
-    right = got["vllm-flashinfer-head-size-0.33.0"]
+    right = got["vllm-flashinfer-head-size-64-128-256-512"]
     assert right["agree"] > 0 and not right["ran"] and not right["refused"]
     assert got["seed"]["ran"], "vLLM 0.33.0 accepts FLASHINFER head size 512, which the seed's claim refuses"
     assert {p["head_size"] for p in got["seed"]["ran"]} == {512}
@@ -64,8 +66,8 @@ def test_judge_gives_verdicts_in_the_evidence_shape() -> None:
     obs = [{"outcome": "OK", "metrics": {"raw": str(CC90)}}]
     verdicts = vs.judge(obs, {})
     ids = {v["claim"] for v in verdicts}
-    assert "vllm-flashinfer-head-size-0.33.0" in ids and "vllm-flashinfer-head-size" not in ids
-    v = next(v for v in verdicts if v["claim"] == "vllm-flashinfer-head-size-0.33.0")
+    assert "vllm-flashinfer-head-size-64-128-256-512" in ids and "vllm-flashinfer-head-size" not in ids
+    v = next(v for v in verdicts if v["claim"] == "vllm-flashinfer-head-size-64-128-256-512")
     assert v["verdict"] == "confirmed" and v["scope"]["vllm"] == "0.33.0" and v["scope"]["cc"] == ["9.0"]
 
 
@@ -110,7 +112,7 @@ def test_one_point_against_a_claim_contradicts_it(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(vs_judge, "engine_claims", lambda: mine)
     got = {v["claim"]: v for v in vs.judge(obs, {})}
     assert got["seed"]["verdict"] == "contradicted" and "512" in got["seed"]["detail"]
-    assert got["vllm-flashinfer-head-size-0.33.0"]["verdict"] == "confirmed"
+    assert got["vllm-flashinfer-head-size-64-128-256-512"]["verdict"] == "confirmed"
 
 
 def test_a_refusal_in_new_words_is_unattributed_not_agreement() -> None:
@@ -119,7 +121,7 @@ def test_a_refusal_in_new_words_is_unattributed_not_agreement() -> None:
     assert vs_judge.unattributed("FP8 KV requires block size divisible by 64")
     assert not vs_judge.unattributed("kv_cache_dtype not supported") and not vs_judge.unattributed("MLA not supported")
     pts = points()
-    cid = "vllm-flashinfer-head-size-0.33.0"
+    cid = "vllm-flashinfer-head-size-64-128-256-512"
     target = [i for i, p in enumerate(pts) if p["layout"] == "dense" and p["head_size"] == 128
               and not p["reasons"]["FLASHINFER"]][:5]
     assert target, "the recorded grid has FLASHINFER points at head 128 that vLLM accepts"

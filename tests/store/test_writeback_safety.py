@@ -37,6 +37,8 @@ def _tree_with_unapplied_claims(tmp: Path) -> Path:
     root = tmp / "records"
     shutil.copytree(RECORDS / "claims", root / "claims")
     shutil.copytree(RECORDS / "engine-backends", root / "engine-backends")  # the engine judges' cache keys read them
+    shutil.copytree(RECORDS / "engine-priorities", root / "engine-priorities")  # apply judges an engine release's
+    # evidence only where the tree records its resolution (kbtool/probe/unrecorded.py)
     keep = [p.name for p in sorted((RECORDS / "evidence").glob("*.yaml"))
             if "vllm-selector" not in p.name and "sglang-resolve" not in p.name][::2]
     shutil.copytree(RECORDS / "evidence", root / "evidence", ignore=lambda _d, names: [

@@ -285,6 +285,11 @@ class Engine(abc.ABC):
         """What its own recordings say changed from release `a` to `b` (default: nothing recorded to compare)."""
         return []
 
+    def missing_release(self, img: Image, release: str) -> tuple[str, str] | None:  # noqa: ARG002
+        """What the KB lacks to judge its probes' evidence of `release` (its resolution records), as (what is
+        missing, how to add it); None when nothing is (default: an engine whose judges need no release data)."""
+        return None
+
     def line_flag(self) -> str | None:
         """The option that takes its serve line."""
         return next((o.flag for o in self.options if o.key == "line"), None)

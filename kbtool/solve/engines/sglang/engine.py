@@ -165,6 +165,26 @@ class Sglang(Engine):
 
         return releasediff.recorded()
 
+    def missing_release(self, img: Image, release: str) -> tuple[str, str] | None:
+        """SGLang's probes are judged on kb's resolution of the release (resolve.py), which runs the steps of its
+        engine-priority record: without one the release cannot be judged."""
+        from kbtool.solve.engines.sglang import resolve as sglang_resolve
+
+        known = sglang_resolve.releases(img)
+        if release in known:
+            return None
+        from kbtool.solve.conditions import compare_versions
+
+        older = [v for v in known if compare_versions(v, release) < 0]  # known is oldest first
+        near = older[-1] if older else (known[0] if known else None)
+        return (f"no engine-priority record for SGLang {release} (records/engine-priorities/sglang-{release}-cuda.yaml "
+                f"and -rocm.yaml; recorded: {', '.join(known) or 'none'})",
+                (f"copy sglang-{near}-cuda.yaml and -rocm.yaml to sglang-{release}-*, set their scope to {release}, "
+                 if near else f"write sglang-{release}-cuda.yaml and -rocm.yaml, ")
+                + f"check each step and source line against the v{release} wheel, and replay the grid "
+                  f"(tests/solve/test_sglang_resolve.py with {release} in RELEASES); CONTRIBUTING.md, "
+                  "\"Engine probes (no GPU): sglang-resolve\"")
+
     def release_changes(self, img: Image, a: str, b: str) -> list[ReleaseChange]:
         from kbtool.solve.engines.sglang import releasediff
 

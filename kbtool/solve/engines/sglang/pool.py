@@ -87,12 +87,13 @@ VLM_CACHE_MB = 100  # SGLANG_VLM_CACHE_SIZE_MB's default (0.5.23 environ.py:1598
 
 
 def multimodal_reserve_gib(model: Any, release: str | None) -> float:
-    """What SGLang takes out of the KV budget for a multimodal model's embedding cache: 0.5.23
-    (kv_cache_configurator.py:202-220 mm_runtime_reservation_gb) reserves SGLANG_VLM_CACHE_SIZE_MB; 0.5.17 does not."""
+    """What SGLang takes out of the KV budget for a multimodal model's embedding cache: from 0.5.18
+    (kv_cache_configurator.py:130-146 mm_runtime_reservation_gb, environ.py:1146 SGLANG_VLM_CACHE_SIZE_MB; 0.5.23
+    kv_cache_configurator.py:202-220) it reserves SGLANG_VLM_CACHE_SIZE_MB; 0.5.17 does not."""
     from kbtool.solve.conditions import compare_versions
 
     arch = getattr(model, "architecture", None)
-    if not release or compare_versions(release, "0.5.23") < 0 or arch not in MULTIMODAL or arch in MULTIMODAL_OFF:
+    if not release or compare_versions(release, "0.5.18") < 0 or arch not in MULTIMODAL or arch in MULTIMODAL_OFF:
         return 0.0
     return VLM_CACHE_MB / 1024
 

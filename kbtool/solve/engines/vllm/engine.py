@@ -110,6 +110,19 @@ class Vllm(Engine):
 
         return releasediff.recorded()
 
+    def missing_release(self, img: Image, release: str) -> tuple[str, str] | None:
+        """vLLM's probes are judged on its selection for the release: from the release's engine-priority record,
+        else its own recorded selector grid (grid.py select_unrecorded); with neither there is nothing to judge on."""
+        from kbtool.solve.engines.vllm import grid
+        from kbtool.solve.engines.vllm.selected import versions
+
+        if release in versions(img) or release in grid.recorded():
+            return None
+        return (f"no engine-priority record for vLLM {release} (records/engine-priorities/vllm-{release}-cuda-"
+                f"priorities.yaml) and no recorded selector grid (tests/data/vllm/{release}/cc*.json.gz)",
+                f"run `kb probe sweep --lib vllm --releases {release}` (its vllm-selector probe records the grid), or "
+                f"write vllm-{release}-cuda-priorities.yaml from vLLM's source at v{release}")
+
     def release_changes(self, img: Image, a: str, b: str) -> list[ReleaseChange]:
         from kbtool.solve.engines.vllm import releasediff
 
