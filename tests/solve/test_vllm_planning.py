@@ -67,8 +67,9 @@ def replay(doc: dict[str, Any], plan: vllm_planning.Planning | None = None) -> t
                  f"{p['async']} mamba {p.get('mamba_mode')}/{p.get('checkpoint_blocks')}"
             vgroups = p.get("groups") or case["groups"]
             if p.get("starts") and vgroups is not None:
-                theirs = sorted((SPEC_KIND.get(g["spec"], g["spec"]), g["layers"], g["page"]) for g in vgroups)
-                ours = sorted((g.kind, g.layers, g.page_bytes) for g in gs)
+                theirs = sorted((SPEC_KIND.get(g["spec"], g["spec"]), g["layers"], g["page"],
+                                 tuple(map(tuple, g.get("pages") or ()))) for g in vgroups)
+                ours = sorted((g.kind, g.layers, g.page_bytes, tuple(g.pages or ())) for g in gs)
                 if theirs != ours:
                     bad.append(f"{at}: groups {ours} != vLLM's {theirs}")
                     continue

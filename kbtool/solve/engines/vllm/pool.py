@@ -165,14 +165,23 @@ def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp
 class Group:
     """One KV cache group: its type (full, sliding, mla, mamba), its layers as vLLM counts them (a padded type's
     last groups hold one layer fewer: vLLM deals layers i, i + n, ... to group i), page bytes, and its own block
-    where vLLM widened it to unify the page sizes (None: the model's block)."""
+    where vLLM widened it to unify the page sizes (None: the model's block).
 
-    __slots__ = ("block", "kind", "layers", "page_bytes", "window")
+    `pages`: a group of one attention type whose layers keep pages of different sizes (vLLM's
+    UniformTypeKVCacheSpecs: a sparse-MLA model's latent and indexer caches), as ((page bytes, layers), ...) in the
+    order vLLM registers the layers; one block of the group takes every layer's page, and `page_bytes` is the first
+    layer's page, the spec vLLM's scheduler keeps for the group (generate_scheduler_kv_cache_config)."""
+
+    __slots__ = ("block", "kind", "layers", "page_bytes", "pages", "window")
 
     def __init__(self, kind: str, layers: int, page_bytes: int, window: int | None = None,
-                 block: int | None = None) -> None:
+                 block: int | None = None, pages: tuple[tuple[int, int], ...] | None = None) -> None:
         self.kind, self.layers, self.page_bytes, self.window = kind, layers, page_bytes, window
-        self.block = block
+        self.block, self.pages = block, pages
+
+    def block_bytes(self, layers: int) -> int:
+        """Bytes one block of this group takes in the shared pool, where groups hold `layers` layers each."""
+        return sum(p * n for p, n in self.pages) if self.pages else self.page_bytes * layers
 
 
 class Grouped(tuple):  # type: ignore[type-arg]
@@ -222,16 +231,25 @@ TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8":
                 "fp8_e5m2": "uint8"}
 
 
+def indexer_head(g: object) -> int | None:
+    """The head size of a sparse-MLA layer's indexer key cache in bytes (None: no indexer): vLLM's
+    DeepseekV32IndexerCache holds index_head_dim fp8 values and one fp32 scale per 128 of them in uint8
+    (model_executor/models/deepseek_v2.py, `head_dim=self.head_dim + self.head_dim // self.quant_block_size * 4`,
+    quant_block_size 128: 0.19.1 :660-668, 0.24.0 :648-656, 0.33.0 and 0.34.0 :724-733), whatever the KV dtype."""
+    ihd = getattr(g, "index_head_dim", None)
+    return None if ihd is None else int(ihd) + int(ihd) // 128 * 4
+
+
 def specs(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1) -> dict[str, Any] | None:
     """The per-layer KV specs vLLM builds for this model on one tensor-parallel rank, as the vllm-kv-planning probe
     hands them to vLLM's planning (probes/_vllm_kv_planning.py make_specs): the attention block (widened for Mamba
     state, vllm_mamba), the torch dtype, and per layer group its spec class's fields (KV heads per rank
     max(1, heads // tp), vllm/config/model.py get_num_kv_heads; Mamba tensors split along their TP dim and the page
-    padded to the attention page). None where kb does not model the layout (groups() returns None, a sparse-MLA
-    indexer, an nvfp4 cache)."""
+    padded to the attention page; a sparse-MLA layer's indexer key cache, `indexer`: an MLAAttentionSpec of
+    indexer_head bytes in uint8). None where kb does not model the layout (groups() returns None, an nvfp4
+    cache)."""
     grouped = groups(model, kv_dtype, block, tp)
-    if grouped is None or kv_dtype not in TORCH_DTYPES or any(getattr(g, "index_head_dim", None)
-                                                             for g in model.layers):
+    if grouped is None or kv_dtype not in TORCH_DTYPES:
         return None
     block = grouped.block
     mla = any(g.type == "mla" for g in model.layers)
@@ -242,7 +260,10 @@ def specs(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1) -> dict
             page = next(x.page_bytes for x in grouped[0] if x.kind == "mamba")
             out.append({"type": "mamba", "count": g.count, "state": state, "page_padded": page})
         elif g.type == "mla":
-            out.append({"type": "mla", "count": g.count, "head_dim": (g.kv_lora_rank or 512) + (g.rope_dim or 64)})
+            d = {"type": "mla", "count": g.count, "head_dim": (g.kv_lora_rank or 512) + (g.rope_dim or 64)}
+            if indexer_head(g):
+                d["indexer"] = {"head_dim": indexer_head(g), "dtype": "uint8"}
+            out.append(d)
         else:
             d: dict[str, Any] = {"type": g.type, "count": g.count, "kv_heads": max(1, (g.kv_heads or 1) // tp),
                                  "head_dim": g.head_dim or 128}
@@ -274,6 +295,8 @@ def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: in
     without attention layers or with several state sizes), with the padding warnings vLLM logs and the attention
     block vLLM uses (`block`, widened for Mamba state: vllm_mamba, in steps of `checkpoint_alignment` too in state
     mode "align"); with pipeline parallel `pp`, one stage's; `sliding_v` as the release's Planning line says."""
+    if any(indexer_head(g) for g in model.layers):
+        return _sparse_groups(model, kv_dtype, block, pp)
     by_type: dict[tuple[str, int | None, int], int] = {}
     mamba = [g for g in model.layers if g.type == "linear"]
     attention = [g for g in model.layers if g.type != "linear"]
@@ -318,6 +341,31 @@ def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: in
         k = math.ceil(n / size)
         out += [Group(kind, math.ceil((n - i) / k), page, window, own[key]) for i in range(k)]
     return Grouped(out, padding, block)
+
+
+def _sparse_groups(model: Model | ModelV, kv_dtype: str, block: int, pp: int) -> Grouped | None:
+    """A sparse-MLA model's one KV cache group, as vLLM forms it: each layer registers its indexer key cache
+    (DeepseekV32IndexerCache, created before the latent's MLAAttention in DeepseekV2MLAAttention) and its latent
+    cache, both MLAAttentionSpec of one block size but different pages. They do not merge into one spec
+    (MLAAttentionSpec.merge asserts one cache_dtype_str, the indexer has none; from 0.32.0 one cache_role too), so
+    get_kv_cache_groups takes the UniformTypeKVCacheSpecs path (every layer full attention): one group of all the
+    layers whose block holds every layer's page (UniformTypeKVCacheSpecs.page_size_bytes, the sum; 0.19.1
+    v1/kv_cache_interface.py:375-446, v1/core/kv_cache_utils.py:1106-1122, 1248-1251; 0.33.0 v1/kv_cache_interface.py:
+    1291-1389, v1/core/kv_cache_planning.py:1138-1147, 574-605). From 0.32.0 the sparse MLA backends align a
+    block to the latent's row (sparse_utils.align_blocks_to_rows through v1/worker/utils.py
+    customize_attention_spec) and the indexer's to its 64-token kernel block: both divide the pages at block 64,
+    and the layout the engine resolves for mixed pages is layer-outer (LBNHC), so nothing is padded. None where
+    kb does not model it: a layer of another type beside them, or a cache the sparse backends do not hold as a
+    plain latent (fp8 is FlashMLA's fp8_ds_mla; only fp16 and bf16 are plain)."""
+    if kv_dtype not in ("bf16", "fp16") or any(g.type != "mla" or not indexer_head(g) for g in model.layers):
+        return None
+    n = sum(math.ceil(g.count / pp) for g in model.layers)
+    latent = {_page_bytes(g, kv_dtype, block, 1) for g in model.layers}
+    index = {block * (indexer_head(g) or 0) for g in model.layers}
+    if len(latent) != 1 or len(index) != 1:
+        return None
+    pages = ((index.pop(), n), (latent.pop() or 0, n))
+    return Grouped([Group("mla", 2 * n, pages[0][0], pages=pages)], [], block)
 
 
 def unify_pages(by_type: dict[tuple[str, int | None, int], int], block: int) -> tuple[
