@@ -21,7 +21,9 @@ attention type form one group; with several types the group size is the smallest
 when it is under 1.5x the smallest), each type is padded to whole groups ("Add N padding layers"), and every group
 shares one pool of blocks of one page size; layer i of a type goes to group i mod n (kv_cache_utils.py:1223-1226),
 so a padded type's last groups hold a layer fewer. Mamba layers (vllm_mamba): the attention block is widened
-until one attention page holds a layer's state, and the state page is padded to it. What a request holds per group,
+until one attention page holds a layer's state, and the state page is padded to it. A sparse-MLA model (DeepSeek-
+V3.2, GLM-5) keeps an indexer key cache beside each latent: one UniformTypeKVCacheSpecs group whose block holds
+both pages of every layer (_sparse_groups). What a request holds per group,
 num_blocks, "GPU KV cache size", "Maximum concurrency" and the start-up check are each release's planning
 (vllm_planning), replayed against vLLM's own code at every point the vllm-kv-planning probe recorded
 (tests/solve/test_vllm_planning.py); `specs` gives that probe the per-layer specs kb derives here.
@@ -168,20 +170,20 @@ class Group:
     where vLLM widened it to unify the page sizes (None: the model's block).
 
     `pages`: a group of one attention type whose layers keep pages of different sizes (vLLM's
-    UniformTypeKVCacheSpecs: a sparse-MLA model's latent and indexer caches), as ((page bytes, layers), ...) in the
-    order vLLM registers the layers; one block of the group takes every layer's page, and `page_bytes` is the first
+    UniformTypeKVCacheSpecs: a sparse-MLA model's latent and indexer caches), as ((page bytes, layers, what), ...)
+    in the order vLLM registers the layers; one block of the group takes every layer's page, and `page_bytes` is the first
     layer's page, the spec vLLM's scheduler keeps for the group (generate_scheduler_kv_cache_config)."""
 
     __slots__ = ("block", "kind", "layers", "page_bytes", "pages", "window")
 
     def __init__(self, kind: str, layers: int, page_bytes: int, window: int | None = None,
-                 block: int | None = None, pages: tuple[tuple[int, int], ...] | None = None) -> None:
+                 block: int | None = None, pages: tuple[tuple[int, int, str], ...] | None = None) -> None:
         self.kind, self.layers, self.page_bytes, self.window = kind, layers, page_bytes, window
         self.block, self.pages = block, pages
 
     def block_bytes(self, layers: int) -> int:
         """Bytes one block of this group takes in the shared pool, where groups hold `layers` layers each."""
-        return sum(p * n for p, n in self.pages) if self.pages else self.page_bytes * layers
+        return sum(p * n for p, n, _ in self.pages) if self.pages else self.page_bytes * layers
 
 
 class Grouped(tuple):  # type: ignore[type-arg]
@@ -350,7 +352,7 @@ def _sparse_groups(model: Model | ModelV, kv_dtype: str, block: int, pp: int) ->
     (MLAAttentionSpec.merge asserts one cache_dtype_str, the indexer has none; from 0.32.0 one cache_role too), so
     get_kv_cache_groups takes the UniformTypeKVCacheSpecs path (every layer full attention): one group of all the
     layers whose block holds every layer's page (UniformTypeKVCacheSpecs.page_size_bytes, the sum; 0.19.1
-    v1/kv_cache_interface.py:375-446, v1/core/kv_cache_utils.py:1106-1122, 1248-1251; 0.33.0 v1/kv_cache_interface.py:
+    v1/kv_cache_interface.py:375-448, v1/core/kv_cache_utils.py:1106-1122, 1248-1251; 0.33.0 v1/kv_cache_interface.py:
     1291-1389, v1/core/kv_cache_planning.py:1138-1147, 574-605). From 0.32.0 the sparse MLA backends align a
     block to the latent's row (sparse_utils.align_blocks_to_rows through v1/worker/utils.py
     customize_attention_spec) and the indexer's to its 64-token kernel block: both divide the pages at block 64,
@@ -364,7 +366,7 @@ def _sparse_groups(model: Model | ModelV, kv_dtype: str, block: int, pp: int) ->
     index = {block * (indexer_head(g) or 0) for g in model.layers}
     if len(latent) != 1 or len(index) != 1:
         return None
-    pages = ((index.pop(), n), (latent.pop() or 0, n))
+    pages = ((index.pop(), n, "indexer key cache"), (latent.pop() or 0, n, "MLA latent"))
     return Grouped([Group("mla", 2 * n, pages[0][0], pages=pages)], [], block)
 
 
