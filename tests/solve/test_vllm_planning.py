@@ -251,6 +251,10 @@ def test_a_sparse_mla_models_indexer_cache_is_one_group_with_its_latent_as_vllm_
     assert case["groups"] == [{"spec": "MLAAttentionSpec", "layers": 122, "block": 64, "page": 8448,
                                "uniform_type": True, "pages": [[8448, 61], [73728, 61]], "block_bytes": 5012736}]
     assert vllm_planning.bytes_per_block(grouped[0]) == case["groups"][0]["block_bytes"]
+    point = next(p for p in case["points"] if p["starts"] and p["max_model_len"] == 131072)
+    latent_only = ([vllm_pool.Group("mla", 61, 64 * 576 * 2)], [])  # the layout kb had before: no indexer cache
+    wrong = vllm_pool.report(point["available"], latent_only, 64, _point(point), vllm_pool.accounting("0.33.0"))
+    assert wrong.num_blocks != point["num_blocks"] and wrong.concurrency > point["concurrency"]
     assert vllm_pool.groups(image().model("deepseek-v3.2"), "fp8", 64) is None  # fp8_ds_mla: not modelled
 
 

@@ -171,8 +171,8 @@ class Group:
 
     `pages`: a group of one attention type whose layers keep pages of different sizes (vLLM's
     UniformTypeKVCacheSpecs: a sparse-MLA model's latent and indexer caches), as ((page bytes, layers, what), ...)
-    in the order vLLM registers the layers; one block of the group takes every layer's page, and `page_bytes` is the first
-    layer's page, the spec vLLM's scheduler keeps for the group (generate_scheduler_kv_cache_config)."""
+    in the order vLLM registers the layers; one block of the group takes every layer's page, and `page_bytes` is
+    the first layer's page, the spec vLLM's scheduler keeps for the group (generate_scheduler_kv_cache_config)."""
 
     __slots__ = ("block", "kind", "layers", "page_bytes", "pages", "window")
 
@@ -262,10 +262,11 @@ def specs(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1) -> dict
             page = next(x.page_bytes for x in grouped[0] if x.kind == "mamba")
             out.append({"type": "mamba", "count": g.count, "state": state, "page_padded": page})
         elif g.type == "mla":
-            d = {"type": "mla", "count": g.count, "head_dim": (g.kv_lora_rank or 512) + (g.rope_dim or 64)}
+            latent: dict[str, Any] = {"type": "mla", "count": g.count,
+                                      "head_dim": (g.kv_lora_rank or 512) + (g.rope_dim or 64)}
             if indexer_head(g):
-                d["indexer"] = {"head_dim": indexer_head(g), "dtype": "uint8"}
-            out.append(d)
+                latent["indexer"] = {"head_dim": indexer_head(g), "dtype": "uint8"}
+            out.append(latent)
         else:
             d: dict[str, Any] = {"type": g.type, "count": g.count, "kv_heads": max(1, (g.kv_heads or 1) // tp),
                                  "head_dim": g.head_dim or 128}
