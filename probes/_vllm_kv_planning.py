@@ -129,6 +129,9 @@ def make_specs(case: dict, point: dict) -> list[dict]:
                     num_prefill_checkpoint_blocks=point.get("checkpoint_blocks")))
             elif kind == "mla":
                 sparse = dict(is_index_group_leader=True, max_tp_shards=1) if g.get("indexer") else {}
+                if case.get("cache_dtype") == "fp8_ds_mla":  # mla_attention.py get_kv_cache_spec: 656-byte rows
+                    sparse.update(state_content_bytes=656, kv_quant_mode=kci.get_kv_quant_mode("fp8_ds_mla")
+                                  if hasattr(kci, "get_kv_quant_mode") else None)
                 spec = kci.MLAAttentionSpec(**_kwargs(
                     kci.MLAAttentionSpec, block_size=block, num_kv_heads=1, head_size=int(g["head_dim"]),
                     dtype=dtype, cache_dtype_str=case.get("cache_dtype", "auto"), **sparse))
@@ -168,8 +171,10 @@ def _backends(case: dict, layer: str | None = None) -> list[type]:
     sparse = any(g.get("indexer") for g in case["layers"])
     names = AttentionBackendEnum.__members__
     main = case.get("backend") or ("FLASHMLA" if case.get("mla") else "FLASH_ATTN")
-    if sparse:
-        main = next(n for n in (case.get("backend"), "FLASH_ATTN_MLA_SPARSE", "FLASHMLA_SPARSE") if n in names)
+    if sparse:  # FlashAttention's sparse MLA takes a bf16/fp16 cache only; fp8_ds_mla is FlashMLA's
+        prefer = ("FLASHMLA_SPARSE",) if case.get("cache_dtype") == "fp8_ds_mla" else ("FLASH_ATTN_MLA_SPARSE",
+                                                                                      "FLASHMLA_SPARSE")
+        main = next(n for n in (case.get("backend"), *prefer) if n in names)
     out = {"main": AttentionBackendEnum[main].get_class()}
     if sparse:
         from vllm.v1.attention.backends.mla.indexer import DeepseekV32IndexerBackend

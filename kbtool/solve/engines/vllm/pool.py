@@ -228,6 +228,9 @@ def _page_bytes(g: object, kv_dtype: str, block: int, tp: int, sliding_v: bool =
     return block * heads * (hd + hv) * per
 
 
+FP8_DS_MLA_BYTES = 656  # a sparse-MLA latent in FlashMLA's fp8_ds_mla layout, per token (_sparse_groups)
+SPARSE_FP8 = ("fp8", "fp8_e4m3", "fp8_e5m2")
+
 # vLLM's STR_DTYPE_TO_TORCH_DTYPE stores fp8 caches as uint8 (utils/torch_utils.py)
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "uint8", "fp8_e4m3": "uint8",
                 "fp8_e5m2": "uint8"}
@@ -277,8 +280,10 @@ def specs(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1) -> dict
             if g.type == "chunked":
                 d["chunk"] = g.chunk
             out.append(d)
-    return {"dtype": TORCH_DTYPES[kv_dtype], "cache_dtype": "auto" if kv_dtype in ("bf16", "fp16", "fp32") else
-            "fp8", "block": block, "mla": mla, "layers": out}
+    cache = "auto" if kv_dtype in ("bf16", "fp16", "fp32") else "fp8"
+    if cache == "fp8" and any(indexer_head(g) for g in model.layers):
+        cache = "fp8_ds_mla"  # FLASHMLA_SPARSE's layout for any fp8 cache (_sparse_groups)
+    return {"dtype": TORCH_DTYPES[kv_dtype], "cache_dtype": cache, "block": block, "mla": mla, "layers": out}
 
 
 def _get(s: Any, key: str) -> Any:
@@ -357,13 +362,17 @@ def _sparse_groups(model: Model | ModelV, kv_dtype: str, block: int, pp: int) ->
     1291-1389, v1/core/kv_cache_planning.py:1138-1147, 574-605). From 0.32.0 the sparse MLA backends align a
     block to the latent's row (sparse_utils.align_blocks_to_rows through v1/worker/utils.py
     customize_attention_spec) and the indexer's to its 64-token kernel block: both divide the pages at block 64,
-    and the layout the engine resolves for mixed pages is layer-outer (LBNHC), so nothing is padded. None where
-    kb does not model it: a layer of another type beside them, or a cache the sparse backends do not hold as a
-    plain latent (fp8 is FlashMLA's fp8_ds_mla; only fp16 and bf16 are plain)."""
-    if kv_dtype not in ("bf16", "fp16") or any(g.type != "mla" or not indexer_head(g) for g in model.layers):
+    and the layout the engine resolves for mixed pages is layer-outer (LBNHC), so nothing is padded. An fp8 cache is
+    FlashMLA's fp8_ds_mla latent (FLASHMLA_SPARSE takes any fp8 dtype as it, 0.33.0 mla_attention.py:359-376): 656
+    bytes a token (512 fp8 NoPE values, 4 fp32 scales, 64 bf16 RoPE values; 0.24.0 v1/kv_cache_interface.py:385-392,
+    0.33.0 mla_attention.py:1386-1388, 0.34.0 v1/attention/backend.py:1017-1018). None where kb does not model it:
+    a layer of another type beside them, or another cache dtype."""
+    if kv_dtype not in ("bf16", "fp16", *SPARSE_FP8) or any(g.type != "mla" or not indexer_head(g)
+                                                            for g in model.layers):
         return None
     n = sum(math.ceil(g.count / pp) for g in model.layers)
-    latent = {_page_bytes(g, kv_dtype, block, 1) for g in model.layers}
+    latent = {block * FP8_DS_MLA_BYTES if kv_dtype in SPARSE_FP8 else _page_bytes(g, kv_dtype, block, 1)
+              for g in model.layers}
     index = {block * (indexer_head(g) or 0) for g in model.layers}
     if len(latent) != 1 or len(index) != 1:
         return None
