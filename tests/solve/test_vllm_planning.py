@@ -255,7 +255,24 @@ def test_a_sparse_mla_models_indexer_cache_is_one_group_with_its_latent_as_vllm_
     latent_only = ([vllm_pool.Group("mla", 61, 64 * 576 * 2)], [])  # the layout kb had before: no indexer cache
     wrong = vllm_pool.report(point["available"], latent_only, 64, _point(point), vllm_pool.accounting("0.33.0"))
     assert wrong.num_blocks != point["num_blocks"] and wrong.concurrency > point["concurrency"]
-    assert vllm_pool.groups(image().model("deepseek-v3.2"), "fp8", 64) is None  # fp8_ds_mla: not modelled
+
+
+
+def test_a_sparse_mla_models_fp8_cache_is_flashmlas_fp8_ds_mla_latent_beside_the_indexer() -> None:
+    """`--kv fp8` on DeepSeek-V3.2: FLASHMLA_SPARSE serves any fp8 cache as fp8_ds_mla (vLLM 0.33.0
+    model_executor/layers/attention/mla_attention.py:359-376), whose latent row is 656 bytes (:1386-1388; 0.34.0
+    v1/attention/backend.py:1017-1018; 0.19.1 v1/kv_cache_interface.py:196-200); the indexer keeps its 132-byte
+    uint8 rows. As vLLM recorded it in every re-recorded release."""
+    grouped = vllm_pool.groups(image().model("deepseek-v3.2"), "fp8", 64, 8)
+    assert grouped is not None
+    assert [(p, n) for p, n, _ in grouped[0][0].pages or ()] == [(64 * 132, 61), (64 * 656, 61)]
+    spec = vllm_pool.specs(image().model("deepseek-v3.2"), "fp8", 64, 8)
+    assert spec is not None and (spec["dtype"], spec["cache_dtype"]) == ("uint8", "fp8_ds_mla")
+    for release in ("0.19.1", "0.33.0", "0.34.0"):
+        case = next(c for c in _doc(DATA / release / "kv-planning.json.gz")["cases"]
+                    if c["model"] == "deepseek-v3.2" and c["kv"] == "fp8")
+        assert case["groups"][0]["pages"] == [[8448, 61], [41984, 61]]
+        assert vllm_planning.bytes_per_block(grouped[0]) == case["groups"][0]["block_bytes"] == 61 * (8448 + 41984)
 
 
 def test_deepseek_v3_2_on_8_h200_at_128k_shows_the_indexer_cache_and_vllms_concurrency() -> None:
