@@ -110,13 +110,16 @@ def make_specs(case: dict, point: dict) -> list[dict]:
 
     dtype = getattr(torch, case["dtype"])
     block = int(case["block"])
-    layers: list[tuple[str, object]] = []
+    layers: list[list[tuple[str, object]]] = []  # per decoder layer: its caches, in the order vLLM registers them
     index = 0
     for g in case["layers"]:
         for _ in range(int(g["count"])):
             name = f"model.layers.{index}.attn"
             index += 1
             kind = g["type"]
+            own: list[tuple[str, object]] = []
+            if g.get("indexer"):  # DeepseekV32IndexerCache, built (and registered) before the layer's MLAAttention
+                own.append((f"model.layers.{index - 1}.indexer.k_cache", _indexer_spec(kci, g["indexer"], block)))
             if kind == "mamba":
                 spec = kci.MambaSpec(**_kwargs(
                     kci.MambaSpec, block_size=mamba_block,
@@ -125,9 +128,13 @@ def make_specs(case: dict, point: dict) -> list[dict]:
                     page_size_padded=g.get("page_padded"), mamba_cache_mode=point.get("mamba_mode"),
                     num_prefill_checkpoint_blocks=point.get("checkpoint_blocks")))
             elif kind == "mla":
+                sparse = dict(is_index_group_leader=True, max_tp_shards=1) if g.get("indexer") else {}
+                if case.get("cache_dtype") == "fp8_ds_mla":  # mla_attention.py get_kv_cache_spec: 656-byte rows
+                    sparse.update(state_content_bytes=656, kv_quant_mode=kci.get_kv_quant_mode("fp8_ds_mla")
+                                  if hasattr(kci, "get_kv_quant_mode") else None)
                 spec = kci.MLAAttentionSpec(**_kwargs(
                     kci.MLAAttentionSpec, block_size=block, num_kv_heads=1, head_size=int(g["head_dim"]),
-                    dtype=dtype, cache_dtype_str=case.get("cache_dtype", "auto")))
+                    dtype=dtype, cache_dtype_str=case.get("cache_dtype", "auto"), **sparse))
             else:
                 common = dict(block_size=block, num_kv_heads=int(g["kv_heads"]), head_size=int(g["head_dim"]),
                               head_size_v=g.get("head_dim_v"), dtype=dtype)
@@ -139,9 +146,58 @@ def make_specs(case: dict, point: dict) -> list[dict]:
                         kci.ChunkedLocalAttentionSpec, attention_chunk_size=int(g["chunk"]), **common))
                 else:
                     spec = kci.FullAttentionSpec(**_kwargs(kci.FullAttentionSpec, **common))
-            layers.append((name, spec))
+            own.append((name, spec))
+            layers.append([(n, _customize(case, n, s)) for n, s in own])
     per = -(-len(layers) // pp)
-    return [dict(layers[i * per:(i + 1) * per]) for i in range(pp)]
+    return [dict(x for layer in layers[i * per:(i + 1) * per] for x in layer) for i in range(pp)]
+
+
+def _indexer_spec(kci: object, ix: dict, block: int) -> object:
+    """DeepseekV32IndexerCache.get_kv_cache_spec (model_executor/models/deepseek_v2.py): an MLAAttentionSpec of one
+    head of `head_dim` bytes in uint8, no cache_dtype_str; from 0.32.0 max_tp_shards 1 and cache_role INDEXER."""
+    import torch
+
+    role = getattr(kci, "SparseCacheRole", None)
+    return kci.MLAAttentionSpec(**_kwargs(
+        kci.MLAAttentionSpec, block_size=block, num_kv_heads=1, head_size=int(ix["head_dim"]),
+        dtype=getattr(torch, ix["dtype"]), max_tp_shards=1, cache_role=role.INDEXER if role else None))
+
+
+def _backends(case: dict, layer: str | None = None) -> list[type]:
+    """The attention backend classes of the case (all, or of one layer): FLASH_ATTN, FLASHMLA for MLA, the sparse
+    MLA backend and DeepseekV32IndexerBackend for a sparse-MLA model's latent and indexer caches."""
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    sparse = any(g.get("indexer") for g in case["layers"])
+    names = AttentionBackendEnum.__members__
+    main = case.get("backend") or ("FLASHMLA" if case.get("mla") else "FLASH_ATTN")
+    if sparse:  # FlashAttention's sparse MLA takes a bf16/fp16 cache only; fp8_ds_mla is FlashMLA's
+        prefer = ("FLASHMLA_SPARSE",) if case.get("cache_dtype") == "fp8_ds_mla" else ("FLASH_ATTN_MLA_SPARSE",
+                                                                                      "FLASHMLA_SPARSE")
+        main = next(n for n in (case.get("backend"), *prefer) if n in names)
+    out = {"main": AttentionBackendEnum[main].get_class()}
+    if sparse:
+        from vllm.v1.attention.backends.mla.indexer import DeepseekV32IndexerBackend
+
+        out["indexer"] = DeepseekV32IndexerBackend
+    if layer is not None:
+        return [out["indexer"] if layer.endswith(".indexer.k_cache") else out["main"]]
+    return list(out.values())
+
+
+def _customize(case: dict, name: str, spec: object) -> object:
+    """The worker's per-layer spec after its backend adjusts it (v1/worker/utils.py customize_attention_spec,
+    from 0.32.0: e.g. the sparse MLA backends' block-stride alignment); a release without the step keeps the spec.
+    Applied to a sparse-MLA model's caches, whose backends are the case's."""
+    if not any(g.get("indexer") for g in case["layers"]):
+        return spec
+    try:
+        from vllm.v1.worker.utils import customize_attention_spec
+    except ImportError:
+        return spec
+    from vllm.v1.kv_cache_interface import AttentionSpec
+
+    return customize_attention_spec(_backends(case, name)[0], spec) if isinstance(spec, AttentionSpec) else spec
 
 
 def plan(case: dict, point: dict) -> dict:
@@ -177,8 +233,9 @@ def plan(case: dict, point: dict) -> dict:
     out["starts"] = True
     out["num_blocks"] = int(sched.num_blocks)
     out["groups"] = [{"spec": type(g.kv_cache_spec).__name__, "layers": len(g.layer_names),
-                      "block": int(g.kv_cache_spec.block_size), "page": int(g.kv_cache_spec.page_size_bytes)}
-                     for g in sched.kv_cache_groups]
+                      "block": int(g.kv_cache_spec.block_size), "page": int(g.kv_cache_spec.page_size_bytes),
+                      **_pages(w.kv_cache_spec)}
+                     for g, w in zip(sched.kv_cache_groups, configs[0].kv_cache_groups, strict=True)]
     if hasattr(utils, "get_kv_cache_capacity"):
         tokens, conc = utils.get_kv_cache_capacity(cfg, sched)
     else:
@@ -186,6 +243,21 @@ def plan(case: dict, point: dict) -> dict:
         tokens = _old_tokens(utils, cfg, sched, conc)
     out["tokens"], out["concurrency"] = int(tokens), float(conc)
     return out
+
+
+def _pages(spec: object) -> dict:
+    """A worker group of one attention type with pages of different sizes (UniformTypeKVCacheSpecs): its layers'
+    pages, [[page bytes, layers], ...] in registration order, and the bytes its block takes (page_size_bytes)."""
+    per = getattr(spec, "kv_cache_specs", None)
+    if not per:
+        return {}
+    runs: list[list[int]] = []
+    for s in per.values():
+        p = int(s.page_size_bytes)
+        if not any(r[0] == p for r in runs):
+            runs.append([p, 0])
+        next(r for r in runs if r[0] == p)[1] += 1
+    return {"uniform_type": True, "pages": runs, "block_bytes": int(spec.page_size_bytes)}
 
 
 def _resolve_layout(cfg: object, case: dict, specs: list[dict]) -> str | None:
@@ -197,10 +269,7 @@ def _resolve_layout(cfg: object, case: dict, specs: list[dict]) -> str | None:
         return None
     if not hasattr(butils, "resolve_kv_cache_layout") or not hasattr(butils, "get_supported_kv_cache_layouts"):
         return None
-    from vllm.v1.attention.backends.registry import AttentionBackendEnum
-
-    backend = AttentionBackendEnum[case.get("backend") or ("FLASHMLA" if case.get("mla") else "FLASH_ATTN")]
-    names = [x.name for x in butils.get_supported_kv_cache_layouts([backend.get_class()])]
+    names = [x.name for x in butils.get_supported_kv_cache_layouts(_backends(case))]
     layout = butils.resolve_kv_cache_layout(cfg, [names], [s for w in specs for s in w.values()])
     return str(getattr(layout, "name", layout))
 

@@ -53,6 +53,8 @@ EXTRA: dict[str, list[tuple[str, int, int | None]]] = {  # model -> [(kv, tp, bl
     "llama-4-scout-17b-16e": [("bf16", 4, None), ("bf16", 8, None), ("bf16", 1, 64)],
     "llama-4-maverick-17b-128e": [("bf16", 8, None)],
     "deepseek-v3": [("fp8", 1, None), ("bf16", 8, None)],
+    "deepseek-v3.2": [("bf16", 8, None), ("fp8", 8, None)],  # sparse MLA: latent + indexer key cache (issue 44)
+    "glm-5": [("bf16", 8, None), ("fp8", 8, None)],
     "qwen3-next-80b-a3b": [("bf16", 2, None), ("bf16", 4, None), ("fp8", 1, None)],
     "nemotron-h-56b": [("bf16", 2, None)],
     "qwen3-8b": [("fp32", 1, None)],

@@ -77,6 +77,9 @@ CASES: dict[str, list[str]] = {
     "shipped-h100-128k-fp8": ["--gpu", "h100", "--ctx", "128k", "--kv", "fp8"],
     "shipped-h100-405b-no-fit": ["--gpu", "h100", "--model", "llama-3.1-405b", "--ctx", "128k"],
     "shipped-b200-dsv3-vllm": ["--gpu", "b200", "--model", "deepseek-v3", "--kv", "bf16", "--engine", "vllm"],
+    # issue 44: the sparse-MLA indexer key cache planned with the latent as one UniformTypeKVCacheSpecs group
+    "issue44-h200x8-dsv32-vllm": ["--gpu", "h200", "--gpus", "8", "--model", "deepseek-v3.2", "--ctx", "128k",
+                                  "--engine", "vllm"],
     "shipped-rows-128k-fp8": ["--ctx", "128k", "--kv", "fp8"],
     "shipped-h200-llama70-mem": ["--gpu", "h200", "--model", "llama-3.1-70b", "--ctx", "128k", "--kv", "bf16"],
     "shipped-dsv3-flashmla-fp8": ["--gpu", "b200", "--model", "deepseek-v3", "--kv", "fp8", "--gpus", "8",

@@ -67,8 +67,9 @@ def replay(doc: dict[str, Any], plan: vllm_planning.Planning | None = None) -> t
                  f"{p['async']} mamba {p.get('mamba_mode')}/{p.get('checkpoint_blocks')}"
             vgroups = p.get("groups") or case["groups"]
             if p.get("starts") and vgroups is not None:
-                theirs = sorted((SPEC_KIND.get(g["spec"], g["spec"]), g["layers"], g["page"]) for g in vgroups)
-                ours = sorted((g.kind, g.layers, g.page_bytes) for g in gs)
+                theirs = sorted((SPEC_KIND.get(g["spec"], g["spec"]), g["layers"], g["page"],
+                                 tuple(map(tuple, g.get("pages") or ()))) for g in vgroups)
+                ours = sorted((g.kind, g.layers, g.page_bytes, tuple((x[0], x[1]) for x in g.pages or ())) for g in gs)
                 if theirs != ours:
                     bad.append(f"{at}: groups {ours} != vLLM's {theirs}")
                     continue
@@ -226,3 +227,89 @@ def test_0_29_to_0_31_size_checkpoint_pages_but_no_mamba2_layer_exports_one() ->
         assert vllm_planning.state_mode(plan, "NemotronHForCausalLM", "sm90", True) == ("align", 0)
     assert vllm_planning.state_mode(vllm_planning.planning("0.32.0"), "NemotronHForCausalLM", "sm90", True) == \
         ("align", 1)
+
+
+def _recorded(release: str, model: str, tp: int) -> dict[str, Any]:
+    return next(c for c in _doc(DATA / release / "kv-planning.json.gz")["cases"]
+                if c["model"] == model and c["kv"] == "bf16" and c["tp"] == tp)
+
+
+def test_a_sparse_mla_models_indexer_cache_is_one_group_with_its_latent_as_vllm_plans_it() -> None:
+    """DeepSeek-V3.2: each of the 61 layers registers its indexer key cache, an MLAAttentionSpec of 128 fp8 values +
+    4 scale bytes in uint8 (vLLM 0.33.0 model_executor/models/deepseek_v2.py:658-666, 731-736), before its latent
+    (MLAAttentionSpec of 576 bf16, mla_attention.py:1371-1400). They do not merge (MLAAttentionSpec.merge asserts
+    one cache_dtype_str and cache_role, kv_cache_interface.py:749-806), so get_kv_cache_groups puts all 122 layers
+    in one UniformTypeKVCacheSpecs group (kv_cache_planning.py:1138-1147) whose block holds every layer's page
+    (kv_cache_interface.py:1318-1320, kv_cache_planning.py:574-605), and the scheduler keeps the first layer's spec
+    (kv_cache_utils.py:1096-1117). As vLLM 0.33.0 recorded it."""
+    grouped = vllm_pool.groups(image().model("deepseek-v3.2"), "bf16", 64, 8)
+    assert grouped is not None
+    (g,) = grouped[0]
+    assert (g.kind, g.layers, g.page_bytes) == ("mla", 122, 64 * 132)
+    assert [(p, n) for p, n, _ in g.pages or ()] == [(64 * 132, 61), (64 * 576 * 2, 61)]
+    case = _recorded("0.33.0", "deepseek-v3.2", 8)
+    assert case["groups"] == [{"spec": "MLAAttentionSpec", "layers": 122, "block": 64, "page": 8448,
+                               "uniform_type": True, "pages": [[8448, 61], [73728, 61]], "block_bytes": 5012736}]
+    assert vllm_planning.bytes_per_block(grouped[0]) == case["groups"][0]["block_bytes"]
+    point = next(p for p in case["points"] if p["starts"] and p["max_model_len"] == 131072)
+    latent_only = ([vllm_pool.Group("mla", 61, 64 * 576 * 2)], [])  # the layout kb had before: no indexer cache
+    wrong = vllm_pool.report(point["available"], latent_only, 64, _point(point), vllm_pool.accounting("0.33.0"))
+    assert wrong.num_blocks != point["num_blocks"] and wrong.concurrency > point["concurrency"]
+
+
+
+def test_a_sparse_mla_models_fp8_cache_is_flashmlas_fp8_ds_mla_latent_beside_the_indexer() -> None:
+    """`--kv fp8` on DeepSeek-V3.2: FLASHMLA_SPARSE serves any fp8 cache as fp8_ds_mla (vLLM 0.33.0
+    model_executor/layers/attention/mla_attention.py:359-376), whose latent row is 656 bytes (:1386-1388; 0.34.0
+    v1/attention/backend.py:1017-1018; 0.19.1 v1/kv_cache_interface.py:196-200); the indexer keeps its 132-byte
+    uint8 rows. As vLLM recorded it in every re-recorded release."""
+    grouped = vllm_pool.groups(image().model("deepseek-v3.2"), "fp8", 64, 8)
+    assert grouped is not None
+    assert [(p, n) for p, n, _ in grouped[0][0].pages or ()] == [(64 * 132, 61), (64 * 656, 61)]
+    spec = vllm_pool.specs(image().model("deepseek-v3.2"), "fp8", 64, 8)
+    assert spec is not None and (spec["dtype"], spec["cache_dtype"]) == ("uint8", "fp8_ds_mla")
+    for release in ("0.19.1", "0.33.0", "0.34.0"):
+        case = next(c for c in _doc(DATA / release / "kv-planning.json.gz")["cases"]
+                    if c["model"] == "deepseek-v3.2" and c["kv"] == "fp8")
+        assert case["groups"][0]["pages"] == [[8448, 61], [41984, 61]]
+        assert vllm_planning.bytes_per_block(grouped[0]) == case["groups"][0]["block_bytes"] == 61 * (8448 + 41984)
+
+
+def test_deepseek_v3_2_on_8_h200_at_128k_shows_the_indexer_cache_and_vllms_concurrency() -> None:
+    """`kb query --gpu h200 --gpus 8 --model deepseek-v3.2 --ctx 128k --engine vllm`: the memory block names the
+    indexer key cache beside the latent, and the concurrency is vLLM 0.33.0's from the pool kb sizes: num_blocks =
+    available // the group's block bytes (v1/core/kv_cache_planning.py:1568-1573, the pool bytes per block through
+    :574-605, 61 x (8,448 + 73,728) B), a request holds cdiv(131072, 64) blocks of the one group
+    (kv_cache_utils.py:1061-1093), concurrency = num_blocks / that, tokens int(concurrency x 131072)
+    (kv_cache_utils.py:1120-1128). The same arithmetic replays vLLM's own recorded point at 17.3 GB."""
+    import io
+
+    from kbtool.render.query import PlainSink, render_answer
+    from kbtool.solve.query import build_query
+    from kbtool.solve.solver import solve
+
+    a = solve(image(), build_query(engine="vllm", vllm="0.33.0", gpu="h200", gpus=8, model="deepseek-v3.2",
+                                   ctx="128k"))
+    m = a.memory
+    assert m is not None and m.pool is not None and m.pool.starts is True
+    r = m.engine_report
+    per_block = 61 * (64 * 132 + 64 * 576 * 2)
+    blocks = m.available_bytes // per_block
+    assert r["num_blocks"] == blocks and r["blocks_per_request"] == 131072 // 64
+    assert r["max_concurrency"] == round(blocks / 2048, 2) == m.pool.concurrency
+    assert r["kv_cache_tokens"] == int(blocks / 2048 * 131072)
+    assert m.max_sequences == int(blocks / 2048)
+    assert r["groups"][0]["pages"][0] == {"cache": "indexer key cache", "page_bytes": 8448, "layers": 61}
+    assert "61 indexer key cache pages of 8,448 B + 61 MLA latent pages of 73,728 B" in r["text"]
+    buf = io.StringIO()
+    render_answer(PlainSink(buf), a)
+    assert "61 indexer key cache pages" in " ".join(buf.getvalue().split())
+    point = next(p for p in _recorded("0.33.0", "deepseek-v3.2", 8)["points"]
+                 if p["available"] == 17_300_000_000 and p["max_model_len"] == 131072)
+    grouped = vllm_pool.groups(image().model("deepseek-v3.2"), "bf16", 64, 8)
+    assert grouped is not None
+    rep = vllm_pool.report(point["available"], grouped, 64, _point(point), vllm_pool.accounting("0.33.0"))
+    assert (rep.num_blocks, rep.tokens, rep.concurrency) == (point["num_blocks"], point["tokens"],
+                                                            point["concurrency"]) == (17_300_000_000 // per_block,
+                                                                                      int(3451 / 2048 * 131072),
+                                                                                      3451 / 2048)

@@ -1,14 +1,18 @@
 """Probe: vLLM's own KV-cache planning and start-up check, run on a CPU over every recorded model (issue 44).
 
 `run` builds, for each model in records/models that kb can describe as vLLM's per-layer KV specs
-(kbtool/solve/engines/vllm/pool.py `specs`: full, sliding-window, chunked-local, MLA and Mamba layers), the specs
-of one tensor-parallel rank, and starts probes/_vllm_kv_planning.py under the interpreter that has vLLM
-(KB_VLLM_PYTHON, else this one). That helper runs vLLM's own engine-core start-up path on them (grouping,
-`get_kv_cache_configs` with its start-up check, the scheduler's config, "GPU KV cache size" and "Maximum
-concurrency") at every point of a grid: available KV memory x max_model_len x max_num_batched_tokens x async
-scheduling (in-flight batches) x, for Mamba hybrids, the state-cache mode ("none", or "align" as prefix caching
-sets it) and prefill checkpoint blocks. Each point records num_blocks, the KV cache groups (spec class, layers,
-block, page bytes), tokens, concurrency, and whether the start-up check passes, with vLLM's exact error text.
+(kbtool/solve/engines/vllm/pool.py `specs`: full, sliding-window, chunked-local, MLA and Mamba layers, and a
+sparse-MLA layer's indexer key cache beside its latent), the specs of one tensor-parallel rank, and starts
+probes/_vllm_kv_planning.py under the interpreter that has vLLM (KB_VLLM_PYTHON, else this one). That helper
+runs vLLM's own engine-core start-up path on them (grouping, `get_kv_cache_configs` with its start-up check, the
+scheduler's config, "GPU KV cache size" and "Maximum concurrency") at every point of a grid: available KV memory
+x max_model_len x max_num_batched_tokens x async scheduling (in-flight batches) x, for Mamba hybrids, the
+state-cache mode ("none", or "align" as prefix caching sets it) and prefill checkpoint blocks. Each point records
+num_blocks, the KV cache groups (spec class, layers, block, page bytes; for a group of one type whose layers'
+pages differ, UniformTypeKVCacheSpecs, each page size with its layers and the group's block bytes), tokens,
+concurrency, and whether the start-up check passes, with vLLM's exact error text. From 0.32.0 a sparse-MLA
+model's specs are first adjusted by their backends as the worker does (v1/worker/utils.py
+customize_attention_spec).
 
 The whole grid is written to tests/data/vllm/<version>/kv-planning.json.gz (KB_VLLM_RAW_DIR overrides the
 folder); the evidence keeps its digest and counts. tests/solve/test_vllm_planning.py replays every point with kb's

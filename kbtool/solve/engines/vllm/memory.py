@@ -161,6 +161,10 @@ def report_text(r: dict[str, Any], ctx: int) -> str:
         pages = f"{st['pages_per_request']} state page{'s' if st['pages_per_request'] != 1 else ''} per request"
         pad += (f"; Mamba state mode {st['mode']} (prefix caching on for hybrids): {pages}" if st["mode"] == "align"
                 else f"; Mamba state mode {st['mode']}: {pages}")
+    for g in r.get("groups") or []:  # one group of layers whose pages differ (a sparse-MLA model's indexer)
+        if g.get("pages"):
+            parts = " + ".join(f"{x['layers']} {x['cache']} pages of {x['page_bytes']:,} B" for x in g["pages"])
+            pad += f"; one KV cache group of {g['layers']} layers: {parts} = {g['block_bytes']:,} B a block"
     head = (f"vLLM will report: GPU KV cache size {r['kv_cache_tokens']:,} tokens; maximum concurrency for "
             f"{ctx:,} tokens per request {r['max_concurrency']:.2f}x")
     if r.get("starts") is False and not r["kv_cache_tokens"]:
@@ -281,7 +285,11 @@ def _report(r: Report | None, release: str | None) -> dict[str, Any] | None:
 
     return {"kv_cache_tokens": r.tokens, "max_concurrency": round(r.concurrency, 2), "num_blocks": r.num_blocks,
             "block_size": r.block_size, "groups": [{"type": g.kind, "layers": g.layers, "page_bytes": g.page_bytes,
-                                                    **({"window": g.window} if g.window else {})} for g in r.groups],
+                                                    **({"window": g.window} if g.window else {}),
+                                                    **({"pages": [{"cache": w, "page_bytes": p, "layers": n}
+                                                                  for p, n, w in g.pages],
+                                                        "block_bytes": g.block_bytes(g.layers)} if g.pages else {})}
+                                                   for g in r.groups],
             "padding": list(r.padding), "basis": "estimated", "accounting": accounting(release).release,
             "planning": r.planning, "starts": r.starts, "startup_error": r.error, "blocks_per_request": r.per_request,
             **({"mamba_state": {"mode": r.state[0], "pages_per_request": r.state[1]}} if r.state else {})}

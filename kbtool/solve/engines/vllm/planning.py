@@ -229,7 +229,10 @@ def request_blocks(gs: Sequence[Group], block: int, length: int, plan: Planning,
 
 
 def bytes_per_block(gs: Sequence[Group]) -> int:
-    return gs[0].page_bytes * max(g.layers for g in gs)
+    """The largest group's bytes in one block: its page x layers, or every layer's page in a group of one type
+    whose pages differ (UniformTypeKVCacheSpecs: Group.pages)."""
+    most = max(g.layers for g in gs)
+    return max(g.block_bytes(most) for g in gs)
 
 
 def check(gs: Sequence[Group], block: int, available: int, plan: Planning, pt: Point) -> str | None:

@@ -21,7 +21,9 @@ attention type form one group; with several types the group size is the smallest
 when it is under 1.5x the smallest), each type is padded to whole groups ("Add N padding layers"), and every group
 shares one pool of blocks of one page size; layer i of a type goes to group i mod n (kv_cache_utils.py:1223-1226),
 so a padded type's last groups hold a layer fewer. Mamba layers (vllm_mamba): the attention block is widened
-until one attention page holds a layer's state, and the state page is padded to it. What a request holds per group,
+until one attention page holds a layer's state, and the state page is padded to it. A sparse-MLA model (DeepSeek-
+V3.2, GLM-5) keeps an indexer key cache beside each latent: one UniformTypeKVCacheSpecs group whose block holds
+both pages of every layer (_sparse_groups). What a request holds per group,
 num_blocks, "GPU KV cache size", "Maximum concurrency" and the start-up check are each release's planning
 (vllm_planning), replayed against vLLM's own code at every point the vllm-kv-planning probe recorded
 (tests/solve/test_vllm_planning.py); `specs` gives that probe the per-layer specs kb derives here.
@@ -169,14 +171,23 @@ def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp
 class Group:
     """One KV cache group: its type (full, sliding, mla, mamba), its layers as vLLM counts them (a padded type's
     last groups hold one layer fewer: vLLM deals layers i, i + n, ... to group i), page bytes, and its own block
-    where vLLM widened it to unify the page sizes (None: the model's block)."""
+    where vLLM widened it to unify the page sizes (None: the model's block).
 
-    __slots__ = ("block", "kind", "layers", "page_bytes", "window")
+    `pages`: a group of one attention type whose layers keep pages of different sizes (vLLM's
+    UniformTypeKVCacheSpecs: a sparse-MLA model's latent and indexer caches), as ((page bytes, layers, what), ...)
+    in the order vLLM registers the layers; one block of the group takes every layer's page, and `page_bytes` is
+    the first layer's page, the spec vLLM's scheduler keeps for the group (generate_scheduler_kv_cache_config)."""
+
+    __slots__ = ("block", "kind", "layers", "page_bytes", "pages", "window")
 
     def __init__(self, kind: str, layers: int, page_bytes: int, window: int | None = None,
-                 block: int | None = None) -> None:
+                 block: int | None = None, pages: tuple[tuple[int, int, str], ...] | None = None) -> None:
         self.kind, self.layers, self.page_bytes, self.window = kind, layers, page_bytes, window
-        self.block = block
+        self.block, self.pages = block, pages
+
+    def block_bytes(self, layers: int) -> int:
+        """Bytes one block of this group takes in the shared pool, where groups hold `layers` layers each."""
+        return sum(p * n for p, n, _ in self.pages) if self.pages else self.page_bytes * layers
 
 
 class Grouped(tuple):  # type: ignore[type-arg]
@@ -221,9 +232,21 @@ def _page_bytes(g: object, kv_dtype: str, block: int, tp: int, sliding_v: bool =
     return block * heads * (hd + hv) * per
 
 
+FP8_DS_MLA_BYTES = 656  # a sparse-MLA latent in FlashMLA's fp8_ds_mla layout, per token (_sparse_groups)
+SPARSE_FP8 = ("fp8", "fp8_e4m3", "fp8_e5m2")
+
 # vLLM's STR_DTYPE_TO_TORCH_DTYPE stores fp8 caches as uint8 (utils/torch_utils.py)
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp8": "uint8", "fp8_e4m3": "uint8",
                 "fp8_e5m2": "uint8"}
+
+
+def indexer_head(g: object) -> int | None:
+    """The head size of a sparse-MLA layer's indexer key cache in bytes (None: no indexer): vLLM's
+    DeepseekV32IndexerCache holds index_head_dim fp8 values and one fp32 scale per 128 of them in uint8
+    (model_executor/models/deepseek_v2.py, `head_dim=self.head_dim + self.head_dim // self.quant_block_size * 4`,
+    quant_block_size 128: 0.19.1 :660-668, 0.24.0 :648-656, 0.33.0 and 0.34.0 :724-733), whatever the KV dtype."""
+    ihd = getattr(g, "index_head_dim", None)
+    return None if ihd is None else int(ihd) + int(ihd) // 128 * 4
 
 
 def specs(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1) -> dict[str, Any] | None:
@@ -231,11 +254,11 @@ def specs(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1) -> dict
     hands them to vLLM's planning (probes/_vllm_kv_planning.py make_specs): the attention block (widened for Mamba
     state, vllm_mamba), the torch dtype, and per layer group its spec class's fields (KV heads per rank
     max(1, heads // tp), vllm/config/model.py get_num_kv_heads; Mamba tensors split along their TP dim and the page
-    padded to the attention page). None where kb does not model the layout (groups() returns None, a sparse-MLA
-    indexer, an nvfp4 cache)."""
+    padded to the attention page; a sparse-MLA layer's indexer key cache, `indexer`: an MLAAttentionSpec of
+    indexer_head bytes in uint8). None where kb does not model the layout (groups() returns None, an nvfp4
+    cache)."""
     grouped = groups(model, kv_dtype, block, tp)
-    if grouped is None or kv_dtype not in TORCH_DTYPES or any(getattr(g, "index_head_dim", None)
-                                                             for g in model.layers):
+    if grouped is None or kv_dtype not in TORCH_DTYPES:
         return None
     block = grouped.block
     mla = any(g.type == "mla" for g in model.layers)
@@ -246,7 +269,11 @@ def specs(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1) -> dict
             page = next(x.page_bytes for x in grouped[0] if x.kind == "mamba")
             out.append({"type": "mamba", "count": g.count, "state": state, "page_padded": page})
         elif g.type == "mla":
-            out.append({"type": "mla", "count": g.count, "head_dim": (g.kv_lora_rank or 512) + (g.rope_dim or 64)})
+            latent: dict[str, Any] = {"type": "mla", "count": g.count,
+                                      "head_dim": (g.kv_lora_rank or 512) + (g.rope_dim or 64)}
+            if indexer_head(g):
+                latent["indexer"] = {"head_dim": indexer_head(g), "dtype": "uint8"}
+            out.append(latent)
         else:
             d: dict[str, Any] = {"type": g.type, "count": g.count, "kv_heads": max(1, (g.kv_heads or 1) // tp),
                                  "head_dim": g.head_dim or 128}
@@ -257,8 +284,10 @@ def specs(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1) -> dict
             if g.type == "chunked":
                 d["chunk"] = g.chunk
             out.append(d)
-    return {"dtype": TORCH_DTYPES[kv_dtype], "cache_dtype": "auto" if kv_dtype in ("bf16", "fp16", "fp32") else
-            "fp8", "block": block, "mla": mla, "layers": out}
+    cache = "auto" if kv_dtype in ("bf16", "fp16", "fp32") else "fp8"
+    if cache == "fp8" and any(indexer_head(g) for g in model.layers):
+        cache = "fp8_ds_mla"  # FLASHMLA_SPARSE's layout for any fp8 cache (_sparse_groups)
+    return {"dtype": TORCH_DTYPES[kv_dtype], "cache_dtype": cache, "block": block, "mla": mla, "layers": out}
 
 
 def _get(s: Any, key: str) -> Any:
@@ -278,6 +307,8 @@ def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: in
     without attention layers or with several state sizes), with the padding warnings vLLM logs and the attention
     block vLLM uses (`block`, widened for Mamba state: vllm_mamba, in steps of `checkpoint_alignment` too in state
     mode "align"); with pipeline parallel `pp`, one stage's; `sliding_v` as the release's Planning line says."""
+    if any(indexer_head(g) for g in model.layers):
+        return _sparse_groups(model, kv_dtype, block, pp)
     by_type: dict[tuple[str, int | None, int], int] = {}
     mamba = [g for g in model.layers if g.type == "linear"]
     attention = [g for g in model.layers if g.type != "linear"]
@@ -322,6 +353,35 @@ def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: in
         k = math.ceil(n / size)
         out += [Group(kind, math.ceil((n - i) / k), page, window, own[key]) for i in range(k)]
     return Grouped(out, padding, block)
+
+
+def _sparse_groups(model: Model | ModelV, kv_dtype: str, block: int, pp: int) -> Grouped | None:
+    """A sparse-MLA model's one KV cache group, as vLLM forms it: each layer registers its indexer key cache
+    (DeepseekV32IndexerCache, created before the latent's MLAAttention in DeepseekV2MLAAttention) and its latent
+    cache, both MLAAttentionSpec of one block size but different pages. They do not merge into one spec
+    (MLAAttentionSpec.merge asserts one cache_dtype_str, the indexer has none; from 0.32.0 one cache_role too), so
+    get_kv_cache_groups takes the UniformTypeKVCacheSpecs path (every layer full attention): one group of all the
+    layers whose block holds every layer's page (UniformTypeKVCacheSpecs.page_size_bytes, the sum; 0.19.1
+    v1/kv_cache_interface.py:375-448, v1/core/kv_cache_utils.py:1106-1122, 1248-1251; 0.33.0 v1/kv_cache_interface.py:
+    1291-1389, v1/core/kv_cache_planning.py:1138-1147, 574-605). From 0.32.0 the sparse MLA backends align a
+    block to the latent's row (sparse_utils.align_blocks_to_rows through v1/worker/utils.py
+    customize_attention_spec) and the indexer's to its 64-token kernel block: both divide the pages at block 64,
+    and the layout the engine resolves for mixed pages is layer-outer (LBNHC), so nothing is padded. An fp8 cache is
+    FlashMLA's fp8_ds_mla latent (FLASHMLA_SPARSE takes any fp8 dtype as it, 0.33.0 mla_attention.py:359-376): 656
+    bytes a token (512 fp8 NoPE values, 4 fp32 scales, 64 bf16 RoPE values; 0.24.0 v1/kv_cache_interface.py:385-392,
+    0.33.0 mla_attention.py:1386-1388, 0.34.0 v1/attention/backend.py:1017-1018). None where kb does not model it:
+    a layer of another type beside them, or another cache dtype."""
+    if kv_dtype not in ("bf16", "fp16", *SPARSE_FP8) or any(g.type != "mla" or not indexer_head(g)
+                                                            for g in model.layers):
+        return None
+    n = sum(math.ceil(g.count / pp) for g in model.layers)
+    latent = {block * FP8_DS_MLA_BYTES if kv_dtype in SPARSE_FP8 else _page_bytes(g, kv_dtype, block, 1)
+              for g in model.layers}
+    index = {block * (indexer_head(g) or 0) for g in model.layers}
+    if len(latent) != 1 or len(index) != 1:
+        return None
+    pages = ((index.pop(), n, "indexer key cache"), (latent.pop() or 0, n, "MLA latent"))
+    return Grouped([Group("mla", 2 * n, pages[0][0], pages=pages)], [], block)
 
 
 def unify_pages(by_type: dict[tuple[str, int | None, int], int], block: int) -> tuple[
