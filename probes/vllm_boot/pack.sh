@@ -29,41 +29,29 @@ PIECE_BYTES=${PIECE_BYTES:-44000000}
 XZ_THREADS=${XZ_THREADS:-2}
 PRUNE_FATBIN=${PRUNE_FATBIN:-1}
 
+# 54 wheels besides vllm itself (pip's resolution of vllm==0.24.0 for cp312, these versions).
+# typing_extensions: pydantic 2.14 needs >= 4.16, which the host's copy may not be.
+WHEELS=(
+  aiohappyeyeballs==2.7.1 aiohttp==3.14.5 aiosignal==1.4.0 annotated-doc==0.0.7 annotated-types==0.8.0
+  anyio==4.16.0 apache-tvm-ffi==0.1.9 astor==0.8.1 attrs==26.1.0 blake3==1.0.11 cachetools==8.0.2
+  cbor2==6.3.0 certifi==2026.10.19.post1 cloudpickle==3.1.3 compressed-tensors==0.17.0 depyf==0.20.0
+  dill==0.4.1 fastapi==0.136.3 frozenlist==1.8.0 h11==0.16.0 httpcore2==2.16.2 httpx2==2.16.2
+  huggingface-hub==2.4.0 idna==3.20 llguidance==1.7.6 loguru==0.7.3 msgspec==0.23.0 multidict==7.2.1
+  openai==3.57.0 openai-harmony==0.0.8 partial-json-parser==0.2.1.1.post7 pillow==13.0.0
+  prometheus-client==0.26.0 propcache==0.5.4 psutil==7.2.2 py-cpuinfo==9.0.0 pybase64==1.5.1
+  pydantic==2.14.4 pydantic-core==2.50.5 pyyaml==6.0.4 pyzmq==27.3.0 regex==2026.11.19 safetensors==0.8.0
+  setproctitle==1.3.8 sniffio==1.3.1 starlette==1.10.0 tokenizers==0.23.3 transformers==5.24.0
+  truststore==0.10.5 typing-extensions==4.16.0 typing-inspection==0.4.5 uvloop==0.23.0 xgrammar==0.2.3
+  yarl==1.25.1
+)
 case $REL in
-0.24.0)
-  # 54 wheels besides vllm itself (pip's resolution of vllm==0.24.0 for cp312, these versions).
-  # typing_extensions: pydantic 2.14 needs >= 4.16, which the host's copy may not be.
-  WHEELS=(
-    aiohappyeyeballs==2.7.1 aiohttp==3.14.5 aiosignal==1.4.0 annotated-doc==0.0.7 annotated-types==0.8.0
-    anyio==4.16.0 apache-tvm-ffi==0.1.9 astor==0.8.1 attrs==26.1.0 blake3==1.0.11 cachetools==8.0.2
-    cbor2==6.3.0 certifi==2026.10.19.post1 cloudpickle==3.1.3 compressed-tensors==0.17.0 depyf==0.20.0
-    dill==0.4.1 fastapi==0.136.3 frozenlist==1.8.0 h11==0.16.0 httpcore2==2.16.2 httpx2==2.16.2
-    huggingface-hub==2.4.0 idna==3.20 llguidance==1.7.6 loguru==0.7.3 msgspec==0.23.0 multidict==7.2.1
-    openai==3.57.0 openai-harmony==0.0.8 partial-json-parser==0.2.1.1.post7 pillow==13.0.0
-    prometheus-client==0.26.0 propcache==0.5.4 psutil==7.2.2 py-cpuinfo==9.0.0 pybase64==1.5.1
-    pydantic==2.14.4 pydantic-core==2.50.5 pyyaml==6.0.4 pyzmq==27.3.0 regex==2026.11.19 safetensors==0.8.0
-    setproctitle==1.3.8 sniffio==1.3.1 starlette==1.10.0 tokenizers==0.23.3 transformers==5.24.0
-    truststore==0.10.5 typing-extensions==4.16.0 typing-inspection==0.4.5 uvloop==0.23.0 xgrammar==0.2.3
-    yarl==1.25.1
-  )
-  ;;
+0.24.0) ;;
 0.26.0)
-  # 0.24.0's list with the three versions 0.26.0's resolution moved (apache-tvm-ffi, cachetools, xgrammar); its
-  # new requirements (nvtx, torchcodec, cutlass DSL) are not imported on the offline dummy-weight path.
-  # typing_extensions: pydantic 2.14 needs >= 4.16, which the host's copy may not be.
-  WHEELS=(
-    aiohappyeyeballs==2.7.1 aiohttp==3.14.5 aiosignal==1.4.0 annotated-doc==0.0.7 annotated-types==0.8.0
-    anyio==4.16.0 apache-tvm-ffi==0.1.10 astor==0.8.1 attrs==26.1.0 blake3==1.0.11 cachetools==8.0.3
-    cbor2==6.3.0 certifi==2026.10.19.post1 cloudpickle==3.1.3 compressed-tensors==0.17.0 depyf==0.20.0
-    dill==0.4.1 fastapi==0.136.3 frozenlist==1.8.0 h11==0.16.0 httpcore2==2.16.2 httpx2==2.16.2
-    huggingface-hub==2.4.0 idna==3.20 llguidance==1.7.6 loguru==0.7.3 msgspec==0.23.0 multidict==7.2.1
-    openai==3.57.0 openai-harmony==0.0.8 partial-json-parser==0.2.1.1.post7 pillow==13.0.0
-    prometheus-client==0.26.0 propcache==0.5.4 psutil==7.2.2 py-cpuinfo==9.0.0 pybase64==1.5.1
-    pydantic==2.14.4 pydantic-core==2.50.5 pyyaml==6.0.4 pyzmq==27.3.0 regex==2026.11.19 safetensors==0.8.0
-    setproctitle==1.3.8 sniffio==1.3.1 starlette==1.10.0 tokenizers==0.23.3 transformers==5.24.0
-    truststore==0.10.5 typing-extensions==4.16.0 typing-inspection==0.4.5 uvloop==0.23.0 xgrammar==0.2.7
-    yarl==1.25.1
-  )
+  # 0.24.0's list with the three versions 0.26.0's resolution moved; its new requirements (nvtx, torchcodec,
+  # cutlass DSL) are not imported on the offline dummy-weight path.
+  WHEELS=("${WHEELS[@]/#apache-tvm-ffi==0.1.9/apache-tvm-ffi==0.1.10}")
+  WHEELS=("${WHEELS[@]/#cachetools==8.0.2/cachetools==8.0.3}")
+  WHEELS=("${WHEELS[@]/#xgrammar==0.2.3/xgrammar==0.2.7}")
   ;;
 *)
   echo "no pinned wheel list for vllm $REL: find it as for 0.24.0 (see the header) and add a case" >&2
