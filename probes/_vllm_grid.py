@@ -37,6 +37,9 @@ KV_DENSE = ["auto", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4"]
 KV_MLA = [*KV_DENSE, "fp8_ds_mla"]
 BLOCKS = [None, 16, 32, 64, 128]
 LAYOUTS = [("dense", False, False), ("mla", True, False), ("sparse", True, True)]
+# use_mm_prefix: vLLM sets it for multimodal prefix-LM models (ModelConfig.is_mm_prefix_lm: Gemma 3, PaliGemma,
+# Molmo2, ...; model_executor/layers/attention/attention.py passes it); only dense layers read it (issue 44)
+MM_PREFIX = {"dense": (False, True), "mla": (False,), "sparse": (False,)}
 NUM_HEADS = {"dense": 32, "mla": 128, "sparse": 128}  # passed to the priority lists (they read it for sparse)
 WORKSPACE_MODULES = ["vllm.v1.attention.backends.mla.cutlass_mla", "vllm.v1.attention.backends.mla.flashinfer_mla"]
 DRIVER_SYMBOLS_EXTRA = ["cuInit", "cuDeviceGetCount", "cuDeviceGet", "cuGetProcAddress", "cuDriverGetVersion"]
@@ -222,11 +225,11 @@ def run(out_path: str, ccs: list[tuple[int, int]]) -> None:
                         for dt in DTYPES:
                             for kv in kvs:
                                 for block in BLOCKS:
-                                    for sink in ((False, True) if layout == "dense" else (False,)):
+                                    for sink, mm in _sink_mm(layout, "use_mm_prefix" in cfg_fields):
                                         cfg = AttentionSelectorConfig(**_accepted(
                                             cfg_fields, head_size=head, dtype=torch_dtype[dt], kv_cache_dtype=kv,
                                             block_size=block, use_mla=use_mla, has_sink=sink,
-                                            use_sparse=use_sparse))
+                                            use_sparse=use_sparse, use_mm_prefix=mm))
                                         per = []
                                         for n in names:
                                             c = classes[n]
@@ -250,7 +253,7 @@ def run(out_path: str, ccs: list[tuple[int, int]]) -> None:
                                         except Exception as exc:
                                             chosen = f"raised {type(exc).__name__}"
                                         rows.append([f"{major}.{minor}", trtllm, layout, head, dt, kv, block,
-                                                     sink, chosen, intern("priorities", tuple(prio)), per])
+                                                     sink, chosen, intern("priorities", tuple(prio)), per, mm])
     doc = {
         "vllm": vllm.__version__,
         "commit": getattr(vllm, "__commit_id__", None) or _commit(),
@@ -258,13 +261,14 @@ def run(out_path: str, ccs: list[tuple[int, int]]) -> None:
         "backends": names,
         "import_errors": import_errors,
         "columns": ["cc", "trtllm", "layout", "head_size", "dtype", "kv", "block", "sink", "selected",
-                    "priority", "reasons"],
+                    "priority", "reasons", "mm_prefix"],
         "reasons": [k[0] for k in tables["reasons"]],
         "reason_sets": [list(k) for k in tables["reason_sets"]],
         "priorities": [list(k) for k in tables["priorities"]],
         "grid": {"cc": [f"{a}.{b}" for a, b in ccs], "head_size": HEAD_SIZES, "dtype": DTYPES,
                  "kv_dense": KV_DENSE, "kv_mla": KV_MLA, "block": BLOCKS, "layout": [x[0] for x in LAYOUTS],
-                 "num_heads": NUM_HEADS, "sink": "dense only", "trtllm": [False, True]},
+                 "num_heads": NUM_HEADS, "sink": "dense only", "trtllm": [False, True],
+                 "mm_prefix": ("dense only" if "use_mm_prefix" in cfg_fields else "not a selector field")},
         "seconds": round(time.time() - t0, 1),
         "rows": rows,
     }
@@ -276,6 +280,14 @@ def run(out_path: str, ccs: list[tuple[int, int]]) -> None:
             fh.write(text)
     else:
         Path(out_path).write_text(text)
+
+
+def _sink_mm(layout: str, has_mm: bool) -> list[tuple[bool, bool]]:
+    """(has_sink, use_mm_prefix) pairs asked at a point: sinks and the multimodal prefix mask are dense-only axes;
+    use_mm_prefix only where the release's AttentionSelectorConfig has the field (False is then its default)."""
+    sinks = (False, True) if layout == "dense" else (False,)
+    mms = MM_PREFIX[layout] if has_mm else (False,)
+    return [(s, m) for s in sinks for m in mms]
 
 
 def _first(valid: list) -> str | None:

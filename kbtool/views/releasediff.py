@@ -268,8 +268,8 @@ def moved(a: Side, b: Side, defaults: list[FieldChange], cc: str | None) -> list
     if (a.prefill, a.decode) != (b.prefill, b.decode):
         for s in (a, b):
             if s.state not in (None, "selected"):
-                out.append(f"backend: no selection for {s.release} ({s.state}" + (f": {s.between}" if s.between
-                                                                                   else "") + ")")
+                why = s.between or (s.error if s.state == "depends" else None)  # use_mm_prefix not recorded
+                out.append(f"backend: no selection for {s.release} ({s.state}" + (f": {why}" if why else "") + ")")
         if a.state == b.state == "selected":
             out.append(f"backend: {a.prefill}/{a.decode} -> {b.prefill}/{b.decode} (the selector's choice; see the "
                        "backends section)")

@@ -133,3 +133,27 @@ def test_a_refusal_in_new_words_is_unattributed_not_agreement() -> None:
     assert outcome["outcome"] == "unattributed" and outcome["unattributed"] == len(target)
     assert outcome["unattributed_example"].endswith("FP8 KV requires something new")
     assert vs_judge.release_outcomes(points(), "0.33.0")[cid]["outcome"] == "holds"  # the grid as recorded
+
+
+def test_mm_prefix_axis_is_dense_only_and_only_where_the_release_has_it() -> None:
+    """use_mm_prefix (issue 44) is asked True as well at dense points only, and never where the release's
+    AttentionSelectorConfig lacks the field."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_vllm_grid", ROOT / "probes" / "_vllm_grid.py")
+    assert spec and spec.loader
+    g = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(g)
+    assert g._sink_mm("dense", True) == [(False, False), (False, True), (True, False), (True, True)]
+    assert g._sink_mm("mla", True) == [(False, False)] == g._sink_mm("sparse", True)
+    assert g._sink_mm("dense", False) == [(False, False), (True, False)]
+
+
+def test_judge_holds_claims_at_the_mm_prefix_false_points() -> None:
+    """A grid with the axis: the judge's points are the use_mm_prefix False ones, as many as a grid without it has."""
+    doc = vs.load(ROOT / "tests" / "data" / "vllm" / "0.33.0" / "cc9.0.json.gz")
+    assert doc["columns"][-1] == "mm_prefix" and doc["grid"]["mm_prefix"] == "dense only"
+    plain, mm, every = vs_judge.rows(doc), vs_judge.rows(doc, mm_prefix=True), vs_judge.rows(doc, mm_prefix=None)
+    assert all(p["mm_prefix"] is False for p in plain) and all(p["layout"] == "dense" for p in mm)
+    assert len(plain) + len(mm) == len(every) == len(doc["rows"])
+    assert len(plain) == len(vs_judge.rows(vs.load(ROOT / "tests" / "data" / "vllm" / "0.32.0" / "cc9.0.json.gz")))

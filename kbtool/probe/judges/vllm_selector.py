@@ -126,9 +126,11 @@ SPEC = ProbeSpec(
     id="vllm-selector",
     # 2: a point refused for other reasons only says nothing about a claim; sink reasons are SINKS. 3: claims about
     # a kernel one backend runs, `supports` claims of a gated kind; any point against a claim contradicts it (design
-    # §5: no `partial`); the grid imports FLASHINFER_MLA of 0.19.1 (its workspace goes to the meta device)
-    version=3,
-    rejudges=(1, 2),
+    # §5: no `partial`); the grid imports FLASHINFER_MLA of 0.19.1 (its workspace goes to the meta device).
+    # 4: the grid asks use_mm_prefix True as well at dense points (a `mm_prefix` column, issue 44); the claims
+    # are held at the mm_prefix False points only, as before
+    version=4,
+    rejudges=(1, 2, 3),
     order=5,
     title="vLLM attention-backend selector (no GPU)",
     claims=[c["id"] for c in engine_claims()],
@@ -143,17 +145,23 @@ def load(path: Path) -> dict[str, Any]:
         return json.load(fh)  # type: ignore[no-any-return]
 
 
-def rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The grid points as dicts: params, the selected backend, and vLLM's reasons per backend."""
+def rows(doc: dict[str, Any], mm_prefix: bool | None = False) -> list[dict[str, Any]]:
+    """The grid points as dicts: params, the selected backend, and vLLM's reasons per backend. `mm_prefix`: the
+    points of that use_mm_prefix only (False, the default: the points every claim is about; no claim reads the
+    multimodal prefix mask), or None for all. A grid recorded before the axis (probe version < 4, no `mm_prefix`
+    column) has mm_prefix None at every point: not asked, so vLLM's default (False) is what ran."""
     names, reasons, sets = doc["backends"], doc["reasons"], doc["reason_sets"]
     heads = (doc.get("grid") or {}).get("num_heads") or {}
     texts = [tuple(reasons[i] for i in s) for s in sets]  # one shared tuple per reason set
     out = []
     for r in doc["rows"]:
-        cc, trt, layout, head, dt, kv, block, sink, chosen, prio, per = r
+        cc, trt, layout, head, dt, kv, block, sink, chosen, prio, per = r[:11]
+        mm = r[11] if len(r) > 11 else None
+        if mm_prefix is not None and bool(mm) != mm_prefix:
+            continue
         out.append({"cc": cc, "trtllm": trt, "layout": layout, "head_size": head, "dtype": dt, "kv": kv,
                     "block": block, "sink": sink, "num_heads": heads.get(layout), "selected": chosen,
-                    "priority": doc["priorities"][prio],
+                    "priority": doc["priorities"][prio], "mm_prefix": mm,
                     "reasons": {n: texts[s] for n, s in zip(names, per, strict=True) if s >= 0}})
     return out
 

@@ -3,7 +3,8 @@
 Only what the pre-flight answer needs is read: the model (a KB id, a Hugging Face id whose last part is a KB
 id or alias, or a config path), --kv-cache-dtype, --attention-backend, --max-model-len, -tp /
 --tensor-parallel-size, --gpu-memory-utilization, --block-size, --max-num-batched-tokens, --max-num-seqs and
---enforce-eager (the last two move vLLM's reserve: its sampler profile and CUDA-graph estimate), --quantization
+--enforce-eager (the last two move vLLM's reserve: its sampler profile and CUDA-graph estimate),
+--limit-mm-per-prompt, --language-model-only and --enable-mm-embeds (a text-only serve), --quantization
 (the weights' bytes), -pp / --pipeline-parallel-size (layers and weights per stage), -dp /
 --data-parallel-size (replicas: the memory per GPU does not change) and --kv-cache-memory-bytes (the pool itself,
 per GPU); `--max-model-len auto` (or -1) lets vLLM fit the context to memory. Numbers are read as vLLM reads
@@ -26,13 +27,17 @@ _FLAGS = {
     "--max-num-seqs": "max_num_seqs", "--quantization": "quantization", "-q": "quantization",
     "--pipeline-parallel-size": "pp", "-pp": "pp", "--data-parallel-size": "dp", "-dp": "dp",
     "--kv-cache-memory-bytes": "kv_cache_memory", "--kv-cache-memory": "kv_cache_memory",
+    "--limit-mm-per-prompt": "limit_mm_per_prompt",
 }
 _INTS = {"max_model_len", "tp", "block_size", "max_num_batched_tokens", "max_num_seqs", "pp", "dp", "kv_cache_memory"}
 QUANT_WEIGHTS = {"fp8": "fp8", "fbgemm_fp8": "fp8", "ptpc_fp8": "fp8", "awq": "int4", "awq_marlin": "int4",
                  "gptq": "int4", "gptq_marlin": "int4", "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4",
                  "bitsandbytes": "int4"}
 """--quantization methods whose weight bytes per parameter kb knows (kbtool/solve/weights.py WEIGHT_BYTES)."""
-_SWITCHES = {"--enforce-eager": "enforce_eager"}  # flags without a value
+_SWITCHES = {"--enforce-eager": "enforce_eager", "--language-model-only": "language_model_only",
+             "--enable-mm-embeds": "enable_mm_embeds"}  # flags without a value
+# (--limit-mm-per-prompt / --language-model-only / --enable-mm-embeds: whether a multimodal prefix-LM model is
+# served text-only, which turns vLLM's use_mm_prefix off; mmprefix.py)
 
 
 class ServeArgs:
@@ -51,6 +56,9 @@ class ServeArgs:
         self.dtype: str | None = None
         self.max_num_seqs: int | None = None
         self.enforce_eager = False
+        self.language_model_only = False
+        self.enable_mm_embeds = False
+        self.limit_mm_per_prompt: str | None = None
         self.quantization: str | None = None
         self.pp: int | None = None
         self.dp: int | None = None

@@ -71,6 +71,8 @@ class Vllm(Engine):
             "enforce_eager": serve.enforce_eager or None, "ctx_auto": (serve.max_model_len == -1) or None,
             "pp": serve.pp if serve.pp and serve.pp > 1 else None,
             "dp": serve.dp if serve.dp and serve.dp > 1 else None,
+            "language_model_only": serve.language_model_only or None,
+            "enable_mm_embeds": serve.enable_mm_embeds or None, "limit_mm_per_prompt": serve.limit_mm_per_prompt,
         }
         return Line(self.name, options, {k: v for k, v in settings.items() if v is not None}, serve.ignored,
                     serve.read_with)
@@ -163,7 +165,7 @@ def pick_of(e: dict[str, Any]) -> Pick:
     if e.get("between"):
         return Pick(state="not_recorded", between=e["between"], **common)
     if not e.get("selected"):
-        state = "depends" if e["error"] == "depends on inputs not given" else "error"
+        state = "depends" if str(e["error"]).startswith("depends on ") else "error"  # inputs, use_mm_prefix
         return Pick(state=state, error=e["error"], error_type="ValueError", **common)
     names = {b["id"]: b["name"] for b in e["backends"]}
     decode = names.get(e["selected"], e["selected"])

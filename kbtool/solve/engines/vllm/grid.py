@@ -103,13 +103,29 @@ def point(version: str, env: dict[str, Any], platform: str = "cuda") -> dict[str
             LAYOUT_OF.get(str(env.get("attention") or "gqa")), env.get("head_dim"),
             DTYPE_OF.get(str(env.get("dtype") or "bf16")), str(env.get("kv_cache_dtype") or "auto"),
             env.get("block_size"), bool(env.get("sinks", False))]
+    mm = bool(env.get("mm_prefix", False))
     for r in doc["rows"]:
-        if r[:8] == want:
+        # the 12th column, use_mm_prefix (probe version 4, issue 44); a row without it ran vLLM's default, False
+        if r[:8] == want and bool(r[11] if len(r) > 11 else False) == mm:
             sets, reasons = doc["reason_sets"], doc["reasons"]
             per = {n: [reasons[i] for i in sets[s]] for n, s in zip(doc["backends"], r[10], strict=True) if s >= 0}
             return {"selected": r[8], "priority": list(doc["priorities"][r[9]]), "reasons": per,
                     "file": path.name, "commit": doc.get("commit")}
     return None
+
+
+def has_mm_axis(version: str, env: dict[str, Any], platform: str = "cuda") -> bool:
+    """Whether the release's recorded grid for the query's device asks use_mm_prefix (a `mm_prefix` column,
+    asked at dense points where the release's AttentionSelectorConfig has the field)."""
+    if platform == "rocm":
+        path = _file(version, f"rocm-{ROCM_ARCH}.json.gz")
+    else:
+        cc = env.get("cc")
+        path = _file(version, f"cc{float(cc):.1f}.json.gz") if isinstance(cc, (int, float)) else None
+    if path is None:
+        return False
+    doc = _load(path)
+    return "mm_prefix" in (doc.get("columns") or []) and (doc.get("grid") or {}).get("mm_prefix") == "dense only"
 
 
 def neighbours(version: str, known: list[str]) -> tuple[str | None, str | None]:
@@ -122,11 +138,8 @@ def select_unrecorded(img: Image, env: dict[str, Any], version: str, requested: 
                       platform: str, ask: Callable[[str], Selection]) -> Selection:
     """selection.select for a release with no priority records: its recorded grid point, else what `ask` (the
     selection of a recorded release) gives for the releases around it."""
-    from kbtool.solve.engines.vllm.selected import BackendCheck, Selection, versions
-    from kbtool.solve.gates import structural
+    from kbtool.solve.engines.vllm.selected import Selection, versions
 
-    backends = {b.id: b for b in img.backends("vllm")}
-    by_name = {b.backend_name.upper(): b.id for b in backends.values()}
     if version not in recorded():
         known = sorted(set(versions(img)) | set(recorded()), key=functools.cmp_to_key(compare_versions))
         sides = []
@@ -134,7 +147,9 @@ def select_unrecorded(img: Image, env: dict[str, Any], version: str, requested: 
             if v is not None:
                 s = ask(v)
                 name = s.checks[s.selected].name if s.selected in s.checks else s.selected
-                sides.append((v, f"selects {name}" if s.selected else f"refuses: {s.error}"))
+                word = (f"selects {name}" if s.selected else str(s.error).partition(";")[0]
+                        if str(s.error).startswith("depends on") else f"refuses: {s.error}")
+                sides.append((v, word))
         below, above = neighbours(version, known)
         if below and above:
             text = f"between {below} ({sides[0][1]}) and {above} ({sides[1][1]}): not swept"
@@ -145,8 +160,20 @@ def select_unrecorded(img: Image, env: dict[str, Any], version: str, requested: 
             text = "no vLLM release is recorded"
         return Selection(version, [], {}, None, requested, None, between=text,
                          source=f"run `kb probe sweep --releases {version}` to record it")
+    return from_grid(img, env, version, requested, platform)
+
+
+def from_grid(img: Image, env: dict[str, Any], version: str, requested: str | None, platform: str) -> Selection:
+    """The release's recorded grid point of the query, as vLLM's selection there (cited by its evidence)."""
+    from kbtool.solve.engines.vllm.selected import BackendCheck, Selection
+    from kbtool.solve.gates import structural
+
+    backends = {b.id: b for b in img.backends("vllm")}
+    by_name = {b.backend_name.upper(): b.id for b in backends.values()}
     eid = evidence_id(version)
     source = f"vLLM {version}'s own selector grid ({eid or 'tests/data/vllm/' + version})"
+    if env.get("mm_prefix"):
+        source += ", at use_mm_prefix True"
     if eid and (over := install_overrides(eid)):  # the release's own pins did not resolve (issue 46)
         source += f", installed with override {', '.join(over)}"
     p = point(version, env, platform)

@@ -87,14 +87,20 @@ def _point(axes: list[Any]) -> str:
     return " ".join(words)
 
 
+def _plain(doc: dict[str, Any]) -> list[list[Any]]:
+    """The rows both releases' grids have: use_mm_prefix False (a grid of probe version 4 asks True as well at
+    dense points, in a 12th column; one recorded before has only the default)."""
+    return [r for r in doc["rows"] if not (len(r) > 11 and r[11])]
+
+
 def _selected(doc: dict[str, Any]) -> dict[tuple[Any, ...], str | None]:
-    return {tuple(r[:8]): r[8] for r in doc["rows"]}
+    return {tuple(r[:8]): r[8] for r in _plain(doc)}
 
 
 def _priorities(doc: dict[str, Any]) -> dict[tuple[Any, ...], tuple[str, ...]]:
     """Each grid point's priority list: the backends the selector tries there, in order."""
     lists = [tuple(p) for p in doc["priorities"]]
-    return {tuple(r[:8]): lists[r[9]] for r in doc["rows"]}
+    return {tuple(r[:8]): lists[r[9]] for r in _plain(doc)}
 
 
 def _order_change(old: tuple[str, ...], new: tuple[str, ...]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kbtool.names import architecture_of
 from kbtool.solve.conditions import compare_versions, evaluate
-from kbtool.solve.engines.vllm.grid import select_unrecorded
+from kbtool.solve.engines.vllm.grid import recorded, select_unrecorded
 from kbtool.solve.engines.vllm.selected import BackendCheck, Selection, versions
 from kbtool.solve.gates import Judge, apply_claims, structural
 
@@ -102,6 +102,9 @@ def select(img: Image, env: dict[str, Any], version: str | None = None, requeste
     if version is None:
         return Selection(None, [], {}, None, requested, "the KB has no vLLM priority records")
     env = dict(env, engine="vllm", vllm=version)
+    if "mm_prefix" in env and env["mm_prefix"] is not False and (
+            version in versions(img) or version in recorded()):  # else: the releases around it, below
+        return _select_mm_prefix(img, env, version, requested, platform)
     if version not in versions(img):  # no priority records: the release's own grid, or the releases around it
         return select_unrecorded(img, env, version, requested, platform,
                                  lambda v: select(img, env, v, requested, platform))
@@ -130,6 +133,26 @@ def select(img: Image, env: dict[str, Any], version: str | None = None, requeste
         else:
             error = f"No valid attention backend found for {platform}"
     return Selection(version, order, checks, chosen, None, error)
+
+
+def _select_mm_prefix(img: Image, env: dict[str, Any], version: str, requested: str | None,
+                      platform: str) -> Selection:
+    """A multimodal prefix-LM model (use_mm_prefix True, mmprefix.py): no claim reads the prefix mask, so the
+    answer is the release's recorded grid point at use_mm_prefix True; where the release's grid does not ask it,
+    the choice depends on it (conditional), with the sweep that records it."""
+    from kbtool.solve.engines.vllm.grid import from_grid, has_mm_axis
+
+    if env["mm_prefix"] is None:  # a release before every one whose is_mm_prefix_lm list kb read
+        return Selection(version, [], {}, None, requested,
+                         f"depends on use_mm_prefix, which kb cannot tell for vLLM {version} (its is_mm_prefix_lm "
+                         "list is not read; kbtool/solve/engines/vllm/mmprefix.py)")
+    if env.get("attention") in (None, "gqa", "mha", "mqa") and version in recorded() and has_mm_axis(
+            version, env, platform):
+        return from_grid(img, env, version, requested, platform)
+    fix = f"run `kb probe sweep --lib vllm --releases {version}` to record it"
+    return Selection(version, [], {}, None, requested,
+                     f"depends on use_mm_prefix (vLLM sets it for this multimodal prefix-LM model), which vLLM "
+                     f"{version}'s recorded selector grid does not ask; {fix}", source=fix)
 
 
 def vllm_env(cc: float, *, dtype: str, kv: str, head_size: int, block: int | None, layout: str,
@@ -254,6 +277,13 @@ def block_for(cx: Any, envs: dict[str, dict[str, Any]], assumed: dict[str, Any],
     if model is not None:
         env.setdefault("sinks", bool(getattr(model, "sinks", False)))  # learned sinks (gpt-oss)
         env.setdefault("sparse", bool(getattr(model, "sparse", False)))  # DeepSeek sparse attention's indexer
+        if "mm_prefix" not in env and not any(g.type in ("mla", "sparse-mla") for g in model.layers):
+            from kbtool.solve.engines.vllm.mmprefix import decide, model_type
+
+            if model_type(model) is not None:  # a multimodal prefix-LM architecture: its mask, or why not
+                on, why = decide(model, q.release, q.settings)
+                env["mm_prefix"] = on
+                assumed["use_mm_prefix"] = f"{on if on is not None else 'unknown'} ({why})"
         mla = next((g for g in model.layers if g.type == "mla"), None)
         if model.num_heads:
             env.setdefault("num_heads", max(1, model.num_heads // max(1, q.gpus)))
@@ -302,6 +332,8 @@ def preflight(engine: dict[str, Any], memory: Any, ctx: int | None, batch: int |
                 "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.")
     if engine.get("between"):
         return f"vLLM {engine['vllm']} is not recorded: {engine['between']}"
+    if str(engine.get("error") or "").startswith("depends on use_mm_prefix"):
+        return f"vLLM {engine['vllm']}'s choice {engine['error']}"
     if engine.get("error"):
         if engine.get("requested"):
             return f"ValueError: {engine['error']}"
