@@ -197,7 +197,9 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
                             f"{dtype} (the checkpoint's torch_dtype, as the engines' --dtype auto)" if ckpt == "fp16"
                             else dtype)
     if kv is None:
-        kv = dtype if dtype in ("bf16", "fp16", "fp8_e4m3", "fp8_e5m2") else "bf16"
+        # kv_cache_dtype auto stores the cache in the model's dtype, fp32 included (vLLM 0.33.0
+        # vllm/utils/torch_utils.py:519-525 kv_cache_dtype_str_to_dtype returns model_config.dtype)
+        kv = dtype if dtype in ("bf16", "fp16", "fp32", "fp8_e4m3", "fp8_e5m2") else "bf16"
         assumed["kv"] = f"{kv} (the q dtype)"
     env["dtype"], env["kv_dtype"] = dtype, kv
     env["kv_dtype_differs"] = kv != dtype

@@ -23,12 +23,15 @@ def bytes_per_param(dtype: str, group_size: int | None = None) -> float:
 
 
 def fp32_loaded_as(model: Model | ModelV, weights: str | None, dtype: str | None, auto: str) -> str | None:
-    """The weight format an engine loads a float32 checkpoint at: `weights` where the user gave one, float32 where
-    --dtype asks for it, else `auto`, the 2-byte dtype the engine's --dtype auto picks for it; `weights` for any
-    other checkpoint."""
-    if weights is not None or model.weight_dtype != "fp32":
+    """The weight format an engine loads an unquantized checkpoint at where it differs from the record's: `weights`
+    where the user gave one; float32 where --dtype asks for it (a 2-byte checkpoint is upcast as it loads: vLLM
+    0.33.0 vllm/config/model.py:2509-2510 "Upcasting"); for a float32 checkpoint otherwise `auto`, the 2-byte dtype
+    the engine's --dtype auto picks; `weights` (None) for any other checkpoint."""
+    if weights is not None or model.weight_dtype not in ("bf16", "fp16", "fp32"):
         return weights
-    return "fp32" if dtype == "fp32" else auto
+    if dtype == "fp32":
+        return "fp32"
+    return auto if model.weight_dtype == "fp32" else weights
 
 
 def weight_bytes(model: Model | ModelV, deploy: str | None = None) -> tuple[int, str]:

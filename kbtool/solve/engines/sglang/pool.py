@@ -299,8 +299,9 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
     gemma = str(getattr(model, "architecture", None) or "").lower().startswith("gemma")
     weights = fp32_loaded_as(model, q.weights, q.dtype, "bf16" if gemma else "fp16")
     if weights != q.weights:
-        cx.notes.append(f"fp32 checkpoint: SGLang's --dtype {'float32' if weights == 'fp32' else 'auto'} loads it as "
-                        f"{weights} (sglang/srt/configs/model_config.py _get_and_verify_dtype)")
+        how = "float32" if weights == "fp32" else "auto"
+        cx.notes.append(f"{model.weight_dtype} checkpoint: SGLang's --dtype {how} loads it as {weights} "
+                        "(sglang/srt/configs/model_config.py _get_and_verify_dtype)")
     f, pool, error = fit(model, kv, capacity, ctx, mem_fraction_static=float(msf), page_size=page, batch=batch,
                          tp=q.gpus, weights=weights, max_total_tokens=args.get("max_total_tokens"),
                          max_running_requests=args.get("max_running_requests"), mamba_slots=mamba_slots(args),

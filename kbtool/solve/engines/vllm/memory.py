@@ -55,8 +55,10 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
     weights = fp32_loaded_as(model, q.weights, q.dtype, auto)
     if weights != q.weights:
         kv = weights if kv == "fp32" else kv
-        notes_in.append(f"fp32 checkpoint: vLLM's --dtype {'float32' if weights == 'fp32' else 'auto'} loads it as "
-                        f"{weights} (vllm/config/model.py _resolve_auto_dtype, 'Downcast for float32 models')")
+        notes_in.append(f"{model.weight_dtype} checkpoint: vLLM's --dtype {'float32' if weights == 'fp32' else 'auto'}"
+                        f" loads it as {weights} (vllm/config/model.py " + (
+                            "_get_and_verify_dtype, 'Upcasting')" if model.weight_dtype != "fp32" else
+                            "_resolve_auto_dtype, 'Downcast for float32 models')"))
     eager = bool(settings.get("enforce_eager"))
     block = env.get("block_size") if isinstance(env.get("block_size"), int) else None
     reserve = q.reserve

@@ -258,6 +258,12 @@ def answer_for(img: Image, env: dict[str, Any], assumed: dict[str, Any], version
         assumed["kv_cache_dtype"] = f"{e['kv_cache_dtype']} (--kv-cache-dtype as vLLM spells it)"
     else:
         e["kv_cache_dtype"] = "auto"
+        if kv == "fp32":
+            # vLLM checks the string "auto" against each backend's supported_kv_cache_dtypes, where every list
+            # that holds "auto" also holds float16 and bfloat16 (0.33.0 v1/attention/backend.py:114-119,
+            # backends/triton_attn.py:326-332, flex_attention.py:96-100); the claims were recorded at auto points
+            # of 2-byte models, so a float32 model's auto cache is asked as one (its dtype gates still see fp32)
+            e["kv_dtype"] = "bf16"
     sel = select(img, e, version, requested)
     out = sel.as_dict()
     if e["attention"] in ("mla", "sparse-mla"):
