@@ -47,7 +47,7 @@ def siglip_gemma3(v: dict[str, Any], text_hidden: int) -> int:
     image = v.get("image_size", 224)
     emb = _lin(3 * p * p, h) + (image // p) ** 2 * h
     layer = 2 * _ln(h) + 4 * _lin(h, h) + _lin(h, i) + _lin(i, h)
-    return emb + n * layer + _ln(h) + h * text_hidden + h
+    return int(emb + n * layer + _ln(h) + h * text_hidden + h)
 
 
 def qwen2_5_vl(v: dict[str, Any], text_hidden: int) -> int:  # noqa: ARG001 (out_hidden_size is the config's)
@@ -59,7 +59,7 @@ def qwen2_5_vl(v: dict[str, Any], text_hidden: int) -> int:  # noqa: ARG001 (out
     emb = 3 * t * p * p * h
     block = 2 * h + _lin(h, 3 * h) + _lin(h, h) + _lin(h, 2 * i) + _lin(i, h)
     merger = h + _lin(h * m, h * m) + _lin(h * m, v["out_hidden_size"])
-    return emb + n * block + merger
+    return int(emb + n * block + merger)
 
 
 def qwen3_vl(v: dict[str, Any], text_hidden: int) -> int:  # noqa: ARG001
@@ -73,21 +73,21 @@ def qwen3_vl(v: dict[str, Any], text_hidden: int) -> int:  # noqa: ARG001
     block = 2 * _ln(h) + _lin(h, 3 * h) + _lin(h, h) + _lin(h, i) + _lin(i, h)
     mlp = _lin(h * m, h * m) + _lin(h * m, v["out_hidden_size"])
     deep = len(v.get("deepstack_visual_indexes") or [])
-    return emb + n * block + _ln(h) + mlp + deep * (_ln(h * m) + mlp)
+    return int(emb + n * block + _ln(h) + mlp + deep * (_ln(h * m) + mlp))
 
 
 def llama4(v: dict[str, Any], text_hidden: int) -> int:
     """Llama4VisionModel and Llama4MultiModalProjector (mllama4.py; vLLM passes quant_config=None to both): class
     embedding, positions over (image/patch)^2 + 1, a linear patch embed without bias, pre and post LayerNorms, per
-    layer q/k/v/o and fc1/fc2 with bias and two LayerNorms; the pixel-shuffle adapter's two linears (mllama4.py:224-231, multi_modal_projector_bias), and
-    the projector to the text width without bias."""
+    layer q/k/v/o and fc1/fc2 with bias and two LayerNorms; the pixel-shuffle adapter's two linears
+    (mllama4.py:224-231, multi_modal_projector_bias), and the projector to the text width without bias."""
     h, i, n, p = v["hidden_size"], v["intermediate_size"], v["num_hidden_layers"], v["patch_size"]
     image = v["image_size"]
     emb = h + ((image // p) ** 2 + 1) * h + 3 * p * p * h + 2 * _ln(h)
     layer = 4 * _lin(h, h) + _lin(h, i) + _lin(i, h) + 2 * _ln(h)
     pin, pout, bias = v["projector_input_dim"], v["projector_output_dim"], bool(v.get("multi_modal_projector_bias"))
     adapter = _lin(i, pin, bias) + _lin(pin, pout, bias)  # Llama4VisionPixelShuffleMLP: fc1 from intermediate_size
-    return emb + n * layer + adapter + v["vision_output_dim"] * text_hidden
+    return int(emb + n * layer + adapter + v["vision_output_dim"] * text_hidden)
 
 
 def pixtral_mistral3(v: dict[str, Any], text_hidden: int, top: dict[str, Any]) -> int:
@@ -100,7 +100,7 @@ def pixtral_mistral3(v: dict[str, Any], text_hidden: int, top: dict[str, Any]) -
     bias = bool(top.get("multimodal_projector_bias", False))
     tower = 3 * p * p * h + h + n * (2 * h + 4 * h * h + 3 * h * i)
     projector = h + h * m * h + _lin(h, text_hidden, bias) + _lin(text_hidden, text_hidden, bias)
-    return tower + projector
+    return int(tower + projector)
 
 
 def moonvit_kimi(v: dict[str, Any], text_hidden: int) -> int:
@@ -117,7 +117,7 @@ def moonvit_kimi(v: dict[str, Any], text_hidden: int) -> int:
     block = 2 * _ln(h) + _lin(h, 3 * h) + _lin(h, h) + _lin(h, i) + _lin(i, h)
     hm = h * mh * mw
     projector = _ln(h) + _lin(hm, hm) + _lin(hm, text_hidden)
-    return emb + n * block + _ln(h) + projector
+    return int(emb + n * block + _ln(h) + projector)
 
 
 TOWERS = {

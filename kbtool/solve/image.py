@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 23  # 23: models' `encoders`; 22: claims' `handles`; 21: vLLM's engine-release defaults beside kernel calls and two-part claims;
+IMAGE_VERSION = 23  # 23: models' `encoders`
+# 22: claims' `handles`; 21: vLLM's engine-release defaults beside kernel calls and two-part claims;
 # 20: a two-part claim's status is its weakest part's; 19: backends carry kernel calls
 # 13: the SGLang section; 14: backend platforms; 15: engine sections (engine-NAME);
 # 16: the vLLM section (MLA prefill orders); 17: KV formats and the typical CUDA (kernel records)

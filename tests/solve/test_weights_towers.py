@@ -11,7 +11,7 @@ from kbtool.solve.solver import solve
 from kbtool.solve.weights import tower_bytes, weight_bytes
 
 
-def _model(mid: str):  # noqa: ANN202
+def _model(mid: str):
     return image().model(mid)
 
 
@@ -47,7 +47,7 @@ def test_a_model_without_encoders_is_unchanged() -> None:
     assert tower_bytes(m) == (0, "")
 
 
-def _answer(line: str | None, engine: str | None = "vllm"):  # noqa: ANN202
+def _answer(line: str | None, engine: str | None = "vllm"):
     q = build_query(gpu="h100", model=None if line else "gemma-3-27b", ctx="32k", engine=None if line else engine,
                     vllm_args=line)
     return solve(image(), q)
