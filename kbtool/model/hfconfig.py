@@ -8,8 +8,9 @@ indexer (`index_head_dim`, `index_n_heads`); hybrid linear attention (Gated Delt
 `full_attention_interval`, Mamba-2 through `hybrid_override_pattern`) with the state shapes vLLM keeps
 (vllm/model_executor/layers/mamba/mamba_utils.py); attention sinks; `max_position_embeddings` and RoPE scaling;
 `quantization_config` and `torch_dtype` for the weights; MoE expert counts. The parameter count is derived
-from the shapes (embeddings, attention, MLP, experts; multi-token-prediction layers and vision towers left
-out) and the record says so. A field the mapping needs and the config lacks raises ConfigError naming it.
+from the shapes (embeddings, attention, MLP, experts; multi-token-prediction layers left out) and the record
+says so; a multimodal config's vision tower is counted apart, in `encoders` (kbtool/model/encoder.py). A field
+the mapping needs and the config lacks raises ConfigError naming it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import math
 from typing import Any
 
 from kbtool.errors import UsageError
+from kbtool.model.encoder import vision_encoder
 
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
           "bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}
@@ -520,7 +522,11 @@ def to_record(data: dict[str, Any], rid: str, *, where: str, name: str | None = 
              "biases, multi-token-prediction layers and vision towers left out)"]
     if wnote:
         notes.append(wnote)
-    if c.nested:
+    enc = vision_encoder(c.top, int(hidden)) if c.nested and hidden else None
+    if enc:
+        notes.append(f"the text model of a multimodal config (text_config), and its vision tower ({enc['tower']}, "
+                     f"{enc['parameters']:,} parameters from vision_config as vLLM builds it) in `encoders`")
+    elif c.nested:
         notes.append("the text model of a multimodal config (text_config); the vision tower is not counted")
     mtp = c.get("num_nextn_predict_layers") or c.get("mtp_num_hidden_layers") or c.get("num_mtp_modules")
     if mtp:
@@ -534,6 +540,8 @@ def to_record(data: dict[str, Any], rid: str, *, where: str, name: str | None = 
         "parameter_groups": {k: v for k, v in params.items() if v},
         "weight_dtype": wdtype, "unquantized_dtype": dtype,
     }
+    if enc:
+        rec["encoders"] = [enc]
     if quantized is not None:
         rec["quantized"] = [g for g in quantized if params.get(g)]
     if group_size:

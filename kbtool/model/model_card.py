@@ -109,12 +109,26 @@ class ParameterGroups(Strict):
         return [(k, v) for k, v in self.model_dump(exclude_none=True).items() if v]
 
 
+class Encoder(Strict):
+    """A multimodal model's encoder (tower and projector), loaded beside the text model unless the serve line turns
+    its modalities off (kbtool/model/encoder.py)."""
+
+    modality: Literal["vision", "audio"] = Field(description="What the encoder reads")
+    parameters: int = Field(ge=1, description="Parameters of the tower and its projector, as vLLM builds them")
+    tower: str = Field(description="vLLM's classes for it (SiglipVisionModel + Gemma3MultiModalProjector)")
+    modalities: list[str] = Field(min_length=1, description="The --limit-mm-per-prompt modalities that load it "
+                                  "(vLLM skips it when every one is 0, or under --language-model-only)")
+
+
 class Model(_Record):
     kind: Literal["model"] = Field(description="Record kind")
     family: str = Field(description="Model family")
     architecture: str | None = Field(
         default=None, description="The config's architectures[0] (Qwen3ForCausalLM): which vLLM model runner serves it")
     parameters: int = Field(ge=1, description="Total parameter count (text model, without MTP/vision towers)")
+    encoders: list[Encoder] | None = Field(
+        default=None, description="Multimodal encoders (vision/audio towers), counted in the weights as the engine "
+                                  "loads them, at the unquantized dtype")
     parameters_basis: Literal["recorded", "derived"] = Field(
         default="recorded", description="recorded from a source, or derived from the config's shapes")
     parameter_groups: ParameterGroups | None = Field(

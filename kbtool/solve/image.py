@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
 
-IMAGE_VERSION = 22  # 22: claims' `handles`; 21: vLLM's engine-release defaults beside kernel calls and two-part claims;
+IMAGE_VERSION = 23  # 23: models' `encoders`
+# 22: claims' `handles`; 21: vLLM's engine-release defaults beside kernel calls and two-part claims;
 # 20: a two-part claim's status is its weakest part's; 19: backends carry kernel calls
 # 13: the SGLang section; 14: backend platforms; 15: engine sections (engine-NAME);
 # 16: the vLLM section (MLA prefill orders); 17: KV formats and the typical CUDA (kernel records)
@@ -137,7 +138,7 @@ LAYER_FIELDS = ("type", "count", "kv_heads", "head_dim", "head_dim_v", "window",
 MODEL_FIELDS = ("id", "architecture", "parameters", "parameter_groups", "weight_dtype", "unquantized_dtype",
                 "quantized", "quant_group_size", "weight_bytes", "weight_bytes_f32", "num_heads", "head_dim",
                 "hidden_size", "intermediate_size", "vocab_size", "max_context", "softcap", "alibi", "layers",
-                "experts")
+                "experts", "encoders")
 
 
 class LayerV:
@@ -178,6 +179,7 @@ class ModelV:
         parameters: int
         parameter_groups: dict[str, int] | None
         experts: dict[str, int] | None
+        encoders: list[dict[str, Any]] | None
         weight_dtype: str
         unquantized_dtype: str
         quantized: list[str] | None

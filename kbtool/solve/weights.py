@@ -34,10 +34,48 @@ def fp32_loaded_as(model: Model | ModelV, weights: str | None, dtype: str | None
     return auto if model.weight_dtype == "fp32" else weights
 
 
-def weight_bytes(model: Model | ModelV, deploy: str | None = None) -> tuple[int, str]:
+def encoders(model: Model | ModelV) -> list[tuple[str, int]]:
+    """(modality, parameters) of each encoder the record counts (a record's models or the image's dicts)."""
+    out = []
+    for e in getattr(model, "encoders", None) or []:
+        d = e if isinstance(e, dict) else e.model_dump()
+        out.append((str(d["modality"]), int(d["parameters"])))
+    return out
+
+
+def tower_bytes(model: Model | ModelV, deploy: str | None = None) -> tuple[int, str]:
+    """Bytes of the encoders at the dtype the engine loads them: the model dtype (`deploy` where it is bf16, fp16
+    or fp32), since quantized checkpoints leave the towers out of the quantization (their ignore /
+    modules_to_not_convert lists; Llama 4's vLLM class builds its tower with quant_config=None); and their words."""
+    enc = encoders(model)
+    if not enc:
+        return 0, ""
+    base = deploy if deploy in ("bf16", "fp16", "fp32") else model.unquantized_dtype
+    n = sum(p for _m, p in enc)
+    kinds = " + ".join(dict.fromkeys(m for m, _p in enc))
+    return int(n * WEIGHT_BYTES[base]), f"{kinds} tower{'s' if len(enc) > 1 else ''} {n / 1e9:,.2f}B x " \
+                                        f"{WEIGHT_BYTES[base]:g} B ({base})"
+
+
+def weight_bytes(model: Model | ModelV, deploy: str | None = None, *, text_only: str | None = None
+                 ) -> tuple[int, str]:
     """Total weight bytes at `deploy` (None: as released) and how they were computed: the safetensors headers'
     exact bytes where the record has them (a float32 checkpoint's loaded at 2 B per value where `deploy` is bf16
-    or fp16), else parameters x bytes."""
+    or fp16), else parameters x bytes plus the encoders (tower_bytes). `text_only`: the serve-line flag that
+    makes the engine skip the encoders (they are then left out, from the exact bytes too)."""
+    total, how = _weight_bytes(model, deploy)
+    tb, thow = tower_bytes(model, deploy)
+    if not tb:
+        return total, how
+    exact = "safetensors headers" in how  # the checkpoint's exact bytes hold the towers already
+    if text_only and exact:
+        return total - tb, f"{how} - {thow} ({text_only}: not loaded)"
+    if text_only or exact:
+        return total, how
+    return total + tb, f"{how} + {thow}"
+
+
+def _weight_bytes(model: Model | ModelV, deploy: str | None = None) -> tuple[int, str]:
     pg = model.parameter_groups
     groups: dict[str, int] = dict(pg.items()) if pg is not None else {}  # a record's model or the image's dict
     groups = {k: v for k, v in groups.items() if v}

@@ -31,7 +31,7 @@ import math
 from kbtool.solve.answer import Memory
 from kbtool.solve.engines.base import Pool as EnginePool
 from kbtool.solve.engines.sglang.plan import Cell, plan
-from kbtool.solve.weights import Fit, fp32_loaded_as, weight_bytes
+from kbtool.solve.weights import Fit, fp32_loaded_as, tower_bytes, weight_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -262,6 +262,9 @@ def fit(model: Any, kv_dtype: str, capacity: int, ctx: int | None, *, mem_fracti
              f"({whow}{tp_txt}) = {budget:,} B",
              f"max_total_num_tokens = budget // cell, whole pages of {page_size} = {tokens:,}"]
     notes = [f"not modelled: {x}" for x in left]
+    tb, _thow = tower_bytes(model, weights)
+    if tb:  # SGLang builds the towers unconditionally (srt/models/gemma3_mm.py:185, qwen2_5_vl.py:743 in 0.5.23)
+        notes.append(f"vision tower {tb / 1e9:,.2f} GB counted (as SGLang loads it)")
     return (Fit(fits=fits, kv_bytes=need_bytes, kv_bytes_per_token=cell, weights_bytes=wgpu,
                 weights_dtype=weights or model.weight_dtype, reserve_bytes=capacity - int(pre * mem_fraction_static),
                 pool_bytes=max(budget, 0), pool_tokens=tokens, capacity_bytes=capacity, max_ctx=max_ctx,
@@ -298,6 +301,8 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
     # (sglang/srt/configs/model_config.py:2304 _get_and_verify_dtype, 0.5.23)
     gemma = str(getattr(model, "architecture", None) or "").lower().startswith("gemma")
     weights = fp32_loaded_as(model, q.weights, q.dtype, "bf16" if gemma else "fp16")
+    if getattr(model, "encoders", None):  # SGLang 0.5.23 builds the towers unconditionally (gemma3_mm.py:185)
+        assumed["weights"] = f"vision tower {tower_bytes(model, weights)[0] / 1e9:,.2f} GB counted (as SGLang loads it)"
     if weights != q.weights:
         how = "float32" if weights == "fp32" else "auto"
         cx.notes.append(f"{model.weight_dtype} checkpoint: SGLang's --dtype {how} loads it as {weights} "

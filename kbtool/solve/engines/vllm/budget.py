@@ -43,14 +43,16 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         batched_tokens: int, max_num_seqs: int, mla_format: str | None = None,
         eager: bool = False, block_size: int | None = None, pp: int = 1, release: str | None = None,
         kv_cache_memory: int | None = None, formats: Mapping[str, tuple[int, str | None]] | None = None,
-        sm: str | None = None, margins: Mapping[str, Any] | None = None, run: str | None = None) -> Fit:
+        sm: str | None = None, margins: Mapping[str, Any] | None = None, run: str | None = None,
+        text_only: str | None = None) -> Fit:
     """Whether `batch` sequences of `ctx` tokens fit in the KV pool of each of `tp` GPUs, and how many do, as vLLM
     `release` sizes that pool (vllm_pool.accounting); `kv_cache_memory` (--kv-cache-memory-bytes) is the pool;
     `formats`: the KV layouts the records size (kvcache.kv_model); `sm`: the GPU's architecture (the Mamba state
     pages of a hybrid model depend on it: vllm_planning.state_mode); `margins`: the extensible KV cache's (a release
     that sizes the cache after warm-up keeps max(floor, fraction x the transient peak) free beside it,
     v1/worker/extensible_kv_cache.py:600-616 in 0.34.0; the profile run's activation peak stands in for that peak);
-    `run`: the model runner `release` gives this model, from its record (defaults.Defaults.runner)."""
+    `run`: the model runner `release` gives this model, from its record (defaults.Defaults.runner); `text_only`: the
+    serve-line flag under which vLLM skips the model's encoders (mmprefix.towers_off), else they are counted."""
     acct = vllm_pool.accounting(release)
     run = run or vllm_pool.runner(model, acct)
     kv: KvModel = kv_model(model, kv_dtype, tp, batched_tokens=batched_tokens, mla_format=mla_format, formats=formats)
@@ -58,8 +60,9 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         for t in kv.terms:
             t.per_token, t.fixed = t.per_token / pp, t.fixed / pp
         kv.notes.append(f"pipeline parallel {pp}: each stage holds 1/{pp} of the layers (KV and weights per GPU)")
-    wtotal, whow = weight_bytes(model, weights)
+    wtotal, whow = weight_bytes(model, weights, text_only=text_only)
     wgpu = math.ceil(wtotal / (tp * pp))
+    tower_note = _tower_note(model, weights, text_only)
     if reserve is None:
         res, rhow = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct, run=run)
         if margins:
@@ -139,6 +142,8 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     lines.append(f"= KV pool {pool:,} B ({_gb(pool)})" + (f" = {pool_tokens:,} tokens" if 0 < pool_tokens <
                                                            UNBOUNDED_CTX else "") + given)
     notes = list(dict.fromkeys(kv.notes))
+    if tower_note:
+        notes.append(tower_note)
     if pool <= 0 and not kv_cache_memory:
         hint = " or quantize the weights (--weights fp8)" if (weights or model.weight_dtype) in ("bf16", "fp16",
                                                                                                "fp32") else ""
@@ -151,3 +156,18 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
                weights_dtype=weights or model.weight_dtype, reserve_bytes=res, pool_bytes=pool, pool_tokens=pool_tokens,
                capacity_bytes=capacity, max_ctx=mctx, max_ctx_memory=mem_ctx, ctx_limit=limit,
                max_sequences=seqs, formula="; ".join(lines), notes=notes)
+
+
+def _tower_note(model: Model | ModelV, weights: str | None, text_only: str | None) -> str | None:
+    """The words for the encoders in the weights: counted as vLLM loads them, or left out under the flag that skips
+    them (kbtool/solve/engines/vllm/mmprefix.py towers_off)."""
+    from kbtool.solve.weights import encoders, tower_bytes
+
+    enc = encoders(model)
+    if not enc:
+        return None
+    tb, _how = tower_bytes(model, weights)
+    kinds = " + ".join(dict.fromkeys(m for m, _p in enc))
+    if text_only:
+        return f"{kinds} tower {tb / 1e9:,.2f} GB left out: {text_only} (vLLM does not load it)"
+    return f"{kinds} tower {tb / 1e9:,.2f} GB counted (as vLLM loads it)"

@@ -6,6 +6,7 @@ from kbtool.errors import KbError
 from kbtool.solve.answer import Memory
 from kbtool.solve.engines.base import Pool
 from kbtool.solve.engines.vllm import defaults as vd
+from kbtool.solve.engines.vllm import mmprefix
 from kbtool.solve.engines.vllm.budget import fit
 from kbtool.solve.weights import Fit, fp32_loaded_as
 
@@ -68,13 +69,22 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
         notes_in.append(f"{q.gpus * pp} GPUs per replica (tp {q.gpus} x pp {pp})"
                         + (f"; {dp} data-parallel replicas, each sized as shown" if dp > 1 else ""))
 
+    towers_off = mmprefix.towers_off(model, settings)
+    if getattr(model, "encoders", None):  # the weights' encoders on the assumed: line (kbtool/model/encoder.py)
+        from kbtool.solve.weights import tower_bytes
+
+        gb = tower_bytes(model, weights)[0] / 1e9
+        assumed["weights"] = (f"vision tower {gb:,.2f} GB left out: {towers_off}" if towers_off else
+                              f"vision tower {gb:,.2f} GB counted (as vLLM loads it)")
+
     def on(tp: int, *, kv_as: str | None = None, weights_as: str | None = None, ctx_as: int | None = None,
            batch_as: int | None = None) -> Fit:
         return fit(model, kv_as or kv, capacity, ctx_as or ctx, batch=batch_as or batch, tp=tp,
                    utilization=utilization, weights=weights_as or weights, reserve=reserve, batched_tokens=tokens,
                    max_num_seqs=seqs, eager=eager, block_size=block, pp=pp, release=release,
                    kv_cache_memory=kv_memory, formats=cx.img.kv_formats, sm=env.get("sm"),
-                   margins=d.margins if d.extensible_kv_cache and not kv_memory else None, run=d.runner(model))
+                   margins=d.margins if d.extensible_kv_cache and not kv_memory else None, run=d.runner(model),
+                   text_only=towers_off)
 
     f = on(q.gpus)
     if settings.get("ctx_auto") and f.fits is False and f.max_ctx > 0 and f.ctx_limit == "memory":

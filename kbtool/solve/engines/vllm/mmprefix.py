@@ -76,7 +76,14 @@ def text_only(settings: dict[str, Any]) -> str | None:
 def limits_text_only(limits: str | None, mtype: str | None, mm_embeds: bool) -> bool:
     """--limit-mm-per-prompt sets every modality the model takes to 0 (vllm/config/model.py
     _supports_multimodal_inputs, 0.33.0:925-968), and --enable-mm-embeds does not keep them."""
-    if not limits or mm_embeds or mtype not in MODALITIES:
+    if mm_embeds or mtype not in MODALITIES:
+        return False
+    return limits_zero(limits, MODALITIES[mtype])
+
+
+def limits_zero(limits: str | None, modalities: tuple[str, ...] | list[str]) -> bool:
+    """--limit-mm-per-prompt (JSON) sets each of `modalities` to 0."""
+    if not limits or not modalities:
         return False
     try:
         given = json.loads(limits)
@@ -84,7 +91,25 @@ def limits_text_only(limits: str | None, mtype: str | None, mm_embeds: bool) -> 
         return False
     if not isinstance(given, dict):
         return False
-    return all(given.get(m) == 0 for m in MODALITIES[mtype])
+    return all(given.get(m) == 0 for m in modalities)
+
+
+def towers_off(model: Any, settings: dict[str, Any]) -> str | None:
+    """The serve-line flag under which vLLM skips loading every encoder the record counts, or None: a tower built
+    inside `_mark_tower_model` is replaced by a StageMissingLayer, without weights, when every modality it serves
+    has get_limit_per_prompt 0 (vllm/model_executor/models/interfaces.py:347-400 in 0.33.0, :249-290 in 0.19.1,
+    :252-293 in 0.24.0, :257-298 in 0.26.0), and --language-model-only makes every limit 0
+    (vllm/config/multimodal.py:700-701 in 0.33.0, :264-265 in 0.19.1, :315-316 in 0.24.0, :325-326 in 0.26.0).
+    Unlike use_mm_prefix, no release of these gates it on --enable-mm-embeds."""
+    encs = [e if isinstance(e, dict) else e.model_dump() for e in getattr(model, "encoders", None) or []]
+    if not encs:
+        return None
+    if text_only(settings):
+        return "--language-model-only"
+    limits = settings.get("limit_mm_per_prompt")
+    if all(limits_zero(limits, e.get("modalities") or []) for e in encs):
+        return "--limit-mm-per-prompt " + ", ".join(dict.fromkeys(f"{m}: 0" for e in encs for m in e["modalities"]))
+    return None
 
 
 def decide(model: Any, version: str | None, settings: dict[str, Any]) -> tuple[bool | None, str]:
