@@ -57,8 +57,8 @@ def test_the_answer_names_the_tower_and_the_pool_shrinks_by_it() -> None:
     on = _answer(None)
     off = _answer("serve google/gemma-3-27b-it --max-model-len 32768 --language-model-only")
     assert on.memory is not None and off.memory is not None
-    assert "vision tower 0.85 GB counted (as vLLM loads it)" in on.assumed["weights"]
-    assert "vision tower 0.85 GB left out: --language-model-only" in off.assumed["weights"]
+    assert on.assumed["vision tower"] == "0.85 GB in the weights (vLLM loads it)"
+    assert off.assumed["vision tower"] == "0.85 GB left out of the weights: --language-model-only"
     assert on.memory.weights_bytes - off.memory.weights_bytes == 423_060_336 * 2
     neutral = _answer(None, engine=None)
-    assert neutral.memory is not None and "counted" in neutral.assumed["weights"]
+    assert neutral.memory is not None and "in the weights" in neutral.assumed["vision tower"]

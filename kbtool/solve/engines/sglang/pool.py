@@ -302,7 +302,7 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
     gemma = str(getattr(model, "architecture", None) or "").lower().startswith("gemma")
     weights = fp32_loaded_as(model, q.weights, q.dtype, "bf16" if gemma else "fp16")
     if getattr(model, "encoders", None):  # SGLang 0.5.23 builds the towers unconditionally (gemma3_mm.py:185)
-        assumed["weights"] = f"vision tower {tower_bytes(model, weights)[0] / 1e9:,.2f} GB counted (as SGLang loads it)"
+        assumed["vision tower"] = f"{tower_bytes(model, weights)[0] / 1e9:,.2f} GB in the weights (SGLang loads it)"
     if weights != q.weights:
         how = "float32" if weights == "fp32" else "auto"
         cx.notes.append(f"{model.weight_dtype} checkpoint: SGLang's --dtype {how} loads it as {weights} "

@@ -74,8 +74,8 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
         from kbtool.solve.weights import tower_bytes
 
         gb = tower_bytes(model, weights)[0] / 1e9
-        assumed["weights"] = (f"vision tower {gb:,.2f} GB left out: {towers_off}" if towers_off else
-                              f"vision tower {gb:,.2f} GB counted (as vLLM loads it)")
+        assumed["vision tower"] = (f"{gb:,.2f} GB left out of the weights: {towers_off}" if towers_off else
+                                   f"{gb:,.2f} GB in the weights (vLLM loads it)")
 
     def on(tp: int, *, kv_as: str | None = None, weights_as: str | None = None, ctx_as: int | None = None,
            batch_as: int | None = None) -> Fit:
