@@ -8,6 +8,8 @@ import pytest
 
 from kbtool.query_cli import image
 from kbtool.solve.engines.sglang import pool as sglang_pool
+from kbtool.solve.query import build_query
+from kbtool.solve.solver import solve
 
 
 @pytest.fixture(scope="module")
@@ -60,3 +62,14 @@ def test_weights_beyond_the_static_share_are_sglangs_error(img) -> None:  # type
     f, pool, err = sglang_pool.fit(m, "bf16", 85_520_809_984, 8192, mem_fraction_static=0.83, page_size=1)
     assert pool is None and f.fits is False
     assert err is not None and err.startswith("ValueError: Loaded weights leave no GPU memory for the KV cache")
+
+
+def test_sglang_float32_stores_its_auto_cache_at_4_bytes(img) -> None:  # type: ignore[no-untyped-def]
+    """SGLang's kv_cache_dtype auto is the model dtype too (0.5.23 sglang/srt/mem_cache/kv_cache_dtype.py:49-59)."""
+    line = "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --context-length 32768"
+    half = solve(img, build_query(gpu="h100", sglang_args=line))
+    full = solve(img, build_query(gpu="h100", sglang_args=line + " --dtype float32"))
+    assert half.memory is not None and full.memory is not None
+    assert full.memory.kv_bytes_per_token == 2 * half.memory.kv_bytes_per_token
+    assert full.memory.weights_bytes == pytest.approx(2 * half.memory.weights_bytes, rel=1e-6)
+    assert "dtype: torch.float32" in full.memory.engine_report["text"]

@@ -115,7 +115,7 @@ class Pool:
         gb = GIB  # SGLang prints GB as bytes / 2**30 (memory_pool.py); the boots' K + V sizes add up so
         kv = self.tokens * self.cell_bytes
         torch_dtype = {"bf16": "torch.bfloat16", "fp16": "torch.float16", "fp8_e4m3": "torch.float8_e4m3fn",
-                       "fp8_e5m2": "torch.float8_e5m2"}.get(self.kv_dtype, self.kv_dtype)
+                       "fp8_e5m2": "torch.float8_e5m2", "fp32": "torch.float32"}.get(self.kv_dtype, self.kv_dtype)
         if self.mla:
             line = f"KV Cache is allocated. dtype: {torch_dtype}, #tokens: {self.tokens}, KV size: {kv / gb:.2f} GB"
         else:
@@ -406,5 +406,7 @@ def _kv(resolved: str | None, env: dict[str, Any], model: Any) -> str:
 
     if resolved and resolved != "auto":
         return KV_OF.get(resolved, env.get("kv_dtype") or "bf16")
+    if env.get("dtype") == "fp32":  # --dtype float32: auto stores the model dtype (0.5.23
+        return "fp32"  # mem_cache/kv_cache_dtype.py:49-59)
     dtype = model.unquantized_dtype if model.weight_dtype not in ("bf16", "fp16", "fp32") else model.weight_dtype
     return "bf16" if dtype == "fp32" else (dtype or "bf16")

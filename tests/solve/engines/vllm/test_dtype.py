@@ -40,3 +40,4 @@ def test_float32_selects_a_backend_that_takes_float32_queries(img: Any) -> None:
     assert a.engine["selected"] == "vllm-triton-attn", a.engine["refused"]
     refused = dict(a.engine["refused"])
     assert "fp32" in refused["FLASH_ATTN"], refused
+
