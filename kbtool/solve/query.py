@@ -228,6 +228,7 @@ class Query:
         "model",
         "phases",
         "release",
+        "release_note",
         "reserve",
         "settings",
         "utilization",
@@ -256,6 +257,7 @@ class Query:
         self.weights, self.reserve, self.batched_tokens = weights, reserve, batched_tokens
         self.assume = assume  # "typical": fill what was not given from the documented profile; "none": strict
         self.release = release  # the engine's release, as its module pins it
+        self.release_note: str | None = None  # why that release, where the engine chose it (the assumed: line)
         self.settings: dict[str, Any] = {}  # the serve line's engine-only settings (the engine's spelling)
         self.ignored: list[str] = []  # the serve line's flags kb does not consider
         self.built: dict[str, Any] | None = None  # build_query's arguments, where a serve line was pasted

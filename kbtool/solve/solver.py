@@ -173,6 +173,8 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
     origin = cx.img.model_origin(q.model) if q.model else None  # how --model was read (kbtool/solve/modelref.py)
     if origin:
         assumed["model"] = origin
+    if q.release_note:
+        assumed[q.engine] = q.release_note
     if acc.architecture in cx.img.cc:
         env["sm"] = acc.architecture
         cc = cx.img.cc[acc.architecture]

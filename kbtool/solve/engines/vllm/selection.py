@@ -327,6 +327,13 @@ def pin_release(img: Image, q: Any) -> None:
         return
     q.release = version
     q.libs["vllm"] = version
+    if asked is None:
+        from kbtool.solve.engines.vllm.grid import recorded
+
+        newer = [v for v in recorded() if compare_versions(v, version) > 0]
+        q.release_note = f"{version} (the newest release kb records priority lists for" + (
+            f"; {', '.join(newer)} answer{'s' if len(newer) == 1 else ''} from {'its' if len(newer) == 1 else 'their'}"
+            f" recorded grid with --vllm {newer[-1]})" if newer else ")")
 
 
 def preflight(engine: dict[str, Any], memory: Any, ctx: int | None, batch: int | None,
