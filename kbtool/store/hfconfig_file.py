@@ -95,6 +95,8 @@ def _source(folder: Path, path: Path) -> tuple[dict[str, Any] | None, str | None
     src: dict[str, Any] = {"type": "doc", "repo": str(data["repo"]), "path": str(data["path"])}
     if data.get("commit"):
         src["commit"] = str(data["commit"])
+    if data.get("host") not in (None, "github") and data.get("url"):
+        src["url"] = str(data["url"])  # repo, path and commit name a Hugging Face repository: the url says so
     src["section"] = f"config.json of {data.get('model') or path.parent.name}"
     return src, str(data["model"]) if data.get("model") else None
 

@@ -19,7 +19,7 @@ from tests.util import DATA, run_kb
 
 LINES = DATA / "serve-lines"
 # measured on this set (33 lines) when it was built: raise these as kb answers more, never lower them
-FLOOR = {"answered": 20, "verdicts": 10, "right": 4}
+FLOOR = {"answered": 22, "verdicts": 10, "right": 4}
 
 
 def corpus() -> list[tuple[str, dict[str, Any]]]:

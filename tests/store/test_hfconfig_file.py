@@ -1,0 +1,39 @@
+"""kbtool/store/hfconfig_file.py: the source a config's SOURCE.yaml gives becomes the record's source."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from kbtool.store.hfconfig_file import read_config
+from tests.util import DATA
+
+HF = DATA / "hf-configs"
+
+
+def test_a_copy_read_on_the_hub_keeps_its_address() -> None:
+    """A config read from a Hugging Face repository (host: huggingface) is cited with its page address as well as
+    repo, path and commit, so a reader does not look for that repository on GitHub."""
+    src = read_config(str(HF / "llama-3-8b" / "config.json"))["sources"][0]
+    assert src["repo"] == "philippkolbe/huggingface" and src["commit"]
+    assert src["url"].startswith("https://huggingface.co/philippkolbe/huggingface/blob/") and src["path"] in src["url"]
+
+
+def test_a_copy_read_on_github_is_cited_by_repo_path_and_commit_alone() -> None:
+    src = read_config(str(HF / "llama-3.1-8b" / "config.json"))["sources"][0]
+    assert src["repo"] == "ai-dynamo/aiconfigurator" and "url" not in src
+
+
+def test_the_hub_copy_is_byte_for_byte_the_blob_its_cache_named(tmp_path: Path) -> None:
+    """The Hub page shows the JSON without its layout; the copy was written in the Hub's layout and must hash to
+    the git blob name the Hugging Face cache gave the file (a cache names blobs by their git hash)."""
+    import hashlib
+
+    body = (HF / "llama-3-8b" / "config.json").read_bytes()
+    blob = hashlib.sha1(b"blob %d\0" % len(body) + body).hexdigest()
+    assert blob == "31553d63b8f18df5d6d440860751533ada3759e4"
+    changed = tmp_path / "config.json"
+    shutil.copy(HF / "llama-3-8b" / "config.json", changed)
+    changed.write_bytes(body.replace(b"128009", b"128001"))
+    other = changed.read_bytes()
+    assert hashlib.sha1(b"blob %d\0" % len(other) + other).hexdigest() != blob
