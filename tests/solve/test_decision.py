@@ -33,6 +33,19 @@ def test_a_flag_that_moves_memory_kb_does_not_model_is_named_never_a_confident_n
     assert "--cpu-offload-gb (weights offloaded to host memory)" in answer_summary(a)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("flag", ["--kv-transfer-config '{\"kv_connector\":\"LMCacheConnectorV1\",\"kv_role\":\"kv_both\"}'",
+                                  "--kv-offloading-size 20"])
+def test_a_kv_connector_makes_a_fitting_answer_conditional(img: Any, flag: str) -> None:
+    """A KV connector allocates buffers kb does not model (vllm#21348, LMCache on 4xH100: vLLM logged 8.11 GiB for
+    the KV cache where kb's model of the line without the connector gives 13.31); "yes" becomes conditional, naming
+    the flag."""
+    line = "vllm serve Qwen/Qwen3-8B --max-model-len 32768"
+    assert solve(img, build_query(gpu="h100", vllm_args=line)).verdict == "yes"
+    a = solve(img, build_query(gpu="h100", vllm_args=f"{line} {flag}"))
+    assert a.verdict == "conditional" and a.decision.case == "UNMODELLED_MEMORY"  # type: ignore[union-attr]
+    assert flag.split()[0] in answer_summary(a)  # type: ignore[arg-type]
+
+
 def test_the_engines_start_up_check_binds_the_verdict(img: Any) -> None:
     """vLLM 0.33.0 refuses gemma-3-27b at 128k on an H100 (its count: maximum concurrency under 1); kb said "yes,
     KV fits" above that line before one decision made both."""

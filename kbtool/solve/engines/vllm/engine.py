@@ -32,7 +32,9 @@ class Vllm(Engine):
     # conditional (no number rests on them). Not yet read against vllm/engine/arg_utils.py for a release.
     memory_flags = {"--cpu-offload-gb": "weights offloaded to host memory", "--speculative-config": "a draft model "
                     "and its KV cache", "--enable-lora": "LoRA adapter weights", "--num-gpu-blocks-override": "the "
-                    "KV pool's size"}
+                    "KV pool's size", "--kv-transfer-config": "a KV connector's buffers: LMCache, NIXL, offloading",
+                    # 0.33.0 engine/arg_utils.py:1453 and 2330: the size becomes an offloading kv_transfer_config
+                    "--kv-offloading-size": "a CPU offloading connector's buffers"}
     boot_probe = "vllm-boot"  # probes/vllm_boot
     boot_error_record = "vllm-boot-estimate-error"  # boots.RECORD_ID, written by kbtool/probe/boot_error.py
 
