@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from .common import BoolFact, Fact, NumFact, Record, Ref, Strict, Version, given, schema_rule
+from .common import BoolFact, Fact, NumFact, Record, Ref, Strict, Version
 
 
 class BatchTier(Strict):
@@ -139,9 +139,6 @@ class Accounting(Strict):
 
 
 class EngineRelease(Record):
-    model_config = schema_rule({"if": {"properties": {"engine": {"const": "vllm"}}, "required": ["engine"]},
-                                "then": given("planning")})
-
     kind: Literal["engine-release"] = Field(description="Record kind")
     engine: Literal["vllm", "sglang"] = Field(description="The serving engine")
     release: Version = Field(description="The engine release these defaults are of")
@@ -157,20 +154,12 @@ class EngineRelease(Record):
     startup_checks: list[StartupCheck] = Field(
         default_factory=list, description="Checks of the resolved settings that stop the release at start-up")
     planning: Planning | None = Field(
-        default=None, description="vLLM: how the release plans its KV cache and words its start-up refusal "
-        "(required for vLLM records)")
+        default=None, description="vLLM: how the release plans its KV cache and words its start-up refusal; a "
+        "record without one takes the newest at or below it that has one (every shipped vLLM record has one: "
+        "tests/solve/engines/vllm/test_engine_release.py)")
     accounting: Accounting | None = Field(
         default=None, description="vLLM: how the release sizes what it takes off before the KV pool, where it was "
         "read; a release without one borrows the newest at or below it that has one")
-
-    @model_validator(mode="after")
-    def _vllm_has_planning(self) -> EngineRelease:
-        if self.planning is None and self.engine == "vllm":
-            raise ValueError("a vLLM engine-release record needs `planning`: how the release plans its KV cache "
-                             "(in_flight, null_block, checkpoints, mamba2_checkpoints, gdn_checkpoints, sliding_v, "
-                             "tokens, hint), each citing the release's code or, where carried from an older "
-                             "release's line, saying so in a note")
-        return self
 
     def refs(self) -> list[tuple[str, str]]:
         return [("evidence", e) for e in self.evidence]

@@ -9,6 +9,7 @@ from kbtool.solve.engines.vllm import defaults as vd
 from kbtool.solve.engines.vllm.budget import fit
 from kbtool.solve.engines.vllm.planning import planning
 from kbtool.solve.engines.vllm.pool import accounting
+from kbtool.solve.engines.vllm.records import lines, measured
 from kbtool.solve.weights import Fit, fp32_loaded_as
 
 TYPE_CHECKING = False
@@ -44,7 +45,7 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
         ctx = model.max_context
         assumed["ctx"] = f"{ctx} (the model's max context, for the memory check only)"
     d = serve_defaults(cx, acc, release, ctx)
-    rows = vd.rows(cx.img)
+    rows = lines(vd.rows(cx.img))
     acct, plan = accounting(release, rows), planning(release, rows)
     tokens = q.batched_tokens or d.max_num_batched_tokens
     seqs = settings.get("max_num_seqs") or d.max_num_seqs
@@ -122,8 +123,6 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
 def serve_defaults(cx: Ctx, acc: AcceleratorV, release: str | None, ctx: int | None) -> vd.Defaults:
     """`vllm serve`'s defaults on this GPU for `release` (None: the release whose accounting sizes the pool, the
     record whose `accounting.measured` is true), from its engine-release record (vllm/defaults.py)."""
-    from kbtool.solve.engines.vllm.records import measured
-
     rows = vd.rows(cx.img)
     if not rows:
         raise KbError("no engine-release record of vLLM: records/engine-releases/vllm-*.yaml is missing",
@@ -131,7 +130,7 @@ def serve_defaults(cx: Ctx, acc: AcceleratorV, release: str | None, ctx: int | N
     memory, name, cc = vd.accelerator_facts(cx.img, acc.id)
     arch = getattr(cx.model, "architecture", None)
     seqs = cx.q.settings.get("max_num_seqs") if cx.q.engine == "vllm" else None
-    d = vd.serve_defaults(cx.img, release or measured(rows), memory or acc.capacity_bytes() or 0, name,
+    d = vd.serve_defaults(cx.img, release or measured(lines(rows)), memory or acc.capacity_bytes() or 0, name,
                           cc or "0.0", ctx, arch, seqs)
     if d is None:
         raise KbError("no engine-release record of vLLM: records/engine-releases/vllm-*.yaml is missing",

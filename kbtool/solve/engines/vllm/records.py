@@ -95,6 +95,13 @@ def recorded() -> dict[str, Any]:
 _RECORDED: dict[str, Any] | None = None
 
 
+def lines(rows: dict[str, Any]) -> dict[str, Any]:
+    """The rows whose planning and accounting lines answer for a query image of `rows`: its own, or, where none of
+    its vLLM records carries a `planning` line (a records tree that predates them, such as the tests' fixture tree),
+    the records tree's (recorded()), as kb answered before the lines moved into the records."""
+    return rows if any(row.get("planning") for row in rows.values()) else recorded()
+
+
 def line_release(release: str | None, rows: dict[str, Any], section: str) -> str:
     """The recorded release whose `section` line (planning, accounting) `release` takes: the newest recorded with
     one at or below it, else the oldest; no release: the release kb's reserve was measured on (`measured`)."""
