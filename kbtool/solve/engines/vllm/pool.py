@@ -33,11 +33,10 @@ from __future__ import annotations
 
 import math
 
+from kbtool.errors import KbError
 from kbtool.solve.engines.vllm import mamba as vllm_mamba
 from kbtool.solve.engines.vllm import planning as vllm_planning
 from kbtool.solve.engines.vllm.planning import Planning, Point
-
-from kbtool.errors import KbError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -83,7 +82,7 @@ class Accounting:
                           "line)")
         self.release, self.graphs = release, str(acct["graphs"][0])
         self.v2_sampler = V1_SAMPLER_BYTES if acct["v2_sampler"][0] == "full" else V2_SAMPLER_BYTES
-        listed = (d.get("model_runner_v2_architectures") or ([], ""))[0]
+        listed: list[str] = (d.get("model_runner_v2_architectures") or ([], ""))[0]
         self.v2: frozenset[str] | str = "all" if d["model_runner"][0] == "V2" else frozenset(listed)
 
 
