@@ -156,7 +156,7 @@ class EngineRelease(Record):
     planning: Planning | None = Field(
         default=None, description="vLLM: how the release plans its KV cache and words its start-up refusal; a "
         "record without one takes the newest at or below it that has one (every shipped vLLM record has one: "
-        "tests/solve/engines/vllm/test_engine_release.py)")
+        "tests/solve/engines/vllm/test_records.py)")
     accounting: Accounting | None = Field(
         default=None, description="vLLM: how the release sizes what it takes off before the KV pool, where it was "
         "read; a release without one borrows the newest at or below it that has one")
