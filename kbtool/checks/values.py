@@ -56,9 +56,11 @@ def _indexed_sources(kb: KB, r: Any) -> list[Finding]:
     if isinstance(r, EnginePriority) and r.mla_prefill is not None:
         at += [(("mla_prefill", "lists", i), pl.source) for i, pl in enumerate(r.mla_prefill.lists)]
         at += [(("mla_prefill", "calls", name), c.source) for name, c in r.mla_prefill.calls.items()]
-    if isinstance(r, EngineRelease):  # its facts sit in `defaults`; tiers and margins cite sources too
-        at += [(("defaults", name), f.source) for name in type(r.defaults).model_fields
-               if isinstance(f := getattr(r.defaults, name), Fact) and f.source is not None]
+    if isinstance(r, EngineRelease):  # its facts sit in sections; tiers and margins cite sources too
+        for section in ("defaults", "planning", "accounting"):  # vLLM's planning and accounting lines too
+            block = getattr(r, section)
+            at += [((section, name), f.source) for name in (type(block).model_fields if block is not None else ())
+                   if isinstance(f := getattr(block, name), Fact) and f.source is not None]
         at += [(("batch", i), t.source) for i, t in enumerate(r.batch)]
         at += [(("extensible_margins",), r.extensible_margins.source)] if r.extensible_margins is not None else []
         at += [(("startup_checks", i), c.source) for i, c in enumerate(r.startup_checks)]

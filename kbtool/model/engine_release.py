@@ -5,6 +5,8 @@ Each value cites where the release sets it (an index into `sources`: the engine'
 record names the evidence of the engine's own config resolution that recorded it (the `vllm-engine-config` probe
 for vLLM); tests/solve/engines/vllm/test_engine_release.py replays every recorded point against this record.
 The kind is engine-neutral: SGLang's page size, mem_fraction_static and chunked-prefill size fit the same shape.
+vLLM records also carry `planning` (how the release plans its KV cache: kbtool/solve/engines/vllm/planning.py) and,
+where it was read, `accounting` (how it sizes the reserve before the pool: kbtool/solve/engines/vllm/pool.py).
 """
 
 from __future__ import annotations
@@ -89,13 +91,61 @@ class Defaults(Strict):
     extensible_kv_cache: BoolFact = Field(description="KV cache sized after warm-up from measured memory")
 
 
+class Planning(Strict):
+    """vLLM: how the release plans its KV cache from the memory left for it, and its start-up check, where releases
+    differ (kbtool/solve/engines/vllm/planning.py replays the planning with these; the vllm-kv-planning probe's
+    recorded points hold each release to its line). Whether hybrid models get prefix caching, and so Mamba state
+    mode "align", is `defaults.hybrid_prefix_caching`."""
+
+    in_flight: Fact[Literal["batched", "batches"]] = Field(
+        description="The tokens a sliding-window or chunked-local request holds beside its window: 'batched' "
+        "(max_num_batched_tokens) or 'batches' (max_concurrent_batches x max_num_batched_tokens)")
+    null_block: BoolFact = Field(
+        description="The start-up check plans against the memory less the one block the block pool keeps (null)")
+    checkpoints: BoolFact = Field(
+        description="Mamba prefill checkpoint pages count in a request's state pages in mode 'align' (MambaSpec)")
+    mamba2_checkpoints: BoolFact = Field(
+        description="A Mamba-2 layer exports one prefill checkpoint page (false where `checkpoints` is)")
+    gdn_checkpoints: BoolFact = Field(
+        description="A GDN layer exports one prefill checkpoint page where FlashInfer's GDN prefill runs (false "
+        "where `checkpoints` is)")
+    sliding_v: BoolFact = Field(
+        description="A sliding-window layer's page holds V at its own head size (SlidingWindowSpec.head_size_v); "
+        "false: V is sized as K")
+    tokens: Fact[Literal["concurrency", "blocks per group"]] = Field(
+        description="How the logged 'GPU KV cache size' is computed: 'concurrency' (int(maximum concurrency x "
+        "max_model_len)) or 'blocks per group' (num_blocks // groups x block)")
+    hint: Fact[Literal["short", "utilization", "extensible"]] = Field(
+        description="How the start-up refusal is worded: 'short' (\"models's max seq len\" and the short "
+        "gpu_memory_utilization hint), 'utilization' (the hint that names the CPU backend), 'extensible' (the "
+        "extensible KV cache's hint)")
+
+
+class Accounting(Strict):
+    """vLLM: how the release sizes the memory it takes off before the KV pool, where releases differ
+    (kbtool/solve/engines/vllm/pool.py). A release without this section is sized as the newest release at or
+    below it that has one (the answer says whose line sized the reserve). Which model runner a model gets is
+    `defaults.model_runner` and `defaults.model_runner_v2_architectures`."""
+
+    graphs: Fact[Literal["none", "V1", "all"]] = Field(
+        description="Which model runners' CUDA-graph memory estimate is subtracted before the pool is sized "
+        "(unless eager): 'none' (logged only), 'V1' (the V2 runner's estimate is 0), 'all'")
+    v2_sampler: Fact[Literal["logits", "full"]] = Field(
+        description="What the V2 runner's profile run samples: 'logits' (fp32 logits, no top-k/top-p) or 'full' "
+        "(the V1 runner's full sampler)")
+    measured: BoolFact | None = Field(
+        default=None, description="kb's reserve constants were read against recorded boots of this release; a "
+        "query that names no release is sized as this release (one vLLM record says true)")
+
+
 class EngineRelease(Record):
     kind: Literal["engine-release"] = Field(description="Record kind")
     engine: Literal["vllm", "sglang"] = Field(description="The serving engine")
     release: Version = Field(description="The engine release these defaults are of")
     entry_point: str = Field(description="The command whose defaults these are, e.g. 'vllm serve'")
     evidence: list[Ref] = Field(
-        default_factory=list, description="Evidence of the engine's own config resolution that recorded them")
+        default_factory=list, description="Evidence of the engine's own config resolution (and, for `planning`, "
+        "its own KV-cache planning) that recorded them")
     defaults: Defaults = Field(description="Release-wide defaults")
     batch: list[BatchTier] = Field(
         min_length=1, description="Per-device batch defaults, in the engine's order; the first that holds applies")
@@ -103,6 +153,13 @@ class EngineRelease(Record):
         default=None, description="The extensible KV cache's margins, where the release has one")
     startup_checks: list[StartupCheck] = Field(
         default_factory=list, description="Checks of the resolved settings that stop the release at start-up")
+    planning: Planning | None = Field(
+        default=None, description="vLLM: how the release plans its KV cache and words its start-up refusal; a "
+        "record without one takes the newest at or below it that has one (every shipped vLLM record has one: "
+        "tests/solve/engines/vllm/test_records.py)")
+    accounting: Accounting | None = Field(
+        default=None, description="vLLM: how the release sizes what it takes off before the KV pool, where it was "
+        "read; a release without one borrows the newest at or below it that has one")
 
     def refs(self) -> list[tuple[str, str]]:
         return [("evidence", e) for e in self.evidence]

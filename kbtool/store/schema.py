@@ -73,17 +73,32 @@ def _find_nan(data: Any, path: tuple[Any, ...]) -> tuple[Any, ...] | None:
     return None
 
 
-def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
-    """The keys allowed in the mapping at `loc` of a `model` record (by alias), as far as they can be told."""
+def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model of the mapping at `loc` of a `model` record, as far as it can be told."""
     cur: Any = model
     for part in loc:
         if isinstance(part, int) or cur is None:
             continue
         field = cur.model_fields.get(part) or next((f for f in cur.model_fields.values() if f.alias == part), None)
         cur = _model_of(field.annotation) if field is not None else None
+    return cur  # type: ignore[no-any-return]
+
+
+def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The keys allowed in the mapping at `loc` of a `model` record (by alias), as far as they can be told."""
+    cur = _model_at(model, loc)
     if cur is None:
         return []
     return [f.alias or name for name, f in cur.model_fields.items()]
+
+
+def _missing_fix(model: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
+    """The fix for a missing field: add it, with what the model says it holds."""
+    cur = _model_at(model, loc[:-1])
+    field = cur.model_fields.get(str(loc[-1])) if cur is not None else None
+    if field is None or not field.description:
+        return None
+    return f"add '{loc[-1]}' ({field.description[0].lower()}{field.description[1:]})"
 
 
 def _model_of(tp: Any) -> type[BaseModel] | None:
@@ -101,7 +116,7 @@ def _finding(doc: Document, model: type[BaseModel], err: Any) -> Finding:
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and (p[:1].isupper() or "[" in p)))
     t, ctx, inp = err["type"], err.get("ctx") or {}, err.get("input")
     if t == "missing":
-        return _at(doc, loc, f"missing required field '{loc[-1]}'")
+        return _at(doc, loc, f"missing required field '{loc[-1]}'", _missing_fix(model, loc))
     if t == "extra_forbidden":
         allowed = _fields_at(model, loc[:-1])
         near = difflib.get_close_matches(str(loc[-1]), allowed, n=1)

@@ -33,8 +33,10 @@ def test_a_flag_that_moves_memory_kb_does_not_model_is_named_never_a_confident_n
     assert "--cpu-offload-gb (weights offloaded to host memory)" in answer_summary(a)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("flag", ["--kv-transfer-config '{\"kv_connector\":\"LMCacheConnectorV1\",\"kv_role\":\"kv_both\"}'",
-                                  "--kv-offloading-size 20"])
+LMCACHE = "'{\"kv_connector\":\"LMCacheConnectorV1\",\"kv_role\":\"kv_both\"}'"
+
+
+@pytest.mark.parametrize("flag", [f"--kv-transfer-config {LMCACHE}", "--kv-offloading-size 20"])
 def test_a_kv_connector_makes_a_fitting_answer_conditional(img: Any, flag: str) -> None:
     """A KV connector allocates buffers kb does not model (vllm#21348, LMCache on 4xH100: vLLM logged 8.11 GiB for
     the KV cache where kb's model of the line without the connector gives 13.31); "yes" becomes conditional, naming

@@ -44,7 +44,8 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         eager: bool = False, block_size: int | None = None, pp: int = 1, release: str | None = None,
         kv_cache_memory: int | None = None, formats: Mapping[str, tuple[int, str | None]] | None = None,
         sm: str | None = None, margins: Mapping[str, Any] | None = None, run: str | None = None,
-        text_only: str | None = None) -> Fit:
+        text_only: str | None = None, acct: vllm_pool.Accounting | None = None,
+        plan: vllm_planning.Planning | None = None) -> Fit:
     """Whether `batch` sequences of `ctx` tokens fit in the KV pool of each of `tp` GPUs, and how many do, as vLLM
     `release` sizes that pool (vllm_pool.accounting); `kv_cache_memory` (--kv-cache-memory-bytes) is the pool;
     `formats`: the KV layouts the records size (kvcache.kv_model); `sm`: the GPU's architecture (the Mamba state
@@ -52,8 +53,10 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     that sizes the cache after warm-up keeps max(floor, fraction x the transient peak) free beside it,
     v1/worker/extensible_kv_cache.py:600-616 in 0.34.0; the profile run's activation peak stands in for that peak);
     `run`: the model runner `release` gives this model, from its record (defaults.Defaults.runner); `text_only`: the
-    serve-line flag under which vLLM skips the model's encoders (mmprefix.towers_off), else they are counted."""
-    acct = vllm_pool.accounting(release)
+    serve-line flag under which vLLM skips the model's encoders (mmprefix.towers_off), else they are counted;
+    `acct`, `plan`: `release`'s accounting and planning lines from the query image's records (None: read from the
+    records tree)."""
+    acct = acct or vllm_pool.accounting(release)
     run = run or vllm_pool.runner(model, acct)
     kv: KvModel = kv_model(model, kv_dtype, tp, batched_tokens=batched_tokens, mla_format=mla_format, formats=formats)
     if pp > 1:  # each pipeline stage holds its share of the layers, their KV cache and their weights
@@ -83,7 +86,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
                  " (--kv-cache-memory-bytes: the weights and this pool exceed the GPU's memory)")
     report = None
     block = block_size or kv.block
-    plan = vllm_planning.planning(release)
+    plan = plan or vllm_planning.planning(release)
     arch = getattr(model, "architecture", None)
     mode, ckpt = vllm_planning.state_mode(plan, arch, sm, any(g.type == "linear" for g in model.layers))
     # no pool at all (the weights and reserve take the memory): the answer says that, not vLLM's "No available

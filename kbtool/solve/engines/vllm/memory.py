@@ -8,6 +8,9 @@ from kbtool.solve.engines.base import Pool
 from kbtool.solve.engines.vllm import defaults as vd
 from kbtool.solve.engines.vllm import mmprefix
 from kbtool.solve.engines.vllm.budget import fit
+from kbtool.solve.engines.vllm.planning import planning
+from kbtool.solve.engines.vllm.pool import accounting
+from kbtool.solve.engines.vllm.records import lines, measured
 from kbtool.solve.weights import Fit, fp32_loaded_as
 
 TYPE_CHECKING = False
@@ -43,6 +46,8 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
         ctx = model.max_context
         assumed["ctx"] = f"{ctx} (the model's max context, for the memory check only)"
     d = serve_defaults(cx, acc, release, ctx)
+    rows = lines(vd.rows(cx.img))
+    acct, plan = accounting(release, rows), planning(release, rows)
     tokens = q.batched_tokens or d.max_num_batched_tokens
     seqs = settings.get("max_num_seqs") or d.max_num_seqs
     utilization = q.utilization if q.utilization_given else d.utilization
@@ -84,7 +89,7 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
                    max_num_seqs=seqs, eager=eager, block_size=block, pp=pp, release=release,
                    kv_cache_memory=kv_memory, formats=cx.img.kv_formats, sm=env.get("sm"),
                    margins=d.margins if d.extensible_kv_cache and not kv_memory else None, run=d.runner(model),
-                   text_only=towers_off)
+                   text_only=towers_off, acct=acct, plan=plan)
 
     f = on(q.gpus)
     if settings.get("ctx_auto") and f.fits is False and f.max_ctx > 0 and f.ctx_limit == "memory":
@@ -106,7 +111,7 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
                  reserve_bytes=f.reserve_bytes, pool_tokens=f.pool_tokens, max_sequences=f.max_sequences,
                  max_ctx_memory=f.max_ctx_memory, ctx_limit=f.ctx_limit, utilization=utilization,
                  gpus_to_fit=more[0] if more else None, to_fit=to_fit,
-                 engine_report=_held_to_boots(cx, acc, _report(f.engine_report, release), {
+                 engine_report=_held_to_boots(cx, acc, _report(f.engine_report, acct.release), {
                      "max_model_len": ctx, "kv_cache_dtype": _vllm_kv(kv, env), "enforce_eager": eager,
                      "gpu_memory_utilization": utilization, "max_num_batched_tokens": tokens,
                      "max_num_seqs": seqs, "tp": q.gpus, "pp": pp}, release, kv_memory))
@@ -125,14 +130,16 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
 
 
 def serve_defaults(cx: Ctx, acc: AcceleratorV, release: str | None, ctx: int | None) -> vd.Defaults:
-    """`vllm serve`'s defaults on this GPU for `release` (None: the release whose accounting sizes the pool), from
-    its engine-release record (kbtool/solve/engines/vllm/defaults.py)."""
-    from kbtool.solve.engines.vllm.pool import accounting
-
+    """`vllm serve`'s defaults on this GPU for `release` (None: the release whose accounting sizes the pool, the
+    record whose `accounting.measured` is true), from its engine-release record (vllm/defaults.py)."""
+    rows = vd.rows(cx.img)
+    if not rows:
+        raise KbError("no engine-release record of vLLM: records/engine-releases/vllm-*.yaml is missing",
+                      fix="restore records/engine-releases (the vllm-engine-config probe's data)")
     memory, name, cc = vd.accelerator_facts(cx.img, acc.id)
     arch = getattr(cx.model, "architecture", None)
     seqs = cx.q.settings.get("max_num_seqs") if cx.q.engine == "vllm" else None
-    d = vd.serve_defaults(cx.img, release or accounting(None).release, memory or acc.capacity_bytes() or 0, name,
+    d = vd.serve_defaults(cx.img, release or measured(lines(rows)), memory or acc.capacity_bytes() or 0, name,
                           cc or "0.0", ctx, arch, seqs)
     if d is None:
         raise KbError("no engine-release record of vLLM: records/engine-releases/vllm-*.yaml is missing",
@@ -187,7 +194,7 @@ def report_text(r: dict[str, Any], ctx: int) -> str:
     if r.get("basis") == "measured":
         m = r["measured"]
         return f"{head} (measured: vLLM {m['vllm']} booted this on {m['accelerator']}, {m['row']}{pad})"
-    acct, rel = r.get("accounting", "0.24.0"), r.get("release")
+    acct, rel = r["accounting"], r.get("release")
     why = (f"estimated from vLLM {acct}'s accounting{pad}" if not rel or rel == acct else
            f"estimated: vLLM {rel}'s defaults, runner and planning, the reserve as vLLM {acct}'s line sizes it{pad}")
     other = r.get("other_release")
@@ -290,11 +297,10 @@ def _offer(change: str, g: Fit) -> dict[str, Any]:
     return {"change": change, "max_sequences": g.max_sequences, "max_ctx": g.max_ctx}
 
 
-def _report(r: Report | None, release: str | None) -> dict[str, Any] | None:
+def _report(r: Report | None, accounting: str) -> dict[str, Any] | None:
+    """The engine report of `r`; `accounting`: the release whose accounting line sized the reserve."""
     if r is None:
         return None
-    from kbtool.solve.engines.vllm.pool import accounting
-
     return {"kv_cache_tokens": r.tokens, "max_concurrency": round(r.concurrency, 2), "num_blocks": r.num_blocks,
             "block_size": r.block_size, "groups": [{"type": g.kind, "layers": g.layers, "page_bytes": g.page_bytes,
                                                     **({"window": g.window} if g.window else {}),
@@ -302,7 +308,7 @@ def _report(r: Report | None, release: str | None) -> dict[str, Any] | None:
                                                                   for p, n, w in g.pages],
                                                         "block_bytes": g.block_bytes(g.layers)} if g.pages else {})}
                                                    for g in r.groups],
-            "padding": list(r.padding), "basis": "estimated", "accounting": accounting(release).release,
+            "padding": list(r.padding), "basis": "estimated", "accounting": accounting,
             "planning": r.planning, "starts": r.starts, "startup_error": r.error, "blocks_per_request": r.per_request,
             **({"mamba_state": {"mode": r.state[0], "pages_per_request": r.state[1]}} if r.state else {})}
 

@@ -1,5 +1,5 @@
-"""vLLM's own accounting of its KV pool, as vLLM 0.24.0 does it (and where 0.19.1 and 0.33.0 differ: Accounting),
-and the two numbers it prints at start-up.
+"""vLLM's own accounting of its KV pool, as vLLM 0.24.0 does it (and where other releases differ: Accounting, from
+their engine-release records), and the two numbers it prints at start-up.
 
 What vLLM sizes (vllm/v1/worker/gpu_worker.py:456-493 in the 0.24.0 wheel): available KV memory = utilization x
 the device's memory - (weights + the torch peak of a profile run + non-torch memory) - the CUDA-graph estimate where
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 
+from kbtool.errors import KbError
 from kbtool.solve.engines.vllm import mamba as vllm_mamba
 from kbtool.solve.engines.vllm import planning as vllm_planning
 from kbtool.solve.engines.vllm.planning import Planning, Point
@@ -54,55 +55,71 @@ ATTENTION_TYPES = ("full", "sliding", "chunked", "mla")
 
 
 class Accounting:
-    """What one recorded vLLM release does when it sizes the pool, where releases differ (cited per field).
+    """What one vLLM release does when it sizes the pool, where releases differ: its engine-release record's
+    `accounting:` (each field described in kbtool/model/engine_release.py Accounting, each value citing the
+    release's code), read on the releases where it was; a release without one takes the newest at or below it
+    that has one, and the answer says whose line sized the reserve (`release`).
 
-    - `v2`: the fallback where no engine-release record is at hand (an answer takes the runner from the
-      release's record, defaults.Defaults.runner, passed as `run`): the architectures its V2 model runner serves
-      by default ("all" in 0.33.0: vllm/config/vllm.py:731-767 returns True; 0.24.0:
-      DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES, config/vllm.py:68-77; 0.19.1: none, the V2 runner only by
-      VLLM_USE_V2_MODEL_RUNNER, v1/worker/gpu_worker.py:153).
-    - `graphs`: which runners' CUDA-graph estimate is subtracted before the pool is sized, unless eager. 0.19.1
-      logs it only (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to "0", envs.py:1655); 0.24.0 subtracts it
-      (default "1", envs.py:1895) but its V2 runner's profile_cudagraph_memory returns 0
-      (v1/worker/gpu/model_runner.py:684-686); 0.33.0's V2 runner estimates for real (gpu/cudagraph_utils.py:922).
-    - `v2_sampler`: bytes per logit element of the V2 runner's profiled sampler; 0.33.0 adds a warm-up pass with
-      top-k/top-p, penalties and logprobs (gpu/model_runner.py:1001-1014), so it costs what V1's sampler does.
+    - `v2`: the architectures the release's V2 model runner serves by default ("all", or a set), from the same
+      record's `defaults.model_runner` and `defaults.model_runner_v2_architectures`: the fallback where no
+      runner is passed (an answer takes the runner of the asked release's record, defaults.Defaults.runner).
+    - `graphs`: which runners' CUDA-graph estimate is subtracted before the pool is sized, unless eager ("none",
+      "V1", "all").
+    - `v2_sampler`: bytes per logit element of the V2 runner's profiled sampler: V1_SAMPLER_BYTES where it runs
+      the full sampler (`accounting.v2_sampler` "full"), else V2_SAMPLER_BYTES (fp32 logits only).
 
     How "GPU KV cache size" is computed is the planning line's (planning.Planning.tokens).
     """
 
     __slots__ = ("graphs", "release", "v2", "v2_sampler")
 
-    def __init__(self, release: str, v2: frozenset[str] | str, graphs: str, v2_sampler: float) -> None:
-        self.release, self.v2, self.graphs, self.v2_sampler = release, v2, graphs, v2_sampler
+    def __init__(self, release: str, row: dict[str, Any]) -> None:
+        acct, d = row.get("accounting") or {}, row["defaults"]
+        missing = [f for f in ("graphs", "v2_sampler") if f not in acct]
+        if missing:
+            raise KbError(f"engine-release {row.get('id') or release}: `accounting` lacks {', '.join(missing)}",
+                          fix=f"add them to records/engine-releases/vllm-{release}.yaml (`kb validate` names the "
+                          "line)")
+        self.release, self.graphs = release, str(acct["graphs"][0])
+        self.v2_sampler = V1_SAMPLER_BYTES if acct["v2_sampler"][0] == "full" else V2_SAMPLER_BYTES
+        listed: list[str] = (d.get("model_runner_v2_architectures") or ([], ""))[0]
+        self.v2: frozenset[str] | str = "all" if d["model_runner"][0] == "V2" else frozenset(listed)
 
 
-V2_ARCHITECTURES = frozenset({"Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM",
-                              "GraniteMoeForCausalLM", "LlamaForCausalLM", "MistralForCausalLM"})
 V1_SAMPLER_BYTES = 15.04  # per logit element: fp32 logits + the top-k/top-p sort (values fp32, indices int64)
 V2_SAMPLER_BYTES = 4.0  # fp32 logits; no top-k/top-p during the profile run
-ACCOUNTING = (  # newest first; a release takes the line of the newest recorded release at or below it
-    Accounting("0.33.0", "all", "all", V1_SAMPLER_BYTES),
-    Accounting("0.24.0", V2_ARCHITECTURES, "V1", V2_SAMPLER_BYTES),
-    Accounting("0.19.1", frozenset(), "none", V2_SAMPLER_BYTES),
-)
-MEASURED = ACCOUNTING[1]  # the line the H200 boots measured; used where no release is given
 
 
-def accounting(release: str | None) -> Accounting:
-    """The accounting of `release` (the newest recorded line at or below it; older than all: the oldest)."""
-    if not release:
-        return MEASURED
-    from kbtool.solve.conditions import compare_versions
+def accounting(release: str | None, rows: dict[str, Any] | None = None) -> Accounting:
+    """The accounting of `release`: the newest recorded line at or below it (older than all: the oldest; None: the
+    release kb's reserve constants were measured on, MEASURED). `rows`: vLLM's engine-release rows of the query
+    image (defaults.rows); None: the records tree's (records.recorded), each line built once."""
+    from kbtool.solve.engines.vllm import records
 
-    for a in ACCOUNTING:
-        if compare_versions(release, a.release) >= 0:
-            return a
-    return ACCOUNTING[-1]
+    if rows is not None:
+        rel = records.line_release(release, rows, "accounting")
+        return Accounting(rel, rows[rel])
+    rows = records.recorded()
+    rel = records.line_release(release, rows, "accounting")
+    if rel not in _LINES:
+        _LINES[rel] = Accounting(rel, rows[rel])
+    return _LINES[rel]
 
 
-def runner(model: Model | ModelV, acct: Accounting = MEASURED) -> str:
+_LINES: dict[str, Accounting] = {}
+
+
+def __getattr__(name: str) -> Accounting:
+    """MEASURED: the line the recorded boots measured (the record whose `accounting.measured` is true), used where
+    no release is given."""
+    if name == "MEASURED":
+        return accounting(None)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def runner(model: Model | ModelV, acct: Accounting | None = None) -> str:
     """'V2' or 'V1': which model runner this vLLM release uses by default for this architecture."""
+    acct = acct or accounting(None)
     return "V2" if acct.v2 == "all" or getattr(model, "architecture", None) in acct.v2 else "V1"
 
 
@@ -134,9 +151,10 @@ def moe_workspace_bytes(model: Model | ModelV, batched_tokens: int, tp: int = 1)
 
 
 def activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, tp: int = 1,
-                     acct: Accounting = MEASURED, run: str | None = None) -> tuple[int, str]:
+                     acct: Accounting | None = None, run: str | None = None) -> tuple[int, str]:
     """The torch peak of vLLM's profile run (an estimate), and how it was computed; `run`: the model runner the
     release's record gives this model (defaults.Defaults.runner), else the accounting line's."""
+    acct = acct or accounting(None)
     vocab = model.vocab_size or 128_000
     moe = moe_workspace_bytes(model, batched_tokens, tp)
     moe_words = f" + MoE workspace {moe / 1e9:,.2f} GB" if moe else ""
@@ -151,8 +169,9 @@ def activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs: i
 
 
 def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp: int = 1,
-            eager: bool = False, acct: Accounting = MEASURED, run: str | None = None) -> tuple[int, str]:
+            eager: bool = False, acct: Accounting | None = None, run: str | None = None) -> tuple[int, str]:
     """What vLLM takes off the budget besides the weights: activation peak + non-torch + graphs where applied."""
+    acct = acct or accounting(None)
     run = run or runner(model, acct)
     act, how = activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run)
     graphs = GRAPH_ESTIMATE_BYTES if not eager and acct.graphs in ("all", run) else 0
@@ -406,12 +425,12 @@ def unify_pages(by_type: dict[tuple[str, int | None, int], int], block: int) -> 
 
 
 def report(available_bytes: int, grouped: tuple[list[Group], list[str]], block: int, point: Point,
-           acct: Accounting = MEASURED, plan: Planning | None = None) -> Report:
+           acct: Accounting | None = None, plan: Planning | None = None) -> Report:
     """num_blocks, "GPU KV cache size", "Maximum concurrency" and the start-up check for this pool (at the block
     groups() settled on, where `grouped` carries one), as this release plans them (vllm_planning)."""
     gs, padding = grouped
     block = getattr(grouped, "block", block)
-    plan = plan or vllm_planning.planning(acct.release)
+    plan = plan or vllm_planning.planning(acct.release if acct else None)
     num_blocks = max(0, available_bytes // vllm_planning.bytes_per_block(gs))
     per_request = vllm_planning.request_blocks(gs, block, point.max_model_len, plan, point)
     conc = num_blocks / per_request if per_request else 0.0

@@ -1,5 +1,7 @@
 """vLLM's section of the query image (kbtool/solve/image.py `_engine_sections`): what
-kbtool/solve/engines/vllm/selection.py reads beyond the priority lists, compiled from its engine-priority records."""
+kbtool/solve/engines/vllm/selection.py reads beyond the priority lists, compiled from its engine-priority records,
+and its engine-release records by release (defaults.py, planning.py and pool.py read them), with the rule that picks
+the release whose line another release takes (`line_release`)."""
 
 from __future__ import annotations
 
@@ -52,8 +54,82 @@ def releases(by_kind: dict[str, list[Any]]) -> dict[str, Any]:
                                           "source": _locator(r, m.source)}
         checks = [(c.check, c.raises, c.message, _locator(r, c.source)) for c in r.startup_checks]
         out[r.release] = {"id": r.id, "release": r.release, "defaults": defaults, "batch": batch,
-                          "margins": margins, "evidence": list(r.evidence), "checks": checks}
+                          "margins": margins, "evidence": list(r.evidence), "checks": checks,
+                          "planning": _facts(r, r.planning), "accounting": _facts(r, r.accounting)}
     return out
+
+
+def _facts(r: Any, block: Any) -> dict[str, Any] | None:
+    """{field: (value, source locator or None)} of a section of facts (None where the record has no such section)."""
+    if block is None:
+        return None
+    out = {}
+    for name in type(block).model_fields:
+        fact = getattr(block, name)
+        if fact is not None:
+            out[name] = (fact.value, None if fact.source is None else _locator(r, fact.source))
+    return out
+
+
+def recorded() -> dict[str, Any]:
+    """vLLM's engine-release rows read from the records tree itself (kbtool.paths.records_root), for a caller with
+    no query image at hand (a probe program, a test); an answer reads its image's rows. Read once per process."""
+    global _RECORDED
+    if _RECORDED is None:
+        from pathlib import Path
+
+        from kbtool.errors import KbError
+        from kbtool.paths import records_root
+        from kbtool.store.records import load_tree
+
+        root = Path(records_root())
+        got = load_tree(root, [root / "engine-releases"])
+        bad = [f for f in got.findings if f.severity == "error"]
+        if bad:
+            raise KbError(f"{bad[0].location()} {bad[0].path}: {bad[0].message}",
+                          fix=bad[0].fix or "run `kb validate` and fix the engine-release record")
+        _RECORDED = releases({"engine-release": got.records})
+    return _RECORDED
+
+
+_RECORDED: dict[str, Any] | None = None
+
+
+def lines(rows: dict[str, Any]) -> dict[str, Any]:
+    """The rows whose planning and accounting lines answer for a query image of `rows`: its own, or, where none of
+    its vLLM records carries a `planning` line (a records tree that predates them, such as the tests' fixture tree),
+    the records tree's (recorded()), as kb answered before the lines moved into the records."""
+    return rows if any(row.get("planning") for row in rows.values()) else recorded()
+
+
+def line_release(release: str | None, rows: dict[str, Any], section: str) -> str:
+    """The recorded release whose `section` line (planning, accounting) `release` takes: the newest recorded with
+    one at or below it, else the oldest; no release: the release kb's reserve was measured on (`measured`)."""
+    import functools
+
+    from kbtool.errors import KbError
+    from kbtool.solve.conditions import compare_versions
+
+    have = sorted((r for r, row in rows.items() if row.get(section)), key=functools.cmp_to_key(compare_versions))
+    if not have:
+        raise KbError(f"no vLLM engine-release record has `{section}`",
+                      fix="restore records/engine-releases/vllm-*.yaml (see CONTRIBUTING, 'a new vLLM release')")
+    if not release:
+        release = measured(rows)
+    below = [r for r in have if compare_versions(r, release) <= 0]
+    return below[-1] if below else have[0]
+
+
+def measured(rows: dict[str, Any]) -> str:
+    """The release whose accounting kb's reserve constants were read against (its record's `accounting.measured`):
+    what a query that names no vLLM release is sized as."""
+    from kbtool.errors import KbError
+
+    got = [r for r, row in rows.items() if ((row.get("accounting") or {}).get("measured") or (False,))[0]]
+    if len(got) != 1:
+        raise KbError(f"{len(got)} vLLM engine-release records say `accounting.measured: true`; one must",
+                      fix="set it on the release the recorded vllm-boot evidence measured (records/engine-releases)")
+    return got[0]
 
 
 def device_names(by_kind: dict[str, list[Any]]) -> dict[str, str]:
