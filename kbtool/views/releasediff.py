@@ -172,6 +172,18 @@ def defaults_diff(ra: Any, rb: Any) -> list[FieldChange]:
         if da != db:
             src = _where(rb, tb.source) if tb else _where(ra, ta.source if ta else None)
             out.append(FieldChange("batch", f"tier {i + 1}", da, db, src))
+    for part in ("planning", "accounting"):  # vLLM's planning and accounting lines (None: borrowed from an older one)
+        sa, sb = getattr(ra, part, None), getattr(rb, part, None)
+        if sa is None or sb is None:
+            continue
+        for name in type(sa).model_fields:
+            if name == "measured":  # which line kb's boots measured: kb's, not the engine's
+                continue
+            fa, fb = getattr(sa, name), getattr(sb, name)
+            va, vb = (None if f is None else _value(f) for f in (fa, fb))
+            if va != vb:
+                src = _where(rb, fb.source) if fb is not None else f"{ra.release}: {_where(ra, fa.source)}"
+                out.append(FieldChange(part, name, va, vb, src, getattr(fb, "note", None)))
     ma, mb = ra.extensible_margins, rb.extensible_margins
     for k in ("floor_bytes", "fraction", "non_torch_reserve_bytes"):
         va, vb = (getattr(m, k) if m else None for m in (ma, mb))

@@ -32,6 +32,17 @@ def test_defaults_name_block_size_and_utilization_with_sources(d33_34: str) -> N
     assert "async_scheduling" not in d33_34  # unchanged (true at both): not listed
 
 
+def test_planning_and_accounting_lines_are_compared_from_the_records(d33_34: str) -> None:
+    """The records' planning/accounting sections, field by field with B's source; kb's own `measured` mark is not
+    an engine change."""
+    assert "planning.hint: utilization -> extensible  vllm/v1/core/kv_cache_planning.py:64" in d33_34
+    r = run_kb("diff", "--vllm", "0.24.0", "0.33.0")
+    assert r.code == 0, r.err
+    assert "planning.in_flight: batched -> batches" in r.out
+    assert "accounting.graphs: V1 -> all" in r.out
+    assert "accounting.measured" not in r.out
+
+
 def test_v1_runner_removal(d33_34: str) -> None:
     assert "V1 model runner module (vllm/v1/worker/gpu_model_runner.py): present -> removed" in d33_34
 
@@ -234,7 +245,10 @@ def test_0_20_to_0_21_names_what_moved_the_reported_pool() -> None:
     num_blocks // groups x block: the diff names that, not a default."""
     r = run_kb("diff", "--vllm", "0.20.0", "0.21.0", "--model", "gemma-3-27b", "--gpu", "a100")
     assert r.code == 0, r.err
-    assert "no recorded default changed" in r.out and "no engine-release record" not in r.out
+    assert "no engine-release record" not in r.out
+    changed = r.out.split("\ndefaults", 1)[1].split("\n\n", 1)[0]  # the planning line, cited, and no default
+    assert "planning.tokens: blocks per group -> concurrency  vllm/v1/core/kv_cache_utils.py:1708" in changed
+    assert changed.count("\n  ") == 1, changed
     moved = r.out.split("what moved", 1)[1]
     assert "tokens reported per block" in moved and "(planning 0.20.0 -> 0.21.0" in moved
     assert "reserve" not in moved and "gpu_memory_utilization" not in moved
