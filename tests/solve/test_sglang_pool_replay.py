@@ -32,9 +32,10 @@ RELEASES = ("0.5.23", "0.5.19", "0.5.18", "0.5.17")
 _VLM = ("SGLang lowers mem_fraction_static for a multimodal checkpoint by its vision tower's size (0.5.17 "
         "server_args.py:9083 adjust_mem_fraction_for_vlm, 0.5.23 arg_groups/memory_hook.py:417); kb's model records "
         "do not hold the vision tower yet")
-_LLAMA2 = ("SGLang caps the prefill CUDA-graph max batch at 4096 when the model path contains 'llama-2' (every recorded "
-           "release; 0.5.19 arg_groups/memory_hook.py:212-217, 0.5.23 memory_hook.py:258-262), so it reserves fewer "
-           "capture sizes (0.001 more of the GPU where the chunk is 8192); kb's resolution does not read the model path")
+_LLAMA2 = ("SGLang caps the prefill CUDA-graph max batch at 4096 when the model path contains 'llama-2' "
+           "(every recorded release; 0.5.19 arg_groups/memory_hook.py:212-217, 0.5.23 memory_hook.py:258-262), so it "
+           "reserves fewer capture sizes (0.001 more of the GPU where the chunk is 8192); kb's resolution does not "
+           "read the model path")
 KNOWN: dict[tuple[str, str], str] = {
     ("mem_fraction_static", "devstral-small-2-24b"): _VLM,
     ("mem_fraction_static", "gemma-4-26b-a4b"): _VLM,
