@@ -26,18 +26,27 @@ from probes import sglang_pool as probe
 from tests.util import RECORDS, ROOT
 
 DATA = ROOT / "tests" / "data" / "sglang"
-RELEASES = ("0.5.23", "0.5.18", "0.5.17")
+RELEASES = ("0.5.23", "0.5.19", "0.5.18", "0.5.17")
 # (field, model) pairs kb does not reproduce yet, each with the reason; the rows are still replayed for everything
 # else, and the pool points are planned with SGLang's value for the field (so the planner is still held to SGLang)
 _VLM = ("SGLang lowers mem_fraction_static for a multimodal checkpoint by its vision tower's size (0.5.17 "
         "server_args.py:9083 adjust_mem_fraction_for_vlm, 0.5.23 arg_groups/memory_hook.py:417); kb's model records "
         "do not hold the vision tower yet")
+_LLAMA2 = ("SGLang caps the prefill CUDA-graph max batch at 4096 when the model path contains 'llama-2' "
+           "(every recorded release; 0.5.19 arg_groups/memory_hook.py:212-217, 0.5.23 memory_hook.py:258-262), so it "
+           "reserves fewer capture sizes (0.001 more of the GPU where the chunk is 8192); kb's resolution does not "
+           "read the model path")
 KNOWN: dict[tuple[str, str], str] = {
     ("mem_fraction_static", "devstral-small-2-24b"): _VLM,
     ("mem_fraction_static", "gemma-4-26b-a4b"): _VLM,
     ("mem_fraction_static", "kimi-k2.5"): _VLM,
     ("mem_fraction_static", "qwen3.5-27b"): _VLM,
     ("mem_fraction_static", "qwen3.5-397b-a17b"): _VLM,
+    # multimodal checkpoints first recorded with 0.5.19 (the grid grew with the model records), same reason
+    **{("mem_fraction_static", m): _VLM for m in (
+        "qwen2.5-vl-7b", "qwen3-vl-235b-a22b", "qwen3-vl-2b", "qwen3-vl-30b-a3b", "qwen3-vl-32b", "qwen3-vl-4b",
+        "qwen3-vl-8b", "qwen3.5-122b-a10b", "qwen3.5-35b-a3b", "qwen3.5-9b", "qwen3.6-35b-a3b")},
+    **{("mem_fraction_static", m): _LLAMA2 for m in ("llama-2-7b", "llama-2-13b", "llama-2-70b")},
     ("kv", "minimax-m2.5"): "the stored config.json is a trimmed copy without torch_dtype (tests/data/hf-configs/"
                             "minimax-m2.5/SOURCE.yaml complete: false), so SGLang's dtype auto falls back to float16; "
                             "kb's record is bf16, and the bytes per token are the same",

@@ -24,7 +24,7 @@ from probes import sglang_resolve as grid
 from tests.util import RECORDS, ROOT
 
 DATA = ROOT / "tests" / "data" / "sglang"
-RELEASES = ("0.5.23", "0.5.18", "0.5.17")
+RELEASES = ("0.5.23", "0.5.19", "0.5.18", "0.5.17")
 # claims whose refusal the recorded grid does not reach (no context parallelism, no Gemma 4 or LFM2 model, no DSA
 # model with learnable sinks, no FA-4 decode with an FP4 KV cache that gets past the earlier KV4 checks, ...): each
 # must still name its source, and an entry that the grid does reach is stale and fails ("id@release": that release
@@ -97,7 +97,7 @@ def test_every_platform_is_recorded_once(release: str) -> None:
 
 def test_releases_and_by() -> None:
     img = image()
-    assert sr.releases(img) == ["0.5.17", "0.5.18", "0.5.23"]
+    assert sr.releases(img) == ["0.5.17", "0.5.18", "0.5.19", "0.5.23"]
     plat = grid_judge.platform(of("0.5.23", "sm100")["platforms"]["sm100"])
     facts = model_facts(of("0.5.23", "sm100")["models"]["mla"])
     got = sr.resolve(img, "0.5.23", plat, facts, {"kv_cache_dtype": "auto", "tp_size": 1})
@@ -123,7 +123,7 @@ def test_error_names_claim_and_where() -> None:
 def test_unknown_release_is_usage_error() -> None:
     from kbtool.errors import UsageError
 
-    with pytest.raises(UsageError, match=r"0\.5\.17, 0\.5\.18, 0\.5\.23 only"):
+    with pytest.raises(UsageError, match=r"0\.5\.17, 0\.5\.18, 0\.5\.19, 0\.5\.23 only"):
         sr.resolve(image(), "0.4.0", {}, {}, {})
 
 
@@ -147,3 +147,22 @@ def test_every_claim_message_is_in_its_grid() -> None:
     assert not stale, f"NOT_IN_GRID entries the grid does reach: {stale}"
     named = {e.split("@")[0] for e in NOT_IN_GRID}
     assert named <= set(claims), f"NOT_IN_GRID names unknown claims: {sorted(named - set(claims))}"
+
+
+def test_0_5_19_nemotron_h_and_trtllm_mha_prefill() -> None:
+    """0.5.19's own changes against 0.5.18 (model_overrides/nemotron_h.py:97-121, attention_hook.py:132-171): Nemotron-H
+    on SM100 defaults to trtllm_mha with pages of 64 (0.5.18: flashinfer, pages of 1), and trtllm_mha prefill on SM90
+    resolves where 0.5.18 refused it."""
+    img = image()
+    sm100 = grid_judge.platform(of("0.5.19", "sm100")["platforms"]["sm100"])
+    nemotron = model_facts(of("0.5.19", "sm100")["models"]["mamba"])
+    args = {"kv_cache_dtype": "auto", "tp_size": 1}
+    old, new = (sr.resolve(img, r, sm100, nemotron, args) for r in ("0.5.18", "0.5.19"))
+    assert (old["decode"], old["page_size"]) == ("flashinfer", 1)
+    assert (new["decode"], new["page_size"]) == ("trtllm_mha", 64)
+    assert "_nemotron_h_overrides" in new["by"]["attention_backend"]
+    sm90 = grid_judge.platform(of("0.5.19", "sm90")["platforms"]["sm90"])
+    dense = model_facts(of("0.5.19", "sm90")["models"]["dense"])
+    trt = {"attention_backend": "trtllm_mha", "kv_cache_dtype": "auto", "tp_size": 1}
+    assert sr.resolve(img, "0.5.18", sm90, dense, trt)["claim"] == "sglang-trtllm-mha-prefill-sm100-0.5.17"
+    assert sr.resolve(img, "0.5.19", sm90, dense, trt)["prefill"] == "trtllm_mha"
