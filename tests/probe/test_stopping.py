@@ -15,7 +15,10 @@ import pytest
 from kbtool.probe.commands import REPO_ROOT
 
 FIXTURE = str(Path(__file__).parent / "fixtures" / "sleepy_probe.py")
-RUN_CASES = (
+# A shell's background job (`nohup pytest &`, a CI step run that way) starts with SIGINT ignored, and Python keeps an
+# inherited SIG_IGN: each script takes Python's own SIGINT handler back so the test is the same wherever it runs
+TAKE_SIGINT = "import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+RUN_CASES = TAKE_SIGINT + (
     "import sys\n"
     "from pathlib import Path\n"
     "from kbtool.probe.runner import run_cases\n"
@@ -25,7 +28,7 @@ RUN_CASES = (
 )
 # A sweep (its install left out) whose probe step starts the run above in its own process group through
 # sweep._run_group, as sweep.run_probe starts `kb probe run`
-SWEEP = (
+SWEEP = TAKE_SIGINT + (
     "import sys, tempfile\n"
     "from pathlib import Path\n"
     "from kbtool.probe import sweep\n"
