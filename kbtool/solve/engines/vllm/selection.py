@@ -9,6 +9,8 @@ X's reasons, as vLLM does.
 
 from __future__ import annotations
 
+import functools
+
 from kbtool.names import architecture_of
 from kbtool.solve.conditions import compare_versions, evaluate
 from kbtool.solve.engines.vllm.grid import recorded, select_unrecorded
@@ -327,10 +329,11 @@ def pin_release(img: Image, q: Any) -> None:
         return
     q.release = version
     q.libs["vllm"] = version
-    if asked is None:
-        from kbtool.solve.engines.vllm.grid import recorded
+    if asked is None:  # the newer releases kb records (their engine-release records; read from the image, cheap)
+        from kbtool.solve.engines.vllm.defaults import rows
 
-        newer = [v for v in recorded() if compare_versions(v, version) > 0]
+        newer = sorted((v for v in rows(img) if compare_versions(v, version) > 0),
+                       key=functools.cmp_to_key(compare_versions))
         q.release_note = f"{version} (the newest release kb records priority lists for" + (
             f"; {', '.join(newer)} answer{'s' if len(newer) == 1 else ''} from {'its' if len(newer) == 1 else 'their'}"
             f" recorded grid with --vllm {newer[-1]})" if newer else ")")
