@@ -262,9 +262,6 @@ def fit(model: Any, kv_dtype: str, capacity: int, ctx: int | None, *, mem_fracti
              f"({whow}{tp_txt}) = {budget:,} B",
              f"max_total_num_tokens = budget // cell, whole pages of {page_size} = {tokens:,}"]
     notes = [f"not modelled: {x}" for x in left]
-    tb, _thow = tower_bytes(model, weights)
-    if tb:  # SGLang builds the towers unconditionally (srt/models/gemma3_mm.py:185, qwen2_5_vl.py:743 in 0.5.23)
-        notes.append(f"vision tower {tb / 1e9:,.2f} GB counted (as SGLang loads it)")
     return (Fit(fits=fits, kv_bytes=need_bytes, kv_bytes_per_token=cell, weights_bytes=wgpu,
                 weights_dtype=weights or model.weight_dtype, reserve_bytes=capacity - int(pre * mem_fraction_static),
                 pool_bytes=max(budget, 0), pool_tokens=tokens, capacity_bytes=capacity, max_ctx=max_ctx,

@@ -65,7 +65,6 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         kv.notes.append(f"pipeline parallel {pp}: each stage holds 1/{pp} of the layers (KV and weights per GPU)")
     wtotal, whow = weight_bytes(model, weights, text_only=text_only)
     wgpu = math.ceil(wtotal / (tp * pp))
-    tower_note = _tower_note(model, weights, text_only)
     if reserve is None:
         res, rhow = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct, run=run)
         if margins:
@@ -145,8 +144,6 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     lines.append(f"= KV pool {pool:,} B ({_gb(pool)})" + (f" = {pool_tokens:,} tokens" if 0 < pool_tokens <
                                                            UNBOUNDED_CTX else "") + given)
     notes = list(dict.fromkeys(kv.notes))
-    if tower_note:
-        notes.append(tower_note)
     if pool <= 0 and not kv_cache_memory:
         hint = " or quantize the weights (--weights fp8)" if (weights or model.weight_dtype) in ("bf16", "fp16",
                                                                                                "fp32") else ""
@@ -159,18 +156,3 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
                weights_dtype=weights or model.weight_dtype, reserve_bytes=res, pool_bytes=pool, pool_tokens=pool_tokens,
                capacity_bytes=capacity, max_ctx=mctx, max_ctx_memory=mem_ctx, ctx_limit=limit,
                max_sequences=seqs, formula="; ".join(lines), notes=notes)
-
-
-def _tower_note(model: Model | ModelV, weights: str | None, text_only: str | None) -> str | None:
-    """The words for the encoders in the weights: counted as vLLM loads them, or left out under the flag that skips
-    them (kbtool/solve/engines/vllm/mmprefix.py towers_off)."""
-    from kbtool.solve.weights import encoders, tower_bytes
-
-    enc = encoders(model)
-    if not enc:
-        return None
-    tb, _how = tower_bytes(model, weights)
-    kinds = " + ".join(dict.fromkeys(m for m, _p in enc))
-    if text_only:
-        return f"{kinds} tower {tb / 1e9:,.2f} GB left out: {text_only} (vLLM does not load it)"
-    return f"{kinds} tower {tb / 1e9:,.2f} GB counted (as vLLM loads it)"
