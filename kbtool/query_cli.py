@@ -59,7 +59,7 @@ OPTIONS: tuple[tuple[str, str, str, str, str], ...] = (
 
 
 def _engine_options() -> tuple[tuple[str, str, str, str, str], ...]:
-    """Each registered engine's own options (kbtool/solve/engines/base.py Option): its release pin is keyed NAME,
+    """Each registered engine's own options (kbtool/solve/engines/results.py Option): its release pin is keyed NAME,
     its serve line NAME_args, as build_query reads them."""
     from kbtool.solve.engines import registry
 
@@ -200,7 +200,7 @@ def _run(argv: list[str]) -> int:
         return 0
     as_json, explain, fail_on_no, no_cache, kb = (opts.pop(k, None) for k in _READ_HERE)
     from kbtool.solve.compare import split_engines
-    from kbtool.solve.query import build_query
+    from kbtool.solve.request import build_query
     from kbtool.solve.solver import solve
 
     names = split_engines(opts.get("engine"))
@@ -244,7 +244,7 @@ def _compare(img: Image, opts: dict[str, Any], names: list[str]) -> Any:
     """--engine vllm,sglang: the same question to each engine. A pasted serve line (--vllm-args, --sglang-args)
     is its own engine's; the others get the model, context, KV dtype, dtype and GPUs it names."""
     from kbtool.solve.compare import compare
-    from kbtool.solve.query import build_query
+    from kbtool.solve.request import build_query
     from kbtool.solve.solver import solve
 
     if not opts.get("gpu"):
@@ -292,7 +292,7 @@ def image(kb: str | None = None, use_cache: bool = True) -> Image:
         if img is not None:
             return img
     tree = cache.tree_key(root) if use_cache else b""
-    from kbtool.solve.image import build, dump
+    from kbtool.solve.imagebuild import build, dump
 
     data = build(checked_kb(root))
     if use_cache and cache.tree_key(root) == tree:  # nothing changed while it was read

@@ -72,7 +72,7 @@ def graph_why(
     the options of `kb query` (see `kb query --help`); --gpu is required.
     """
     from kbtool.query_cli import parse
-    from kbtool.solve.query import build_query
+    from kbtool.solve.request import build_query
     from kbtool.views.graphview import why
 
     opts = parse(list(ctx.args)) or {}

@@ -32,7 +32,7 @@ def serve_line(c: dict[str, Any], config: Path) -> str:
 def errors(image: Any, models: Path = MODELS) -> list[dict[str, Any]]:
     """kb's prediction beside vLLM's for every recorded boot: {case, accelerator, vllm, class, measured,
     predicted, error, concurrency_error}."""
-    from kbtool.solve.query import build_query
+    from kbtool.solve.request import build_query
     from kbtool.solve.solver import solve
 
     out = []

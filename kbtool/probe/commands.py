@@ -412,9 +412,9 @@ def _judgeable(evidence: list[Evidence], records: Path,
     if not any(engine_of(ev, probes) for ev in evidence):
         return evidence, []
     from kbtool.kb import load_kb
-    from kbtool.solve.image import Image
+    from kbtool.solve.imagebuild import image_of
 
-    gaps = unrecorded(Image.of(load_kb(records)[0]), evidence, probes)
+    gaps = unrecorded(image_of(load_kb(records)[0]), evidence, probes)
     left = {g.evidence for g in gaps}
     return [ev for ev in evidence if ev.id not in left], gaps
 

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from kbtool.render.sink import Seg
-    from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer, Reason
+    from kbtool.solve.answer import Answer, MultiAnswer
+    from kbtool.solve.parts import BackendAnswer, KernelAnswer, Reason
 
 __all__ = ["LABEL", "STYLE", "PlainSink", "Sink", "render_answer", "render_multi"]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbtool.solve.answer import _Plain
 from kbtool.solve.conditions import compare_versions
 from kbtool.solve.gates import Judge, Outcome, _apply_one, structural
+from kbtool.solve.parts import _Plain
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -6,7 +6,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from kbtool.solve.engines.base import Engine
     from kbtool.solve.gates import Judge
     from kbtool.solve.image import BackendV, Image, KernelV, ModelV
     from kbtool.solve.query import Query
@@ -15,7 +14,7 @@ if TYPE_CHECKING:
 class Ctx:
     """Everything resolved once per query."""
 
-    __slots__ = ("backends", "called", "chosen", "differ", "engine", "engine_cache", "gate_counts", "img", "judges",
+    __slots__ = ("backends", "called", "chosen", "differ", "engine_cache", "gate_counts", "img", "judges",
                  "kernels", "memory_left", "model", "notes", "phase_note", "q")
 
     def __init__(self, img: Image, q: Query, model: ModelV | None, kernels: list[KernelV]) -> None:
@@ -25,7 +24,6 @@ class Ctx:
         self.differ: set[str] = set()  # variables whose values differ between those phases
         self.gate_counts: dict[str, int] = {}  # kernel id -> reject/caveat claims on it and its families
         self.memory_left: int | None = None  # bytes left after weights and KV, for the workspace gate
-        self.engine: Engine | None = None  # the engine asked (--engine), from the registry
         self.engine_cache: dict[str, Any] = {}  # what the engine resolved once per accelerator
         self.notes: list[str] = []  # remarks for the answer being solved (a capacity not recorded, ...)
         self.phase_note: str | None = None  # the phases the kernels asked serve, where no --phase was given

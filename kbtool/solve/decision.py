@@ -24,14 +24,14 @@ The cases, in the order they bind (the first that holds decides; `CASES` names e
 
 from __future__ import annotations
 
-from kbtool.solve.answer import _Plain
+from kbtool.solve.parts import _Plain
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from kbtool.solve.answer import BackendAnswer, KernelAnswer, Memory, Reason
-    from kbtool.solve.engines.base import Pick, Pool
+    from kbtool.solve.engines.results import Pick, Pool
+    from kbtool.solve.parts import BackendAnswer, KernelAnswer, Memory, Reason
 
 CASES = {
     "HARDWARE": "no", "CTX_OVER_MODEL": "no", "ENGINE_REFUSES": "no", "ENGINE_DEPENDS": "conditional",

@@ -9,7 +9,6 @@ here makes the kernel `disputed`, not `rejected`.
 
 from __future__ import annotations
 
-from kbtool.solve.answer import Reason
 from kbtool.solve.conditions import (
     allowed_values,
     compare_versions,
@@ -20,6 +19,7 @@ from kbtool.solve.conditions import (
     residual,
     unknown_vars,
 )
+from kbtool.solve.parts import Reason
 from kbtool.solve.templates import fill
 
 TYPE_CHECKING = False
@@ -27,9 +27,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
 
-    from kbtool.solve.answer import KernelStatus
     from kbtool.solve.conditions import Env, Tri
     from kbtool.solve.image import ClaimV
+    from kbtool.solve.parts import KernelStatus
 
 SEVERITY: dict[str, int] = {"ok": 0, "caveat": 1, "disputed": 2, "unknown": 3, "rejected": 4}
 

@@ -15,7 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from kbtool.solve.answer import KernelAnswer
+    from kbtool.solve.parts import KernelAnswer
 
 PASSING = ("ok", "caveat")
 

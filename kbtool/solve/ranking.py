@@ -10,8 +10,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from kbtool.solve.answer import KernelAnswer
     from kbtool.solve.image import Image
+    from kbtool.solve.parts import KernelAnswer
 
 PASSING = ("ok", "caveat")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kbtool.errors import UsageError
 from kbtool.names import resolve_name
-from kbtool.solve.answer import Answer, BackendAnswer, KernelAnswer, MultiAnswer, Reason, kernel_answer
+from kbtool.solve.answer import Answer, MultiAnswer
 from kbtool.solve.context import Ctx, ctx_over_model
 from kbtool.solve.decision import Decision, decide
 from kbtool.solve.engines import registry as engines
@@ -25,16 +25,19 @@ from kbtool.solve.gates import (
     worst,
 )
 from kbtool.solve.image import Image
+from kbtool.solve.imagebuild import image_of
+from kbtool.solve.parts import BackendAnswer, KernelAnswer, Reason, kernel_answer
 from kbtool.solve.query import Query, check_libs
 from kbtool.solve.ranking import measured_ranking
+from kbtool.solve.request import reread
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
     from kbtool.kb import KB
-    from kbtool.solve.answer import KernelStatus, Memory
     from kbtool.solve.image import AcceleratorV, ClaimV, KernelV, ModelV
+    from kbtool.solve.parts import KernelStatus, Memory
 
 MLA_LAYOUTS = ("mla", "sparse-mla")
 MLA_ONLY = frozenset(MLA_LAYOUTS)
@@ -72,7 +75,7 @@ def prepare(img: Image, q: Query) -> Ctx:
     eng = engines.get(q.engine) if q.engine != "none" and q.built is not None else None
     if eng is not None:  # a pasted line, read again as the release pinned from the records reads it
         eng.pin_release(img, q)
-        q.reread(eng.line_reader(q.release))
+        reread(q, eng.line_reader(q.release))
     model: ModelV | None = None
     if q.model:
         q.model = resolve(img, q.model, "model")
@@ -93,9 +96,9 @@ def prepare(img: Image, q: Query) -> Ctx:
         if not cx.backends:
             raise UsageError(f"--engine {q.engine}: the KB has no engine-backend records for it",
                              fix="use --engine none")
-        cx.engine = engines.get(q.engine)
-        if cx.engine is not None:  # one release's gates apply
-            cx.engine.pin_release(img, q)
+        eng = engines.get(q.engine)
+        if eng is not None:  # one release's gates apply
+            eng.pin_release(img, q)
     return cx
 
 
@@ -224,7 +227,7 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
             env["batch"] = assumed["batch"] = profile.BATCH
         # vLLM forces the MLA backends' own block sizes (64, 128, 32 x n): there the block size is what the
         # backend needs (chosen per gate below), not the engine's default
-        eng = cx.engine
+        eng = engines.get(cx.q.engine)
         block = eng.default_block_size(cx.img, q) if eng is not None else None
         if "block_size" not in env and block and env.get("attention") not in MLA_ONLY:
             env["block_size"] = assumed["block_size"] = block
@@ -398,7 +401,7 @@ def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]],
     answers: list[BackendAnswer] = []
     via: dict[str, list[str]] = {}
     per_phase: dict[str, dict[str, Outcome]] = {}
-    eng = cx.engine
+    eng = engines.get(cx.q.engine)
     from kbtool.solve.calls import backend_kernels
 
     kernels = {k.id: k for k in cx.kernels}
@@ -473,6 +476,7 @@ def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]],
 
 def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     q = cx.q
+    eng = engines.get(q.engine)
     cx.notes = []
     env, assumed = base_env(cx, acc)
     memory = _memory(cx, acc, env, assumed)  # once per accelerator: the workspace gate and the verdict read it
@@ -536,20 +540,20 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     kernels.sort(key=lambda a: (SEVERITY[a.status], a.gates == 0, a.rank or 10**6, a.id))
     from kbtool.solve.order import engine_ranks, recommended
 
-    erank = engine_ranks(backends, cx.engine.priority(cx, env)) if backends and cx.engine is not None else {}
+    erank = engine_ranks(backends, eng.priority(cx, env)) if backends and eng is not None else {}
     rec = recommended(kernels, q.phases, erank, env.get("sm"))
     order = {kid: i for p in q.phases for i, kid in enumerate(rec[p])}
     kernels.sort(key=lambda a: (SEVERITY[a.status], order.get(a.id, 10**6), a.gates == 0, a.id))
     used |= glob_out.used
     glob_caveats = _merge(glob_out.caveats)
-    pick = cx.engine.pick(cx, acc, envs, assumed, memory, backends, kernels) if cx.engine is not None else None
+    pick = eng.pick(cx, acc, envs, assumed, memory, backends, kernels) if eng is not None else None
     over = ctx_over_model(cx)
     decision = decide(where=f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else ""), phases=q.phases, kernels=kernels,
                       rec=rec, memory=memory,
                       utilization=memory.utilization if memory is not None else q.utilization,
                       over=(*over, cx.model.id) if over is not None and cx.model is not None else None,
                       held=_merge(glob_out.reasons), glob_caveats=glob_caveats, pick=pick, backends=backends,
-                      long_context=cx.engine.long_context if cx.engine is not None else None,
+                      long_context=eng.long_context if eng is not None else None,
                       unmodelled=_unmodelled(cx))
     first = _picked_caveats(decision, backends)
     if first:
@@ -599,7 +603,7 @@ def _mla_only(cx: Ctx) -> bool:
 
 def _unmodelled(cx: Ctx) -> dict[str, str]:
     """The serve line's flags that move GPU memory kb does not model, with what each moves (Engine.memory_flags)."""
-    eng = cx.engine
+    eng = engines.get(cx.q.engine)
     if eng is None:
         return {}
     return {f: eng.memory_flags[f] for f in cx.q.ignored if f in eng.memory_flags}
@@ -633,7 +637,7 @@ def _memory(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[str, 
     the `assumed:` line)."""
     if cx.model is None:
         return None
-    eng = cx.engine
+    eng = engines.get(cx.q.engine)
     if eng is None:
         eng = engines.accounting()
         mem = eng.memory(cx, acc, env, assumed)
@@ -702,7 +706,7 @@ def solve(kb: Image | KB, q: Query) -> Answer | MultiAnswer:
     """One Answer for --gpu; without it, one row per accelerator in the KB."""
     if not q.gpu and not q.model and not q.kernels and q.head_dim is None and q.ctx is None:
         raise UsageError("nothing to answer", fix="give --gpu and/or --model, e.g. kb query --gpu h100 --ctx 128k")
-    img = kb if isinstance(kb, Image) else Image.of(kb)
+    img = kb if isinstance(kb, Image) else image_of(kb)
     cx = prepare(img, q)
     if q.gpu:
         q.gpu = resolve(img, q.gpu, "accelerator")

@@ -1,6 +1,6 @@
 """Claim text: a version scope as words, and `{var}` placeholders in reason messages (found and filled).
 
-Shared by the image builder (kbtool/solve/image.py keeps each claim's scope text and the variables its message
+Shared by the image builder (kbtool/solve/imagebuild.py keeps each claim's scope text and the variables its message
 reads) and the gates (kbtool/solve/gates.py fills messages). No regex: `kb query` starts faster without re.
 """
 

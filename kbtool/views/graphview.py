@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 from kbtool.errors import UsageError
 from kbtool.kb import KB
 from kbtool.model import Accelerator, Claim, Kernel
-from kbtool.solve.answer import Answer, KernelAnswer, Reason
+from kbtool.solve.answer import Answer
+from kbtool.solve.parts import KernelAnswer, Reason
 
 if TYPE_CHECKING:
     import networkx as nx

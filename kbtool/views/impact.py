@@ -34,11 +34,11 @@ def flipped(kb: KB, claim: Claim) -> tuple[KB, str]:
 def solve_cells(kb: KB, cells: list[Cell], engine: str) -> tuple[Snapshot, dict[Cell, set[str]]]:
     """Solve the given cells: one multi-GPU solve per (kv, head dim) that covers every accelerator, else one
     solve per GPU. Returns the snapshot and the claims each cell used."""
-    from kbtool.solve.image import Image
+    from kbtool.solve.imagebuild import image_of
     from kbtool.solve.query import Query
     from kbtool.solve.solver import solve
 
-    img = Image.of(kb)  # built once for every solve below
+    img = image_of(kb)  # built once for every solve below
     accs = {a.id for a in kb.of_kind("accelerator", Accelerator)}
     groups: dict[tuple[str, int], set[str]] = {}
     for gpu, kv, hd in cells:

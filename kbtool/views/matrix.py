@@ -12,7 +12,8 @@ from typing import Any
 
 from kbtool.kb import KB
 from kbtool.model import Claim
-from kbtool.solve.answer import Answer, KernelAnswer, MultiAnswer, Reason
+from kbtool.solve.answer import Answer, MultiAnswer
+from kbtool.solve.parts import KernelAnswer, Reason
 
 STATES = ("ok", "caveat", "gate refuted", "disputed", "unknown", "rejected")
 LEGEND = {
@@ -48,7 +49,7 @@ def cell(kb: KB, k: KernelAnswer) -> dict[str, Any]:
 
 def matrix(kb: KB, *, kv: str | None = None, head_dim: int | None = None, phase: str | None = None,
            attention: str | None = None) -> dict[str, Any]:
-    from kbtool.solve.query import build_query
+    from kbtool.solve.request import build_query
     from kbtool.solve.solver import solve
 
     q = build_query(kv=kv or "bf16", head_dim=128 if head_dim is None else head_dim, phase=phase)

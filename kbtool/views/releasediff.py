@@ -24,7 +24,7 @@ from typing import Any
 
 from kbtool.errors import UsageError
 from kbtool.kb import KB
-from kbtool.solve.engines.base import ReleaseChange
+from kbtool.solve.engines.results import ReleaseChange
 
 # defaults (record field names) that size each part of the pool; the `_sm100` ones only on the cc 10.x family
 RESERVE = ("model_runner", "model_runner_v2_architectures", "model_runner_v2_dense", "cudagraph_mode",
@@ -378,7 +378,7 @@ def sweep_report(kb: KB, img: Any, engine: str, releases: list[str]) -> SweepRep
 def ask(img: Any, engine: str, a: str, b: str, gpu: str, defaults: list[FieldChange], **opts: Any) -> Question:
     """The same question under each release, side by side."""
     from kbtool.solve.answer import to_json
-    from kbtool.solve.query import build_query
+    from kbtool.solve.request import build_query
     from kbtool.solve.solver import solve
 
     sides = []

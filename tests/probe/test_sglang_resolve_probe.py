@@ -11,6 +11,7 @@ from kbtool.kb import load_kb
 from kbtool.probe import engine as engine_probe
 from kbtool.probe.judges import sglang_resolve as sg_judge
 from kbtool.solve.image import Image
+from kbtool.solve.imagebuild import image_of
 from probes import sglang_resolve as sg
 from tests.util import RECORDS, ROOT
 
@@ -22,7 +23,7 @@ CLAIM = "sglang-trtllm-mha-prefill-arch"  # refuses trtllm_mha prefill outside S
 
 @cache
 def image() -> Image:
-    return Image.of(load_kb(RECORDS)[0])
+    return image_of(load_kb(RECORDS)[0])
 
 
 @cache

@@ -19,6 +19,7 @@ from kbtool.probe import evidence as ev_io
 from kbtool.probe.rejudge import probes_by_id
 from kbtool.probe.unrecorded import engine_of, unrecorded
 from kbtool.solve.image import Image
+from kbtool.solve.imagebuild import image_of
 from tests.util import RECORDS
 
 SGLANG = RECORDS / "evidence" / "2026-12-06-no-gpu-sglang-0-5-18-sglang-resolve.yaml"
@@ -28,7 +29,7 @@ GPU_RUN = RECORDS / "evidence" / "2026-12-02-nvidia-h200-sxm-sglang-boot.yaml"
 
 @cache
 def image() -> Image:
-    return Image.of(load_kb(RECORDS)[0])
+    return image_of(load_kb(RECORDS)[0])
 
 
 def relabel(path: Path, lib: str, old: str, new: str) -> dict[str, object]:

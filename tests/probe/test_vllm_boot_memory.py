@@ -19,9 +19,10 @@ from kbtool.model.hfconfig import to_record
 from kbtool.probe.judges.vllm_boot import boots_unquantized
 from kbtool.query_cli import image
 from kbtool.solve.engines.vllm import mamba as vllm_mamba
+from kbtool.solve.engines.vllm import planning as vllm_planning
 from kbtool.solve.engines.vllm import pool as vllm_pool
 from kbtool.solve.engines.vllm.planning import Point
-from kbtool.solve.query import build_query
+from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 from tests.util import ROOT
 
@@ -141,7 +142,7 @@ def test_the_kv_manager_model_reproduces_vllm_from_its_own_available_memory(name
 
 
 def test_a_sliding_window_group_holds_window_plus_the_batched_tokens() -> None:
-    g = [vllm_pool.Group("sliding", 10, 1000, 1024), vllm_pool.Group("full", 10, 1000)]
+    g = [vllm_planning.Group("sliding", 10, 1000, 1024), vllm_planning.Group("full", 10, 1000)]
     r = vllm_pool.report(10 * 1000 * 1000, (g, []), 16, Point(8192, 8192))
     # 8192 // 16 blocks for the full group, ceil(min(1023 + 8192, 8192) / 16) + 1 for the window
     assert r.num_blocks == 1000 and r.concurrency == pytest.approx(1000 / (512 + 513))

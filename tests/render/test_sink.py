@@ -23,7 +23,7 @@ ROWS = {"ctx": "128k", "kv": "fp8"}
 
 
 def _solve(**q: Any) -> Any:
-    from kbtool.solve.query import build_query
+    from kbtool.solve.request import build_query
     from kbtool.solve.solver import solve
     from tests.util import load_kb
 
@@ -129,7 +129,7 @@ def test_plain_render_does_not_import_rich() -> None:
     code = (
         "import io, sys\nfrom pathlib import Path\n"
         "from kbtool.render.query import PlainSink, render_answer, render_multi\n"
-        "from kbtool.kb import load_kb\nfrom kbtool.solve.query import build_query\n"
+        "from kbtool.kb import load_kb\nfrom kbtool.solve.request import build_query\n"
         "from kbtool.solve.solver import solve\n"
         f"kb = load_kb(Path({FIX!r}))[0]\nbuf = io.StringIO()\n"
         "render_answer(PlainSink(buf), solve(kb, build_query(gpu='hop', head_dim=128, kv='fp8', ctx='128k')),"

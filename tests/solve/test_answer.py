@@ -8,12 +8,12 @@ import json
 import jsonschema
 import pytest
 
-from kbtool.solve import answer
-from kbtool.solve.query import build_query
+from kbtool.solve import answer, parts
+from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 from tests.util import DATA, load_kb
 
-CLASSES = [answer.Reason, answer.KernelAnswer, answer.BackendAnswer, answer.Memory, answer.Answer,
+CLASSES = [parts.Reason, parts.KernelAnswer, parts.BackendAnswer, parts.Memory, answer.Answer,
            answer.MultiAnswer]
 SCHEMA = answer.json_schema()
 
@@ -42,8 +42,8 @@ def test_json_validates_against_the_generated_schema(kw: dict[str, object]) -> N
 
 
 def test_equality_and_copy_without_phase() -> None:
-    r = answer.Reason(claim="c", code="C", message="m", verification="unverified", phase="decode")
-    same = answer.Reason(claim="c", code="C", message="m", verification="unverified", phase="decode")
-    assert r == same and r != answer.Reason(claim="c", code="C", message="x", verification="unverified")
+    r = parts.Reason(claim="c", code="C", message="m", verification="unverified", phase="decode")
+    same = parts.Reason(claim="c", code="C", message="m", verification="unverified", phase="decode")
+    assert r == same and r != parts.Reason(claim="c", code="C", message="x", verification="unverified")
     bare = r.without_phase()
     assert bare.phase is None and r.phase == "decode" and bare.to_dict() == {**r.to_dict(), "phase": None}

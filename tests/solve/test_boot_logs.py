@@ -72,7 +72,7 @@ def why_unasked(e: dict[str, Any]) -> str | None:
 def ask(e: dict[str, Any]) -> dict[str, Any]:
     from kbtool.errors import UsageError
     from kbtool.query_cli import image
-    from kbtool.solve.query import build_query
+    from kbtool.solve.request import build_query
     from kbtool.solve.solver import solve
 
     release, how = release_for(e["vllm"])

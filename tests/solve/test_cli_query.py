@@ -43,7 +43,7 @@ def test_no_is_exit_0_unless_fail_on_no() -> None:
 def test_query_path_does_not_import_heavy_modules() -> None:
     code = (
         "import sys; from pathlib import Path\n"
-        "from kbtool.kb import load_kb\nfrom kbtool.solve.query import build_query\n"
+        "from kbtool.kb import load_kb\nfrom kbtool.solve.request import build_query\n"
         "from kbtool.solve.solver import solve\nfrom kbtool.render import query\n"
         f"solve(load_kb(Path({FIX!r}))[0], build_query(gpu='hop', ctx='128k'))\n"
         "bad = [m for m in ('jsonschema', 'networkx', 'ruamel') if m in sys.modules]\n"

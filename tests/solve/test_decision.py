@@ -8,7 +8,7 @@ import pytest
 
 from kbtool import query_cli
 from kbtool.render.verdict import answer_summary
-from kbtool.solve.query import build_query
+from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 
 

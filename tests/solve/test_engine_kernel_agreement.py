@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kbtool.query_cli import image
 from kbtool.render.verdict import answer_summary
-from kbtool.solve.query import build_query
+from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 
 

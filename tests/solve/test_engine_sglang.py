@@ -13,7 +13,7 @@ from kbtool.query_cli import image, main
 from kbtool.render.verdict import answer_summary
 from kbtool.solve.engines.sglang import facts as sglang_facts
 from kbtool.solve.engines.sglang import resolve as sglang_resolve
-from kbtool.solve.query import build_query
+from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 
 

@@ -24,6 +24,7 @@ from kbtool.probe.judges import vllm_selector as vs_judge
 from kbtool.solve import gates
 from kbtool.solve.engines.vllm import selection as engine
 from kbtool.solve.image import Image
+from kbtool.solve.imagebuild import image_of
 from probes import vllm_selector as vs
 from tests.util import RECORDS, ROOT
 
@@ -32,7 +33,7 @@ DATA = ROOT / "tests" / "data" / "vllm"
 
 @cache
 def image() -> Image:
-    return Image.of(load_kb(RECORDS)[0])
+    return image_of(load_kb(RECORDS)[0])
 
 
 @cache

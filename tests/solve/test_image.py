@@ -6,9 +6,9 @@ import marshal
 
 import pytest
 
-from kbtool.solve import image
+from kbtool.solve import image, imagebuild
 from kbtool.solve.answer import to_json
-from kbtool.solve.query import build_query
+from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 from tests.util import DATA, ROOT, load_kb
 
@@ -24,7 +24,7 @@ QUERIES = [
 @pytest.mark.parametrize("kw", QUERIES, ids=[str(i) for i in range(len(QUERIES))])
 def test_image_round_trip_answers_like_the_records(kw: dict[str, object]) -> None:
     kb = load_kb(ROOT / "records")
-    loaded = image.Image.load(image.dump(image.build(kb)))
+    loaded = image.Image.load(imagebuild.dump(imagebuild.build(kb)))
     assert loaded is not None
     want = to_json(solve(kb, build_query(**kw)))  # type: ignore[arg-type]
     assert to_json(solve(loaded, build_query(**kw))) == want  # type: ignore[arg-type]
@@ -32,7 +32,7 @@ def test_image_round_trip_answers_like_the_records(kw: dict[str, object]) -> Non
 
 def test_image_keeps_what_the_solver_reads() -> None:
     kb = load_kb(DATA / "kb_fixture")
-    data = image.build(kb)
+    data = imagebuild.build(kb)
     img = image.Image(data)
     assert [k.id for k in img.kernels] == sorted(r.id for r in kb if r.kind == "kernel")
     claims = img.all_claims()

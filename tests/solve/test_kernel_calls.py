@@ -20,8 +20,8 @@ from kbtool.query_cli import image
 from kbtool.render.verdict import answer_summary
 from kbtool.solve.calls import covers
 from kbtool.solve.decision import Decision, decide
-from kbtool.solve.engines.base import Pick
-from kbtool.solve.query import build_query
+from kbtool.solve.engines.results import Pick
+from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 from tests.solve.test_engine_vllm import DATA, points, stratified
 from tests.util import ROOT
@@ -83,7 +83,7 @@ def test_head_dims_between_256_and_512_on_h100_fail_in_vllms_bundled_fa4(head_di
 
 
 def _decision(calls: list[dict[str, Any]]) -> Decision:
-    from kbtool.solve.answer import BackendAnswer, KernelAnswer, Reason
+    from kbtool.solve.parts import BackendAnswer, KernelAnswer, Reason
 
     reason = Reason(claim="fa3-head-dims", code="HEAD_DIM", message="m", verification="verified", layer="kernel")
     kernel = KernelAnswer.__new__(KernelAnswer)

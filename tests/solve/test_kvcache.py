@@ -59,10 +59,10 @@ def test_deepseek_v3_bf16_is_70272_bytes_per_token_no_factor_two() -> None:
 
 def _shipped_formats() -> dict[str, tuple[int, str | None]]:
     """The KV formats of the shipped kernel records, as the solver's image carries them."""
-    from kbtool.solve.image import Image
+    from kbtool.solve.imagebuild import image_of
     from tests.util import RECORDS, load_kb
 
-    return Image.of(load_kb(RECORDS)).kv_formats
+    return image_of(load_kb(RECORDS)).kv_formats
 
 
 def test_sparse_mla_fp8_is_fp8_ds_mla_plus_the_indexer() -> None:

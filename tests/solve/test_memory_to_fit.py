@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kbtool.query_cli import image
-from kbtool.solve.query import build_query
+from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 
 CASES = [

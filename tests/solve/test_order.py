@@ -6,7 +6,7 @@ import pytest
 
 from kbtool.query_cli import image
 from kbtool.solve.order import _fa_default
-from kbtool.solve.query import build_query
+from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 
 

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kbtool.errors import UsageError
-from kbtool.solve.query import build_query, parse_ctx, parse_kv, parse_libs, parse_phase, parse_util
+from kbtool.solve.query import parse_ctx, parse_kv, parse_libs, parse_phase, parse_util
+from kbtool.solve.request import build_query
 
 
 @pytest.mark.parametrize(("text", "want"), [

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from kbtool.kb import KB
-from kbtool.solve.answer import Answer, KernelAnswer
+from kbtool.solve.answer import Answer
 from kbtool.solve.gates import effective, scope_words
-from kbtool.solve.query import build_query
+from kbtool.solve.parts import KernelAnswer
+from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 from tests.util import ROOT, load_kb, run_kb
 

@@ -170,7 +170,7 @@ def img():  # type: ignore[no-untyped-def]
 
 
 def _solved(img, **kw):  # type: ignore[no-untyped-def]
-    from kbtool.solve.query import build_query
+    from kbtool.solve.request import build_query
     from kbtool.solve.solver import solve
 
     q = build_query(gpu="h100", **kw)

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from kbtool.query_cli import image
-from kbtool.solve.query import build_query
+from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 
 ROOT = Path(__file__).parents[2]

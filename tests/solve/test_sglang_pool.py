@@ -8,7 +8,7 @@ import pytest
 
 from kbtool.query_cli import image
 from kbtool.solve.engines.sglang import pool as sglang_pool
-from kbtool.solve.query import build_query
+from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 
 

@@ -22,6 +22,7 @@ from kbtool.kb import load_kb
 from kbtool.probe.judges import sglang_pool as pool_judge
 from kbtool.solve.engines.sglang.plan import Cell, plan
 from kbtool.solve.image import Image
+from kbtool.solve.imagebuild import image_of
 from probes import sglang_pool as probe
 from tests.util import RECORDS, ROOT
 
@@ -55,7 +56,7 @@ KNOWN: dict[tuple[str, str], str] = {
 
 @cache
 def image() -> Image:
-    return Image.of(load_kb(RECORDS)[0])
+    return image_of(load_kb(RECORDS)[0])
 
 
 @cache

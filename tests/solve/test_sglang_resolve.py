@@ -20,6 +20,7 @@ from kbtool.probe.judges import sglang_resolve as grid_judge
 from kbtool.solve.engines.sglang import resolve as sr
 from kbtool.solve.engines.sglang.facts import model_facts
 from kbtool.solve.image import Image
+from kbtool.solve.imagebuild import image_of
 from probes import sglang_resolve as grid
 from tests.util import RECORDS, ROOT
 
@@ -41,7 +42,7 @@ NOT_IN_GRID = {
 
 @cache
 def image() -> Image:
-    return Image.of(load_kb(RECORDS)[0])
+    return image_of(load_kb(RECORDS)[0])
 
 
 @cache

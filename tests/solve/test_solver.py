@@ -9,8 +9,9 @@ import pytest
 from kbtool.errors import NotFoundError, UsageError
 from kbtool.kb import KB
 from kbtool.render.verdict import answer_summary
-from kbtool.solve.answer import Answer, KernelAnswer, MultiAnswer
-from kbtool.solve.query import build_query
+from kbtool.solve.answer import Answer, MultiAnswer
+from kbtool.solve.parts import KernelAnswer
+from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 from tests.util import DATA, load_kb
 

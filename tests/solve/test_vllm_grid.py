@@ -14,13 +14,14 @@ from kbtool.probe.judges import vllm_selector as vs_judge
 from kbtool.solve.engines.vllm import grid
 from kbtool.solve.engines.vllm import selection as engine
 from kbtool.solve.image import Image
+from kbtool.solve.imagebuild import image_of
 from probes import vllm_selector as vs
 from tests.util import RECORDS, ROOT
 
 
 @cache
 def image() -> Image:
-    return Image.of(load_kb(RECORDS)[0])
+    return image_of(load_kb(RECORDS)[0])
 
 
 @pytest.mark.parametrize("release", ["0.19.1", "0.24.0", "0.33.0"])

@@ -13,6 +13,7 @@ from kbtool.kb import load_kb
 from kbtool.model.engine_priority import EnginePriority
 from kbtool.solve.engines.vllm import selection
 from kbtool.solve.image import Image
+from kbtool.solve.imagebuild import image_of
 from tests.util import RECORDS
 
 DSV3 = {"qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128}  # DeepSeek-V3 / R1
@@ -22,7 +23,7 @@ GLM5 = {"qk_nope_head_dim": 192, "qk_rope_head_dim": 64, "v_head_dim": 256}  # t
 @cache
 def kb_and_image() -> tuple[object, Image]:
     kb = load_kb(RECORDS)[0]
-    return kb, Image.of(kb)  # type: ignore[arg-type]
+    return kb, image_of(kb)  # type: ignore[arg-type]
 
 
 def env(cc: float | None, shape: dict[str, int], vendor: str = "nvidia") -> dict[str, object]:

@@ -106,7 +106,7 @@ def test_the_replay_can_fail_a_wrong_planning_line() -> None:
 
 
 def _pool(release: str, **q: Any) -> Any:
-    from kbtool.solve.query import build_query
+    from kbtool.solve.request import build_query
     from kbtool.solve.solver import solve
 
     a = solve(image(), build_query(engine="vllm", vllm=release, **q))
@@ -155,7 +155,7 @@ def test_mamba_state_pages_per_release_and_gpu() -> None:
 def test_0_34_refuses_with_the_extensible_kv_caches_hint() -> None:
     """0.34.0 turns the extensible KV cache on by default on CUDA and words its refusal for it
     (kv_cache_planning.py:64-94, 120-134)."""
-    gs = [vllm_pool.Group("full", 10, 1 << 20)]
+    gs = [vllm_planning.Group("full", 10, 1 << 20)]
     err = vllm_planning.check(gs, 16, 1 << 30, vllm_planning.planning("0.34.0"), vllm_planning.Point(131072, 8192))
     assert err is not None and "The extensible KV cache already takes all device memory left after the model and " \
         "its activations; decrease `max_model_len` or `max_num_seqs`" in err
@@ -252,7 +252,7 @@ def test_a_sparse_mla_models_indexer_cache_is_one_group_with_its_latent_as_vllm_
                                "uniform_type": True, "pages": [[8448, 61], [73728, 61]], "block_bytes": 5012736}]
     assert vllm_planning.bytes_per_block(grouped[0]) == case["groups"][0]["block_bytes"]
     point = next(p for p in case["points"] if p["starts"] and p["max_model_len"] == 131072)
-    latent_only = ([vllm_pool.Group("mla", 61, 64 * 576 * 2)], [])  # the layout kb had before: no indexer cache
+    latent_only = ([vllm_planning.Group("mla", 61, 64 * 576 * 2)], [])  # the layout kb had before: no indexer cache
     wrong = vllm_pool.report(point["available"], latent_only, 64, _point(point), vllm_pool.accounting("0.33.0"))
     assert wrong.num_blocks != point["num_blocks"] and wrong.concurrency > point["concurrency"]
 
@@ -285,7 +285,7 @@ def test_deepseek_v3_2_on_8_h200_at_128k_shows_the_indexer_cache_and_vllms_concu
     import io
 
     from kbtool.render.query import PlainSink, render_answer
-    from kbtool.solve.query import build_query
+    from kbtool.solve.request import build_query
     from kbtool.solve.solver import solve
 
     a = solve(image(), build_query(engine="vllm", vllm="0.33.0", gpu="h200", gpus=8, model="deepseek-v3.2",

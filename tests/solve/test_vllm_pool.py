@@ -8,10 +8,11 @@ from types import SimpleNamespace
 import pytest
 
 from kbtool.query_cli import image
+from kbtool.solve.engines.vllm import planning as vllm_planning
 from kbtool.solve.engines.vllm import pool as vllm_pool
 from kbtool.solve.engines.vllm.args import parse
 from kbtool.solve.engines.vllm.planning import Point
-from kbtool.solve.query import build_query
+from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 
 
@@ -55,7 +56,7 @@ POINT = Point(32768, 8192)  # async scheduling on the V2 runner, pp 1: two batch
 
 
 def test_sliding_window_requests_hold_the_in_flight_batches_in_0_33() -> None:
-    g = [vllm_pool.Group("sliding", 10, 1000, 1024), vllm_pool.Group("full", 10, 1000)]
+    g = [vllm_planning.Group("sliding", 10, 1000, 1024), vllm_planning.Group("full", 10, 1000)]
     old = vllm_pool.report(10**10, (g, []), 16, POINT, vllm_pool.accounting("0.24.0"))
     new = vllm_pool.report(10**10, (g, []), 16, POINT, vllm_pool.accounting("0.33.0"))
     # window blocks: ceil((1023 + 8192) / 16) + 1 = 577 in 0.24.0; (1023 + 2 x 8192) -> 1089 in 0.33.0
@@ -64,7 +65,7 @@ def test_sliding_window_requests_hold_the_in_flight_batches_in_0_33() -> None:
 
 
 def test_gpu_kv_cache_size_in_0_19_is_blocks_per_group() -> None:
-    g = [vllm_pool.Group("sliding", 10, 1000, 1024), vllm_pool.Group("full", 10, 1000)]
+    g = [vllm_planning.Group("sliding", 10, 1000, 1024), vllm_planning.Group("full", 10, 1000)]
     r = vllm_pool.report(10**10, (g, []), 16, POINT, vllm_pool.accounting("0.19.1"))
     assert r.tokens == r.num_blocks // 2 * 16
     assert vllm_pool.report(10**10, (g, []), 16, POINT).tokens == int(r.concurrency * 32768)

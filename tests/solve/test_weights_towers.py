@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kbtool.query_cli import image
 from kbtool.solve.engines.vllm.mmprefix import towers_off
-from kbtool.solve.query import build_query
+from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 from kbtool.solve.weights import tower_bytes, weight_bytes
 

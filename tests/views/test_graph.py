@@ -11,7 +11,7 @@ import pytest
 from kbtool.errors import UsageError
 from kbtool.graph import build
 from kbtool.kb import KB
-from kbtool.solve.query import build_query
+from kbtool.solve.request import build_query
 from kbtool.views.graphview import export, neighbors, why
 from kbtool.views.impact import flipped, impact
 from tests.util import DATA, run_kb

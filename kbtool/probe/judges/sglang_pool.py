@@ -178,9 +178,9 @@ def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[s
     """kb's SGLang engine against SGLang's own planner at every point this run recorded."""
     from kbtool.kb import load_kb
     from kbtool.paths import records_dir
-    from kbtool.solve.image import Image
+    from kbtool.solve.imagebuild import image_of
 
-    img = Image.of(load_kb(records_dir())[0])
+    img = image_of(load_kb(records_dir())[0])
     total: Counter[str] = Counter()
     bad = 0
     for obs in observations:

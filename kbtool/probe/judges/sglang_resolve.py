@@ -157,9 +157,9 @@ def differs(got: dict[str, Any], want: dict[str, Any], fields: tuple[str, ...] =
 @functools.cache
 def _image(records: Path | None = None) -> Any:
     from kbtool.kb import load_kb
-    from kbtool.solve.image import Image
+    from kbtool.solve.imagebuild import image_of
 
-    return Image.of(load_kb(records or _records())[0])
+    return image_of(load_kb(records or _records())[0])
 
 
 @functools.cache

@@ -8,7 +8,8 @@ import shlex
 from typing import Any
 
 from kbtool.errors import UsageError
-from kbtool.solve.engines.base import Engine, Line, Option, Pick
+from kbtool.solve.engines.base import Engine
+from kbtool.solve.engines.results import Line, Option, Pick
 
 
 class Stub(Engine):

@@ -18,8 +18,9 @@ from kbtool.render.verdict import answer_summary
 from kbtool.solve.answer import Answer
 from kbtool.solve.decision import CASES, Decision
 from kbtool.solve.engines import registry
-from kbtool.solve.engines.base import PICK_STATES, Engine, Pick, Pool
-from kbtool.solve.query import build_query
+from kbtool.solve.engines.base import Engine
+from kbtool.solve.engines.results import PICK_STATES, Pick, Pool
+from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 from tests.solve.engines.stub import Stub
 from tests.util import DATA

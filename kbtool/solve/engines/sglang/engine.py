@@ -10,17 +10,18 @@ kb's own options filled in where the line is silent: --kv as --kv-cache-dtype, -
 
 from __future__ import annotations
 
-from kbtool.solve.engines.base import Engine, Line, Option, Pick, ReleaseChange
+from kbtool.solve.engines.base import Engine
+from kbtool.solve.engines.results import Line, Option, Pick, ReleaseChange
 from kbtool.solve.engines.sglang.serverargs import KV_OF, args_for
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from kbtool.solve.answer import BackendAnswer, KernelAnswer, Memory
     from kbtool.solve.context import Ctx
     from kbtool.solve.gates import Outcome
     from kbtool.solve.image import AcceleratorV, BackendV, Image
+    from kbtool.solve.parts import BackendAnswer, KernelAnswer, Memory
     from kbtool.solve.query import Query
 
 def _registered(img: Any, backend: Any, release: str) -> bool:
@@ -98,10 +99,10 @@ class Sglang(Engine):
     def backend_outcome(self, cx: Ctx, backend: BackendV, env: dict[str, Any]) -> Outcome | None:
         """What SGLang does when asked for this backend (--attention-backend NAME): its resolution, with its own
         error where it refuses; a backend it switches away from is a caveat naming what runs instead."""
-        from kbtool.solve.answer import Reason
         from kbtool.solve.engines.sglang import facts as sglang_facts
         from kbtool.solve.engines.sglang import resolve as sglang_resolve
         from kbtool.solve.gates import Outcome, structural
+        from kbtool.solve.parts import Reason
 
         q = cx.q
         if q.release is None or not env.get("gpu"):

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import math
 
-from kbtool.solve.answer import Memory
-from kbtool.solve.engines.base import Pool as EnginePool
+from kbtool.solve.engines.results import Pool as EnginePool
 from kbtool.solve.engines.sglang.plan import Cell, plan
+from kbtool.solve.parts import Memory
 from kbtool.solve.weights import Fit, fp32_loaded_as, tower_bytes, weight_bytes
 
 TYPE_CHECKING = False

@@ -1,4 +1,4 @@
-"""SGLang's section of the query image (kbtool/solve/image.py `_engine_sections`): what
+"""SGLang's section of the query image (kbtool/solve/imagebuild.py `_engine_sections`): what
 kbtool/solve/engines/sglang/resolve.py reads, compiled from its engine-backend, engine-priority and claim records."""
 
 from __future__ import annotations

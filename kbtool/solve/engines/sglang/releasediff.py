@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from kbtool.solve.engines.base import ReleaseChange
+from kbtool.solve.engines.results import ReleaseChange
 
 EXAMPLES = 3
 POOLS = ("pool-models", "pool-classes", "pool-defaults")

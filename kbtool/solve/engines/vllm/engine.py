@@ -6,16 +6,17 @@ Only the contract is imported here at import time: the registry loads this modul
 
 from __future__ import annotations
 
-from kbtool.solve.engines.base import Engine, Line, Option, Pick, ReleaseChange
+from kbtool.solve.engines.base import Engine
+from kbtool.solve.engines.results import Line, Option, Pick, ReleaseChange
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from kbtool.solve.answer import BackendAnswer, KernelAnswer, Memory
     from kbtool.solve.context import Ctx
     from kbtool.solve.gates import Outcome
     from kbtool.solve.image import AcceleratorV, BackendV, Image
+    from kbtool.solve.parts import BackendAnswer, KernelAnswer, Memory
     from kbtool.solve.query import Query
 
 class Vllm(Engine):

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from kbtool.errors import KbError
-from kbtool.solve.answer import Memory
-from kbtool.solve.engines.base import Pool
+from kbtool.solve.engines.results import Pool
 from kbtool.solve.engines.vllm import defaults as vd
 from kbtool.solve.engines.vllm import mmprefix
 from kbtool.solve.engines.vllm.budget import fit
 from kbtool.solve.engines.vllm.planning import planning
 from kbtool.solve.engines.vllm.pool import accounting
 from kbtool.solve.engines.vllm.records import lines, measured
+from kbtool.solve.parts import Memory
 from kbtool.solve.weights import Fit, fp32_loaded_as
 
 TYPE_CHECKING = False

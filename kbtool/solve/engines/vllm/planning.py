@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-    from kbtool.solve.engines.vllm.pool import Group
 
 DOCS = "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
 HINT_UTILIZATION = ("Try increasing `gpu_memory_utilization` when initializing the engine (this flag also controls "
@@ -138,6 +137,29 @@ def in_flight_tokens(plan: Planning, pt: Point) -> int:
         return pt.pp * pt.batched_tokens
     batches = pt.pp + 1 if pt.v2 else (2 if pt.pp <= 1 else pt.pp)
     return batches * pt.batched_tokens
+
+
+class Group:
+    """One KV cache group: its type (full, sliding, mla, mamba), its layers as vLLM counts them (a padded type's
+    last groups hold one layer fewer: vLLM deals layers i, i + n, ... to group i), page bytes, and its own block
+    where vLLM widened it to unify the page sizes (None: the model's block).
+
+    `pages`: a group of one attention type whose layers keep pages of different sizes (vLLM's
+    UniformTypeKVCacheSpecs: a sparse-MLA model's latent and indexer caches), as ((page bytes, layers, what), ...)
+    in the order vLLM registers the layers; one block of the group takes every layer's page, and `page_bytes` is
+    the first layer's page, the spec vLLM's scheduler keeps for the group (generate_scheduler_kv_cache_config)."""
+
+    __slots__ = ("block", "kind", "layers", "page_bytes", "pages", "window")
+
+    def __init__(self, kind: str, layers: int, page_bytes: int, window: int | None = None,
+                 block: int | None = None, pages: tuple[tuple[int, int, str], ...] | None = None) -> None:
+        self.kind, self.layers, self.page_bytes, self.window = kind, layers, page_bytes, window
+        self.block, self.pages = block, pages
+
+    def block_bytes(self, layers: int) -> int:
+        """Bytes one block of this group takes in the shared pool, where groups hold `layers` layers each."""
+        return sum(p * n for p, n, _ in self.pages) if self.pages else self.page_bytes * layers
+
 
 
 def group_blocks(g: Group, block: int, length: int, plan: Planning, pt: Point) -> int:

@@ -36,7 +36,7 @@ import math
 from kbtool.errors import KbError
 from kbtool.solve.engines.vllm import mamba as vllm_mamba
 from kbtool.solve.engines.vllm import planning as vllm_planning
-from kbtool.solve.engines.vllm.planning import Planning, Point
+from kbtool.solve.engines.vllm.planning import Group, Planning, Point
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -185,28 +185,6 @@ def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp
     else:
         words += f"; CUDA graphs captured after the pool ({run} runner)"
     return act + NON_TORCH_BYTES + graphs, words + f" (estimated from vLLM {acct.release}'s accounting)"
-
-
-class Group:
-    """One KV cache group: its type (full, sliding, mla, mamba), its layers as vLLM counts them (a padded type's
-    last groups hold one layer fewer: vLLM deals layers i, i + n, ... to group i), page bytes, and its own block
-    where vLLM widened it to unify the page sizes (None: the model's block).
-
-    `pages`: a group of one attention type whose layers keep pages of different sizes (vLLM's
-    UniformTypeKVCacheSpecs: a sparse-MLA model's latent and indexer caches), as ((page bytes, layers, what), ...)
-    in the order vLLM registers the layers; one block of the group takes every layer's page, and `page_bytes` is
-    the first layer's page, the spec vLLM's scheduler keeps for the group (generate_scheduler_kv_cache_config)."""
-
-    __slots__ = ("block", "kind", "layers", "page_bytes", "pages", "window")
-
-    def __init__(self, kind: str, layers: int, page_bytes: int, window: int | None = None,
-                 block: int | None = None, pages: tuple[tuple[int, int, str], ...] | None = None) -> None:
-        self.kind, self.layers, self.page_bytes, self.window = kind, layers, page_bytes, window
-        self.block, self.pages = block, pages
-
-    def block_bytes(self, layers: int) -> int:
-        """Bytes one block of this group takes in the shared pool, where groups hold `layers` layers each."""
-        return sum(p * n for p, n, _ in self.pages) if self.pages else self.page_bytes * layers
 
 
 class Grouped(tuple):  # type: ignore[type-arg]

@@ -1,4 +1,4 @@
-"""vLLM's section of the query image (kbtool/solve/image.py `_engine_sections`): what
+"""vLLM's section of the query image (kbtool/solve/imagebuild.py `_engine_sections`): what
 kbtool/solve/engines/vllm/selection.py reads beyond the priority lists, compiled from its engine-priority records,
 and its engine-release records by release (defaults.py, planning.py and pool.py read them), with the rule that picks
 the release whose line another release takes (`line_release`)."""

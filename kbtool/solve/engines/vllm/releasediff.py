@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kbtool.solve.engines.base import ReleaseChange
+from kbtool.solve.engines.results import ReleaseChange
 from kbtool.solve.engines.vllm import grid
 
 EXAMPLES = 3  # selection changes shown per compute capability

@@ -11,8 +11,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from kbtool.solve.answer import Reason
     from kbtool.solve.image import Image
+    from kbtool.solve.parts import Reason
 
 
 class BackendCheck:

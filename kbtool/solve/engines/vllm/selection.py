@@ -21,8 +21,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from kbtool.solve.answer import Reason
     from kbtool.solve.image import BackendV, Image
+    from kbtool.solve.parts import Reason
 
 # vLLM's --kv-cache-dtype strings -> the KB's kv_dtype ("auto" is the model dtype)
 KV_OF_VLLM = {"float16": "fp16", "bfloat16": "bf16", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kbtool import query_cli
-from kbtool.solve.query import build_query
+from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 
 LINE = "vllm serve Qwen/Qwen3-8B --max-model-len 32768"

@@ -23,6 +23,7 @@ from kbtool.kb import load_kb
 from kbtool.solve.engines.vllm import defaults as vd
 from kbtool.solve.engines.vllm import pool as vllm_pool
 from kbtool.solve.image import Image
+from kbtool.solve.imagebuild import image_of
 from tests.util import RECORDS, ROOT
 
 PROBE = "vllm-engine-config"
@@ -30,7 +31,7 @@ PROBE = "vllm-engine-config"
 
 @cache
 def image(records: Path = RECORDS) -> Image:
-    return Image.of(load_kb(records)[0])
+    return image_of(load_kb(records)[0])
 
 
 def grids(records: Path = RECORDS) -> list[dict[str, Any]]:
@@ -138,7 +139,7 @@ def test_a_perturbed_record_fails(tmp_path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     assert "max_num_batched_tokens: 16384" in text
     path.write_text(text.replace("max_num_batched_tokens: 16384", "max_num_batched_tokens: 12288", 1))
-    img = Image.of(load_kb(records)[0])
+    img = image_of(load_kb(records)[0])
     docs = [d for d in grids() if d["vllm"] == "0.33.0"]
     _, bad = mismatches(img, docs)
     assert bad and all("max_num_batched_tokens" in b or "capture_max" in b for b in bad)
@@ -175,7 +176,7 @@ def test_a_query_for_a_recorded_release_answers_with_its_own_defaults(release: s
     record: `borrowed` false), and the engine report's planning is X's. A neighbour's record or line used for X
     fails here, whether or not the two releases resolve alike."""
     from kbtool.solve.engines.vllm import planning as vllm_planning
-    from kbtool.solve.query import build_query
+    from kbtool.solve.request import build_query
     from kbtool.solve.solver import solve
 
     img = image()

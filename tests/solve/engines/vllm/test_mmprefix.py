@@ -14,7 +14,7 @@ from kbtool import query_cli
 from kbtool.probe.judges import vllm_selector as vs_judge
 from kbtool.render.verdict import answer_summary
 from kbtool.solve.engines.vllm import grid, mmprefix
-from kbtool.solve.query import build_query
+from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 from tests.util import ROOT
 

@@ -145,7 +145,7 @@ def test_which_line_a_release_takes(release: str | None, planning: str, accounti
 def test_an_answer_names_the_release_whose_accounting_line_it_borrows() -> None:
     """0.28.0 has its own defaults and planning but no accounting section: the reserve is 0.24.0's line, and the
     engine report says so."""
-    from kbtool.solve.query import build_query
+    from kbtool.solve.request import build_query
     from kbtool.solve.solver import solve
 
     assert vd.rows(image())["0.28.0"]["accounting"] is None

@@ -8,7 +8,7 @@ from kbtool import query_cli
 from kbtool.solve.conditions import compare_versions
 from kbtool.solve.engines.vllm import grid
 from kbtool.solve.engines.vllm.selected import versions
-from kbtool.solve.query import build_query
+from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 
 

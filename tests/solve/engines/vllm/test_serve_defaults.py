@@ -9,7 +9,7 @@ import pytest
 
 from kbtool import query_cli
 from kbtool.solve.engines.vllm import pool as vllm_pool
-from kbtool.solve.query import build_query
+from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 
 
