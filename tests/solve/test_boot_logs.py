@@ -99,10 +99,11 @@ def err(kb: float | None, logged: float | None) -> float | None:
 
 
 def kv_manager(e: dict[str, Any]) -> float | None:
-    """kb's KV manager from the KV memory vLLM logged: the error of its token count (None where not checkable)."""
+    """kb's KV manager from the KV memory vLLM logged: the error of its token count (None where not checkable), with
+    the asked release's planning and the hybrid state mode the logged flags give (planning.state_mode)."""
     from kbtool.query_cli import image
     from kbtool.solve.engines.vllm import pool as vllm_pool
-    from kbtool.solve.engines.vllm.planning import Point
+    from kbtool.solve.engines.vllm.planning import Point, planning, state_mode
 
     lg = e["logged"]
     if e["kb_model"] is None or not lg.get("available_kv_gib") or not lg.get("kv_cache_tokens"):
@@ -115,7 +116,11 @@ def kv_manager(e: dict[str, Any]) -> float | None:
     if grouped is None:
         return None
     ctx = lg.get("max_model_len") or 32768
-    r = vllm_pool.report(round(lg["available_kv_gib"] * GIB), grouped, grouped.block, Point(ctx, 8192))
+    plan = planning(release_for(e["vllm"])[0])
+    prefix = True if "--enable-prefix-caching" in args else False if "--no-enable-prefix-caching" in args else None
+    mode, ckpt = state_mode(plan, model.architecture, None, any(g.type == "linear" for g in model.layers), prefix)
+    r = vllm_pool.report(round(lg["available_kv_gib"] * GIB), grouped, grouped.block,
+                         Point(ctx, 8192, mamba_mode=mode, checkpoint_blocks=ckpt), plan=plan)
     return r.tokens / lg["kv_cache_tokens"] - 1
 
 
