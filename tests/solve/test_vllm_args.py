@@ -18,7 +18,7 @@ def test_parse_reads_the_flags_that_matter() -> None:
     assert (a.model, a.kv_cache_dtype, a.attention_backend, a.max_model_len, a.tp, a.gpu_memory_utilization,
             a.block_size, a.max_num_batched_tokens) == ("deepseek-ai/DeepSeek-V3", "fp8", "FLASHINFER", 128_000, 2,
                                                         0.85, 32, 8192)
-    assert a.ignored == ["--enable-prefix-caching", "--seed"]
+    assert a.ignored == ["--seed"] and a.enable_prefix_caching is True  # read: a hybrid's state pages depend on it
 
 
 def test_a_hugging_face_id_in_a_serve_line_names_the_record_of_its_model_part() -> None:
@@ -99,19 +99,28 @@ def test_parse_reads_the_flags_that_move_memory() -> None:
     assert a.ignored == ["--seed"]
 
 
+def test_parse_reads_the_prefix_caching_switches() -> None:
+    """--enable-prefix-caching / --no-enable-prefix-caching (a hybrid's state pages, planning.state_mode); absent: None,
+    the release's default."""
+    assert parse("vllm serve m --enable-prefix-caching").enable_prefix_caching is True
+    assert parse("vllm serve m --no-enable-prefix-caching", "0.24.0").enable_prefix_caching is False
+    assert parse("vllm serve m --max-model-len 4096").enable_prefix_caching is None
+    assert "--enable-prefix-caching" not in parse("vllm serve m --enable-prefix-caching").ignored
+
+
 def test_pipeline_parallel_and_quantization_change_the_answer() -> None:
     base = ["query", "--gpu", "h100", "--json", "--vllm-args"]
     plain = json.loads(run_kb(*base, "serve llama-3.1-70b --max-model-len 32768").out)["memory"]
     staged = json.loads(run_kb(*base, "serve llama-3.1-70b --max-model-len 32768 -pp 4 --quantization fp8 "
-                                      "--enable-prefix-caching").out)
+                                      "--seed 4").out)
     m = staged["memory"]
     # fp8 halves the quantized groups (embeddings and lm_head stay bf16); each of 4 stages holds a quarter
     assert m["weights_dtype"] == "fp8" and 0.5 < m["weights_bytes"] * 4 / plain["weights_bytes"] < 0.55
     assert m["kv_bytes_per_token"] * 4 == plain["kv_bytes_per_token"]
     assert plain["fits"] is False and m["fits"] is True
-    assert staged["query"]["ignored"] == ["--enable-prefix-caching"] and staged["query"]["settings"]["pp"] == 4
-    text = run_kb(*base[:-2], "--vllm-args", "serve llama-3.1-70b --max-model-len 32768 --enable-prefix-caching").out
-    assert "serve-line flags not considered: --enable-prefix-caching" in text
+    assert staged["query"]["ignored"] == ["--seed"] and staged["query"]["settings"]["pp"] == 4
+    text = run_kb(*base[:-2], "--vllm-args", "serve llama-3.1-70b --max-model-len 32768 --seed 4").out
+    assert "serve-line flags not considered: --seed" in text
 
 
 def test_a_gpu_without_bf16_is_asked_in_fp16_by_default() -> None:

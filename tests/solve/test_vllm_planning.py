@@ -313,3 +313,32 @@ def test_deepseek_v3_2_on_8_h200_at_128k_shows_the_indexer_cache_and_vllms_concu
                                                             point["concurrency"]) == (17_300_000_000 // per_block,
                                                                                       int(3451 / 2048 * 131072),
                                                                                       3451 / 2048)
+
+
+def test_an_explicit_prefix_caching_flag_sets_a_gdn_hybrids_state_mode() -> None:
+    """--enable-prefix-caching on vLLM 0.24.0 (hybrids default to it off): MambaModelConfig sets mamba_cache_mode
+    "align" for a model class without Mamba prefix-caching support, as Qwen3-Next / Qwen3.5 are
+    (model_executor/models/config.py:417-432, commit ee0da84ab), so a request holds 2 state pages; "all" (NemotronH,
+    Jamba, ...) is not modelled and keeps one. --no-enable-prefix-caching on 0.33.0 turns align off."""
+    p24, p33 = vllm_planning.planning("0.24.0"), vllm_planning.planning("0.33.0")
+    assert vllm_planning.state_mode(p24, "Qwen3_5MoeForConditionalGeneration", "sm120", True) == ("none", 0)
+    assert vllm_planning.state_mode(p24, "Qwen3_5MoeForConditionalGeneration", "sm120", True, True) == ("align", 0)
+    assert vllm_planning.state_mode(p24, "NemotronHForCausalLM", "sm90", True, True) == ("none", 0)
+    assert vllm_planning.state_mode(p33, "Qwen3NextForCausalLM", "sm90", True, False) == ("none", 0)
+    assert vllm_planning.state_mode(p24, "LlamaForCausalLM", "sm90", False, True) == ("none", 0)
+
+
+def test_the_serve_line_carries_the_prefix_caching_flag_to_the_state_pages() -> None:
+    """The same question with and without --enable-prefix-caching on 0.24.0: the flag doubles a Qwen3.6 request's
+    state pages, so the concurrency vLLM reports falls."""
+    from kbtool.query_cli import image as img
+    from kbtool.solve.query import build_query
+    from kbtool.solve.solver import solve
+
+    def conc(extra: str) -> float:
+        q = build_query(gpu="h100", vllm_args=f"serve qwen3.6-35b-a3b --max-model-len 32768 {extra}", vllm="0.24.0")
+        r = solve(img(), q).memory.engine_report  # type: ignore[union-attr]
+        assert r is not None
+        return float((r.get("estimate") or r)["max_concurrency"])
+
+    assert conc("--enable-prefix-caching") < conc("") == conc("--no-enable-prefix-caching")

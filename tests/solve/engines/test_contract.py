@@ -30,7 +30,8 @@ MODELS: tuple[tuple[str, ...], ...] = ((), ("--model", "llama-3.1-8b", "--ctx", 
                                        ("--model", "deepseek-v3", "--gpus", "8", "--ctx", "128k"),
                                        ("--model", "gemma-3-27b", "--ctx", "128k"),
                                        ("--model", "qwen3-next-80b-a3b", "--ctx", "4k", "--kv", "fp8"))
-LINES = {"vllm": "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32k -tp 2 --enable-prefix-caching",
+LINES = {"vllm": "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32k -tp 2 --enable-prefix-caching "
+                 "--seed 1",
          "sglang": "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp 2 "
                    "--context-length 32768 --enable-metrics"}
 BAD = (("--ctx", "0"), ("--gpu", "h1000"), ("--kv", "int3"), ("--gpus", "-2"))

@@ -4,6 +4,7 @@ Only what the pre-flight answer needs is read: the model (a KB id, a Hugging Fac
 id or alias, or a config path), --kv-cache-dtype, --attention-backend, --max-model-len, -tp /
 --tensor-parallel-size, --gpu-memory-utilization, --block-size, --max-num-batched-tokens, --max-num-seqs and
 --enforce-eager (the last two move vLLM's reserve: its sampler profile and CUDA-graph estimate),
+--enable-prefix-caching / --no-enable-prefix-caching (a hybrid model's state pages per request),
 --limit-mm-per-prompt, --language-model-only and --enable-mm-embeds (a text-only serve), --quantization
 (the weights' bytes), -pp / --pipeline-parallel-size (layers and weights per stage), -dp /
 --data-parallel-size (replicas: the memory per GPU does not change) and --kv-cache-memory-bytes (the pool itself,
@@ -36,6 +37,10 @@ QUANT_WEIGHTS = {"fp8": "fp8", "fbgemm_fp8": "fp8", "ptpc_fp8": "fp8", "awq": "i
 """--quantization methods whose weight bytes per parameter kb knows (kbtool/solve/weights.py WEIGHT_BYTES)."""
 _SWITCHES = {"--enforce-eager": "enforce_eager", "--language-model-only": "language_model_only",
              "--enable-mm-embeds": "enable_mm_embeds"}  # flags without a value
+_PREFIX = {"--enable-prefix-caching": True, "--no-enable-prefix-caching": False}
+# (--enable-prefix-caching on a hybrid Mamba/GDN model turns the state cache to mamba_cache_mode "align", two state
+# pages per request: vllm/model_executor/models/config.py:417-432 MambaModelConfig.verify_and_update_config, vLLM
+# 0.24.0 commit ee0da84ab; planning.state_mode)
 # (--limit-mm-per-prompt / --language-model-only / --enable-mm-embeds: whether a multimodal prefix-LM model is
 # served text-only, which turns vLLM's use_mm_prefix off; mmprefix.py)
 
@@ -59,6 +64,7 @@ class ServeArgs:
         self.language_model_only = False
         self.enable_mm_embeds = False
         self.limit_mm_per_prompt: str | None = None
+        self.enable_prefix_caching: bool | None = None  # None: the release's default
         self.quantization: str | None = None
         self.pp: int | None = None
         self.dp: int | None = None
@@ -142,6 +148,10 @@ def parse(text: str, release: str | None = None) -> ServeArgs:
             name = canon
         if name in _SWITCHES and not eq:
             setattr(out, _SWITCHES[name], True)
+            i += 1
+            continue
+        if name in _PREFIX and not eq:
+            out.enable_prefix_caching = _PREFIX[name]
             i += 1
             continue
         key = _FLAGS.get(name)

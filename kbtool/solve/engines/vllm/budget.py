@@ -45,7 +45,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         kv_cache_memory: int | None = None, formats: Mapping[str, tuple[int, str | None]] | None = None,
         sm: str | None = None, margins: Mapping[str, Any] | None = None, run: str | None = None,
         text_only: str | None = None, acct: vllm_pool.Accounting | None = None,
-        plan: vllm_planning.Planning | None = None) -> Fit:
+        plan: vllm_planning.Planning | None = None, prefix_caching: bool | None = None) -> Fit:
     """Whether `batch` sequences of `ctx` tokens fit in the KV pool of each of `tp` GPUs, and how many do, as vLLM
     `release` sizes that pool (vllm_pool.accounting); `kv_cache_memory` (--kv-cache-memory-bytes) is the pool;
     `formats`: the KV layouts the records size (kvcache.kv_model); `sm`: the GPU's architecture (the Mamba state
@@ -55,7 +55,8 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     `run`: the model runner `release` gives this model, from its record (defaults.Defaults.runner); `text_only`: the
     serve-line flag under which vLLM skips the model's encoders (mmprefix.towers_off), else they are counted;
     `acct`, `plan`: `release`'s accounting and planning lines from the query image's records (None: read from the
-    records tree)."""
+    records tree); `prefix_caching`: --enable-prefix-caching / --no-enable-prefix-caching as given (None: the
+    release's default), which sets a hybrid model's state mode (vllm_planning.state_mode)."""
     acct = acct or vllm_pool.accounting(release)
     run = run or vllm_pool.runner(model, acct)
     kv: KvModel = kv_model(model, kv_dtype, tp, batched_tokens=batched_tokens, mla_format=mla_format, formats=formats)
@@ -87,7 +88,8 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     block = block_size or kv.block
     plan = plan or vllm_planning.planning(release)
     arch = getattr(model, "architecture", None)
-    mode, ckpt = vllm_planning.state_mode(plan, arch, sm, any(g.type == "linear" for g in model.layers))
+    mode, ckpt = vllm_planning.state_mode(plan, arch, sm, any(g.type == "linear" for g in model.layers),
+                                            prefix_caching)
     # no pool at all (the weights and reserve take the memory): the answer says that, not vLLM's "No available
     # memory for the cache blocks" it would end with
     grouped = vllm_pool.groups(model, kv_dtype, block, tp, pp, vllm_planning.checkpoint_alignment(arch, ckpt),

@@ -105,14 +105,24 @@ GDN = frozenset({"Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwe
 MAMBA2 = frozenset({"NemotronHForCausalLM"})
 
 
-def state_mode(plan: Planning, architecture: str | None, sm: str | None, hybrid: bool) -> tuple[str, int]:
-    """The Mamba state mode and prefill checkpoint pages a hybrid model gets by default: mode "align" where the
-    release turns prefix caching on for hybrids; then, where the release counts checkpoint pages, a Mamba-2 layer
+def state_mode(plan: Planning, architecture: str | None, sm: str | None, hybrid: bool,
+               prefix_caching: bool | None = None) -> tuple[str, int]:
+    """The Mamba state mode and prefill checkpoint pages a hybrid model gets: mode "align" where prefix caching is
+    on for it (the release's default for hybrids, or `prefix_caching`: --enable-prefix-caching /
+    --no-enable-prefix-caching as given); then, where the release counts checkpoint pages, a Mamba-2 layer
     exports one (`planning.mamba2_checkpoints`: 0.33.0 model_executor/layers/mamba/mamba_mixer2.py:1108-1118), and a
     GDN layer does where FlashInfer's GDN prefill runs (`planning.gdn_checkpoints`:
     layers/mamba/gdn/qwen_gdn_linear_attn.py:689-702, 148-165: Hopper, or Blackwell at head_k_dim 128 with CUDA
-    runtime 13, taken here as the wheels' runtime)."""
-    if not hybrid or not plan.hybrid_prefix_caching:
+    runtime 13, taken here as the wheels' runtime).
+
+    Prefix caching given on a release whose hybrids default to it off: vLLM sets mamba_cache_mode "all" for a model
+    class that supports Mamba prefix caching, else "align" (model_executor/models/config.py:417-432 in 0.24.0, commit
+    ee0da84ab); the GDN models (qwen3_next.py, qwen3_5.py) do not declare it, so they take "align"; kb does not model
+    "all", and leaves the other hybrids' state at one page there."""
+    if not hybrid:
+        return "none", 0
+    on = plan.hybrid_prefix_caching if prefix_caching is None else prefix_caching
+    if not on or (not plan.hybrid_prefix_caching and architecture not in GDN):
         return "none", 0
     if not plan.checkpoints:
         return "align", 0
