@@ -332,7 +332,7 @@ def test_the_serve_line_carries_the_prefix_caching_flag_to_the_state_pages() -> 
     """The same question with and without --enable-prefix-caching on 0.24.0: the flag doubles a Qwen3.6 request's
     state pages, so the concurrency vLLM reports falls."""
     from kbtool.query_cli import image as img
-    from kbtool.solve.query import build_query
+    from kbtool.solve.request import build_query
     from kbtool.solve.solver import solve
 
     def conc(extra: str) -> float:
