@@ -161,9 +161,10 @@ def stripped(names: dict[str, str], plain: Iterable[str]) -> tuple[str, str, str
         if got is not None:
             cut, fmt = got
             low, ending = low[:cut], text[cut:]
-        low = low.replace("_", "-")
-        for cand in untuned(low):
-            rid = names.get(cand) or by_tail.get(cand)
-            if rid is not None and (ending is not None or cand != text.lower()):
-                return rid, text, fmt, ending
+        # '_' as written first (NVIDIA's own Llama-3_3-Nemotron-Super-49B-v1, vllm#15664), then read as '-'
+        for spelled in dict.fromkeys((low, low.replace("_", "-"))):
+            for cand in untuned(spelled):
+                rid = names.get(cand) or by_tail.get(cand)
+                if rid is not None and (ending is not None or cand != text.lower()):
+                    return rid, text, fmt, ending
     return None

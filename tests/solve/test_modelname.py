@@ -38,7 +38,8 @@ def test_ids_and_hub_ids_are_not_paths(name: str) -> None:
 
 
 NAMES = {"qwen3-30b-a3b": "qwen3-30b-a3b", "qwen/qwen3-30b-a3b": "qwen3-30b-a3b", "llama-3.3-70b": "llama-3.3-70b",
-         "meta-llama/llama-3.3-70b-instruct": "llama-3.3-70b"}
+         "meta-llama/llama-3.3-70b-instruct": "llama-3.3-70b",
+         "nvidia/llama-3_3-nemotron-super-49b-v1": "llama-3.3-nemotron-super-49b"}
 
 
 @pytest.mark.parametrize(("name", "want"), [
@@ -61,6 +62,9 @@ NAMES = {"qwen3-30b-a3b": "qwen3-30b-a3b", "qwen/qwen3-30b-a3b": "qwen3-30b-a3b"
     ("Qwen3-30B-A3B-unsloth-bnb-4bit", ("qwen3-30b-a3b", "Qwen3-30B-A3B-unsloth-bnb-4bit", None,
                                         "-unsloth-bnb-4bit")),
     ("Qwen3_30B_A3B_AWQ", ("qwen3-30b-a3b", "Qwen3_30B_A3B_AWQ", "int4", "_AWQ")),
+    # a name whose own spelling has '_' (NVIDIA's Llama-3_3-Nemotron-Super-49B-v1, vllm#15664) keeps it
+    ("Llama-3_3-Nemotron-Super-49B-v1-4bit-GPTQ", ("llama-3.3-nemotron-super-49b",
+                                                   "Llama-3_3-Nemotron-Super-49B-v1-4bit-GPTQ", "int4", "-4bit-GPTQ")),
     ("Qwen3-30B-A3B-dynamic", None),
     # tuning endings and a dated re-release, one after another, with no quantization ending
     ("Llama-3.3-70B-Instruct-chat-hf", ("llama-3.3-70b", "Llama-3.3-70B-Instruct-chat-hf", None, None)),
