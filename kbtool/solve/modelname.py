@@ -24,12 +24,12 @@ QUANT_TOKENS: dict[str, str | None] = {
     "int4": "int4", "w4a16": "int4", "awq": "int4", "gptq": "int4", "autoround": "int4",
     "bnb": None, "gguf": None, "4bit": None, "8bit": None,
 }
-"""The words of a quantized release's name ending (split at '-', '_' or '.', case ignored) and the weight format each
-says (kbtool/solve/budget.py sizes it): `-GPTQ-Int4`, `-AWQ`, `-int4-awq` (gemma-3-27b-it-int4-awq in
+"""The words of a quantized release's name ending (split at '-', '_' or '.', case ignored) and the weight format
+each says (kbtool/solve/budget.py sizes it): `-GPTQ-Int4`, `-AWQ`, `-int4-awq` (gemma-3-27b-it-int4-awq in
 sglang#4895), `-int4-mixed-AutoRound` (Intel's AutoRound, vllm#26646), `-quantized.w8a16` (Neural Magic / Red Hat
-AI, vllm#7714: the word 'quantized' and then 'w8a16'), `.w4a16` (vllm#17327), `-FP8-dynamic`, `-NVFP4`. GPTQ, AWQ and AutoRound store int4 in groups unless a word says 8 bits.
-None: a format kb reads off the name but does not size (bitsandbytes NF4, GGUF): the weights stay the base
-model's."""
+AI, vllm#7714: the word 'quantized', then 'w8a16'), `.w4a16` (vllm#17327), `-FP8-dynamic`, `-NVFP4`. GPTQ, AWQ
+and AutoRound store int4 in groups unless a word says 8 bits. None: a format kb reads off the name but does not
+size (bitsandbytes NF4, GGUF): the weights stay the base model's."""
 
 QUANT_NEUTRAL = frozenset({"dynamic", "static", "block", "mixed", "g128", "g32", "unsloth", "marlin", "sym", "asym",
                            "quantized"})
