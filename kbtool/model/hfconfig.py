@@ -522,10 +522,13 @@ def to_record(data: dict[str, Any], rid: str, *, where: str, name: str | None = 
              "biases, multi-token-prediction layers and vision towers left out)"]
     if wnote:
         notes.append(wnote)
-    enc = vision_encoder(c.top, int(hidden)) if c.nested and hidden else None
+    # a vision_config beside a nested text_config (Qwen3-VL) or beside the text fields themselves (Qwen2.5-VL)
+    multimodal = c.nested or isinstance(c.top.get("vision_config"), dict)
+    enc = vision_encoder(c.top, int(hidden)) if multimodal and hidden else None
     if enc:
-        notes.append(f"the text model of a multimodal config (text_config), and its vision tower ({enc['tower']}, "
-                     f"{enc['parameters']:,} parameters from vision_config as vLLM builds it) in `encoders`")
+        text = "the text model of a multimodal config (text_config)" if c.nested else "a multimodal config"
+        notes.append(f"{text}, and its vision tower ({enc['tower']}, {enc['parameters']:,} parameters from "
+                     "vision_config as vLLM builds it) in `encoders`")
     elif c.nested:
         notes.append("the text model of a multimodal config (text_config); the vision tower is not counted")
     mtp = c.get("num_nextn_predict_layers") or c.get("mtp_num_hidden_layers") or c.get("num_mtp_modules")

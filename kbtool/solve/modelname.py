@@ -20,18 +20,19 @@ A3B-Instruct is qwen3-next-80b-a3b. Quantized releases (-FP8, -AWQ) are QUANT_TO
 
 QUANT_TOKENS: dict[str, str | None] = {
     "fp8": "fp8", "nvfp4": "nvfp4", "fp4": "nvfp4", "mxfp4": "mxfp4",
-    "int8": "int8", "w8a8": "int8", "w8a16": "int8", "quantized.w8a8": "int8", "quantized.w8a16": "int8",
-    "int4": "int4", "w4a16": "int4", "quantized.w4a16": "int4", "awq": "int4", "gptq": "int4", "autoround": "int4",
+    "int8": "int8", "w8a8": "int8", "w8a16": "int8",
+    "int4": "int4", "w4a16": "int4", "awq": "int4", "gptq": "int4", "autoround": "int4",
     "bnb": None, "gguf": None, "4bit": None, "8bit": None,
 }
-"""The words of a quantized release's name ending (split at '-' or '_', case ignored) and the weight format each
-says (kbtool/solve/budget.py sizes it): `-GPTQ-Int4`, `-AWQ`, `-int4-awq` (gemma-3-27b-it-int4-awq in
+"""The words of a quantized release's name ending (split at '-', '_' or '.', case ignored) and the weight format
+each says (kbtool/solve/budget.py sizes it): `-GPTQ-Int4`, `-AWQ`, `-int4-awq` (gemma-3-27b-it-int4-awq in
 sglang#4895), `-int4-mixed-AutoRound` (Intel's AutoRound, vllm#26646), `-quantized.w8a16` (Neural Magic / Red Hat
-AI, vllm#7714), `-FP8-dynamic`, `-NVFP4`. GPTQ, AWQ and AutoRound store int4 in groups unless a word says 8 bits.
-None: a format kb reads off the name but does not size (bitsandbytes NF4, GGUF): the weights stay the base
-model's."""
+AI, vllm#7714: the word 'quantized', then 'w8a16'), `.w4a16` (vllm#17327), `-FP8-dynamic`, `-NVFP4`. GPTQ, AWQ
+and AutoRound store int4 in groups unless a word says 8 bits. None: a format kb reads off the name but does not
+size (bitsandbytes NF4, GGUF): the weights stay the base model's."""
 
-QUANT_NEUTRAL = frozenset({"dynamic", "static", "block", "mixed", "g128", "g32", "unsloth", "marlin", "sym", "asym"})
+QUANT_NEUTRAL = frozenset({"dynamic", "static", "block", "mixed", "g128", "g32", "unsloth", "marlin", "sym", "asym",
+                           "quantized"})
 """Words that sit inside a quantization ending but say no format by themselves (`-FP8-dynamic`, `-int4-mixed-`,
 `-unsloth-bnb-4bit`): taken off with the ending, never an ending on their own."""
 
@@ -39,7 +40,7 @@ QUANT_NEUTRAL = frozenset({"dynamic", "static", "block", "mixed", "g128", "g32",
 def quant_ending(low: str) -> tuple[int, str | None] | None:
     """(where the quantization ending starts in `low`, the format it says) for a lowercased name whose last
     words are quantization words, else None. Fp8/fp4 words win over integer ones; 8 bits over 4 for GPTQ/AWQ."""
-    words = re.split(r"[-_]", low)
+    words = re.split(r"[-_.]", low)
     run = 0
     while run < len(words) - 1 and (words[-1 - run] in QUANT_TOKENS or words[-1 - run] in QUANT_NEUTRAL):
         run += 1
@@ -59,6 +60,9 @@ def quant_ending(low: str) -> tuple[int, str | None] | None:
 
 
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+"""What a Hugging Face ORG/NAME can be: one '/' between names of letters, digits, '.', '_' and '-'. Anything else
+with a '/' is a path, a placeholder of the poster's included (`<PATH>/nytopop_Qwen3-30B-A3B.w4a16`, vllm#17327)."""
 
 
 def is_pathlike(name: str) -> bool:
@@ -66,7 +70,7 @@ def is_pathlike(name: str) -> bool:
     folder) rather than a record id or an ORG/NAME Hugging Face id."""
     n = name.strip()
     return (n.startswith(("/", "~", "./", "../", ".\\")) or n.endswith(("/", "\\")) or "\\" in n
-            or n.count("/") >= 2)
+            or n.count("/") >= 2 or ("/" in n and not HUB_ID.match(n)))
 
 
 def folders(name: str) -> list[str]:
@@ -161,9 +165,10 @@ def stripped(names: dict[str, str], plain: Iterable[str]) -> tuple[str, str, str
         if got is not None:
             cut, fmt = got
             low, ending = low[:cut], text[cut:]
-        low = low.replace("_", "-")
-        for cand in untuned(low):
-            rid = names.get(cand) or by_tail.get(cand)
-            if rid is not None and (ending is not None or cand != text.lower()):
-                return rid, text, fmt, ending
+        # '_' as written first (NVIDIA's own Llama-3_3-Nemotron-Super-49B-v1, vllm#15664), then read as '-'
+        for spelled in dict.fromkeys((low, low.replace("_", "-"))):
+            for cand in untuned(spelled):
+                rid = names.get(cand) or by_tail.get(cand)
+                if rid is not None and (ending is not None or cand != text.lower()):
+                    return rid, text, fmt, ending
     return None

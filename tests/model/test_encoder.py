@@ -7,6 +7,7 @@ record kb ships for the model.
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
@@ -121,13 +122,27 @@ def test_a_pasted_multimodal_config_gets_its_tower() -> None:
     assert "in `encoders`" in rec["notes"]
 
 
+def test_a_flat_multimodal_config_gets_its_tower() -> None:
+    """Qwen2.5-VL's published configs keep the text fields at the top level beside vision_config (no text_config):
+    the importer counts the tower there too. Qwen/Qwen2.5-VL-3B-Instruct's per-module table (torchinfo, printed
+    under its config in whaler404/Hf-Learn transformers_learn/api/models/multimodal_models/qwen2.5_vl/qwen2.5_vl.md
+    @ a3b40e1e: Conv3d 1,505,280; each of the 32 vision blocks 19,702,200; the merger's norm 1,280 and MLP
+    36,707,328), summed, is the tower kb derives from that config."""
+    published = 1_505_280 + 32 * 19_702_200 + 1_280 + 36_707_328
+    cfg = json.loads((ROOT / "tests/data/hf-configs/qwen2.5-vl-3b/config.json").read_text(encoding="utf-8"))
+    rec = to_record(cfg, "q", where="q/config.json")
+    assert rec["encoders"][0]["parameters"] == published and rec["encoders"][0]["modalities"] == ["image", "video"]
+    assert "text_config" not in cfg and "a multimodal config, and its vision tower" in rec["notes"]
+    assert _records()["qwen2.5-vl-3b"].encoders[0].parameters == published
+
+
 def test_an_unmodelled_tower_is_left_out_not_guessed() -> None:
     assert vision_encoder({"architectures": ["Gemma4ForConditionalGeneration"], "vision_config": SIGLIP}, 2816) is None
     assert vision_encoder({"architectures": ["Gemma3ForConditionalGeneration"], "vision_config": {"x": 1}}, 1) is None
 
 
-@pytest.mark.parametrize("rid", ["gemma-3-4b", "gemma-3-27b", "qwen2.5-vl-7b", "qwen3-vl-8b", "qwen3.5-27b",
-                                 "devstral-small-2-24b", "kimi-k2.5"])
+@pytest.mark.parametrize("rid", ["gemma-3-4b", "gemma-3-27b", "qwen2.5-vl-3b", "qwen2.5-vl-7b", "qwen3-vl-8b",
+                                 "qwen3.5-27b", "devstral-small-2-24b", "kimi-k2.5"])
 def test_recorded_multimodal_models_carry_their_tower(rid: str) -> None:
     rec = _records()[rid]
     assert rec.encoders and rec.encoders[0].modality == "vision" and rec.encoders[0].parameters > 1e8

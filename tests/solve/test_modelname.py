@@ -23,6 +23,9 @@ SHA = "89abcdef0123456789abcdef0123456789abcdef"
     # ModelScope writes '.' as '___' (vllm#13124)
     ("/home/lzh/llm_model/Qwen/Qwen2___5-VL-72B-Instruct", ["Qwen/Qwen2.5-VL-72B-Instruct"],
      ["Qwen2.5-VL-72B-Instruct"]),
+    # a placeholder the poster left for their own folder (vllm#17327): no Hub id has '<' or '>', so it is a path
+    ("<PATH>/nytopop_Qwen3-30B-A3B.w4a16", ["<PATH>/nytopop_Qwen3-30B-A3B.w4a16", "nytopop/Qwen3-30B-A3B.w4a16"],
+     ["nytopop_Qwen3-30B-A3B.w4a16", "Qwen3-30B-A3B.w4a16"]),
     (f"/root/.cache/huggingface/hub/models--Qwen--Qwen3-8B/snapshots/{SHA}",
      ["Qwen/Qwen3-8B", "hub/models--Qwen--Qwen3-8B"], ["Qwen3-8B", "models--Qwen--Qwen3-8B"]),
 ])
@@ -38,7 +41,8 @@ def test_ids_and_hub_ids_are_not_paths(name: str) -> None:
 
 
 NAMES = {"qwen3-30b-a3b": "qwen3-30b-a3b", "qwen/qwen3-30b-a3b": "qwen3-30b-a3b", "llama-3.3-70b": "llama-3.3-70b",
-         "meta-llama/llama-3.3-70b-instruct": "llama-3.3-70b"}
+         "meta-llama/llama-3.3-70b-instruct": "llama-3.3-70b",
+         "nvidia/llama-3_3-nemotron-super-49b-v1": "llama-3.3-nemotron-super-49b"}
 
 
 @pytest.mark.parametrize(("name", "want"), [
@@ -61,7 +65,13 @@ NAMES = {"qwen3-30b-a3b": "qwen3-30b-a3b", "qwen/qwen3-30b-a3b": "qwen3-30b-a3b"
     ("Qwen3-30B-A3B-unsloth-bnb-4bit", ("qwen3-30b-a3b", "Qwen3-30B-A3B-unsloth-bnb-4bit", None,
                                         "-unsloth-bnb-4bit")),
     ("Qwen3_30B_A3B_AWQ", ("qwen3-30b-a3b", "Qwen3_30B_A3B_AWQ", "int4", "_AWQ")),
+    # a name whose own spelling has '_' (NVIDIA's Llama-3_3-Nemotron-Super-49B-v1, vllm#15664) keeps it
+    ("Llama-3_3-Nemotron-Super-49B-v1-4bit-GPTQ", ("llama-3.3-nemotron-super-49b",
+                                                   "Llama-3_3-Nemotron-Super-49B-v1-4bit-GPTQ", "int4", "-4bit-GPTQ")),
     ("Qwen3-30B-A3B-dynamic", None),
+    # an ending joined by '.' (nytopop's Qwen3-30B-A3B.w4a16, vllm#17327); a version's '.' is no ending
+    ("Qwen3-30B-A3B.w4a16", ("qwen3-30b-a3b", "Qwen3-30B-A3B.w4a16", "int4", ".w4a16")),
+    ("Llama-3.3-70B-Instruct.quantized", None),
     # tuning endings and a dated re-release, one after another, with no quantization ending
     ("Llama-3.3-70B-Instruct-chat-hf", ("llama-3.3-70b", "Llama-3.3-70B-Instruct-chat-hf", None, None)),
     ("Qwen3-30B-A3B-2507", ("qwen3-30b-a3b", "Qwen3-30B-A3B-2507", None, None)),

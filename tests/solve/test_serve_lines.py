@@ -18,8 +18,9 @@ import yaml
 from tests.util import DATA, run_kb
 
 LINES = DATA / "serve-lines"
-# measured on this set (33 lines) when it was built: raise these as kb answers more, never lower them
-FLOOR = {"answered": 22, "verdicts": 10, "right": 4}
+# measured on this set (47 lines; 33 when it was built, with floors 22 / 10 / 4): raise these as kb answers more,
+# never lower them
+FLOOR = {"answered": 35, "verdicts": 18, "right": 8}
 
 
 def corpus() -> list[tuple[str, dict[str, Any]]]:
@@ -70,7 +71,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def test_the_set_is_real_lines_with_their_threads() -> None:
     rows = corpus()
-    assert len(rows) >= 30
+    assert len(rows) >= 47  # lines are added, never taken out
     for engine, row in rows:
         assert set(row) == {"url", "line", "gpu", "outcome", "scope", "note"}, row
         repo = {"vllm": "vllm-project/vllm", "sglang": "sgl-project/sglang"}[engine]
