@@ -32,9 +32,13 @@ RELEASES = ("0.5.23", "0.5.21", "0.5.20", "0.5.19", "0.5.18", "0.5.17")
 NOT_IN_GRID = {
     "sglang-trtllm-mha-prefill-cp-sm100", "sglang-gemma4-backends", "sglang-lfm2-no-triton",
     "sglang-dsa-sinks-bf16-kv", "sglang-dsa-sinks-prefill-flashmla-sparse", "sglang-dsa-sinks-decode-flashmla-sparse",
-    "sglang-dsa-tilelang-fp8-sm89", "sglang-fp4-kv-fa4-mla-decode", "sglang-fp4-kv-fa4-mha-decode",
+    "sglang-dsa-tilelang-fp8-sm89", "sglang-fp4-kv-fa4-mla-decode@0.5.21", "sglang-fp4-kv-fa4-mla-decode@0.5.23",
+    "sglang-fp4-kv-fa4-mha-decode",
     "sglang-fp4-kv-mha-backends",
     "sglang-fp4-kv-cuda-only@0.5.23",  # 0.5.23 refuses nvfp4 on ROCm earlier, in the NVFP4 prefill check
+    # 0.5.21 runs 0.5.23's NVFP4 prefill check first too (kv_cache_hook.py:34-95): the grid's nvfp4 lines stop there
+    "sglang-fp4-kv-cuda-only@0.5.21", "sglang-fp4-kv-fa4-mha-decode-0.5.17@0.5.21",
+    "sglang-fp4-kv-mha-backends-0.5.17@0.5.21",
     "sglang-exaone4-backends-0.5.17",  # no EXAONE model here; the sglang-pool recording shows it (pool replay test)
 }
 
