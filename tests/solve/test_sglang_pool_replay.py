@@ -27,7 +27,7 @@ from probes import sglang_pool as probe
 from tests.util import RECORDS, ROOT
 
 DATA = ROOT / "tests" / "data" / "sglang"
-RELEASES = ("0.5.23", "0.5.19", "0.5.18", "0.5.17")
+RELEASES = ("0.5.23", "0.5.21", "0.5.20", "0.5.19", "0.5.18", "0.5.17")
 # (field, model) pairs kb does not reproduce yet, each with the reason; the rows are still replayed for everything
 # else, and the pool points are planned with SGLang's value for the field (so the planner is still held to SGLang)
 _VLM = ("SGLang lowers mem_fraction_static for a multimodal checkpoint by its vision tower's size (0.5.17 "

@@ -25,7 +25,7 @@ from probes import sglang_resolve as grid
 from tests.util import RECORDS, ROOT
 
 DATA = ROOT / "tests" / "data" / "sglang"
-RELEASES = ("0.5.23", "0.5.19", "0.5.18", "0.5.17")
+RELEASES = ("0.5.23", "0.5.21", "0.5.20", "0.5.19", "0.5.18", "0.5.17")
 # claims whose refusal the recorded grid does not reach (no context parallelism, no Gemma 4 or LFM2 model, no DSA
 # model with learnable sinks, no FA-4 decode with an FP4 KV cache that gets past the earlier KV4 checks, ...): each
 # must still name its source, and an entry that the grid does reach is stale and fails ("id@release": that release
@@ -33,9 +33,13 @@ RELEASES = ("0.5.23", "0.5.19", "0.5.18", "0.5.17")
 NOT_IN_GRID = {
     "sglang-trtllm-mha-prefill-cp-sm100", "sglang-gemma4-backends", "sglang-lfm2-no-triton",
     "sglang-dsa-sinks-bf16-kv", "sglang-dsa-sinks-prefill-flashmla-sparse", "sglang-dsa-sinks-decode-flashmla-sparse",
-    "sglang-dsa-tilelang-fp8-sm89", "sglang-fp4-kv-fa4-mla-decode", "sglang-fp4-kv-fa4-mha-decode",
+    "sglang-dsa-tilelang-fp8-sm89", "sglang-fp4-kv-fa4-mla-decode@0.5.21", "sglang-fp4-kv-fa4-mla-decode@0.5.23",
+    "sglang-fp4-kv-fa4-mha-decode",
     "sglang-fp4-kv-mha-backends",
     "sglang-fp4-kv-cuda-only@0.5.23",  # 0.5.23 refuses nvfp4 on ROCm earlier, in the NVFP4 prefill check
+    # 0.5.21 runs 0.5.23's NVFP4 prefill check first too (kv_cache_hook.py:34-95): the grid's nvfp4 lines stop there
+    "sglang-fp4-kv-cuda-only@0.5.21", "sglang-fp4-kv-fa4-mha-decode-0.5.17@0.5.21",
+    "sglang-fp4-kv-mha-backends-0.5.17@0.5.21",
     "sglang-exaone4-backends-0.5.17",  # no EXAONE model here; the sglang-pool recording shows it (pool replay test)
 }
 
@@ -98,7 +102,7 @@ def test_every_platform_is_recorded_once(release: str) -> None:
 
 def test_releases_and_by() -> None:
     img = image()
-    assert sr.releases(img) == ["0.5.17", "0.5.18", "0.5.19", "0.5.23"]
+    assert sr.releases(img) == ["0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.23"]
     plat = grid_judge.platform(of("0.5.23", "sm100")["platforms"]["sm100"])
     facts = model_facts(of("0.5.23", "sm100")["models"]["mla"])
     got = sr.resolve(img, "0.5.23", plat, facts, {"kv_cache_dtype": "auto", "tp_size": 1})
@@ -124,7 +128,7 @@ def test_error_names_claim_and_where() -> None:
 def test_unknown_release_is_usage_error() -> None:
     from kbtool.errors import UsageError
 
-    with pytest.raises(UsageError, match=r"0\.5\.17, 0\.5\.18, 0\.5\.19, 0\.5\.23 only"):
+    with pytest.raises(UsageError, match=r"0\.5\.17, 0\.5\.18, 0\.5\.19, 0\.5\.20, 0\.5\.21, 0\.5\.23 only"):
         sr.resolve(image(), "0.4.0", {}, {}, {})
 
 
@@ -167,3 +171,34 @@ def test_0_5_19_nemotron_h_and_trtllm_mha_prefill() -> None:
     trt = {"attention_backend": "trtllm_mha", "kv_cache_dtype": "auto", "tp_size": 1}
     assert sr.resolve(img, "0.5.18", sm90, dense, trt)["claim"] == "sglang-trtllm-mha-prefill-sm100-0.5.17"
     assert sr.resolve(img, "0.5.19", sm90, dense, trt)["prefill"] == "trtllm_mha"
+
+
+def test_0_5_20_dsa_memory_tiers_and_qwen3_vl() -> None:
+    """0.5.20's own changes against 0.5.19: DSA on ROCm defaults to triton (overrides.py:766-770; 0.5.19: tilelang),
+    a 24 GiB GPU chunks prefill by 4096 (memory_hook.py:100-116, 0.5.23's tiers; 0.5.19: 2048), and Qwen3-VL on an
+    80 GiB Hopper decodes with flashinfer (model_overrides/qwen3_vl.py:88-141; 0.5.19: fa3) and reserves the 1 GiB
+    cuda_ipc feature pool instead of the 100 MiB embedding cache (kv_cache_configurator.py:142-160)."""
+    from kbtool.solve.engines.sglang import pool as sp
+    from kbtool.solve.engines.sglang.facts import model_facts_from_record
+
+    img = image()
+    args = {"kv_cache_dtype": "auto", "tp_size": 1}
+    mi300x = grid_judge.platform(of("0.5.20", "mi300x")["platforms"]["mi300x"])
+    dsa = model_facts(of("0.5.20", "mi300x")["models"]["dsa"])
+    old, new = (sr.resolve(img, r, mi300x, dsa, args) for r in ("0.5.19", "0.5.20"))
+    assert (old["dsa_prefill_backend"], old["dsa_decode_backend"]) == ("tilelang", "tilelang")
+    assert (new["dsa_prefill_backend"], new["dsa_decode_backend"]) == ("triton", "triton")
+    sm89 = dict(grid_judge.platform(of("0.5.20", "sm89")["platforms"]["sm89"]), gpu_mem_mib=24 * 1024)
+    dense = model_facts(of("0.5.20", "sm89")["models"]["dense"])
+    assert [sr.resolve(img, r, sm89, dense, args)["chunked_prefill_size"] for r in ("0.5.19", "0.5.20")] == [2048, 4096]
+    h100 = grid_judge.platform(of("0.5.20", "sm90")["platforms"]["sm90"])
+    model = img.model("qwen3-vl-8b")
+    vl = model_facts_from_record(model)
+    assert [sr.resolve(img, r, h100, vl, args)["decode"] for r in ("0.5.19", "0.5.20")] == ["fa3", "flashinfer"]
+    given = dict(args, decode_attention_backend="triton")
+    assert sr.resolve(img, "0.5.20", h100, vl, given)["decode"] == "triton"
+    mib = h100["gpu_mem_mib"]
+    assert sp.multimodal_reserve_gib(model, "0.5.19", cc=9.0, gpu_mib=mib) == 100 / 1024
+    assert sp.multimodal_reserve_gib(model, "0.5.20", cc=9.0, gpu_mib=mib) == 1.0
+    assert sp.multimodal_reserve_gib(model, "0.5.20", cc=9.0, gpu_mib=mib, max_running_requests=400) == 3.0
+    assert sp.multimodal_reserve_gib(model, "0.5.20", cc=8.0, gpu_mib=mib) == 100 / 1024

@@ -99,7 +99,20 @@ def kb_point(img: Any, release: str, acc_id: str, acc: dict[str, Any], model_id:
     return {"prefill": r.get("prefill"), "decode": r.get("decode"), "page_size": r.get("page_size"),
             "mem_fraction_static": r.get("mem_fraction_static"), "chunked_prefill_size": r.get("chunked_prefill_size"),
             "decode_graph_max_bs": r.get("decode_graph_max_bs"), "kv": kv, "_cell": cell, "_ctx": ctx,
-            "_args": args, "_reserve": sp.multimodal_reserve_gib(model, release)}
+            "_args": args, "_reserve": _probe_reserve(model, release, cc, (view.capacity_bytes() or 0) / 2**20)}
+
+
+def _probe_reserve(model: Any, release: str, cc: float, gpu_mib: float) -> float:
+    """The multimodal reserve the sglang-pool probe sized with. The probe restores os.environ after each
+    resolution (probes/_sglang_pool.py), so where SGLang's resolution sets its environment (Qwen3-VL on a large
+    Hopper GPU from 0.5.20: SGLANG_VLM_CACHE_SIZE_MB 0, qwen3_vl.py:96-98) the pool was sized with the defaults: the
+    embedding cache and the cuda_ipc feature pool, the transport staying set on the server arguments. kb's answers
+    reserve what a launch does (pool.py multimodal_reserve_gib)."""
+    from kbtool.solve.engines.sglang import pool as sp
+
+    if sp.hopper_qwen3_vl(getattr(model, "architecture", None), release, cc, gpu_mib):
+        return (sp.VLM_CACHE_MB + sp.MM_FEATURE_CACHE_MB) / 1024
+    return sp.multimodal_reserve_gib(model, release)
 
 
 def replay(img: Any, doc: dict[str, Any]) -> tuple[Counter[str], list[tuple[Any, ...]]]:

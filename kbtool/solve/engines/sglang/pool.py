@@ -84,18 +84,36 @@ MULTIMODAL = frozenset({
 MULTIMODAL_OFF = frozenset({"Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration",
                             "Step3VLForConditionalGeneration", "InklingForConditionalGeneration"})
 VLM_CACHE_MB = 100  # SGLANG_VLM_CACHE_SIZE_MB's default (0.5.23 environ.py:1598)
+MM_FEATURE_CACHE_MB = 1024  # SGLANG_MM_FEATURE_CACHE_MB's default (0.5.20 environ.py:1360, 0.5.23 :1622)
+QWEN3_VL = frozenset({"Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration"})
 
 
-def multimodal_reserve_gib(model: Any, release: str | None) -> float:
+def multimodal_reserve_gib(model: Any, release: str | None, *, cc: float | None = None, gpu_mib: float | None = None,
+                           max_running_requests: int | None = None) -> float:
     """What SGLang takes out of the KV budget for a multimodal model's embedding cache: from 0.5.18
     (kv_cache_configurator.py:130-146 mm_runtime_reservation_gb, environ.py:1146 SGLANG_VLM_CACHE_SIZE_MB; 0.5.23
-    kv_cache_configurator.py:202-220) it reserves SGLANG_VLM_CACHE_SIZE_MB; 0.5.17 does not."""
+    kv_cache_configurator.py:202-220) it reserves SGLANG_VLM_CACHE_SIZE_MB; 0.5.17 does not. From 0.5.20 Qwen3-VL on
+    a Hopper GPU of 60 GiB or more turns the embedding cache off and sends features over cuda_ipc, whose pool is
+    reserved instead: SGLANG_MM_FEATURE_CACHE_MB, 3 GiB from --max-running-requests 400 (0.5.20
+    model_overrides/qwen3_vl.py:88-141, kv_cache_configurator.py:142-160). A launch keeps the environment the
+    resolution set; the sglang-pool probe restored it before sizing (tests/solve/test_sglang_pool_replay.py)."""
     from kbtool.solve.conditions import compare_versions
 
     arch = getattr(model, "architecture", None)
     if not release or compare_versions(release, "0.5.18") < 0 or arch not in MULTIMODAL or arch in MULTIMODAL_OFF:
         return 0.0
+    if hopper_qwen3_vl(arch, release, cc, gpu_mib):
+        return (3 * 1024 if (max_running_requests or 0) >= 400 else MM_FEATURE_CACHE_MB) / 1024
     return VLM_CACHE_MB / 1024
+
+
+def hopper_qwen3_vl(arch: str | None, release: str, cc: float | None, gpu_mib: float | None) -> bool:
+    """SGLang's profiled Qwen3-VL serving path: from 0.5.20, on compute capability 9.x with 60 GiB or more
+    (qwen3_vl.py:23-34 large_hopper_qwen3_vl_model_type)."""
+    from kbtool.solve.conditions import compare_versions
+
+    return (arch in QWEN3_VL and compare_versions(release, "0.5.20") >= 0 and cc is not None and 9.0 <= cc < 10.0
+            and (gpu_mib or 0) >= 60 * 1024)
 
 
 class Pool:
@@ -308,7 +326,10 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
                          tp=q.gpus, weights=weights, max_total_tokens=args.get("max_total_tokens"),
                          max_running_requests=args.get("max_running_requests"), mamba_slots=mamba_slots(args),
                          dsa_backends=(r.get("dsa_prefill_backend"), r.get("dsa_decode_backend")),
-                         reserve_gib=multimodal_reserve_gib(model, q.release), release=q.release)
+                         reserve_gib=multimodal_reserve_gib(model, q.release, cc=env.get("cc"),
+                                                            gpu_mib=capacity / 2**20,
+                                                            max_running_requests=args.get("max_running_requests")),
+                         release=q.release)
     to_fit = _to_fit(cx, acc, env, f, kv, ctx, batch, page, args) if f.fits is False else []
     report = pool.as_dict(ctx) if pool is not None else {"basis": "estimated"}
     if error:
@@ -368,7 +389,9 @@ def _to_fit(cx: Any, acc: Any, env: dict[str, Any], f: Fit, kv: str, ctx: int | 
                                page_size=page, batch=batch, tp=gpus, weights=weights_as or q.weights,
                                max_total_tokens=args.get("max_total_tokens"),
                                max_running_requests=args.get("max_running_requests"), mamba_slots=mamba_slots(args),
-                               reserve_gib=multimodal_reserve_gib(model, q.release))
+                               reserve_gib=multimodal_reserve_gib(model, q.release, cc=env.get("cc"),
+                                                                  gpu_mib=capacity / 2**20,
+                                                                  max_running_requests=args.get("max_running_requests")))
         return got
 
     def offer(change: str, g: Fit) -> dict[str, Any]:
