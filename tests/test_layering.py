@@ -49,8 +49,8 @@ def _module_name(rel: str) -> str:
 
 
 def _runtime_imports(tree: ast.Module, module: str = "kbtool.x", is_package: bool = False,
-                     typing: bool = False) -> list[tuple[int, str]]:
-    """(line, absolute module) of every import that can run: TYPE_CHECKING blocks left out (kept with `typing`),
+                     type_only: bool = False) -> list[tuple[int, str]]:
+    """(line, absolute module) of every import that can run: TYPE_CHECKING blocks left out (kept with `type_only`),
     relative imports resolved against `module` (a package's __init__ resolves against itself)."""
     out: list[tuple[int, str]] = []
     package = module if is_package else module.rpartition(".")[0]
@@ -64,7 +64,7 @@ def _runtime_imports(tree: ast.Module, module: str = "kbtool.x", is_package: boo
 
     def visit(node: ast.AST) -> None:
         if (isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
-                and not typing):
+                and not type_only):
             for child in node.orelse:
                 visit(child)
             return
@@ -82,13 +82,13 @@ def _runtime_imports(tree: ast.Module, module: str = "kbtool.x", is_package: boo
     return out
 
 
-def _modules(typing: bool = False) -> list[tuple[str, str, list[tuple[int, str]]]]:
+def _modules(type_only: bool = False) -> list[tuple[str, str, list[tuple[int, str]]]]:
     out = []
     for path in sorted(PKG.rglob("*.py")):
         rel = path.relative_to(PKG).as_posix()
         unit = rel.split("/")[0].removesuffix(".py")
         out.append((rel, unit, _runtime_imports(ast.parse(path.read_text()), _module_name(rel),
-                                                path.name == "__init__.py", typing)))
+                                                path.name == "__init__.py", type_only)))
     return out
 
 
@@ -193,7 +193,7 @@ def test_no_circle_even_through_type_only_imports() -> None:
     """The types an answer is made of sit below what makes them (parts and engine results below the engines and
     the decision; the image and the query below the engines; building the image and reading a request above
     them): a type-only import that closes a circle is a layer out of place, not a harmless annotation."""
-    assert module_cycles(_modules(typing=True)) == []
+    assert module_cycles(_modules(type_only=True)) == []
 
 
 def test_the_circle_scan_sees_one() -> None:

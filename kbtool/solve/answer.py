@@ -33,7 +33,7 @@ class Answer(_Plain):
         "ranking": (opt(OBJ), "Measurement-based ranking, if any"),
         "recommended": ({"type": "object", "additionalProperties": STRS},
                         "Per phase, the kernels to use in the order to try"),
-        "engine": (opt(OBJ), "With --engine: the engine's pick (kbtool/solve/engines/base.py Pick): engine, label, "
+        "engine": (opt(OBJ), "With --engine: the engine's pick (kbtool/solve/engines/results.py Pick): engine, label, "
                              "release, state (selected, error, not_recorded, depends), the selected backend, what "
                              "runs prefill and decode, page size and what forced it, the refusals ahead of its "
                              "choice, its error, then the engine's own data (its priority list with every "
@@ -51,7 +51,7 @@ class Answer(_Plain):
                  ranking: dict[str, Any] | None = None, recommended: dict[str, list[str]] | None = None,
                  engine: dict[str, Any] | None = None, decision: Decision | None = None) -> None:
         self.query, self.verdict, self.summary, self.kernels = query, verdict, summary, kernels
-        self.engine = engine  # with --engine: the engine's Pick as data (kbtool/solve/engines/base.py)
+        self.engine = engine  # with --engine: the engine's Pick as data (kbtool/solve/engines/results.py)
         self.decision = decision  # how the verdict was reached; kbtool/render/verdict.py words `summary` from it
         self.memory, self.claims_used = memory, claims_used
         self.depends_on = depends_on if depends_on is not None else []

@@ -1,5 +1,5 @@
 """`--engine vllm,sglang`: the same question to each engine, and where their answers differ (backend, page size,
-pool tokens, verdict), from each answer's pick and pool (kbtool/solve/engines/base.py); kbtool/render/verdict.py
+pool tokens, verdict), from each answer's pick and pool (kbtool/solve/engines/results.py); kbtool/render/verdict.py
 words the differences."""
 
 from __future__ import annotations

@@ -25,7 +25,6 @@ from kbtool.solve.gates import (
     worst,
 )
 from kbtool.solve.image import Image
-from kbtool.solve.imagebuild import image_of
 from kbtool.solve.parts import BackendAnswer, KernelAnswer, Reason, kernel_answer
 from kbtool.solve.query import Query, check_libs
 from kbtool.solve.ranking import measured_ranking
@@ -706,7 +705,12 @@ def solve(kb: Image | KB, q: Query) -> Answer | MultiAnswer:
     """One Answer for --gpu; without it, one row per accelerator in the KB."""
     if not q.gpu and not q.model and not q.kernels and q.head_dim is None and q.ctx is None:
         raise UsageError("nothing to answer", fix="give --gpu and/or --model, e.g. kb query --gpu h100 --ctx 128k")
-    img = kb if isinstance(kb, Image) else image_of(kb)
+    if isinstance(kb, Image):
+        img = kb
+    else:  # a loaded KB (views, tests): built here; the query path hands in the cached image
+        from kbtool.solve.imagebuild import image_of
+
+        img = image_of(kb)
     cx = prepare(img, q)
     if q.gpu:
         q.gpu = resolve(img, q.gpu, "accelerator")
