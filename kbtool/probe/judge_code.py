@@ -21,6 +21,9 @@ KBTOOL = Path(__file__).resolve().parents[1]
 ROOTS = ("kbtool",)
 _IMPORT = re.compile(r"[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+([\w, \t()]+)|import[ \t]+([\w., \t]+))")
 _SPEC_ID = re.compile(r"^SPEC\s*[:=][^\n]*\n(?:[^\n]*\n){0,3}?\s*id\s*=\s*['\"]([\w.-]+)['\"]", re.MULTILINE)
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from|import)[ \t][^\n]*", re.MULTILINE)
+# an `if TYPE_CHECKING:` line and the lines after it that are blank or indented deeper
+_TYPE_ONLY = re.compile(r"^([ \t]*)if TYPE_CHECKING\b[^\n]*\n(?:\1[ \t]+[^\n]*\n|[ \t]*\n)*", re.MULTILINE)
 MACHINERY = "kbtool.probe.rejudge"
 
 
@@ -40,6 +43,7 @@ class Sources:
         self._text: dict[str, str] = {}
         self._bytes: dict[Path, bytes] = {}
         self._imports: dict[str, set[str]] = {}  # each module's imports, read once for every judge's closure
+        self._dep: dict[str, set[str]] = {}
 
     def text(self, mod: str) -> str:
         if mod not in self._text:
@@ -88,13 +92,18 @@ class Sources:
         todo = [r for r in roots if r in self.files]
         while todo:
             mod = todo.pop()
-            if mod in seen:
-                continue
-            seen.add(mod)
-            parts = mod.split(".")
-            todo += [".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in self.files]
-            todo += sorted(self.imports(mod) - seen)
+            if mod not in seen:
+                seen.add(mod)
+                todo += self._deps(mod) - seen
         return seen
+
+    def _deps(self, mod: str) -> set[str]:
+        """What loading `mod` runs: the packages above it and the modules it imports."""
+        if mod not in self._dep:
+            parts = mod.split(".")
+            above = {".".join(parts[:i]) for i in range(1, len(parts))}
+            self._dep[mod] = (above & self.files.keys()) | self.imports(mod)
+        return self._dep[mod]
 
     def probe_modules(self) -> dict[str, str]:
         """probe id -> its judge module (kbtool.probe.judges.<name>, assigning SPEC with that id), read, not
@@ -109,22 +118,11 @@ class Sources:
 
 
 def _runtime_lines(text: str) -> list[str]:
-    """The lines that can run: an `if TYPE_CHECKING:` block (imports for the type checker only) is left out."""
-    out: list[str] = []
-    skip: int | None = None  # the indent of the TYPE_CHECKING `if` being skipped
-    for line in text.splitlines():
-        stripped = line.lstrip()
-        indent = len(line) - len(stripped)
-        if skip is not None:
-            if not stripped or indent > skip:
-                continue
-            skip = None
-        if stripped.startswith("if TYPE_CHECKING"):
-            skip = indent
-            continue
-        if stripped.startswith(("from ", "import ")):
-            out.append(line)
-    return out
+    """The import lines that can run: an `if TYPE_CHECKING:` block (imports for the type checker only) is left
+    out."""
+    if "TYPE_CHECKING" in text:
+        text = _TYPE_ONLY.sub("", text)
+    return _IMPORT_LINE.findall(text)
 
 
 class JudgeCode:
@@ -137,6 +135,8 @@ class JudgeCode:
         self.modules = self.src.probe_modules()
         self._machinery = self.src.closure([MACHINERY])
         self._memo: dict[str, str | None] = {}
+        self._folders: dict[str, list[Path]] = {}
+        self._files: dict[Path, str] = {}  # path -> sha256 of its bytes
 
     def files(self, probe_id: str) -> list[Path]:
         """The files whose bytes make `probe_id`'s judge code, sorted."""
@@ -144,22 +144,31 @@ class JudgeCode:
         if mod is None:
             return []
         mods = self.src.closure([mod]) | self._machinery
-        paths = {self.src.files[m] for m in mods}
-        folder = self.data / mod.rpartition(".")[2]  # the program's data: probes/vllm_boot/ for vllm_boot
-        if folder.is_dir():
-            paths |= {p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
-        return sorted(paths)
+        paths = {self.src.files[m] for m in mods} | set(self._data(mod.rpartition(".")[2]))
+        return sorted(paths, key=str)
+
+    def _data(self, name: str) -> list[Path]:
+        """The files of the probe program's data folder (probes/vllm_boot/ for vllm_boot), listed once."""
+        if name not in self._folders:
+            folder = self.data / name
+            self._folders[name] = ([p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+                                   if folder.is_dir() else [])
+        return self._folders[name]
+
+    def _file_digest(self, path: Path) -> str:
+        if path not in self._files:
+            self._files[path] = hashlib.sha256(self.src.raw(path)).hexdigest()
+        return self._files[path]
 
     def digest(self, probe_id: str) -> str | None:
+        """A digest of the files' names and bytes (each file hashed once however many judges reach it)."""
         if probe_id not in self._memo:
             paths = self.files(probe_id)
             if not paths:
                 self._memo[probe_id] = None
             else:
-                h = hashlib.sha256(b"kb-judge-code 1\n")
+                h = hashlib.sha256(b"kb-judge-code 2\n")
                 for p in paths:
-                    data = self.src.raw(p)
-                    h.update(f"{p.parent.name}/{p.name}\0{len(data)}\0".encode())
-                    h.update(data)
+                    h.update(f"{p.parent.name}/{p.name}\0{self._file_digest(p)}\n".encode())
                 self._memo[probe_id] = h.hexdigest()
         return self._memo[probe_id]

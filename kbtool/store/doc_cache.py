@@ -24,13 +24,14 @@ from typing import Any
 
 from kbtool import __version__
 from kbtool.store import cache as image_cache
-from kbtool.store.reader import Document, read_document
+from kbtool.store.document import Document
 from kbtool.store.untrusted import read_cache
 
 VERSION = 4  # entries: (data, line map as marshal bytes, clean)
 MAGIC = b"KB-DOCS\n"
 SEED_AFTER = 20  # misses in a tree with no cache file yet before another tree's entries are read
-_SOURCES = (Path(__file__).with_name("reader.py"), Path(__file__).parent.parent / "escape.py")  # make an entry
+_SOURCES = (Path(__file__).with_name("reader.py"), Path(__file__).with_name("document.py"),
+            Path(__file__).parent.parent / "escape.py")  # make an entry
 
 
 def _salt() -> bytes:
@@ -104,6 +105,8 @@ class DocCache:
         except UntrustedInputError:
             raw = None  # read_document reports why
         if raw is None:
+            from kbtool.store.reader import read_document
+
             return read_document(path, name)
         key = hashlib.sha256(raw).digest()
         doc = self._hit(key, name)

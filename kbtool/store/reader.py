@@ -6,10 +6,8 @@ files, bad encodings, tabs, duplicate keys) becomes findings, never exceptions.
 
 from __future__ import annotations
 
-import marshal
 import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ import yaml
 
 from kbtool.escape import CONTROL
 from kbtool.findings import Finding, PathPart, render_path
+from kbtool.store.document import Document
 
 try:
     from yaml import CSafeLoader as _Loader
@@ -31,28 +30,6 @@ CODE = "KB100"
 
 _CORE = "tag:yaml.org,2002:"
 _TAB_INDENT = re.compile(rb"^[ ]*\t", re.MULTILINE)
-
-
-@dataclass
-class Document:
-    """A parsed YAML file: its data and, for every path in it, the 1-based line."""
-
-    file: str
-    data: Any
-    lines: dict[tuple[PathPart, ...], int] = field(default_factory=dict)
-    # True when the reader saw no non-finite number and no control character in any key or string: the NaN and
-    # control-character checks then have nothing to find in it (False: not known, they look)
-    clean: bool = False
-    # the line map as the parse cache stores it (marshal bytes), unpacked by the first line_of: most runs never ask
-    packed: bytes | None = None
-
-    def line_of(self, path: tuple[PathPart, ...] | list[PathPart]) -> int | None:
-        if self.packed is not None:
-            self.lines, self.packed = {**marshal.loads(self.packed), **self.lines}, None
-        p = tuple(path)
-        while p not in self.lines and p:
-            p = p[:-1]
-        return self.lines.get(p)
 
 
 class _Bad(Exception):

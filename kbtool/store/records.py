@@ -12,7 +12,7 @@ from typing import Any
 from kbtool.findings import Finding
 from kbtool.model import Record
 from kbtool.paths import Display, display
-from kbtool.store.reader import Document, read_document
+from kbtool.store.document import Document
 from kbtool.store.untrusted import file_kind
 
 
@@ -195,7 +195,12 @@ def load_tree(root: Path, paths: Iterable[Path] | None = None, *, cached: bool =
         docs = DocCache(root)
     name = Display(root)
     for f in files:
-        doc, problems = docs.read(f, name(f)) if docs else read_document(f, name(f))
+        if docs:
+            doc, problems = docs.read(f, name(f))
+        else:
+            from kbtool.store.reader import read_document
+
+            doc, problems = read_document(f, name(f))
         result.findings += problems
         if doc is None:
             continue

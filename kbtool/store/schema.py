@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from kbtool.findings import Finding, render_path
 from kbtool.model import MODELS, Record
-from kbtool.store.reader import Document
+from kbtool.store.document import Document
 
 CODE = "KB101"
 _TYPE_NAMES = {"string_type": "a string", "int_type": "an integer", "int_parsing": "an integer",

@@ -59,3 +59,13 @@ def test_imports_are_followed_and_type_checking_ones_are_not(tmp_path: Path) -> 
     (top / "_helper.py").write_text("X = 1\n")
     (data / "p" / "model.json").write_text("{ }")  # the data it reads
     assert JudgeCode(top, data).digest("p-probe") != before
+
+
+def test_a_type_checking_block_ends_where_its_indent_does(tmp_path: Path) -> None:
+    """Blank lines inside an indented `if TYPE_CHECKING:` block keep it open; the first line at the `if`'s own
+    indent or less closes it, and an import there is followed again."""
+    top, data = _tree(tmp_path, 'SPEC = ProbeSpec(\n    id="p-probe",\n)\n'
+                                'def judge(obs, env):\n    if TYPE_CHECKING:\n        from kbtool._other import Y\n\n'
+                                '        from kbtool import _other\n    from kbtool import _helper\n    return {}\n')
+    names = {p.relative_to(tmp_path).as_posix() for p in JudgeCode(top, data).files("p-probe")}
+    assert "kbtool/_helper.py" in names and "kbtool/_other.py" not in names
