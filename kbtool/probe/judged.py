@@ -48,8 +48,10 @@ class Rejudged:
             return list(cached)
         from kbtool.probe.verdict_cache import evidence_key
 
-        seeded = self.seed.get(evidence_key(ev), ev.probe.id, self.inputs)
+        key = evidence_key(ev)
+        seeded = self.seed.get(key, ev.probe.id, self.inputs)
         if seeded is not None:  # shipped with the records, for the same judge code and inputs
+            self.cache.put(ev, self.inputs, seeded, **self.seed.reads(key))
             return list(seeded)
         from kbtool.probe.rejudge import reads, rejudge
 

@@ -37,6 +37,18 @@ def test_every_judged_record_is_answered_from_the_shipped_seed(kb: Any) -> None:
     assert missing == []
 
 
+def test_a_seed_hit_is_kept_in_the_local_cache(kb: Any, tmp_path: Any) -> None:
+    """The next run answers the record from the local verdict cache and does not read the seed again."""
+    ev = next(e for e in sorted((e for e in kb if isinstance(e, Evidence)), key=lambda e: e.id)
+              if e.probe.id == "vllm-selector")
+    first = Rejudged(kb, cache=VerdictCache(base=str(tmp_path)))
+    verdicts = first.verdicts(ev)
+    assert first.seed.hits == 1 and first.cache.misses == 1
+    second = Rejudged(kb, cache=VerdictCache(base=str(tmp_path)))
+    assert second.verdicts(ev) == verdicts
+    assert second.cache.hits == 1 and second.seed.hits == 0
+
+
 def test_an_entry_misses_when_its_judge_or_its_inputs_change(kb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     ev = next(e for e in sorted((e for e in kb if isinstance(e, Evidence)), key=lambda e: e.id)
               if e.probe.id == "vllm-selector")
