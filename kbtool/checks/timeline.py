@@ -8,6 +8,15 @@ from kbtool.kb import KB
 from kbtool.model import Claim
 from kbtool.solve.engines.vllm import timeline as tl
 
+_LAST: list[tuple[KB, dict[str, list[tl.Point]]]] = []  # the last KB's timelines, held so its id is not reused
+
+
+def _timelines(kb: KB) -> dict[str, list[tl.Point]]:
+    """The release timelines of `kb`'s claims, worked out once for both checks below (KB320, KB321)."""
+    if not _LAST or _LAST[0][0] is not kb:
+        _LAST[:] = [(kb, tl.timelines(kb))]
+    return _LAST[0][1]
+
 
 def scope_findings(claim: Claim, points: list[tl.Point], lib: str = "vllm") -> list[tuple[int, str, str]]:
     """(range index or -1, message, fix) for each release whose outcome the claim's `lib` scope contradicts:
@@ -40,7 +49,7 @@ def _range_text(r: dict[str, object]) -> str:
 @check("KB320", "scope-disagrees-with-releases", "a claim's version scope agrees with each swept release's evidence")
 def find_scope_disagreement(kb: KB) -> list[Finding]:
     out = []
-    lines = tl.timelines(kb)
+    lines = _timelines(kb)
     for cid, points in sorted(lines.items()):
         c = kb.get(cid)
         if not isinstance(c, Claim) or not in_focus(kb, cid):
@@ -81,7 +90,7 @@ def _word(outcome: str) -> str:
 @check("KB321", "range-without-evidence", "a claim's version range bounded at a swept release cites evidence")
 def find_unsupported_ranges(kb: KB) -> list[Finding]:
     out = []
-    for cid, points in sorted(tl.timelines(kb).items()):
+    for cid, points in sorted(_timelines(kb).items()):
         c = kb.get(cid)
         if not isinstance(c, Claim) or not in_focus(kb, cid):
             continue

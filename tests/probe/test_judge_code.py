@@ -4,7 +4,10 @@ probe program (probes/<name>.py) is not part of it, the data folder beside it is
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 from kbtool.probe.judge_code import KBTOOL, JudgeCode
 
@@ -69,3 +72,21 @@ def test_a_type_checking_block_ends_where_its_indent_does(tmp_path: Path) -> Non
                                 '        from kbtool import _other\n    from kbtool import _helper\n    return {}\n')
     names = {p.relative_to(tmp_path).as_posix() for p in JudgeCode(top, data).files("p-probe")}
     assert "kbtool/_helper.py" in names and "kbtool/_other.py" not in names
+
+
+def test_a_second_run_reads_only_the_files_edited_since(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each file's digest and imports are kept in the cache folder by size and mtime (Facts): a run after no edit
+    reads no file and gives the same digest; an edit is read, and moves the digest of the judge it reaches."""
+    monkeypatch.setenv("KB_CACHE_DIR", str(tmp_path / "cache"))
+    top, data = _tree(tmp_path, 'from kbtool import _helper\nSPEC = ProbeSpec(\n    id="p-probe",\n)\n')
+    first = JudgeCode(top, data)
+    digest = first.digest("p-probe")
+    assert first.src.facts.read > 0
+    again = JudgeCode(top, data)
+    assert again.digest("p-probe") == digest and again.src.facts.read == 0
+    (top / "_helper.py").write_text("X = 22\n")  # the judge's code, another size
+    edited = JudgeCode(top, data)
+    assert edited.digest("p-probe") != digest and edited.src.facts.read == 1
+    (top / "_helper.py").write_text("X = 1\n")
+    os.utime(top / "_helper.py", ns=(1, 1))  # same size as the first run, another mtime: read again
+    assert JudgeCode(top, data).digest("p-probe") == digest
