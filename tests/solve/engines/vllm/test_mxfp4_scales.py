@@ -7,11 +7,15 @@ MoE backend but delete only the old weights, so the checkpoint's scales stay on 
 
 from __future__ import annotations
 
+import yaml
+
 from kbtool.query_cli import image
 from kbtool.solve.engines.vllm import budget
 from kbtool.solve.engines.vllm import pool as vllm_pool
+from tests.util import ROOT
 
 GIB = 1 << 30
+EVIDENCE = ROOT / "records" / "evidence"
 
 
 def _weights(release: str, sm: str, model: str = "gpt-oss-120b") -> int:
@@ -42,3 +46,23 @@ def test_the_answer_says_why() -> None:
     f = budget.fit(m, "bf16", 85 * 10**9, 4096, batched_tokens=1024, max_num_seqs=256, release="0.24.0", sm="sm90",
                    acct=vllm_pool.accounting("0.24.0"))
     assert "expert scales kept twice 3.58 GB" in f.formula and "vLLM 0.24.0 keeps" in f.formula
+
+
+def _booted(name: str, model: str) -> dict[str, float]:
+    """weights_gib vLLM logged for `model` in evidence `name`, by release (kb's own boots, load_format dummy)."""
+    doc = yaml.safe_load((EVIDENCE / name).read_text(encoding="utf-8"))
+    runs = [r for r in doc["cases"] if r["params"]["model"] == model and r.get("metrics")]
+    return {str(r["metrics"]["release"]): float(r["metrics"]["weights_gib"]) for r in runs}
+
+
+def test_kb_s_own_boots_differ_by_the_kept_scales() -> None:
+    """gpt-oss-20b booted by kb on an H200 with 0.24.0 and on an H100 with 0.26.0 (both sm90): the two loads differ
+    by the expert scales 0.24.0 keeps, and kb's weights leave the same remainder (biases kb does not count) on
+    both."""
+    h200 = _booted("2026-12-02-nvidia-h200-sxm-vllm-boot.yaml", "gpt-oss-20b")["0.24.0"]
+    h100 = _booted("2026-12-06-nvidia-h100-sxm-vllm-boot.yaml", "gpt-oss-20b")["0.26.0"]
+    kept = image().model("gpt-oss-20b").parameter_groups["experts"] // 32
+    assert abs((h200 - h100) * GIB - kept) < 0.05 * kept
+    rest_24 = h200 * GIB - _weights("0.24.0", "sm90", "gpt-oss-20b")
+    rest_26 = h100 * GIB - _weights("0.26.0", "sm90", "gpt-oss-20b")
+    assert 0 < rest_24 < 0.3 * GIB and 0 < rest_26 < 0.3 * GIB and abs(rest_24 - rest_26) < 0.05 * GIB
