@@ -133,6 +133,10 @@ class Accounting(Strict):
     v2_sampler: Fact[Literal["logits", "full"]] = Field(
         description="What the V2 runner's profile run samples: 'logits' (fp32 logits, no top-k/top-p) or 'full' "
         "(the V1 runner's full sampler)")
+    mxfp4_scales_kept: BoolFact | None = Field(
+        default=None, description="Its OAI Triton MXFP4 MoE path (the one a Hopper GPU takes) keeps the "
+        "checkpoint's expert block scales on the layer beside the swizzled copy it builds, so the loaded weights "
+        "hold those scales twice (one byte per 32 expert values); absent: false")
     measured: BoolFact | None = Field(
         default=None, description="kb's reserve constants were read against recorded boots of this release; a "
         "query that names no release is sized as this release (one vLLM record says true)")

@@ -18,9 +18,9 @@ import yaml
 from tests.util import DATA, run_kb
 
 LINES = DATA / "serve-lines"
-# measured on this set (47 lines; 33 when it was built, with floors 22 / 10 / 4): raise these as kb answers more,
+# measured on this set (53 lines; 33 when it was built, with floors 22 / 10 / 4): raise these as kb answers more,
 # never lower them
-FLOOR = {"answered": 35, "verdicts": 18, "right": 8}
+FLOOR = {"answered": 40, "verdicts": 20, "right": 10}
 
 
 def corpus() -> list[tuple[str, dict[str, Any]]]:

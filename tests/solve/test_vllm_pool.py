@@ -23,7 +23,7 @@ def _model(arch: str | None) -> SimpleNamespace:
 
 def test_a_release_takes_the_newest_recorded_line_at_or_below_it() -> None:
     assert [vllm_pool.accounting(v).release for v in ("0.33.0", "0.34.1", "0.28.0", "0.24.0", "0.20.2", "0.10.0")] \
-        == ["0.33.0", "0.33.0", "0.24.0", "0.24.0", "0.19.1", "0.19.1"]
+        == ["0.33.0", "0.33.0", "0.25.0", "0.24.0", "0.19.1", "0.19.1"]
     assert vllm_pool.accounting(None) is vllm_pool.MEASURED and vllm_pool.MEASURED.release == "0.24.0"
 
 

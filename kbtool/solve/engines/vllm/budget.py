@@ -38,6 +38,29 @@ def _gb(x: float) -> str:
     return f"{x / 1e9:,.1f} GB"
 
 
+def mxfp4_kept_scales(model: Model | ModelV, weights: str | None, acct: vllm_pool.Accounting,
+                      sm: str | None) -> tuple[int, str]:
+    """The expert block scales an MXFP4 MoE checkpoint holds twice once a release that keeps them
+    (`acct.mxfp4_scales_kept`) has loaded it on a Hopper GPU, and their words; (0, "") elsewhere.
+
+    On sm90 vLLM picks its OAI Triton MXFP4 MoE backend for gpt-oss (fused_moe/oracle/mxfp4.py:304-323 in 0.24.0:
+    the TRTLLM and AITER backends before it are Blackwell or ROCm only; the Triton experts run on 9.0 <= sm <
+    11.0, experts/gpt_oss_triton_kernels_moe.py:37-49). Its conversion swizzles weights and scales into new
+    tensors and deletes the old weights only (oracle/mxfp4.py:1125-1148 in 0.24.0 ee0da84ab, 721-745 in 0.19.1
+    b1388b1fb): the checkpoint's scales stay registered on the layer while the precision configs hold the
+    swizzled copy (quantization/mxfp4.py:351-355). 0.25.0 deletes them too (oracle/mxfp4.py:1150-1156,
+    dd10e03f9). One E8M0 scale byte per 32 expert values."""
+    if not acct.mxfp4_scales_kept or sm != "sm90" or (weights or model.weight_dtype) != "mxfp4":
+        return 0, ""
+    groups = model.parameter_groups
+    experts = int((dict(groups.items()) if groups is not None else {}).get("experts") or 0)
+    if not experts:
+        return 0, ""
+    kept = experts // 32
+    return kept, (f" + expert scales kept twice {kept / 1e9:,.2f} GB ({experts / 1e9:,.2f}B / 32 B: vLLM "
+                  f"{acct.release} keeps the checkpoint's MXFP4 scales beside their swizzled copy on Hopper)")
+
+
 def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *, batch: int = 1, tp: int = 1,
         utilization: float = 0.9, weights: str | None = None, reserve: int | None = None,
         batched_tokens: int, max_num_seqs: int, mla_format: str | None = None,
@@ -65,6 +88,8 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
             t.per_token, t.fixed = t.per_token / pp, t.fixed / pp
         kv.notes.append(f"pipeline parallel {pp}: each stage holds 1/{pp} of the layers (KV and weights per GPU)")
     wtotal, whow = weight_bytes(model, weights, text_only=text_only)
+    kept, khow = mxfp4_kept_scales(model, weights, acct, sm)
+    wtotal, whow = wtotal + kept, whow + khow
     wgpu = math.ceil(wtotal / (tp * pp))
     if reserve is None:
         res, rhow = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct, run=run)

@@ -67,11 +67,13 @@ class Accounting:
       "V1", "all").
     - `v2_sampler`: bytes per logit element of the V2 runner's profiled sampler: V1_SAMPLER_BYTES where it runs
       the full sampler (`accounting.v2_sampler` "full"), else V2_SAMPLER_BYTES (fp32 logits only).
+    - `mxfp4_scales_kept`: its OAI Triton MXFP4 MoE path keeps the checkpoint's expert scales beside their
+      swizzled copy (budget.mxfp4_kept_scales counts them).
 
     How "GPU KV cache size" is computed is the planning line's (planning.Planning.tokens).
     """
 
-    __slots__ = ("graphs", "release", "v2", "v2_sampler")
+    __slots__ = ("graphs", "mxfp4_scales_kept", "release", "v2", "v2_sampler")
 
     def __init__(self, release: str, row: dict[str, Any]) -> None:
         acct, d = row.get("accounting") or {}, row["defaults"]
@@ -82,6 +84,7 @@ class Accounting:
                           "line)")
         self.release, self.graphs = release, str(acct["graphs"][0])
         self.v2_sampler = V1_SAMPLER_BYTES if acct["v2_sampler"][0] == "full" else V2_SAMPLER_BYTES
+        self.mxfp4_scales_kept = bool((acct.get("mxfp4_scales_kept") or (False,))[0])
         listed: list[str] = (d.get("model_runner_v2_architectures") or ([], ""))[0]
         self.v2: frozenset[str] | str = "all" if d["model_runner"][0] == "V2" else frozenset(listed)
 
