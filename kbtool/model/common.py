@@ -19,7 +19,7 @@ Version = Annotated[
 class Strict(BaseModel):
     """Base for every model: unknown keys are errors."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, use_enum_values=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, use_enum_values=True, defer_build=True)
 
 
 def given(*names: str) -> dict[str, Any]:
@@ -30,7 +30,8 @@ def given(*names: str) -> dict[str, Any]:
 def schema_rule(rule: dict[str, Any]) -> ConfigDict:
     """A model config whose JSON Schema also states `rule`, what the model's validator checks (so the
     published schema accepts and rejects what the model does)."""
-    return ConfigDict(extra="forbid", populate_by_name=True, use_enum_values=True, json_schema_extra=rule)
+    return ConfigDict(extra="forbid", populate_by_name=True, use_enum_values=True, json_schema_extra=rule,
+                      defer_build=True)
 
 
 class Basis(StrEnum):
