@@ -47,3 +47,17 @@ def test_warm_query_imports_nothing_heavy(tmp_path: Path) -> None:
     warm = _modules(["query", "--kb", FIX, "--gpu", "gpu-blackwell", "--ctx", "128k", "--kv", "fp8"], cache, out)
     assert "kbtool.solve.solver" in warm
     assert _loaded(warm, NEVER + NOT_WARM) == []
+
+
+def test_warm_serve_line_query_stays_lean(tmp_path: Path) -> None:
+    """README's engine example on the shipped records, warm: reading the serve line may load the recorded flag
+    tables (json) and name patterns (re), and nothing else of NOT_WARM (typing was imported by solve/calls.py)."""
+    cache = tmp_path / "cache"
+    args = ["query", "--gpu", "h100", "--vllm-args", "vllm serve meta-llama/Llama-3.1-70B-Instruct -tp 4 "
+            "--max-model-len 32k --kv-cache-dtype fp8 --enable-prefix-caching"]
+    imported(args, cache)
+    r, warm = imported(args, cache)
+    assert r.returncode in (0, 1), r.stderr[-2000:]
+    assert "kbtool.solve.engines.vllm.engine" in warm
+    allowed = ("json", "re", "enum")
+    assert _loaded(warm, NEVER + tuple(n for n in NOT_WARM if n not in allowed)) == []

@@ -10,14 +10,14 @@ likewise about no particular build (`Called.scoped` false): the verdict then say
 
 from __future__ import annotations
 
-from typing import Any
-
 from kbtool.solve.conditions import compare_versions
 from kbtool.solve.gates import Judge, Outcome, _apply_one, structural
 from kbtool.solve.parts import _Plain
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # the query path imports this module: no typing at run time
 if TYPE_CHECKING:
+    from typing import Any
+
     from kbtool.solve.image import BackendV, CallV, ClaimV
 
 
