@@ -184,7 +184,8 @@ def newest_recorded(records: Path, lib: str) -> str | None:
 def new_releases(records: Path, lib: str, registry: list[str]) -> list[str]:
     """`--new`: the registry's releases newer than the newest with complete evidence, every release whose
     last run did not complete (failed, errored or timed out), and every release between the oldest and the newest
-    recorded that no run has touched (`gaps`: SGLang 0.5.22 between 0.5.21 and 0.5.23), oldest first."""
+    recorded that no run has touched (`gaps`: SGLang 0.5.19-0.5.22 between 0.5.18 and 0.5.23 until they were
+    swept), oldest first."""
     newest = newest_recorded(records, lib)
     retry = {v for v, _ in incomplete(records, lib)} | set(gaps(records, lib, registry))
     return [r for r in registry if r in retry or newest is None or compare_versions(r, newest) > 0]
