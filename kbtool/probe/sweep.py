@@ -72,6 +72,8 @@ class ReleaseResult:
     probe_s: float = 0.0
     why: str | None = None
     overrides: list[str] = field(default_factory=list)  # requirements that replaced the release's own pins
+    probe_seconds: dict[str, float] = field(default_factory=dict)  # probe -> its wall seconds (where the time goes)
+    cleanup_s: float = 0.0  # deleting the environment and pruning the cache
 
 
 def library(lib: str) -> tuple[str, tuple[str, ...], str]:
@@ -414,7 +416,8 @@ def _one(lib: str, task: Task, records: Path, workdir: Path, python: str | None,
             step(task.release, probe)
             t1 = time.monotonic()
             ok, why, written = run_probe(probe, venv / "bin" / "python", env_var, root, records, log)
-            res.probe_s += round(time.monotonic() - t1, 1)
+            res.probe_seconds[probe] = round(time.monotonic() - t1, 1)
+            res.probe_s += res.probe_seconds[probe]
             res.evidence += written
             res.probes[probe] = "ok" if ok else f"failed: {why}"
         if any(v != "ok" for v in res.probes.values()):
@@ -422,9 +425,11 @@ def _one(lib: str, task: Task, records: Path, workdir: Path, python: str | None,
     except (ProbeError, OSError, subprocess.TimeoutExpired) as exc:
         res.status, res.why = "failed", str(exc)
     finally:
+        t2 = time.monotonic()
         if not keep and venv.exists():
             shutil.rmtree(venv, ignore_errors=True)
         _prune_cache(venv.parent / "uv-cache", dist)
+        res.cleanup_s = round(time.monotonic() - t2, 1)
     _save_state(workdir / STATE, res)
     step(task.release, res.status)
     return res
