@@ -16,24 +16,21 @@ from probes import _sglang_pool as W
 VAR = "SGLANG_VLM_CACHE_SIZE_MB"  # what Qwen3-VL's resolution sets on a large Hopper GPU (0.5.20 qwen3_vl.py:96-98)
 
 
-class _Args:
-    def __init__(self, argv: list[str], root: Path) -> None:
-        self.argv = argv
-        self.root = root
+def _args(argv: list[str], root: Path) -> Any:
+    """A stand-in for SGLang's ServerArgs: its resolution refuses, or sets what Qwen3-VL's sets."""
 
-    def resolve_once(self) -> None:
-        if "--refuse" in self.argv:
-            raise ValueError(f"The repository {self.root}/nemotron-super contains custom code")
-        if "--qwen3-vl" in self.argv:
+    def resolve() -> None:
+        if "--refuse" in argv:
+            raise ValueError(f"The repository {root}/nemotron-super contains custom code")
+        if "--qwen3-vl" in argv:
             os.environ[VAR] = "0"
 
-    def resolved_dict(self) -> dict[str, Any]:
-        return {"attention_backend": "fa3", "page_size": 1}
+    return types.SimpleNamespace(resolve_once=resolve, resolved_dict=lambda: {"attention_backend": "fa3"})
 
 
 def _resolver(root: Path) -> Any:
     parser = types.SimpleNamespace(parse_args=lambda argv: types.SimpleNamespace(argv=argv))
-    server_args = types.SimpleNamespace(from_cli_args=lambda raw: _Args(raw.argv, root))
+    server_args = types.SimpleNamespace(from_cli_args=lambda raw: _args(raw.argv, root))
     return types.SimpleNamespace(parser=parser, sa_mod=types.SimpleNamespace(ServerArgs=server_args))
 
 
@@ -42,20 +39,20 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str | None]]:
     """What the configurator and each pool point read of VAR."""
     log: list[tuple[str, str | None]] = []
 
-    def configurator(sa: Any, kcc: Any) -> tuple[Any, dict[str, Any]]:
+    def configurator(_sa: Any, _kcc: Any) -> tuple[Any, dict[str, Any]]:
         log.append(("configurator", os.environ.get(VAR)))
         return types.SimpleNamespace(), {"context_len": 4096}
 
-    def pool(kvc: Any, kcc: Any, pc: Any, sa: Any, pre: float, avail: float, root: Path) -> dict[str, Any]:
+    def pool(*_: Any) -> dict[str, Any]:
         log.append(("pool", os.environ.get(VAR)))
         os.environ["SET_BY_A_POINT"] = "1"  # a point's own change is gone at the next point
         return {"max_total_num_tokens": 1, "seen_by_point": os.environ.get("SET_BY_A_POINT")}
 
     monkeypatch.setattr(W, "_configurator", configurator)
     monkeypatch.setattr(W, "_pool", pool)
-    monkeypatch.setattr(W, "_publish", lambda sa: None)
-    monkeypatch.setattr(W, "_cell", lambda kvc, pc: {})
-    monkeypatch.setattr(W.grid, "_graph", lambda d: {})
+    monkeypatch.setattr(W, "_publish", lambda *_: None)
+    monkeypatch.setattr(W, "_cell", lambda *_: {})
+    monkeypatch.setattr(W.grid, "_graph", lambda *_: {})
     monkeypatch.delenv(VAR, raising=False)
     monkeypatch.delenv("SET_BY_A_POINT", raising=False)
     return log

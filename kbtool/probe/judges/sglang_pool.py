@@ -104,7 +104,8 @@ def kb_point(img: Any, release: str, acc_id: str, acc: dict[str, Any], model_id:
             "mem_fraction_static": r.get("mem_fraction_static"), "chunked_prefill_size": r.get("chunked_prefill_size"),
             "decode_graph_max_bs": r.get("decode_graph_max_bs"), "kv": kv, "_cell": cell, "_ctx": ctx,
             "_args": args, "_reserve": sp.multimodal_reserve_gib(
-                model, release, cc=cc, gpu_mib=gpu_mib, max_running_requests=args.get("max_running_requests"))
+                model, release, cc=cc, gpu_mib=gpu_mib,
+                max_running_requests=cast(Any, args.get("max_running_requests")))
             if env_kept else _probe_reserve(model, release, cc, gpu_mib)}
 
 
