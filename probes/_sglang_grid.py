@@ -234,6 +234,87 @@ def _facts(kind: str, cap: tuple[int, int]) -> dict:
     }
 
 
+# What every SGLang worker runs under, on top of the caller's environment: this grid's workers and
+# probes/_sglang_pool.py's (its launch lines are resolved as the grid's points are; before issue 46 it lacked the
+# last two). Offline, no CUDA device, no request logging, no tokenizer threads.
+WORKER_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": "",
+              "SGLANG_DISABLE_REQUEST_LOGGING": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def worker_env() -> dict[str, str]:
+    return dict(os.environ, **WORKER_ENV)
+
+
+def cache_struct_fields(structs=None) -> bool:
+    """msgspec.structs.fields(cls) evaluates the type annotations of every field of `cls` at each call; SGLang's
+    resolution calls it for ServerArgs and its sub-records at every step (arg_groups/arg_utils.py record_fields,
+    server_args.py resolved_dict): about 9,000 calls and 39% of a resolve worker's time (0.5.22 on sm90, cProfile).
+    A Struct class's fields are fixed once the class exists, so each class's answer is kept and handed out again:
+    the same tuple SGLang would build. Instances and generic aliases go to msgspec as before. False where there is
+    no msgspec (0.5.17's ServerArgs is a dataclass)."""
+    if structs is None:
+        try:
+            import msgspec.structs as structs
+        except ImportError:
+            return False
+    real = structs.fields
+    if getattr(real, "kb_cached", False):
+        return True
+    meta = structs.StructMeta
+    kept: dict = {}
+
+    def fields(type_or_instance):
+        if isinstance(type_or_instance, meta):
+            got = kept.get(type_or_instance)
+            if got is None:
+                got = kept[type_or_instance] = real(type_or_instance)
+            return got
+        return real(type_or_instance)
+
+    fields.kb_cached = True  # type: ignore[attr-defined]
+    structs.fields = fields
+    return True
+
+
+class FailedImports:
+    """Within one phase of a worker, importing a module whose import raised before raises that exception again
+    without running the module (nor what it imports) again. Python keeps no record of a failed import, so the
+    resolution's lazy `import` of a module that cannot load on a CPU (a kernel package, a ROCm backend) ran that
+    module's imports again at every grid point; the platform does not change within a phase, so neither does the
+    outcome. `clear()` between phases: the warm-up runs with the machine's own (no-GPU) platform, the recorded pass
+    with the patched one, where an import can fail differently. A module not found is not remembered (looking it up
+    is cheap). The same as probes/_vllm_grid.py remember_failed_imports, which did it for vLLM's grid (issue 46)."""
+
+    def __init__(self) -> None:
+        import importlib._bootstrap as bootstrap
+
+        self.failed: dict[str, BaseException] = {}
+        self.hits = 0
+        real = bootstrap._find_and_load  # what `import` statements and importlib.import_module call
+
+        def find_and_load(name, import_):
+            if name in self.failed and name not in sys.modules:
+                self.hits += 1
+                raise self.failed[name].with_traceback(None)
+            try:
+                return real(name, import_)
+            except ModuleNotFoundError:
+                raise
+            except Exception as exc:  # the module ran and raised: what is costly to run again
+                self.failed[name] = exc
+                raise
+
+        bootstrap._find_and_load = find_and_load
+        self._restore = lambda: setattr(bootstrap, "_find_and_load", real)
+
+    def clear(self) -> None:
+        self.failed.clear()
+
+    def close(self) -> None:
+        """Python's own import again (a worker exits instead; tests call this)."""
+        self._restore()
+
+
 def _patch_platform(name: str) -> dict:
     """Make every reader the resolution uses agree on platform `name` (see the module docstring)."""
     import types
@@ -586,9 +667,11 @@ def worker(platform: str, out_path: str, quick: bool) -> None:
     for mod in pkgutil.walk_packages(groups.__path__, "sglang.srt.arg_groups."):
         with contextlib.suppress(Exception):
             importlib.import_module(mod.name)
+    fields_cached = cache_struct_fields()
     root = Path(tempfile.mkdtemp(prefix="kb-sglang-models-"))
     paths = _write_models(root)
     resolve = Resolver()
+    imports = FailedImports()
     points = _points(platform, quick, _dsa_choices(resolve.parser))
     # Warm-up: resolve every point once with only the platform context overridden (as SGLang's own unit tests
     # do), so that the modules resolution imports lazily are imported in the machine's real no-GPU state; with
@@ -603,6 +686,8 @@ def worker(platform: str, out_path: str, quick: bool) -> None:
     if warm is not None:
         warm.restore()
     t_warm = time.time() - t_warm
+    warm_failed = len(imports.failed)
+    imports.clear()
     info = _patch_platform(platform)
     rows = []
     for model, tag, tail in points:
@@ -619,6 +704,8 @@ def worker(platform: str, out_path: str, quick: bool) -> None:
            "override_only_diffs": {"warmup": warm_mode, "count": len(diffs), "examples": _jsonable(diffs[:20])},
            "patch": _jsonable({**info, "torchvision_schemas_declared": shimmed}),  # _torchvision_without_ops
            "seconds": round(time.time() - t0, 1), "warmup_seconds": round(t_warm, 1),
+           "struct_fields_cached": fields_cached,
+           "failed_imports": {"warmup": warm_failed, "recorded": len(imports.failed), "not_run_again": imports.hits},
            "rows": _jsonable(rows)}
     Path(out_path).write_text(json.dumps(doc))
     shutil.rmtree(root, ignore_errors=True)
@@ -656,8 +743,7 @@ def run(out_path: str, quick: bool, platforms: list[str], jobs: int) -> dict:
     t0 = time.time()
     me = str(Path(__file__).resolve())
     tmp = Path(tempfile.mkdtemp(prefix="kb-sglang-grid-"))
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", CUDA_VISIBLE_DEVICES="",
-               SGLANG_DISABLE_REQUEST_LOGGING="1", TOKENIZERS_PARALLELISM="false")
+    env = worker_env()
     pending = list(platforms)
     running: list[tuple[str, subprocess.Popen, Path]] = []
     parts: dict[str, dict] = {}
@@ -721,6 +807,8 @@ def run(out_path: str, quick: bool, platforms: list[str], jobs: int) -> dict:
                           "torch_version_cuda": parts[p]["patch"].get("torch_version_cuda") if p in parts else None,
                           "torch_version_hip": parts[p]["patch"].get("torch_version_hip") if p in parts else None,
                           "seconds": parts[p]["seconds"] if p in parts else None,
+                          "warmup_seconds": parts[p].get("warmup_seconds") if p in parts else None,
+                          "failed_imports": parts[p].get("failed_imports") if p in parts else None,
                           "override_only_diffs": parts[p].get("override_only_diffs") if p in parts else None}
                       for p in platforms},
         "models": MODELS,

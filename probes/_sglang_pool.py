@@ -23,10 +23,14 @@ and launch line:
    max_total_num_tokens, max_running_requests, the full / SWA token counts, the Mamba state slots, the bytes per
    token of SGLang's pool configurator, or the exception SGLang raises (type and exact message).
 Tensor parallelism is 1 (one process, no process group): the world group is stated as a single rank.
+Steps 2 and 3 run under the environment step 1 left, as a launch does (SGLang's resolution sets variables: Qwen3-VL
+on a large Hopper GPU sets SGLANG_VLM_CACHE_SIZE_MB=0 from 0.5.20); each launch line starts from the worker's own
+environment. Recorded messages name the temporary model folder `<models>`, so they are the same on every run.
 
 Output: {"sglang", "torch", "python", "context_mib", "accelerators", "variants", "fractions", "models" (id ->
 {"context_len", ...}), "rows": [[accelerator, model, variant index, defaults or {"error", "message", "where"},
-[per fraction: pool or {"error", "message"}]]], "seconds"}.
+[per fraction: pool or {"error", "message"}]]], "resolution_env": "kept", "model_root": "<models>", "seconds"}
+(recordings without "resolution_env" sized the pool after restoring the environment the resolution set).
 """
 
 from __future__ import annotations
@@ -145,14 +149,14 @@ def _configurator(sa, kcc):
     return kvc, facts
 
 
-def _pool(kvc, kcc, pc, sa, pre_gib: float, avail_gib: float) -> dict:
+def _pool(kvc, kcc, pc, sa, pre_gib: float, avail_gib: float, root: Path) -> dict:
     _publish(sa)  # clears the overrides a previous point left (max_mamba_cache_size)
     kcc.get_available_gpu_memory = lambda *a, **k: avail_gib
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             cfg = kvc._resolve_memory_pool_config(pre_gib)
     except Exception as exc:  # SGLang's start-up refusal: recorded as it is raised
-        return {"error": type(exc).__name__, "message": str(exc)[:800], "where": grid._where(exc)}
+        return _refused(exc, root, 800)
     out = {"max_total_num_tokens": cfg.max_total_num_tokens, "max_running_requests": cfg.max_running_requests}
     for k in ("full_max_total_num_tokens", "swa_max_total_num_tokens"):
         if getattr(cfg, k, None) is not None:
@@ -177,6 +181,58 @@ def _cell(kvc, pc) -> dict:
     return out
 
 
+RESOLUTION_ENV = "kept"  # the configurator and the pool run under the environment the resolution left (a launch does)
+MODEL_ROOT = "<models>"  # what the recorded messages say in place of the worker's temporary model folder
+
+
+def _reset_env(env: dict) -> None:
+    os.environ.clear()
+    os.environ.update(env)
+
+
+def stable(text: str, root: Path) -> str:
+    """`text` with the worker's temporary model folder named MODEL_ROOT: a recorded message is the same on every
+    run (the folder is a fresh temporary directory each time)."""
+    return text.replace(str(root), MODEL_ROOT)
+
+
+def _refused(exc: BaseException, root: Path, limit: int) -> dict:
+    return {"error": type(exc).__name__, "message": stable(str(exc), root)[:limit], "where": grid._where(exc)}
+
+
+def _row(acc, m, vi, argv, res, kcc, pc, spec, pre_gib, root, base_env, models) -> list:
+    """One launch line on one accelerator: SGLang's resolution, then its configurator and pool at every fraction,
+    all under the environment the resolution left (SGLang's resolution sets variables a launch keeps: Qwen3-VL on a
+    large Hopper GPU turns the embedding cache off with SGLANG_VLM_CACHE_SIZE_MB=0, 0.5.20 qwen3_vl.py:96-98). The
+    line starts from `base_env`, so no line sees what an earlier one set."""
+    _reset_env(base_env)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            sa, d = _resolve(res, argv)
+            _publish(sa)
+    except SystemExit:
+        return [acc, m, vi, {"error": "SystemExit", "message": "argparse refused"}, []]
+    except Exception as exc:  # SGLang refuses the launch line: its error, as raised
+        return [acc, m, vi, _refused(exc, root, 600), []]
+    env = dict(os.environ)  # the resolution's environment
+    defaults = {k: _jsonable(d.get(k)) for k in DEFAULT_FIELDS if k in d}
+    defaults.update(_jsonable(grid._graph(d)))
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            kvc, facts = _configurator(sa, kcc)
+    except Exception as exc:  # the pool could not be planned without the model's weights / a GPU
+        defaults["unplanned"] = stable(f"{type(exc).__name__}: {str(exc)[:300]} ({grid._where(exc)})", root)
+        return [acc, m, vi, defaults, []]
+    defaults.update(facts)
+    defaults.update(_cell(kvc, pc))
+    models.setdefault(m, {"context_len": facts["context_len"]})
+    pools = []
+    for f in spec["fractions"]:
+        _reset_env(env)  # each point as the launch would size it: what a previous point set is gone
+        pools.append(_pool(kvc, kcc, pc, sa, pre_gib, pre_gib * f, root))
+    return [acc, m, vi, defaults, pools]
+
+
 def main(inp: str, out_path: str) -> None:
     t0 = time.time()
     logging.disable(logging.CRITICAL)
@@ -196,6 +252,7 @@ def main(inp: str, out_path: str) -> None:
                 importlib.import_module(mod.name)
         import sglang.srt.mem_cache.kv_cache_configurator as kcc
         import sglang.srt.model_executor.pool_configurator as pc
+    grid.cache_struct_fields()  # the same fields, built once per class (see there)
     # _profile_available_bytes starts with gc.collect() (to free weight-loading temporaries on a GPU); with no
     # weights loaded it only costs a second per point
     kcc.gc = types.SimpleNamespace(collect=lambda *a: 0)
@@ -212,60 +269,30 @@ def main(inp: str, out_path: str) -> None:
     grid.MODELS = spec["models"]
     paths = grid._write_models(root)
     res = grid.Resolver()
+    imports = grid.FailedImports()  # cleared per accelerator: the platform each one presents changes what imports
     variants = [tuple(v) for v in spec["variants"]]
     # warm-up in the machine's own state (see _sglang_grid.worker): lazily imported modules load without a GPU
     for m in paths:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             res(grid._argv(paths, m, "base", ()))
     rows, models = [], {}
+    base_env = dict(os.environ)  # the probe's own environment: every launch line starts from it
     for acc, a in spec["accelerators"].items():
         grid.PLATFORMS[acc] = ("cuda", tuple(a["capability"]), a["name"], a["memory_mib"], a["sms"], "")
+        imports.clear()
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             grid._patch_platform(acc)
         pre_gib = (a["memory_mib"] - CONTEXT_MIB) / 1024
         for m in paths:
             for vi, tail in enumerate(variants):
-                argv = grid._argv(paths, m, "base", tail)
-                env = dict(os.environ)
-                try:
-                    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                        sa, d = _resolve(res, argv)
-                        _publish(sa)
-                except SystemExit:
-                    rows.append([acc, m, vi, {"error": "SystemExit", "message": "argparse refused"}, []])
-                    continue
-                except Exception as exc:  # SGLang refuses the launch line: its error, as raised
-                    rows.append([acc, m, vi, {"error": type(exc).__name__, "message": str(exc)[:600],
-                                              "where": grid._where(exc)}, []])
-                    continue
-                finally:
-                    os.environ.clear()
-                    os.environ.update(env)
-                defaults = {k: _jsonable(d.get(k)) for k in DEFAULT_FIELDS if k in d}
-                defaults.update(_jsonable(grid._graph(d)))
-                try:
-                    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                        kvc, facts = _configurator(sa, kcc)
-                except Exception as exc:  # the pool could not be planned without the model's weights / a GPU
-                    defaults["unplanned"] = f"{type(exc).__name__}: {str(exc)[:300]} ({grid._where(exc)})"
-                    rows.append([acc, m, vi, defaults, []])
-                    continue
-                finally:
-                    os.environ.clear()
-                    os.environ.update(env)
-                defaults.update(facts)
-                defaults.update(_cell(kvc, pc))
-                models.setdefault(m, {"context_len": facts["context_len"]})
-                pools = []
-                for f in spec["fractions"]:
-                    pools.append(_pool(kvc, kcc, pc, sa, pre_gib, pre_gib * f))
-                    os.environ.clear()
-                    os.environ.update(env)
-                rows.append([acc, m, vi, defaults, pools])
+                rows.append(_row(acc, m, vi, grid._argv(paths, m, "base", tail), res, kcc, pc, spec, pre_gib, root,
+                                 base_env, models))
         print(f"{acc}: {len(rows)} rows, {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
+    _reset_env(base_env)
     doc = {"sglang": sglang.__version__, "torch": torch.__version__, "python": sys.version.split()[0],
            "context_mib": CONTEXT_MIB, "accelerators": spec["accelerators"], "variants": spec["variants"],
-           "fractions": spec["fractions"], "models": models,
+           "fractions": spec["fractions"], "models": models, "resolution_env": RESOLUTION_ENV,
+           "model_root": MODEL_ROOT, "failed_imports_not_run_again": imports.hits,
            "columns": ["accelerator", "model", "variant", "defaults", "pools"], "rows": rows,
            "seconds": round(time.time() - t0, 1)}
     with gzip.open(out_path, "wt", encoding="utf-8", compresslevel=9) as fh:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.probe.judges.sglang_pool import ROOT, SPEC, judge, load, summarize
+from probes._sglang_grid import worker_env
 
 __all__ = ['SPEC', 'cases', 'judge', 'run', 'summarize']
 
@@ -89,7 +90,7 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
         ms = {k: v for k, v in models().items() if names is None or k in names}
         inp.write_text(json.dumps({"accelerators": accelerators(accs), "models": ms,
                                    "variants": [VARIANTS[i] for i in variants], "fractions": FRACTIONS}))
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES="", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+        env = worker_env()  # the environment the resolve grid's workers run under (probes/_sglang_grid.py)
         proc = subprocess.run([python, str(WORKER), str(inp), str(out)], capture_output=True, text=True, env=env,
                               timeout=SPEC.timeout_s - 30, check=False)
         if proc.returncode != 0 or not out.exists():

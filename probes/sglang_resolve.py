@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.probe.judges.sglang_resolve import PLATFORMS, ROOT, SPEC, judge, load, summarize
+from probes._sglang_grid import worker_env
 
 __all__ = ['SPEC', 'cases', 'judge', 'run', 'summarize']
 
@@ -46,7 +47,7 @@ def run(case: dict[str, Any]) -> dict[str, Any]:
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kb-sglang-grid-") as tmp:
         out = Path(tmp) / "grid.json.gz"
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES="", HF_HUB_OFFLINE="1")
+        env = worker_env()  # what its workers run under, as the sglang-pool probe's worker does
         proc = subprocess.run([python, str(GRID), str(out), "--platform", case["platform"], "--jobs", "1"],
                               capture_output=True, text=True, env=env, timeout=SPEC.timeout_s - 30, check=False)
         if proc.returncode != 0 or not out.exists():

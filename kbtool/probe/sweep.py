@@ -72,6 +72,8 @@ class ReleaseResult:
     probe_s: float = 0.0
     why: str | None = None
     overrides: list[str] = field(default_factory=list)  # requirements that replaced the release's own pins
+    probe_seconds: dict[str, float] = field(default_factory=dict)  # probe -> its wall seconds (where the time goes)
+    cleanup_s: float = 0.0  # deleting the environment and pruning the cache
 
 
 def library(lib: str) -> tuple[str, tuple[str, ...], str]:
@@ -184,7 +186,8 @@ def newest_recorded(records: Path, lib: str) -> str | None:
 def new_releases(records: Path, lib: str, registry: list[str]) -> list[str]:
     """`--new`: the registry's releases newer than the newest with complete evidence, every release whose
     last run did not complete (failed, errored or timed out), and every release between the oldest and the newest
-    recorded that no run has touched (`gaps`: SGLang 0.5.22 between 0.5.21 and 0.5.23), oldest first."""
+    recorded that no run has touched (`gaps`: SGLang 0.5.19-0.5.22 between 0.5.18 and 0.5.23 until they were
+    swept), oldest first."""
     newest = newest_recorded(records, lib)
     retry = {v for v, _ in incomplete(records, lib)} | set(gaps(records, lib, registry))
     return [r for r in registry if r in retry or newest is None or compare_versions(r, newest) > 0]
@@ -413,7 +416,8 @@ def _one(lib: str, task: Task, records: Path, workdir: Path, python: str | None,
             step(task.release, probe)
             t1 = time.monotonic()
             ok, why, written = run_probe(probe, venv / "bin" / "python", env_var, root, records, log)
-            res.probe_s += round(time.monotonic() - t1, 1)
+            res.probe_seconds[probe] = round(time.monotonic() - t1, 1)
+            res.probe_s += res.probe_seconds[probe]
             res.evidence += written
             res.probes[probe] = "ok" if ok else f"failed: {why}"
         if any(v != "ok" for v in res.probes.values()):
@@ -421,9 +425,11 @@ def _one(lib: str, task: Task, records: Path, workdir: Path, python: str | None,
     except (ProbeError, OSError, subprocess.TimeoutExpired) as exc:
         res.status, res.why = "failed", str(exc)
     finally:
+        t2 = time.monotonic()
         if not keep and venv.exists():
             shutil.rmtree(venv, ignore_errors=True)
         _prune_cache(venv.parent / "uv-cache", dist)
+        res.cleanup_s = round(time.monotonic() - t2, 1)
     _save_state(workdir / STATE, res)
     step(task.release, res.status)
     return res

@@ -220,6 +220,9 @@ def sweep_text(tasks: list[Any], skipped: list[str], results: list[Any], seconds
         table.add_row(r.release, r.status, str(r.install_s), str(round(r.probe_s, 1)), probes[:200])
     out.print(table)
     for r in results:
+        parts = [f"install {r.install_s:,.0f} s", *(f"{k} {v:,.0f} s" for k, v in r.probe_seconds.items()),
+                 f"cleanup {r.cleanup_s:,.0f} s"]
+        out.print(f"{r.release} time: {', '.join(parts)}")
         if r.overrides:
             out.print(f"{r.release} installed with override {', '.join(r.overrides)} (its evidence names it)")
         if r.why and "\n" in r.why:

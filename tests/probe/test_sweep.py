@@ -117,6 +117,8 @@ def test_a_release_between_recorded_ones_is_offered(tmp_path: Path) -> None:
 
 
 def test_sglang_dry_run_lists_the_unswept_releases_with_their_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SGLang 0.5.17-0.5.23 are all recorded (0.5.22 last): `--new` has nothing to do; forcing 0.5.22 again plans it
+    with the cuda-tile override probes/sweep-overrides.yaml records for it."""
     from typer.testing import CliRunner
 
     from kbtool.cli import app
@@ -125,10 +127,13 @@ def test_sglang_dry_run_lists_the_unswept_releases_with_their_overrides(monkeypa
     monkeypatch.setattr(sweep, "registry_releases", lambda lib: registry)
     res = CliRunner().invoke(app, ["probe", "sweep", "--lib", "sglang", "--new", "--dry-run", "--kb", str(RECORDS)])
     assert res.exit_code == 0, res.output
+    assert "nothing to do" in res.output and "would run" not in res.output
+    res = CliRunner().invoke(app, ["probe", "sweep", "--lib", "sglang", "--releases", "0.5.22", "--force", "--dry-run",
+                                   "--kb", str(RECORDS)])
+    assert res.exit_code == 0, res.output
     lines = [line for line in res.output.splitlines() if line.startswith("would run")]
-    assert [line.split()[2] for line in lines] == ["0.5.22"]  # 0.5.19-0.5.21 are recorded
-    assert all("with override cuda-tile ; sys_platform == 'never'" in line and "never swept" in line
-               for line in lines)
+    assert [line.split()[2] for line in lines] == ["0.5.22"]
+    assert all("with override cuda-tile ; sys_platform == 'never'" in line for line in lines)
 
 
 def test_recorded_override_for_0_34_0_and_the_command_lines(tmp_path: Path) -> None:

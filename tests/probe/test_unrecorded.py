@@ -47,11 +47,11 @@ def test_a_recorded_release_lacks_nothing() -> None:
 
 
 def test_an_unrecorded_sglang_release_names_the_record_and_the_fix() -> None:
-    ev = Evidence.model_validate(relabel(SGLANG, "sglang", "0.5.18", "0.5.22"))
+    ev = Evidence.model_validate(relabel(SGLANG, "sglang", "0.5.18", "0.5.24"))
     [gap] = unrecorded(image(), [ev], probes_by_id())
-    assert (gap.evidence, gap.library, gap.release) == (ev.id, "sglang", "0.5.22")
-    assert "records/engine-priorities/sglang-0.5.22-cuda.yaml" in gap.missing and "0.5.18" in gap.missing
-    assert gap.fix.startswith("copy sglang-0.5.21-cuda.yaml")  # the newest recorded release before it
+    assert (gap.evidence, gap.library, gap.release) == (ev.id, "sglang", "0.5.24")
+    assert "records/engine-priorities/sglang-0.5.24-cuda.yaml" in gap.missing and "0.5.18" in gap.missing
+    assert gap.fix.startswith("copy sglang-0.5.23-cuda.yaml")  # the newest recorded release before it
     older = Evidence.model_validate(relabel(SGLANG, "sglang", "0.5.18", "0.5.9"))
     assert unrecorded(image(), [older], probes_by_id())[0].fix.startswith("copy sglang-0.5.17-cuda.yaml")
 
@@ -88,18 +88,18 @@ def test_apply_leaves_out_an_unrecorded_release_and_writes_nothing(tree: Path, t
 
     out = tmp_path / "out"
     out.mkdir()
-    data = relabel(SGLANG, "sglang", "0.5.18", "0.5.22")
+    data = relabel(SGLANG, "sglang", "0.5.18", "0.5.24")
     (out / f"{data['id']}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     before = {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()}
 
     left: list[object] = []
     updates, _, written = commands.apply(tree, [out], write=True, left_out=left)
-    assert updates == [] and written == [] and [g.release for g in left] == ["0.5.22"]  # type: ignore[attr-defined]
+    assert updates == [] and written == [] and [g.release for g in left] == ["0.5.24"]  # type: ignore[attr-defined]
 
     r = CliRunner().invoke(app, ["probe", "apply", "--kb", str(tree), str(out), "--write"])
     assert r.exit_code == 1, r.output
     text = " ".join(r.output.split())
-    assert f"left out {data['id']} (sglang 0.5.22)" in text and "sglang-0.5.22-cuda.yaml" in text
-    assert "fix: copy sglang-0.5.21-cuda.yaml" in text
+    assert f"left out {data['id']} (sglang 0.5.24)" in text and "sglang-0.5.24-cuda.yaml" in text
+    assert "fix: copy sglang-0.5.23-cuda.yaml" in text
     assert {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()} == before  # nothing imported or written
     assert not (tree / "evidence").exists()

@@ -86,7 +86,7 @@ def test_release_pinning(img, capsys) -> None:  # type: ignore[no-untyped-def]
     assert old.engine["sglang"] == "0.5.17" and old.query["release"] == "0.5.17"
     assert main(["--gpu", "h100", "--engine", "sglang", "--sglang", "0.4.0"]) == 2
     err = capsys.readouterr().err
-    assert "0.5.17, 0.5.18, 0.5.19, 0.5.20, 0.5.21, 0.5.23" in err and "fix: use --sglang 0.5.23" in err
+    assert "0.5.17, 0.5.18, 0.5.19, 0.5.20, 0.5.21, 0.5.22, 0.5.23" in err and "fix: use --sglang 0.5.23" in err
     assert main(["--gpu", "h100", "--engine", "vllm", "--sglang", "0.5.23"]) == 2
 
 

@@ -27,7 +27,7 @@ from probes import sglang_pool as probe
 from tests.util import RECORDS, ROOT
 
 DATA = ROOT / "tests" / "data" / "sglang"
-RELEASES = ("0.5.23", "0.5.21", "0.5.20", "0.5.19", "0.5.18", "0.5.17")
+RELEASES = ("0.5.23", "0.5.22", "0.5.21", "0.5.20", "0.5.19", "0.5.18", "0.5.17")
 # (field, model) pairs kb does not reproduce yet, each with the reason; the rows are still replayed for everything
 # else, and the pool points are planned with SGLang's value for the field (so the planner is still held to SGLang)
 _VLM = ("SGLang lowers mem_fraction_static for a multimodal checkpoint by its vision tower's size (0.5.17 "
@@ -117,3 +117,22 @@ def test_the_planner_can_refuse() -> None:
     p = plan(Cell(bytes=cell.bytes * 1.01), page_size=int(d["page_size"]), mem_fraction_static=d["mem_fraction_static"],
              pre_gib=pre, available_gib=pre * doc["fractions"][-1], context_len=got["_ctx"])
     assert p.tokens != pools[-1]["max_total_num_tokens"]
+
+
+def test_a_recording_that_kept_the_resolutions_environment_is_replayed_as_a_launch() -> None:
+    """Qwen3-VL on an H100 from 0.5.20: SGLang's resolution turns the embedding cache off (qwen3_vl.py:96-98). A
+    recording made before the probe kept that environment sized the pool with the 100 MiB embedding cache as well as
+    the cuda_ipc feature pool; one that kept it ("resolution_env": "kept") sized it as a launch does, with the
+    feature pool alone, so the same row is replayed with kb's launch reserve."""
+    doc = next(d for d in recorded("0.5.22") if "qwen3-vl-8b" in {r[1] for r in d["rows"]})
+    assert "resolution_env" not in doc  # recorded before the fix
+    acc, model, vi, _d, pools = next(r for r in doc["rows"] if r[1] == "qwen3-vl-8b" and r[4] and r[2] == 0)
+    argv = list(doc["variants"][vi])
+    old = pool_judge.kb_point(image(), "0.5.22", acc, doc["accelerators"][acc], model, argv, env_kept=False)
+    kept = pool_judge.kb_point(image(), "0.5.22", acc, doc["accelerators"][acc], model, argv, env_kept=True)
+    assert old is not None and kept is not None
+    assert old["_reserve"] == (100 + 1024) / 1024 and kept["_reserve"] == 1024 / 1024
+    _tally, wrong = pool_judge.replay(image(), {**doc, "rows": [[acc, model, vi, _d, pools]]})
+    assert not [w for w in wrong if w[0] == "pool"]  # as recorded: the old reserve (mem_fraction_static: KNOWN)
+    _tally, wrong = pool_judge.replay(image(), {**doc, "resolution_env": "kept", "rows": [[acc, model, vi, _d, pools]]})
+    assert any(w[0] == "pool" for w in wrong)  # the same pools read as a kept-environment recording differ

@@ -25,7 +25,7 @@ from probes import sglang_resolve as grid
 from tests.util import RECORDS, ROOT
 
 DATA = ROOT / "tests" / "data" / "sglang"
-RELEASES = ("0.5.23", "0.5.21", "0.5.20", "0.5.19", "0.5.18", "0.5.17")
+RELEASES = ("0.5.23", "0.5.22", "0.5.21", "0.5.20", "0.5.19", "0.5.18", "0.5.17")
 # claims whose refusal the recorded grid does not reach (no context parallelism, no Gemma 4 or LFM2 model, no DSA
 # model with learnable sinks, no FA-4 decode with an FP4 KV cache that gets past the earlier KV4 checks, ...): each
 # must still name its source, and an entry that the grid does reach is stale and fails ("id@release": that release
@@ -33,13 +33,17 @@ RELEASES = ("0.5.23", "0.5.21", "0.5.20", "0.5.19", "0.5.18", "0.5.17")
 NOT_IN_GRID = {
     "sglang-trtllm-mha-prefill-cp-sm100", "sglang-gemma4-backends", "sglang-lfm2-no-triton",
     "sglang-dsa-sinks-bf16-kv", "sglang-dsa-sinks-prefill-flashmla-sparse", "sglang-dsa-sinks-decode-flashmla-sparse",
-    "sglang-dsa-tilelang-fp8-sm89", "sglang-fp4-kv-fa4-mla-decode@0.5.21", "sglang-fp4-kv-fa4-mla-decode@0.5.23",
+    "sglang-dsa-tilelang-fp8-sm89", "sglang-fp4-kv-fa4-mla-decode@0.5.21", "sglang-fp4-kv-fa4-mla-decode@0.5.22",
+    "sglang-fp4-kv-fa4-mla-decode@0.5.23",
     "sglang-fp4-kv-fa4-mha-decode",
     "sglang-fp4-kv-mha-backends",
     "sglang-fp4-kv-cuda-only@0.5.23",  # 0.5.23 refuses nvfp4 on ROCm earlier, in the NVFP4 prefill check
-    # 0.5.21 runs 0.5.23's NVFP4 prefill check first too (kv_cache_hook.py:34-95): the grid's nvfp4 lines stop there
+    # 0.5.21 and 0.5.22 run 0.5.23's NVFP4 prefill check first too (kv_cache_hook.py:34-95): the grid's nvfp4 lines
+    # stop there
     "sglang-fp4-kv-cuda-only@0.5.21", "sglang-fp4-kv-fa4-mha-decode-0.5.17@0.5.21",
     "sglang-fp4-kv-mha-backends-0.5.17@0.5.21",
+    "sglang-fp4-kv-cuda-only@0.5.22", "sglang-fp4-kv-fa4-mha-decode-0.5.17@0.5.22",
+    "sglang-fp4-kv-mha-backends-0.5.17@0.5.22",
     "sglang-exaone4-backends-0.5.17",  # no EXAONE model here; the sglang-pool recording shows it (pool replay test)
 }
 
@@ -102,7 +106,7 @@ def test_every_platform_is_recorded_once(release: str) -> None:
 
 def test_releases_and_by() -> None:
     img = image()
-    assert sr.releases(img) == ["0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.23"]
+    assert sr.releases(img) == ["0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"]
     plat = grid_judge.platform(of("0.5.23", "sm100")["platforms"]["sm100"])
     facts = model_facts(of("0.5.23", "sm100")["models"]["mla"])
     got = sr.resolve(img, "0.5.23", plat, facts, {"kv_cache_dtype": "auto", "tp_size": 1})
@@ -128,7 +132,7 @@ def test_error_names_claim_and_where() -> None:
 def test_unknown_release_is_usage_error() -> None:
     from kbtool.errors import UsageError
 
-    with pytest.raises(UsageError, match=r"0\.5\.17, 0\.5\.18, 0\.5\.19, 0\.5\.20, 0\.5\.21, 0\.5\.23 only"):
+    with pytest.raises(UsageError, match=r"0\.5\.17, 0\.5\.18, 0\.5\.19, 0\.5\.20, 0\.5\.21, 0\.5\.22, 0\.5\.23 only"):
         sr.resolve(image(), "0.4.0", {}, {}, {})
 
 

@@ -252,3 +252,28 @@ def test_0_20_to_0_21_names_what_moved_the_reported_pool() -> None:
     moved = r.out.split("what moved", 1)[1]
     assert "tokens reported per block" in moved and "(planning 0.20.0 -> 0.21.0" in moved
     assert "reserve" not in moved and "gpu_memory_utilization" not in moved
+
+
+def test_sglang_pool_messages_do_not_change_with_the_workers_temporary_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recordings made before issue 46 name the sglang-pool worker's temporary model folder in SGLang's messages
+    (a new name each run); `kb diff --sglang` reads it as `<models>`, which the worker now writes, so only a real
+    change of the message is reported."""
+    from kbtool.solve.engines.sglang import releasediff as sgl
+
+    def recording(version: str, message: str) -> None:
+        (tmp_path / version).mkdir()
+        doc = {"sglang": version, "rows": [["nvidia-h100-sxm", "nemotron-super", 0,
+                                            {"error": "ValueError", "message": message}, []]]}
+        with gzip.open(tmp_path / version / "pool-models.json.gz", "wt", encoding="utf-8") as fh:
+            json.dump(doc, fh)
+
+    text = "The repository {} contains custom code. You can inspect it at https://hf.co/{}."
+    recording("1.0.0", text.format(*["/tmp/kb-sglang-pool-9rjc9gay/nemotron-super"] * 2))
+    recording("1.1.0", text.format(*["/var/tmp/kb-sglang-pool-ftg9_y69/nemotron-super"] * 2))
+    recording("1.2.0", text.format(*["<models>/nemotron-super"] * 2))
+    recording("1.3.0", "The repository <models>/nemotron-super needs trust_remote_code")
+    monkeypatch.setattr(sgl, "folders", lambda: [tmp_path])
+    assert sgl.pool_changes("1.0.0", "1.1.0") == [] and sgl.pool_changes("1.1.0", "1.2.0") == []
+    [change] = sgl.pool_changes("1.2.0", "1.3.0")
+    assert change.key == "message" and "needs trust_remote_code" in change.examples[0]

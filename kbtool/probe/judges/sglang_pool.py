@@ -39,6 +39,7 @@ SPEC = ProbeSpec(
     claims=[],
     requires={"gpu": False, "packages": ["sglang"]},
     timeout_s=3000,
+    workers=2,  # no GPU: two cases at once use both cores of a 2-core sweep host (issue 46)
     untestable="The sglang-pool probe needs SGLang installed (KB_SGLANG_PYTHON, tests/data/sglang/README.md).",
 )
 
@@ -76,8 +77,10 @@ def _want_defaults(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def kb_point(img: Any, release: str, acc_id: str, acc: dict[str, Any], model_id: str,
-             argv: list[str]) -> dict[str, Any] | None:
-    """kb's SGLang answer for one recorded row: its resolved defaults, the pool cell and the planner's inputs."""
+             argv: list[str], env_kept: bool = True) -> dict[str, Any] | None:
+    """kb's SGLang answer for one recorded row: its resolved defaults, the pool cell and the planner's inputs.
+    `env_kept`: the recording sized the pool under the environment the resolution left, as a launch does (its
+    document says "resolution_env": "kept"); an older recording restored it first (_probe_reserve)."""
     from kbtool.solve.engines.sglang import facts as sf
     from kbtool.solve.engines.sglang import pool as sp
     from kbtool.solve.engines.sglang import resolve as sr
@@ -96,14 +99,19 @@ def kb_point(img: Any, release: str, acc_id: str, acc: dict[str, Any], model_id:
     cell, _nf, _ns, _left = sp.cell_of(model, kv, 1, mamba_slots=sp.mamba_slots(args),
                                        dsa_backends=(r.get("dsa_prefill_backend"), r.get("dsa_decode_backend")))
     ctx = int(cast(Any, args.get("context_length") or model.max_context or 4096))
+    gpu_mib = (view.capacity_bytes() or 0) / 2**20
     return {"prefill": r.get("prefill"), "decode": r.get("decode"), "page_size": r.get("page_size"),
             "mem_fraction_static": r.get("mem_fraction_static"), "chunked_prefill_size": r.get("chunked_prefill_size"),
             "decode_graph_max_bs": r.get("decode_graph_max_bs"), "kv": kv, "_cell": cell, "_ctx": ctx,
-            "_args": args, "_reserve": _probe_reserve(model, release, cc, (view.capacity_bytes() or 0) / 2**20)}
+            "_args": args, "_reserve": sp.multimodal_reserve_gib(
+                model, release, cc=cc, gpu_mib=gpu_mib,
+                max_running_requests=cast(Any, args.get("max_running_requests")))
+            if env_kept else _probe_reserve(model, release, cc, gpu_mib)}
 
 
 def _probe_reserve(model: Any, release: str, cc: float, gpu_mib: float) -> float:
-    """The multimodal reserve the sglang-pool probe sized with. The probe restores os.environ after each
+    """The multimodal reserve the sglang-pool probe sized with before it kept the resolution's environment (its
+    recordings of 0.5.17-0.5.22 made by kb before issue 46's fix). That probe restored os.environ after each
     resolution (probes/_sglang_pool.py), so where SGLang's resolution sets its environment (Qwen3-VL on a large
     Hopper GPU from 0.5.20: SGLANG_VLM_CACHE_SIZE_MB 0, qwen3_vl.py:96-98) the pool was sized with the defaults: the
     embedding cache and the cuda_ipc feature pool, the transport staying set on the server arguments. kb's answers
@@ -121,6 +129,7 @@ def replay(img: Any, doc: dict[str, Any]) -> tuple[Counter[str], list[tuple[Any,
     from kbtool.solve.engines.sglang.plan import plan
 
     release = str(doc["sglang"])
+    env_kept = doc.get("resolution_env") == "kept"
     tally: Counter[str] = Counter()
     wrong: list[tuple[Any, ...]] = []
     for acc_id, model_id, vi, d, pools in doc["rows"]:
@@ -139,7 +148,7 @@ def replay(img: Any, doc: dict[str, Any]) -> tuple[Counter[str], list[tuple[Any,
             if (d.get("message") or "").startswith(ENVIRONMENT):
                 tally["not loadable on the CPU probe"] += 1
                 continue
-            got = kb_point(img, release, acc_id, doc["accelerators"][acc_id], model_id, argv)
+            got = kb_point(img, release, acc_id, doc["accelerators"][acc_id], model_id, argv, env_kept)
             if got is not None and (got.get("error"), got.get("message")) == (d["error"], d.get("message")):
                 tally["line refusals"] += 1
             else:
@@ -148,7 +157,7 @@ def replay(img: Any, doc: dict[str, Any]) -> tuple[Counter[str], list[tuple[Any,
         if "unplanned" in d or "configurator_error" in d:
             tally["unplanned on a CPU"] += 1
             continue
-        got = kb_point(img, release, acc_id, doc["accelerators"][acc_id], model_id, argv)
+        got = kb_point(img, release, acc_id, doc["accelerators"][acc_id], model_id, argv, env_kept)
         if got is None:
             tally["no kb record"] += 1
             continue

@@ -66,6 +66,7 @@ SPEC = ProbeSpec(
     claims=_claim_ids(),
     requires={"gpu": False, "packages": ["sglang"]},
     timeout_s=1200,
+    workers=2,  # no GPU: two cases at once use both cores of a 2-core sweep host (issue 46)
     untestable="The sglang-resolve probe needs SGLang installed (pip install 'kbtool[sglang]' or KB_SGLANG_PYTHON).",
 )
 

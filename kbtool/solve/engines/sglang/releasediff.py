@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import gzip
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -101,8 +102,20 @@ def resolve_changes(a: str, b: str) -> list[ReleaseChange]:
     return out
 
 
+# the sglang-pool worker's temporary model folder, named in SGLang's messages by recordings made before issue 46
+# (a fresh name each run, so every such message "changed"); the worker now writes MODEL_ROOT in its place
+_MODEL_FOLDER = re.compile(r"/(?:[^\s/]+/)*kb-sglang-pool-[A-Za-z0-9_]+")
+MODEL_ROOT = "<models>"  # probes/_sglang_pool.py MODEL_ROOT
+
+
+def stable(value: Any) -> Any:
+    """A recorded value with the worker's temporary model folder named MODEL_ROOT (older recordings)."""
+    return _MODEL_FOLDER.sub(MODEL_ROOT, value) if isinstance(value, str) else value
+
+
 def _pool_rows(path: Path) -> dict[tuple[Any, ...], tuple[dict[str, Any], list[Any]]]:
-    return {(r[0], r[1], r[2]): (r[3], r[4] if len(r) > 4 else []) for r in _load(path).get("rows") or []}
+    return {(r[0], r[1], r[2]): ({k: stable(v) for k, v in r[3].items()}, r[4] if len(r) > 4 else [])
+            for r in _load(path).get("rows") or []}
 
 
 def _pool(p: Any) -> Any:
