@@ -130,9 +130,10 @@ class Accounting(Strict):
     graphs: Fact[Literal["none", "V1", "all"]] = Field(
         description="Which model runners' CUDA-graph memory estimate is subtracted before the pool is sized "
         "(unless eager): 'none' (logged only), 'V1' (the V2 runner's estimate is 0), 'all'")
-    v2_sampler: Fact[Literal["logits", "full"]] = Field(
-        description="What the V2 runner's profile run samples: 'logits' (fp32 logits, no top-k/top-p) or 'full' "
-        "(the V1 runner's full sampler)")
+    v2_sampler: Fact[Literal["logits", "in-place", "full"]] = Field(
+        description="What the V2 runner's profile run holds when it samples: 'logits' (the model-dtype logits and "
+        "an fp32 copy, no top-k/top-p), 'in-place' (the model-dtype logits only, mutated in place) or 'full' (the "
+        "V1 runner's full sampler)")
     measured: BoolFact | None = Field(
         default=None, description="kb's reserve constants were read against recorded boots of this release; a "
         "query that names no release is sized as this release (one vLLM record says true)")
