@@ -49,9 +49,10 @@ GIB = 1 << 30
 NON_TORCH_BYTES = int(0.2246 * GIB)
 ACT_BYTES = 2  # an activation element in the model dtype (bf16/fp16)
 # torch's cuBLAS workspace on sm90, taken through the caching allocator at the first cuBLAS matmul of the process
-# (so inside the profile run's peak) and kept: CUBLAS_WORKSPACE_CONFIG's default ":4096:8" is 8 x 4 MiB
-# (pytorch/pytorch aten/src/ATen/cuda/CublasHandlePool.cpp, getChosenWorkspaceSize). The boots show it: Llama-3.1-8B
-# 0.875 GiB against its AWQ int4 checkpoint's 0.8438 GiB (Marlin kernels, no cuBLAS in the forward).
+# (so inside the profile run's peak) and kept: pytorch/pytorch aten/src/ATen/cuda/CublasHandlePool.cpp,
+# parseChosenWorkspaceSize (sm90 default 4096 * 8 * 1024 bytes) and getNewWorkspace (CUDACachingAllocator; read
+# through code search, commit not pinned). The boots show it: Llama-3.1-8B 0.875 GiB against its AWQ int4
+# checkpoint's 0.8438 GiB (Marlin kernels, no cuBLAS in the forward).
 CUBLAS_WORKSPACE_BYTES = 32 << 20
 # [T, H] hidden-size tensors alive at the MLP's peak, from each model's decoder layer (vllm/model_executor/models/,
 # the same in the 0.24.0 and 0.26.0 wheels): the layer's input hidden states and residual, still held by the model's
@@ -201,7 +202,8 @@ def v2_activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs
       (moe_workspace_bytes), kept from its first MoE layer on.
     - sampler: [T, H] + [R, H] hidden states, the logits [R, V] at the release's bytes per element
       (Accounting.v2_sampler; at least two model-dtype copies where compute_logits soft-caps them, LOGIT_SOFTCAP),
-      and the cuBLAS workspace (the lm_head is unquantized).
+      and the cuBLAS workspace (the lm_head is unquantized); the full sampler ("full", 0.33.0) is V1's step as kb
+      sizes it, R x V x V1_SAMPLER_BYTES, a constant read against V1 boots with the hidden states in it.
 
     Not modelled: with CUDA graphs (no --enforce-eager) the profile forward is the first call of the
     torch.compile'd model, compiled there by Inductor (`need_eager` only skips graph replay, model_runner.py:
@@ -221,7 +223,9 @@ def v2_activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs
         fwd += t * inter + t * (inter // 128) * 4
         quant_words = " + fp8 copy of [T,I]"
     per = max(acct.v2_sampler, 2.0 * ACT_BYTES) if arch in LOGIT_SOFTCAP else acct.v2_sampler
-    samp = ACT_BYTES * (t + r) * hidden + r * vocab * per + CUBLAS_WORKSPACE_BYTES
+    samp = r * vocab * per + ACT_BYTES * (t + r) * hidden + CUBLAS_WORKSPACE_BYTES
+    if acct.v2_sampler == V1_SAMPLER_BYTES:  # "full": the V1 runner's sampler, whose constant holds all of it
+        samp = r * vocab * per
     moe_words = f" + MoE workspace {moe / 1e9:,.2f} GB" if moe else ""
     words = (f"V2 runner: max(forward: MLP {t:,} x (3 x {inter:,} + {live} x {hidden:,}) x 2 B{quant_words}"
              f"{' + cuBLAS workspace' if cublas else ''}{moe_words} = {fwd / 1e9:,.2f} GB, sampler: logits {r} x "
