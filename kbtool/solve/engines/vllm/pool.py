@@ -192,7 +192,8 @@ def v2_activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs
     """The V2 runner's profile peak: the larger of its two steps, since profile_run frees the forward's
     intermediates, all but hidden_states [T, H] and the rows it samples [R, H], before it runs the sampler (0.26.0
     v1/worker/gpu/model_runner.py:673-688 and :654-665; 0.24.0 :652-667 and :633-644). T = max_num_batched_tokens,
-    R = max_num_seqs, H hidden size, I the MLP width per tensor-parallel rank, V the vocabulary.
+    R = max_num_seqs, H hidden size, I the MLP width per tensor-parallel rank, V the vocabulary. Lines are the
+    wheels' (vllm 0.24.0 = git ee0da84ab, 0.26.0 = ffd46bfab, as records/engine-releases cite them).
 
     - forward, at the MLP of a decoder layer: gate/up [T, 2I] and the activation's [T, I] in the model dtype, plus
       the [T, H] tensors alive there (hidden_live), plus torch's cuBLAS workspace where the MLP runs through cuBLAS
