@@ -130,9 +130,10 @@ class Accounting(Strict):
     graphs: Fact[Literal["none", "V1", "all"]] = Field(
         description="Which model runners' CUDA-graph memory estimate is subtracted before the pool is sized "
         "(unless eager): 'none' (logged only), 'V1' (the V2 runner's estimate is 0), 'all'")
-    v2_sampler: Fact[Literal["logits", "full"]] = Field(
-        description="What the V2 runner's profile run samples: 'logits' (fp32 logits, no top-k/top-p) or 'full' "
-        "(the V1 runner's full sampler)")
+    v2_sampler: Fact[Literal["logits", "in-place", "full"]] = Field(
+        description="What the V2 runner's profile run holds when it samples: 'logits' (the model-dtype logits and "
+        "an fp32 copy, no top-k/top-p), 'in-place' (the model-dtype logits only, mutated in place) or 'full' (the "
+        "V1 runner's full sampler)")
     mxfp4_scales_kept: BoolFact | None = Field(
         default=None, description="Its OAI Triton MXFP4 MoE path (the one a Hopper GPU takes) keeps the "
         "checkpoint's expert block scales on the layer beside the swizzled copy it builds, so the loaded weights "

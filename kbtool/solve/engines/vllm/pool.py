@@ -5,13 +5,13 @@ What vLLM sizes (vllm/v1/worker/gpu_worker.py:456-493 in the 0.24.0 wheel): avai
 the device's memory - (weights + the torch peak of a profile run + non-torch memory) - the CUDA-graph estimate where
 it is applied. The parts kb cannot read off a config are estimated here, each from what vLLM's code does:
 
-- the profile run's peak (gpu_model_runner.py:6060-6101, gpu/model_runner.py:633-663): a forward pass of
-  max_num_batched_tokens tokens, then a dummy sampler over max_num_seqs rows of logits. The V1 model runner runs the
-  full sampler (fp32 logits, penalties, top-k/top-p with a sort of fp32 values and int64 indices): about 15 bytes
-  per logit element, and that step sets the peak. The V2 runner (the default for the architectures
-  DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES lists, vllm/config/vllm.py:68-77) skips top-k/top-p (4 bytes per element) on
-  top of the forward's MLP activations (4 bytes per token and MLP width). The two constants were read against the
-  11 H200 boots in records/evidence (vllm-boot): errors are in tests/probe/test_vllm_boot_memory.py.
+- the profile run's peak (V1: gpu_model_runner.py:6060-6101 in the 0.24.0 wheel; V2: v1/worker/gpu/model_runner.py
+  :652-667 in 0.24.0, :673-688 in 0.26.0): a forward pass of max_num_batched_tokens tokens, then a dummy sampler over
+  max_num_seqs rows of logits. The V1 model runner runs the full sampler (fp32 logits, penalties, top-k/top-p with a
+  sort of fp32 values and int64 indices): about 15 bytes per logit element, and that step sets the peak. The V2
+  runner (the default for the architectures DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES lists, vllm/config/vllm.py:68-77)
+  frees the forward's intermediates before it samples, so its peak is the larger of the two steps
+  (v2_activation_bytes), each read off the code.
 - non-torch memory: 0.2246 GiB in every H200 boot (CUDA context, cuBLAS workspaces); used for every GPU.
 - CUDA graphs: the V1 runner profiles graph memory before the pool and subtracts it (the estimate is 1 GiB here);
   the V2 runner returns 0 (gpu/model_runner.py:684-686) and captures its graphs after the pool is sized.
@@ -47,7 +47,27 @@ if TYPE_CHECKING:
 
 GIB = 1 << 30
 NON_TORCH_BYTES = int(0.2246 * GIB)
-V2_MLP_BYTES = 4.0  # per token and MLP width: the gate/up projection's bf16 output
+ACT_BYTES = 2  # an activation element in the model dtype (bf16/fp16)
+# torch's cuBLAS workspace on sm90, taken through the caching allocator at the first cuBLAS matmul of the process
+# (so inside the profile run's peak) and kept: pytorch/pytorch aten/src/ATen/cuda/CublasHandlePool.cpp,
+# parseChosenWorkspaceSize (sm90 default 4096 * 8 * 1024 bytes) and getNewWorkspace (CUDACachingAllocator; read
+# through code search, commit not pinned). The boots show it: Llama-3.1-8B 0.875 GiB against its AWQ int4
+# checkpoint's 0.8438 GiB (Marlin kernels, no cuBLAS in the forward).
+CUBLAS_WORKSPACE_BYTES = 32 << 20
+# [T, H] hidden-size tensors alive at the MLP's peak, from each model's decoder layer (vllm/model_executor/models/,
+# the same in the 0.24.0 and 0.26.0 wheels): the layer's input hidden states and residual, still held by the model's
+# layer loop, and the MLP's input, 3 where the norms run in place (RMSNorm, fused_add_rms_norm.maybe_inplace,
+# layers/layernorm.py:88); GemmaRMSNorm's fused add is out of place (layernorm.py:157 in 0.24.0, :160 in 0.26.0),
+# so a Gemma layer also holds a new residual: 4. An MLP that keeps its gate/up output while down_proj writes its
+# output (qwen2.py:110-113, gemma2.py:88-91, gemma3.py:89-92, deepseek_v2.py:270-273 in 0.26.0) adds that output: +1;
+# Llama's and Mistral's rebind `x` and free it first (llama.py:115-118, mistral.py:70-73), so their peak is at the
+# activation, with gate/up still alive.
+INPLACE_NORM_MLP_FREES = frozenset({"LlamaForCausalLM", "MistralForCausalLM"})  # 3
+GEMMA_NORM = frozenset({"Gemma2ForCausalLM", "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"})  # 5
+HIDDEN_LIVE_DEFAULT = 4  # the Qwen2 MLP with in-place norms (Qwen2, Qwen3, DeepSeek-V2, most others)
+# compute_logits soft-caps the logits out of place (layers/logits_processor.py:66-69 in 0.24.0, :76-79 in 0.26.0):
+# two logit tensors alive; Gemma 2 passes config.final_logit_softcapping (gemma2.py:344-345), 30.0 in its checkpoints
+LOGIT_SOFTCAP = frozenset({"Gemma2ForCausalLM"})
 GRAPH_ESTIMATE_BYTES = GIB
 NON_GATED_MOE = frozenset({"NemotronHForCausalLM"})  # relu2 experts (models/nemotron_h.py, is_non_gated_moe)
 KV_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8": 1}
@@ -65,8 +85,11 @@ class Accounting:
       runner is passed (an answer takes the runner of the asked release's record, defaults.Defaults.runner).
     - `graphs`: which runners' CUDA-graph estimate is subtracted before the pool is sized, unless eager ("none",
       "V1", "all").
-    - `v2_sampler`: bytes per logit element of the V2 runner's profiled sampler: V1_SAMPLER_BYTES where it runs
-      the full sampler (`accounting.v2_sampler` "full"), else V2_SAMPLER_BYTES (fp32 logits only).
+    - `v2_sampler`: bytes per logit element alive in the V2 runner's profiled sampler step (SAMPLER_BYTES by
+      `accounting.v2_sampler`): "full" V1_SAMPLER_BYTES (the full sampler); "logits" 6, the model-dtype logits
+      compute_logits returned, still held by _dummy_sampler_run, beside the fp32 copy the sampler works on (0.24.0
+      v1/worker/gpu/sample/sampler.py:156-157); "in-place" 2, the model-dtype logits mutated in place (0.26.0
+      sampler.py:162-168: no copy without logprobs, which the profile run does not ask for).
     - `mxfp4_scales_kept`: its OAI Triton MXFP4 MoE path keeps the checkpoint's expert scales beside their
       swizzled copy (budget.mxfp4_kept_scales counts them).
 
@@ -83,14 +106,14 @@ class Accounting:
                           fix=f"add them to records/engine-releases/vllm-{release}.yaml (`kb validate` names the "
                           "line)")
         self.release, self.graphs = release, str(acct["graphs"][0])
-        self.v2_sampler = V1_SAMPLER_BYTES if acct["v2_sampler"][0] == "full" else V2_SAMPLER_BYTES
+        self.v2_sampler = SAMPLER_BYTES[acct["v2_sampler"][0]]
         self.mxfp4_scales_kept = bool((acct.get("mxfp4_scales_kept") or (False,))[0])
         listed: list[str] = (d.get("model_runner_v2_architectures") or ([], ""))[0]
         self.v2: frozenset[str] | str = "all" if d["model_runner"][0] == "V2" else frozenset(listed)
 
 
 V1_SAMPLER_BYTES = 15.04  # per logit element: fp32 logits + the top-k/top-p sort (values fp32, indices int64)
-V2_SAMPLER_BYTES = 4.0  # fp32 logits; no top-k/top-p during the profile run
+SAMPLER_BYTES = {"full": V1_SAMPLER_BYTES, "logits": ACT_BYTES + 4.0, "in-place": float(ACT_BYTES)}  # Accounting
 
 
 def accounting(release: str | None, rows: dict[str, Any] | None = None) -> Accounting:
@@ -162,13 +185,64 @@ def activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs: i
     moe = moe_workspace_bytes(model, batched_tokens, tp)
     moe_words = f" + MoE workspace {moe / 1e9:,.2f} GB" if moe else ""
     if (run or runner(model, acct)) == "V2":
-        inter = math.ceil((model.intermediate_size or 4 * (model.hidden_size or 4096)) / tp)
-        per = acct.v2_sampler
-        sampler, mlp = max_num_seqs * vocab * per, batched_tokens * inter * V2_MLP_BYTES
-        return int(sampler + mlp + moe), (f"V2 runner: logits {max_num_seqs} x {vocab:,} x {per:g} B + MLP "
-                                          f"{batched_tokens:,} x {inter:,} x 4 B{moe_words}")
+        return v2_activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, moe)
     return int(max_num_seqs * vocab * V1_SAMPLER_BYTES + moe), (f"V1 runner: sampler {max_num_seqs} x {vocab:,} x "
                                                                 f"15 B{moe_words}")
+
+
+def v2_activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, tp: int, acct: Accounting,
+                        moe: int = 0) -> tuple[int, str]:
+    """The V2 runner's profile peak: the larger of its two steps, since profile_run frees the forward's
+    intermediates, all but hidden_states [T, H] and the rows it samples [R, H], before it runs the sampler (0.26.0
+    v1/worker/gpu/model_runner.py:673-688 and :654-665; 0.24.0 :652-667 and :633-644). T = max_num_batched_tokens,
+    R = max_num_seqs, H hidden size, I the MLP width per tensor-parallel rank, V the vocabulary. Lines are the
+    wheels' (vllm 0.24.0 = git ee0da84ab, 0.26.0 = ffd46bfab, as records/engine-releases cite them).
+
+    - forward, at the MLP of a decoder layer: gate/up [T, 2I] and the activation's [T, I] in the model dtype, plus
+      the [T, H] tensors alive there (hidden_live), plus torch's cuBLAS workspace where the MLP runs through cuBLAS
+      (unquantized weights; int4 and fp8 checkpoints run Marlin / CUTLASS kernels). An fp8 checkpoint quantizes the
+      down projection's input first: an fp8 copy of [T, I] and its fp32 scales per group of 128
+      (layers/quantization/utils/fp8_utils.py:605-631 in 0.26.0). A MoE model adds the fused-MoE workspace
+      (moe_workspace_bytes), kept from its first MoE layer on.
+    - sampler: [T, H] + [R, H] hidden states, the logits [R, V] at the release's bytes per element
+      (Accounting.v2_sampler; at least two model-dtype copies where compute_logits soft-caps them, LOGIT_SOFTCAP),
+      and the cuBLAS workspace (the lm_head is unquantized); the full sampler ("full", 0.33.0) is V1's step as kb
+      sizes it, R x V x V1_SAMPLER_BYTES, a constant read against V1 boots with the hidden states in it.
+
+    Not modelled: with CUDA graphs (no --enforce-eager) the profile forward is the first call of the
+    torch.compile'd model, compiled there by Inductor (`need_eager` only skips graph replay, model_runner.py:
+    1192-1200, 1358-1361), and its peak rises by an amount the code does not give (Qwen3-8B 0.84 -> 1.29 GiB,
+    Gemma-3-12B 1.03 -> 1.99 GiB, DeepSeek-V2-Lite none: tests/probe/test_vllm_boot_memory.py)."""
+    arch = getattr(model, "architecture", None)
+    hidden = int(model.hidden_size or 4096)
+    inter = math.ceil((model.intermediate_size or 4 * hidden) / tp)
+    vocab = model.vocab_size or 128_000
+    t, r = batched_tokens, max_num_seqs
+    quant = getattr(model, "weight_dtype", None)
+    cublas = quant in (None, "bf16", "fp16", "fp32")
+    live = hidden_live(arch)
+    fwd = ACT_BYTES * t * (3 * inter + live * hidden) + (CUBLAS_WORKSPACE_BYTES if cublas else 0) + moe
+    quant_words = ""
+    if quant in ("fp8", "fp8_e4m3"):
+        fwd += t * inter + t * (inter // 128) * 4
+        quant_words = " + fp8 copy of [T,I]"
+    per = max(acct.v2_sampler, 2.0 * ACT_BYTES) if arch in LOGIT_SOFTCAP else acct.v2_sampler
+    samp = r * vocab * per + ACT_BYTES * (t + r) * hidden + CUBLAS_WORKSPACE_BYTES
+    if acct.v2_sampler == V1_SAMPLER_BYTES:  # "full": the V1 runner's sampler, whose constant holds all of it
+        samp = r * vocab * per
+    moe_words = f" + MoE workspace {moe / 1e9:,.2f} GB" if moe else ""
+    words = (f"V2 runner: max(forward: MLP {t:,} x (3 x {inter:,} + {live} x {hidden:,}) x 2 B{quant_words}"
+             f"{' + cuBLAS workspace' if cublas else ''}{moe_words} = {fwd / 1e9:,.2f} GB, sampler: logits {r} x "
+             f"{vocab:,} x {per:g} B + hidden states = {samp / 1e9:,.2f} GB)")
+    return int(max(fwd, samp)), words
+
+
+def hidden_live(arch: str | None) -> int:
+    """The [T, H] tensors alive at a decoder layer's MLP peak in vLLM's model code (the comment above
+    INPLACE_NORM_MLP_FREES cites it)."""
+    if arch in INPLACE_NORM_MLP_FREES:
+        return 3
+    return 5 if arch in GEMMA_NORM else HIDDEN_LIVE_DEFAULT
 
 
 def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp: int = 1,

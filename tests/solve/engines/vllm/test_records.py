@@ -106,7 +106,8 @@ def test_the_image_carries_the_lines_of_the_records() -> None:
     assert {r: row["planning"] for r, row in rows.items()} == {r: row["planning"] for r, row in
                                                                vrec.recorded().items()}
     assert all(row["planning"] for row in rows.values())
-    assert {r for r, row in rows.items() if row["accounting"]} == {"0.19.1", "0.24.0", "0.25.0", "0.33.0"}
+    assert {r for r, row in rows.items() if row["accounting"]} == {"0.19.1", "0.24.0", "0.25.0", "0.26.0", "0.28.0",
+                                                                   "0.33.0"}
 
 
 def test_hybrid_prefix_caching_is_the_records_defaults_one() -> None:
@@ -131,7 +132,9 @@ def test_a_record_value_changes_the_answer() -> None:
 
 @pytest.mark.parametrize("release,planning,accounting", [
     ("0.34.1", "0.34.0", "0.33.0"),  # unrecorded: the newest line at or below it
-    ("0.28.0", "0.28.0", "0.25.0"),  # recorded planning, borrowed accounting
+    ("0.28.0", "0.28.0", "0.28.0"),
+    ("0.27.1", "0.27.1", "0.26.0"),  # recorded planning, borrowed accounting
+    ("0.25.0", "0.25.0", "0.25.0"),
     ("0.24.0", "0.24.0", "0.24.0"),
     ("0.20.2", "0.20.0", "0.19.1"),
     ("0.10.0", "0.19.1", "0.19.1"),  # older than all: the oldest
@@ -144,16 +147,16 @@ def test_which_line_a_release_takes(release: str | None, planning: str, accounti
 
 
 def test_an_answer_names_the_release_whose_accounting_line_it_borrows() -> None:
-    """0.28.0 has its own defaults and planning but no accounting section: the reserve is 0.25.0's line, and the
+    """0.27.1 has its own defaults and planning but no accounting section: the reserve is 0.26.0's line, and the
     engine report says so."""
     from kbtool.solve.request import build_query
     from kbtool.solve.solver import solve
 
-    assert vd.rows(image())["0.28.0"]["accounting"] is None
-    a = solve(image(), build_query(engine="vllm", vllm="0.28.0", gpu="h100", model="qwen3-8b", ctx="32k"))
+    assert vd.rows(image())["0.27.1"]["accounting"] is None
+    a = solve(image(), build_query(engine="vllm", vllm="0.27.1", gpu="h100", model="qwen3-8b", ctx="32k"))
     r = a.memory.engine_report if a.memory else None
-    assert r is not None and r["accounting"] == "0.25.0" and r["planning"] == "0.28.0"
-    assert "estimated: vLLM 0.28.0's defaults, runner and planning, the reserve as vLLM 0.25.0's line sizes it" \
+    assert r is not None and r["accounting"] == "0.26.0" and r["planning"] == "0.27.1"
+    assert "estimated: vLLM 0.27.1's defaults, runner and planning, the reserve as vLLM 0.26.0's line sizes it" \
         in r["text"], r["text"]
 
 
