@@ -33,7 +33,7 @@ FACTS_MAGIC = b"KB-JUDGE-CODE 1\n"
 
 
 class Sources:
-    """The modules of the kbtool package at `top` by dotted name, read once."""
+    """The modules of the kbtool package at `top` by dotted name; what each imports, read once (Facts)."""
 
     def __init__(self, top: Path = KBTOOL) -> None:
         self.top = top
@@ -45,21 +45,9 @@ class Sources:
                 if n.endswith(".py"):
                     mod = package if n == "__init__.py" else [*package, n[:-3]]
                     self.files[".".join(mod)] = Path(folder, n)
-        self._text: dict[str, str] = {}
-        self._bytes: dict[Path, bytes] = {}
         self._imports: dict[str, set[str]] = {}  # each module's imports, read once for every judge's closure
         self._dep: dict[str, set[str]] = {}
         self.facts = Facts(self)
-
-    def text(self, mod: str) -> str:
-        if mod not in self._text:
-            self._text[mod] = self.raw(self.files[mod]).decode("utf-8", "replace")
-        return self._text[mod]
-
-    def raw(self, path: Path) -> bytes:
-        if path not in self._bytes:
-            self._bytes[path] = path.read_bytes()
-        return self._bytes[path]
 
     def imports(self, mod: str) -> set[str]:
         """The kbtool modules `mod` imports anywhere in its text."""
@@ -177,7 +165,7 @@ class Facts:
         if isinstance(old, tuple) and len(old) == 5 and old[:2] == stamp:
             fact = Fact(str(old[2]), tuple(old[3]), str(old[4]))
         else:
-            raw = self.src.raw(path)
+            raw = path.read_bytes()
             self.read += 1
             text = raw.decode("utf-8", "replace") if path.suffix == ".py" else ""
             spec = _SPEC_ID.search(text) if "SPEC" in text else None

@@ -8,6 +8,8 @@ serialized; FIELDS and __slots__ follow from it. To add a field: a SPEC row and 
 
 from __future__ import annotations
 
+from kbtool.solve.engines.results import ByValue
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Literal
@@ -51,10 +53,13 @@ def _plain(x: Any) -> Any:
     return x
 
 
-class _Plain:
+class _Plain(ByValue):
     __slots__ = ()
     SPEC: dict[str, tuple[dict[str, Any], str]] = {}
     FIELDS: tuple[str, ...] = ()
+
+    def _fields(self) -> tuple[str, ...]:
+        return self.FIELDS
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
@@ -65,14 +70,6 @@ class _Plain:
 
     def to_dict(self) -> dict[str, Any]:
         return {f: _plain(getattr(self, f)) for f in self.FIELDS}
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and all(getattr(self, f) == getattr(other, f) for f in self.FIELDS)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{f}={getattr(self, f)!r}' for f in self.FIELDS)})"
 
 
 class Reason(_Plain):

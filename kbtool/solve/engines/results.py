@@ -1,8 +1,8 @@
 """What an engine hands back (kbtool/solve/engines/base.py is the contract that returns them): frozen, typed data,
 no sentences. `Option` and `Line` describe its query options and a parsed serve line; `Pick` is its selection on
 one accelerator, `Pool` its accounting of the KV pool there, `ReleaseChange` one thing its recordings say changed
-between two releases. They import nothing of kb's, so the answer's parts and the decision can hold them without
-reaching up to the engines."""
+between two releases. They import nothing of kb's, so the answer's parts (which share their base, ByValue) and the
+decision can hold them without reaching up to the engines."""
 
 from __future__ import annotations
 
@@ -11,7 +11,25 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-class _Frozen:
+class ByValue:
+    """Compared and shown by the values of its fields (`_fields`); not hashable. The base of what an engine hands
+    back (_Frozen, below) and of the answer's parts (kbtool/solve/parts.py _Plain)."""
+
+    __slots__ = ()
+
+    def _fields(self) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and all(getattr(self, f) == getattr(other, f) for f in self._fields())
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{f}={getattr(self, f)!r}' for f in self._fields())})"
+
+
+class _Frozen(ByValue):
     """Slotted, compared by value, immutable once built (`object.__setattr__` only in __init__)."""
 
     __slots__: tuple[str, ...] = ()
@@ -23,13 +41,8 @@ class _Frozen:
         for k, v in values.items():
             object.__setattr__(self, k, v)
 
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and all(getattr(self, f) == getattr(other, f) for f in self.__slots__)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{f}={getattr(self, f)!r}' for f in self.__slots__)})"
+    def _fields(self) -> tuple[str, ...]:
+        return self.__slots__
 
 
 class Option(_Frozen):

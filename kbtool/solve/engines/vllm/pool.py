@@ -227,9 +227,10 @@ def v2_activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs
         fwd += t * inter + t * (inter // 128) * 4
         quant_words = " + fp8 copy of [T,I]"
     per = max(acct.v2_sampler, 2.0 * ACT_BYTES) if arch in LOGIT_SOFTCAP else acct.v2_sampler
-    samp = r * vocab * per + ACT_BYTES * (t + r) * hidden + CUBLAS_WORKSPACE_BYTES
     if acct.v2_sampler == V1_SAMPLER_BYTES:  # "full": the V1 runner's sampler, whose constant holds all of it
         samp = r * vocab * per
+    else:
+        samp = r * vocab * per + ACT_BYTES * (t + r) * hidden + CUBLAS_WORKSPACE_BYTES
     moe_words = f" + MoE workspace {moe / 1e9:,.2f} GB" if moe else ""
     words = (f"V2 runner: max(forward: MLP {t:,} x (3 x {inter:,} + {live} x {hidden:,}) x 2 B{quant_words}"
              f"{' + cuBLAS workspace' if cublas else ''}{moe_words} = {fwd / 1e9:,.2f} GB, sampler: logits {r} x "
