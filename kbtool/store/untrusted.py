@@ -38,6 +38,7 @@ LIMITS = {  # bytes, per kind of file kb reads
     "cache-docs": 512 << 20,      # parsed documents of a tree (the shipped tree's is about 7 MB)
     "cache-verdicts": 16 << 20,   # one evidence record's verdicts
     "cache-judge-code": 16 << 20,  # each kbtool source's digest and imports (kbtool.probe.judge_code; ~60 KB)
+    "cache-json": 16 << 20,       # a shipped JSON data file, marshalled (kbtool.store.jsoncache; ~40 KB each)
     "cache-weights": 4 << 20,     # checkpoints' tensor bytes read from the Hub (a few hundred bytes each)
     "probe-data": 256 << 20,      # a file a probe's judge reads (a recorded grid, a config.json)
 }

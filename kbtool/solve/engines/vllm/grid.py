@@ -10,9 +10,7 @@ one's own choice, named, and "not swept" — never another release's answer in i
 
 from __future__ import annotations
 
-import functools
-
-from kbtool.solve.conditions import compare_versions
+from kbtool.solve.conditions import compare_versions, version_key
 
 TYPE_CHECKING = False  # selection.py imports this module on every vLLM query: pathlib, gzip, json where a grid is read
 if TYPE_CHECKING:
@@ -38,11 +36,22 @@ def folders() -> list[Path]:
     return [records_dir().parent / "tests" / "data" / "vllm", Path(kbtool.__file__).parent / "_data" / "vllm"]
 
 
-@functools.cache
+# What this process has read, by function and argument (dicts, not functools.cache: the warm query imports this
+# module and not functools). forget() empties them.
+_MEMO: dict[tuple[str, Any], Any] = {}
+
+
+def forget() -> None:
+    """Read the recorded grids and evidence again on the next call (tests that change them)."""
+    _MEMO.clear()
+
+
 def recorded() -> tuple[str, ...]:
     """Releases with a recorded CUDA grid, oldest first."""
-    found = {p.name for f in folders() if f.is_dir() for p in f.iterdir() if any(p.glob("cc*.json.gz"))}
-    return tuple(sorted(found, key=functools.cmp_to_key(compare_versions)))
+    if ("recorded", None) not in _MEMO:
+        found = {p.name for f in folders() if f.is_dir() for p in f.iterdir() if any(p.glob("cc*.json.gz"))}
+        _MEMO["recorded", None] = tuple(sorted(found, key=version_key))
+    return _MEMO["recorded", None]  # type: ignore[no-any-return]
 
 
 def _file(version: str, name: str) -> Path | None:
@@ -53,13 +62,14 @@ def _file(version: str, name: str) -> Path | None:
     return None
 
 
-@functools.cache
 def _load(path: Path) -> dict[str, Any]:
-    import gzip
-    import json
+    if ("load", path) not in _MEMO:
+        import gzip
+        import json
 
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        return json.load(fh)  # type: ignore[no-any-return]
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            _MEMO["load", path] = json.load(fh)
+    return _MEMO["load", path]  # type: ignore[no-any-return]
 
 
 def evidence_id(version: str, probe: str = "vllm-selector") -> str | None:
@@ -71,10 +81,15 @@ def evidence_id(version: str, probe: str = "vllm-selector") -> str | None:
     return files[-1].stem if files else None
 
 
-@functools.cache
 def install_overrides(evidence: str) -> tuple[str, ...]:
     """The requirements that replaced the release's own pins when the evidence's environment was installed
     (environment.install_overrides, written by `kb probe sweep`); read from the file's text, not parsed."""
+    if ("overrides", evidence) not in _MEMO:
+        _MEMO["overrides", evidence] = _overrides(evidence)
+    return _MEMO["overrides", evidence]  # type: ignore[no-any-return]
+
+
+def _overrides(evidence: str) -> tuple[str, ...]:
     import re
 
     from kbtool.paths import records_dir
@@ -141,7 +156,7 @@ def select_unrecorded(img: Image, env: dict[str, Any], version: str, requested: 
     from kbtool.solve.engines.vllm.selected import Selection, versions
 
     if version not in recorded():
-        known = sorted(set(versions(img)) | set(recorded()), key=functools.cmp_to_key(compare_versions))
+        known = sorted(set(versions(img)) | set(recorded()), key=version_key)
         sides = []
         for v in neighbours(version, known):
             if v is not None:
