@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import marshal
 import os
-import zlib
 
-from kbtool.store.cache import cache_dir, make_room, seal, unseal
+from kbtool.store.cache import cache_dir, make_room, seal, tag, unseal
 from kbtool.store.untrusted import read_cache
 
 TYPE_CHECKING = False
@@ -29,8 +28,7 @@ def _cache_path(real: str) -> str | None:
     base = cache_dir()
     if base is None:
         return None
-    b = real.encode("utf-8", "surrogateescape")
-    return os.path.join(base, f"json-{zlib.crc32(b):08x}{zlib.adler32(b):08x}.marshal")
+    return os.path.join(base, f"json-{tag(real)}.marshal")
 
 
 def load(path: str) -> Any:
