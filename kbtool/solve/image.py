@@ -329,6 +329,13 @@ class Image:
             got = resolve_model(self, name, model_row)
             if got is not None:
                 return got
+            from kbtool.errors import NotFoundError
+
+            try:
+                return resolve_name(self.names(kind), name, kind, flag)
+            except NotFoundError as e:  # a model kb has no record of is also read from its config.json
+                raise NotFoundError(e.args[0], fix=f"{e.fix} Otherwise give the model's config.json, or `hf "
+                                    "download ORG/NAME config.json` into the Hugging Face cache") from None
         return resolve_name(self.names(kind), name, kind, flag)
 
     def add_model(self, row: dict[str, Any], origin: str | None = None) -> str:

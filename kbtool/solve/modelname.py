@@ -112,6 +112,19 @@ def repo_ids(parts: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+# folder names that say where weights are kept, not who published them: a path's ORG/NAME guess never takes
+# one of these as the ORG (the fix line of a path nothing matches then names ORG/NAME for the user to fill)
+STORE_FOLDERS = frozenset({"models", "model", "data", "weights", "checkpoints", "checkpoint", "ckpt", "hf_model",
+                           "hf_models", "llm", "llms", "llm_model", "llm_models", "pretrained", "models-hf", "hub"})
+
+
+def fetch_id(parts: list[str]) -> str:
+    """The ORG/NAME a fix line asks the user to fetch for a path nothing matched: the path's own ORG/NAME where its
+    parent folder may be an organisation, else ORG/<folder name>."""
+    ids = [i for i in repo_ids(parts) if i.split("/", 1)[0].lower() not in STORE_FOLDERS]
+    return ids[0] if ids else f"ORG/{parts[-1]}" if parts else "ORG/NAME"
+
+
 def model_names(parts: list[str]) -> list[str]:
     """The model names a path may spell (the NAME of each id, then the folder's own name)."""
     names = [i.rsplit("/", 1)[-1] for i in repo_ids(parts)]

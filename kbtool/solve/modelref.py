@@ -133,7 +133,7 @@ def _cached(img: Models, row_of: RowOf, ids: list[str], names: list[str], how: s
 def _path_elsewhere(img: Models, key: str, row_of: RowOf) -> str:
     """A path that does not exist here, read by its folder names; UsageError naming what was tried."""
     from kbtool.errors import UsageError
-    from kbtool.solve.modelname import exact, folders, model_names, repo_ids, stripped
+    from kbtool.solve.modelname import exact, fetch_id, folders, model_names, repo_ids, stripped
     from kbtool.store.hfcache import hub_cache
 
     parts = folders(key)
@@ -155,7 +155,7 @@ def _path_elsewhere(img: Models, key: str, row_of: RowOf) -> str:
         rid, text, fmt, ending = near
         return _quantized(img, rid, fmt, ending, how(text))
     tried = ", ".join(f"'{t}'" for t in [*ids, *names])
-    fetch = f"`hf download {ids[0]} config.json`" if ids else "`hf download ORG/NAME config.json`"
+    fetch = f"`hf download {fetch_id(parts)} config.json`"
     raise UsageError(f"--model: {key} {here}, and its folder names ({tried}) match no KB record or "
                      f"alias, with or without a quantization ending, nor a model in the Hugging Face cache "
                      f"({hub_cache()})", fix="give --model ID (`kb list model` lists them), or the model's "

@@ -194,6 +194,16 @@ def test_a_path_nothing_matches_says_what_was_tried(tmp_path: Path) -> None:
         "Acme/Nothing-9B-AWQ config.json` into the Hugging Face cache\n")
 
 
+def test_a_store_folder_is_not_taken_for_the_organisation(tmp_path: Path) -> None:
+    """vllm#15529's /data/models/Qwen2.5-VL-32B-Instruct: 'models' says where the weights are kept, not who
+    published them, so the fix line asks for ORG/NAME rather than `hf download models/...`."""
+    r = run_kb("query", "--gpu", "h100", "--model", "/data/models/Nothing-32B-Instruct",
+               env={**OFFLINE, "HF_HUB_CACHE": str(tmp_path)})
+    assert r.code == 2
+    assert "or `hf download ORG/Nothing-32B-Instruct config.json` into the Hugging Face cache" in r.err, r.err
+    assert "models/Nothing-32B-Instruct config.json" not in r.err
+
+
 def test_a_path_that_exists_is_read_as_before(tmp_path: Path) -> None:
     folder = tmp_path / "Qwen3-235B-A22B"  # the name of a record, but the folder is here: its config decides
     folder.mkdir()
