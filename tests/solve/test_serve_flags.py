@@ -290,6 +290,15 @@ def test_an_ambiguous_prefix_names_the_release_whose_parser_has_the_flag() -> No
     assert e.value.fix == "for SGLang 0.5.17, add --sglang 0.5.17; else spell the flag out in full"
 
 
+def test_an_ambiguous_prefix_no_release_has_says_which_options_it_could_be() -> None:
+    """vllm#15042 passes --device cuda: 0.34.0's argparse refuses the prefix (--device-ids and
+    --device-memory-utilization), and no recorded release has --device itself, so "spell it out" alone misleads."""
+    with pytest.raises(UsageError) as e:
+        vllm_args.parse("vllm serve M --device cuda", "0.34.0")
+    assert e.value.fix == ("write the option you mean in full (--device-ids or --device-memory-utilization), or drop "
+                           "--device: no recorded release has --device itself")
+
+
 # ---- the one serve-line tokenizer (flags.split) is shlex.split, without importing shlex and re ------------------
 
 _SHELL = st.lists(st.sampled_from(["vllm", "serve", " ", "  ", "\t", "\n", "\r", "'", '"', "\\", "-tp", "2", "=",

@@ -197,7 +197,8 @@ class FlagTable:
             if hits:
                 has = self._others(lambda t: flag in t.flags)  # a release whose parser has the flag itself
                 where = f"; {_releases(has)} {'has' if len(has) == 1 else 'have'} {flag}" if has else ""
-                fix = "spell the flag out in full"
+                fix = (f"write the option you mean in full ({' or '.join(hits[:3])}), or drop {typed}: no recorded "
+                       f"release has {typed} itself" if not has else "spell the flag out in full")
                 if has:
                     name = NAMES.get(self.engine, self.engine)
                     fix = f"for {name} {has[-1]}, add --{self.engine} {has[-1]}; else {fix}"
