@@ -577,6 +577,9 @@ def to_record(data: dict[str, Any], rid: str, *, where: str, name: str | None = 
             rec["rope_scaling"]["factor"] = float(rs["factor"])
         if rs.get("original_max_position_embeddings"):
             rec["rope_scaling"]["original_max_position_embeddings"] = int(rs["original_max_position_embeddings"])
+    prf = c.get("partial_rotary_factor")  # vLLM's get_rope: rotary_dim = int(head_size x partial_rotary_factor)
+    if isinstance(prf, (int, float)) and not isinstance(prf, bool) and 0 < prf < 1:
+        rec["rotary_dim"] = int(int(head_dim) * prf)
     if c.get("attn_logit_softcapping"):
         rec["softcap"] = float(c.get("attn_logit_softcapping"))
     if c.get("alibi") or c.get("model_type") == "bloom":

@@ -101,28 +101,67 @@ def test_boots_of_other_releases_are_within_one_percent() -> None:
       Nemotron-3-Nano boot of both releases (H200 0.24.0: +0.19%, +0.22%, +0.54% of larger pools), so its non-KV
       memory for that model is under-counted by a constant; on the H100's 9.7 GiB pool it weighs 1.1%. Most of it is
       the weights: kb sizes them 31.58B params x 2 B = 58.82 GiB, vLLM's load took 58.92 GiB.
-    - Gemma-3-12B, +1.45% to +2.94% (eager): vLLM's load takes 22.62-22.65 GiB where kb counts 11.76B params x 2 B =
-      21.91 GiB, on both releases (the 0.24.0 H200 boots: +0.68% to +1.18%). The V2 peak itself is exact now (kb
-      1.027 GiB, measured 1.0274: test_the_v2_profile_peak_is_the_larger_of_its_two_steps); before issue 44 kb
-      over-counted it by 0.44 GiB, which hid the weights' 0.70 GiB on these boots (+0.52% to +1.07% then). What the
-      load holds beyond the parameters is not modelled (its rope cos/sin caches are one candidate: the global layers'
-      linear-scaled rope caches 131,072 x 8 positions, layers/rotary_embedding/linear_scaling_rope.py:90).
+    - Gemma-3-12B was +1.45% to +2.94% (eager): vLLM's load took 0.70 GiB more than 11.77B params x 2 B, on both
+      releases. The load holds the model's rope cos/sin caches beside the parameters (vllm/rope.py: the global
+      layers' linear-scaled 1,048,576 x 256 and the sliding layers' own 131,072 x 256, bf16: 0.5625 GiB); with them
+      its eager boots are within 0.56% (test_the_weights_as_loaded_are_the_parameters_and_the_rope_caches).
     - With CUDA graphs the V2 profile forward is the first call of the torch.compile'd model, compiled by Inductor
       inside the profile run, and its peak rises by an amount the code does not give (pool.v2_activation_bytes
-      names it unmodelled): Qwen3-8B 0.84 -> 1.29 GiB (+1.55% at 60%), Gemma-3-12B 1.03 -> 1.99 GiB (+3.56%, with
-      the weights above)."""
+      names it unmodelled): Qwen3-8B 0.84 -> 1.29 GiB (+1.52% at 60%), Gemma-3-12B 1.03 -> 1.99 GiB (+2.35%)."""
     held = [(name, p, m, env) for name, p, m, env in BOOTS if env["libraries"]["vllm"] != "0.24.0"]
     assert len(held) >= 33
     errors = {name: predicted(p, env)["kv_cache_tokens"] / m["kv_cache_tokens"] - 1 for name, p, m, env in held}
-    known = {":nemotron-3-nano-30b-a3b-": 0.0112, ":gemma-3-12b-eager-kvauto-u60-c32k": 0.0295,
-             ":gemma-3-12b-eager-kvauto-u90-c8k": 0.0146, ":gemma-3-12b-eager-kvfp8-u90-c32k": 0.0153,
-             ":qwen3-8b-graphs-kvfp8-u60-c32k": 0.0156, ":gemma-3-12b-graphs-kvauto-u90-c8k": 0.0357}
+    known = {":nemotron-3-nano-30b-a3b-": 0.0112, ":qwen3-8b-graphs-kvfp8-u60-c32k": 0.0153,
+             ":gemma-3-12b-graphs-kvauto-u90-c8k": 0.0236}
 
     def bound(name: str) -> float:
         return next((b for part, b in known.items() if part in name), 0.01)
 
     assert all(abs(e) <= bound(name) for name, e in errors.items()), {n: e for n, e in errors.items()
                                                                        if abs(e) > bound(n)}
+
+
+# What a boot's load holds beyond kb's parameters x bytes + rope caches, where it is more than LOAD_SLACK, in GiB (the
+# largest seen over the boot's releases and KV dtypes); none may grow. Not found in vLLM's code, so not modelled:
+# - every boot with an fp8 KV cache (and the fp8 checkpoints) loads 0.0312 GiB more than the same model with a bf16
+#   KV cache, on both releases; MLA excepted (DeepSeek-V2-Lite loads the same either way);
+# - nemotron-3-nano: 0.10 GiB (0.13 with fp8 KV) on both releases, with no rope to explain it (nemotron_h.py builds
+#   none): the state of its Mamba mixers or its relu2 experts are candidates;
+# - gpt-oss-20b: 0.19-0.23 GiB on both releases once 0.24.0's kept MXFP4 scales are counted (budget.mxfp4_kept_scales);
+# - deepseek-v2-lite: 0.067 GiB; gemma-3-12b: 0.14 GiB (0.17 with fp8 KV);
+# - the int4 checkpoints (Marlin's repacked weights and workspaces): AWQ 0.15, GPTQ 0.12 GiB.
+LOAD_SLACK = 0.05
+LOAD_KNOWN = {"deepseek-v2-lite": 0.07, "gemma-3-12b": 0.18, "gpt-oss-20b": 0.235, "nemotron-3-nano-30b-a3b": 0.135,
+              "llama-3.1-8b-instruct-awq-int4": 0.15, "qwen2.5-7b-instruct-gptq-int4": 0.125,
+              "qwen3-30b-a3b-fp8": 0.052}
+
+
+def test_the_weights_as_loaded_are_the_parameters_and_the_rope_caches() -> None:
+    """Issue 44: vLLM's "Model loading took X GiB" (metrics.weights_gib, the weights in its memory profile) is kb's
+    parameters x bytes (with 0.24.0's kept MXFP4 scales) plus the rope cos/sin caches the load builds
+    (kbtool/solve/engines/vllm/rope.py, from vLLM's rotary_embedding/ code), on every boot of both releases: never
+    below the measurement by more than LOAD_SLACK (the named models excepted, each bound its largest gap seen) and
+    never above it. Gemma-3-12B's 0.70 GiB gap was its two rope caches (0.5625 GiB)."""
+    from kbtool.solve.engines.vllm import rope
+    from kbtool.solve.engines.vllm.budget import mxfp4_kept_scales
+    from kbtool.solve.weights import fp32_loaded_as, weight_bytes
+
+    gaps: dict[str, float] = {}
+    for name, p, m, env in BOOTS:
+        cfg = json.loads((MODELS / p["model"] / "config.json").read_text(encoding="utf-8"))
+        rec = to_record(cfg, p["model"], where=str(MODELS / p["model"]))
+        rec["sources"] = [{"type": "doc", "url": "https://huggingface.co"}]
+        model = Model.model_validate(rec)
+        loaded = fp32_loaded_as(model, None, None, "bf16")  # --dtype auto: a float32 checkpoint loads as bf16
+        kept = mxfp4_kept_scales(model, loaded, vllm_pool.accounting(m["release"]), env["architecture"])[0]
+        kb = weight_bytes(model, loaded)[0] + kept + rope.cache_bytes(model, loaded)[0]
+        gaps[name] = m["weights_gib"] - kb / GIB
+    assert all(g >= -0.005 for g in gaps.values()), {n: round(g, 4) for n, g in gaps.items() if g < -0.005}
+    over = {n: round(g, 4) for n, g in gaps.items() if g > LOAD_KNOWN.get(n.split(":")[1].split("-eager")[0]
+                                                                            .split("-graphs")[0], LOAD_SLACK)}
+    assert not over, over
+    gemma = [g for n, g in gaps.items() if ":gemma-3-12b-" in n]
+    assert len(gemma) >= 8 and max(gemma) < 0.18  # it was 0.70-0.74 without the rope caches
 
 
 def test_the_v2_profile_peak_is_the_larger_of_its_two_steps() -> None:
