@@ -1,11 +1,12 @@
 """The rotary-embedding cos/sin caches vLLM builds while it loads a model: GPU buffers that its "Model loading took
 X GiB" (the weights in its memory profile) counts beside the parameters.
 
-Read off vLLM's code (model_executor/layers/rotary_embedding/, the same files in the 0.24.0 and 0.26.0 wheels):
+Read off vLLM's code (vllm-project/vllm vllm/model_executor/layers/rotary_embedding/, the same files in the 0.24.0
+wheel, commit ee0da84ab, and the 0.26.0 wheel, commit ffd46bfab):
 
 - one cache per distinct rope: `get_rope` keeps every embedding it builds in `_ROPE_DICT`, keyed by head size,
   rotary dim, max position, neox style, rope parameters and dtype (rotary_embedding/__init__.py:74-84), so the
-  layers of a model share one;
+  layers of a model share one (and _ROPE_DICT[key] = rotary_emb, __init__.py:383);
 - the cache is `[positions, rotary_dim]` (cos and sin halves, base.py:94-103), cast to the rope's dtype and
   registered as a non-persistent buffer (base.py:58-63); the dtype is `torch.get_default_dtype()`, the model
   dtype while the model is built, unless the model passes one (__init__.py:41-42);
@@ -15,18 +16,18 @@ Read off vLLM's code (model_executor/layers/rotary_embedding/, the same files in
   deepseek_scaling_rope.py:111-114); original + max_position_embeddings for longrope (its short and long caches,
   phi3_long_rope_scaled_rope.py: long_short_cos_sin_cache);
 - rotary dim: head_dim x partial_rotary_factor (__init__.py:66-72); an MLA layer's rope covers qk_rope_head_dim
-  only (deepseek_v2.py:541-546).
+  only (models/deepseek_v2.py:541-546 in 0.26.0, 501-506 in 0.24.0).
 
-Where models differ (vllm/model_executor/models/, the same lines in both wheels):
+Where models differ (vllm/model_executor/models/; lines in 0.26.0, then 0.24.0):
 
-- gpt-oss builds its rope in float32 (gpt_oss.py:91-94, `dtype=torch.float32`);
-- Gemma 3's sliding layers build their own default rope at rope_local_base_freq (gemma3.py:158-176), beside the
-  global layers' (linear-scaled in the 4B-27B checkpoints): two caches;
-- Nemotron-H's attention layers have no rope (models/nemotron_h.py calls no get_rope);
+- gpt-oss builds its rope in float32 (gpt_oss.py:91-94, 87-90: `dtype=torch.float32`);
+- Gemma 3's sliding layers build their own default rope at rope_local_base_freq (gemma3.py:158-176, 162-180),
+  beside the global layers' (linear-scaled in the 4B-27B checkpoints): two caches;
+- Nemotron-H's attention layers have no rope (nemotron_h.py calls no get_rope in either wheel);
 - ALiBi models build none.
 
 DeepSeek's YaRN rope keeps its cache in float32 only where FlashInfer's rope kernel serves it (deepseek_scaling_rope
-.py:61-67, 58-61 of base.py); the recorded DeepSeek-V2-Lite boots load the same bytes eager and with graphs (where
+.py:61-67 with base.py:58-61); the recorded DeepSeek-V2-Lite boots load the same bytes eager and with graphs (where
 that custom op is off), so the model dtype is taken.
 """
 
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
     from kbtool.model import Model
     from kbtool.solve.image import ModelV
 
-FLOAT32_ROPE = frozenset({"GptOssForCausalLM"})  # gpt_oss.py:94
-LOCAL_ROPE = frozenset({"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"})  # gemma3.py:158-176
+FLOAT32_ROPE = frozenset({"GptOssForCausalLM"})  # gpt_oss.py:94 in 0.26.0
+LOCAL_ROPE = frozenset({"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"})  # gemma3.py:158-176 in 0.26.0
 NO_ROPE = frozenset({"NemotronHForCausalLM"})  # nemotron_h.py builds no rotary embedding
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 ATTENTION = ("full", "sliding", "chunked", "mla")
