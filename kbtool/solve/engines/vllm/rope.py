@@ -26,6 +26,11 @@ Where models differ (vllm/model_executor/models/; lines in 0.26.0, then 0.24.0):
 - Nemotron-H's attention layers have no rope (nemotron_h.py calls no get_rope in either wheel);
 - ALiBi models build none.
 
+The 0.33.0 wheel (commit 4ba787ec9), kb's default release, builds the same caches: base.py and
+linear_scaling_rope.py unchanged, YaRN's cache length unchanged (only its mscale arguments move), gpt-oss still in
+float32 (gpt_oss.py:111-114), Gemma 3 one rope per layer type (gemma3.py:157-163, config.rope_parameters[layer_type]:
+still two), Nemotron-H none, the MLA rope at deepseek_v2.py:549-553.
+
 DeepSeek's YaRN rope keeps its cache in float32 only where FlashInfer's rope kernel serves it (deepseek_scaling_rope
 .py:61-67 with base.py:58-61); the recorded DeepSeek-V2-Lite boots load the same bytes eager and with graphs (where
 that custom op is off), so the model dtype is taken.
