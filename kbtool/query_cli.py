@@ -199,8 +199,7 @@ def _run(argv: list[str]) -> int:
         sys.stdout.write(help_text())
         return 0
     as_json, explain, fail_on_no, no_cache, kb = (opts.pop(k, None) for k in _READ_HERE)
-    from kbtool.solve.compare import split_engines
-    from kbtool.solve.request import build_query
+    from kbtool.solve.request import build_query, split_engines
     from kbtool.solve.solver import solve
 
     names = split_engines(opts.get("engine"))

@@ -34,7 +34,7 @@ from typing import Any
 
 from kbtool.errors import ProbeError, UsageError
 from kbtool.probe.stopping import terminate_raises
-from kbtool.solve.conditions import compare_versions
+from kbtool.solve.conditions import compare_versions, version_key
 
 REGISTRY = "https://pypi.org/pypi/{dist}/json"
 # library -> (distribution, the probes its sweep runs, the variable naming the engine interpreter)
@@ -97,9 +97,8 @@ def parse_registry(doc: dict[str, Any]) -> list[str]:
 
 
 def sort_versions(versions: list[str]) -> list[str]:
-    import functools
 
-    return sorted(set(versions), key=functools.cmp_to_key(compare_versions))
+    return sorted(set(versions), key=version_key)
 
 
 def registry_releases(lib: str, fetch: Callable[[str], bytes] | None = None) -> list[str]:

@@ -4,28 +4,11 @@ words the differences."""
 
 from __future__ import annotations
 
-from kbtool.errors import UsageError
 from kbtool.solve.answer import Answer, EngineComparison
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-
-def _example() -> str:
-    from kbtool.solve.engines import registry
-
-    return ",".join(registry.names())
-
-
-def split_engines(text: str | None) -> list[str]:
-    """'vllm,sglang' -> ['vllm', 'sglang'] (one name: a list of one)."""
-    names = [n.strip().lower() for n in (text or "none").split(",") if n.strip()]
-    if len(names) != len(set(names)):
-        raise UsageError(f"--engine {text}: an engine named twice", fix=f"e.g. --engine {_example()}")
-    if len(names) > 1 and "none" in names:
-        raise UsageError(f"--engine {text}: 'none' cannot be compared", fix=f"e.g. --engine {_example()}")
-    return names or ["none"]
 
 
 def digest(a: Answer) -> dict[str, Any]:

@@ -124,6 +124,27 @@ def compare_versions(a: str | int | float, b: str | int | float) -> int:
     return (pa > pb) - (pa < pb)
 
 
+class version_key:
+    """A sort key that orders versions as compare_versions does (functools.cmp_to_key(compare_versions), without
+    importing functools on the warm query path)."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v: str | int | float) -> None:
+        self.v = v
+
+    def __lt__(self, other: version_key) -> bool:
+        return compare_versions(self.v, other.v) < 0
+
+    def __gt__(self, other: version_key) -> bool:
+        return compare_versions(self.v, other.v) > 0
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, version_key) and compare_versions(self.v, other.v) == 0
+
+    __hash__ = None  # type: ignore[assignment]  # equal keys may have different text ('12.8' and '12.8.0')
+
+
 # ---- leaves -----------------------------------------------------------------------------------
 
 

@@ -204,20 +204,18 @@ def build(kb: KB) -> dict[str, Any]:
 def _typical_cuda(kernels: list[Any]) -> str | None:
     """The `--assume typical` CUDA toolkit: the newest of each kernel's oldest supported toolkit (the oldest one
     every kernel that lists its toolkits is built for), None where no kernel lists them."""
-    import functools
 
-    from kbtool.solve.conditions import compare_versions
+    from kbtool.solve.conditions import version_key
 
-    key = functools.cmp_to_key(compare_versions)
+    key = version_key
     oldest = [min(k.cuda_toolkits.versions, key=key) for k in kernels if k.cuda_toolkits is not None]
     return max(oldest, key=key) if oldest else None
 
 
 def _probed(evidence: list[Any]) -> dict[str, list[str]]:
     """library -> every release some evidence ran (oldest first): what `--lib X=V` is answered from."""
-    import functools
 
-    from kbtool.solve.conditions import compare_versions
+    from kbtool.solve.conditions import version_key
     from kbtool.vocab import LIBRARIES
 
     seen: dict[str, set[str]] = {}
@@ -226,7 +224,7 @@ def _probed(evidence: list[Any]) -> dict[str, list[str]]:
         for lib, ver in (dict(env.libraries or {}) if env is not None else {}).items():
             if lib in LIBRARIES and lib != "cuda":
                 seen.setdefault(lib, set()).add(str(ver).split("+", 1)[0])
-    key = functools.cmp_to_key(compare_versions)
+    key = version_key
     return {lib: sorted(vs, key=key) for lib, vs in sorted(seen.items())}
 
 

@@ -5,7 +5,16 @@ its library and probe."""
 
 from __future__ import annotations
 
-import functools
+from typing import Any
+
+# What this process has read, by evidence id (a dict, not functools.cache: the warm query imports this module and
+# not functools). forget() empties it.
+_MEMO: dict[str, Any] = {}
+
+
+def forget() -> None:
+    """Read the evidence again on the next call (tests that change it)."""
+    _MEMO.clear()
 
 
 def evidence_id(lib: str, version: str, probe: str) -> str | None:
@@ -17,10 +26,15 @@ def evidence_id(lib: str, version: str, probe: str) -> str | None:
     return files[-1].stem if files else None
 
 
-@functools.cache
 def install_overrides(evidence: str) -> tuple[str, ...]:
     """The requirements that replaced the release's own pins when the evidence's environment was installed
     (environment.install_overrides, written by `kb probe sweep`); read from the file's text, not parsed."""
+    if evidence not in _MEMO:
+        _MEMO[evidence] = _overrides(evidence)
+    return _MEMO[evidence]  # type: ignore[no-any-return]
+
+
+def _overrides(evidence: str) -> tuple[str, ...]:
     import re
 
     from kbtool.paths import records_dir

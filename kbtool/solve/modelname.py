@@ -8,8 +8,6 @@ order (records, the Hugging Face cache, the Hub) and says in the answer what was
 
 from __future__ import annotations
 
-import re
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -40,7 +38,7 @@ QUANT_NEUTRAL = frozenset({"dynamic", "static", "block", "mixed", "g128", "g32",
 def quant_ending(low: str) -> tuple[int, str | None] | None:
     """(where the quantization ending starts in `low`, the format it says) for a lowercased name whose last
     words are quantization words, else None. Fp8/fp4 words win over integer ones; 8 bits over 4 for GPTQ/AWQ."""
-    words = re.split(r"[-_.]", low)
+    words = low.replace("_", "-").replace(".", "-").split("-")
     run = 0
     while run < len(words) - 1 and (words[-1 - run] in QUANT_TOKENS or words[-1 - run] in QUANT_NEUTRAL):
         run += 1
@@ -59,10 +57,21 @@ def quant_ending(low: str) -> tuple[int, str | None] | None:
     return start, None
 
 
-COMMIT = re.compile(r"^[0-9a-f]{40}$")
-HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-"""What a Hugging Face ORG/NAME can be: one '/' between names of letters, digits, '.', '_' and '-'. Anything else
-with a '/' is a path, a placeholder of the poster's included (`<PATH>/nytopop_Qwen3-30B-A3B.w4a16`, vllm#17327)."""
+_HEX = frozenset("0123456789abcdef")
+_NAME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def is_commit(text: str) -> bool:
+    """A full Git commit hash: 40 lowercase hex digits."""
+    return len(text) == 40 and _HEX.issuperset(text)
+
+
+def is_hub_id(text: str) -> bool:
+    """What a Hugging Face ORG/NAME can be: one '/' between names of letters, digits, '.', '_' and '-', each
+    starting with a letter or digit. Anything else with a '/' is a path, a placeholder of the poster's included
+    (`<PATH>/nytopop_Qwen3-30B-A3B.w4a16`, vllm#17327). String tests, not a regex: the warm query imports no re."""
+    org, sep, name = text.partition("/")
+    return bool(sep) and all(p and p[0] not in "._-" and _NAME.issuperset(p) for p in (org, name))
 
 
 def is_pathlike(name: str) -> bool:
@@ -70,15 +79,16 @@ def is_pathlike(name: str) -> bool:
     folder) rather than a record id or an ORG/NAME Hugging Face id."""
     n = name.strip()
     return (n.startswith(("/", "~", "./", "../", ".\\")) or n.endswith(("/", "\\")) or "\\" in n
-            or n.count("/") >= 2 or ("/" in n and not HUB_ID.match(n)))
+            or n.count("/") >= 2 or ("/" in n and not is_hub_id(n)))
 
 
 def folders(name: str) -> list[str]:
     """The path's folder names, last the model's folder (a Hugging Face cache snapshot stands for its repo). A
     ModelScope download writes each '.' of a name as '___' (`Qwen/Qwen2___5-VL-72B-Instruct`, vllm#13124): read
     back as '.'."""
-    parts = [p.replace("___", ".") for p in re.split(r"[\\/]+", name.strip()) if p and p not in (".", "..", "~")]
-    if len(parts) >= 3 and parts[-2] == "snapshots" and COMMIT.match(parts[-1]):
+    parts = [p.replace("___", ".") for p in name.strip().replace("\\", "/").split("/")
+             if p and p not in (".", "..", "~")]
+    if len(parts) >= 3 and parts[-2] == "snapshots" and is_commit(parts[-1]):
         parts = parts[:-2]
     return parts
 
@@ -134,8 +144,14 @@ def exact(names: dict[str, str], ids: Iterable[str], plain: Iterable[str]) -> tu
     return None
 
 
-REVISION = re.compile(r"-(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])$|-2[4-9](?:0[1-9]|1[0-2])$")
-"""A dated re-release of the same architecture: MMDD (DeepSeek-R1-0528, DeepSeek-V3-0324) or YYMM (-2507, -2501)."""
+def revision_at(low: str) -> int | None:
+    """Where a dated re-release ending starts in `low` (its '-'), else None: MMDD (DeepSeek-R1-0528,
+    DeepSeek-V3-0324) or YYMM from 2024 to 2029 (-2507, -2501)."""
+    head, sep, tail = low.rpartition("-")
+    if not sep or len(tail) != 4 or not (tail.isascii() and tail.isdigit()):
+        return None
+    a, b = int(tail[:2]), int(tail[2:])
+    return len(head) if (1 <= a <= 12 and 1 <= b <= 31) or (24 <= a <= 29 and 1 <= b <= 12) else None
 
 
 def untuned(low: str) -> list[str]:
@@ -145,10 +161,10 @@ def untuned(low: str) -> list[str]:
     while True:
         tail = next((t for t in TUNED if out[-1].endswith(t) and len(out[-1]) > len(t)), None)
         if tail is None:
-            m = REVISION.search(out[-1])
-            if m is None or m.start() == 0:
+            at = revision_at(out[-1])
+            if not at:
                 return out
-            out.append(out[-1][:m.start()])
+            out.append(out[-1][:at])
             continue
         out.append(out[-1][:-len(tail)])
 

@@ -26,6 +26,17 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+def split_engines(text: str | None) -> list[str]:
+    """--engine 'vllm,sglang' -> ['vllm', 'sglang'] (one name: a list of one; none given: ['none'])."""
+    example = ",".join(engines.names())
+    names = [n.strip().lower() for n in (text or "none").split(",") if n.strip()]
+    if len(names) != len(set(names)):
+        raise UsageError(f"--engine {text}: an engine named twice", fix=f"e.g. --engine {example}")
+    if len(names) > 1 and "none" in names:
+        raise UsageError(f"--engine {text}: 'none' cannot be compared", fix=f"e.g. --engine {example}")
+    return names or ["none"]
+
+
 def parse_engine(text: str | None) -> str:
     known = ["none", *engines.names()]
     t = (text or "none").strip().lower()

@@ -22,7 +22,6 @@ from __future__ import annotations
 import marshal
 import os
 import sys
-import zlib
 
 from kbtool import __version__
 from kbtool.paths import schema_root
@@ -46,45 +45,48 @@ def cache_dir() -> str | None:
     return os.path.join(xdg, "kb") if xdg else os.path.join(os.path.expanduser("~"), ".cache", "kb")
 
 
+def tag(path: str) -> str:
+    """16 hex digits naming a cache file after the real path it is of (a records tree, a data file): the same
+    path, the same name. blake2b, whose C module the seal loads anyway (zlib would cost the warm query its own)."""
+    from _blake2 import blake2b
+
+    return blake2b(os.path.realpath(path).encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
+
+
 def image_path(root: str) -> str | None:
     base = cache_dir()
-    if base is None:
-        return None
-    b = os.path.realpath(root).encode("utf-8", "surrogateescape")
-    return os.path.join(base, f"kb-{zlib.crc32(b):08x}{zlib.adler32(b):08x}.image")
+    return None if base is None else os.path.join(base, f"kb-{tag(root)}.image")
 
 
 MAX_FOLDERS = 5_000  # kbtool.store.records.MAX_FOLDERS: the listing stops where the records walk stops
 
 
 def _walk(top: str, out: list[tuple[str, int, int]]) -> None:
-    """Every file under `top` as (path, size, mtime_ns), depth-first in directory order; __pycache__ skipped. A
-    stack, not recursion: a tree 1,200 folders deep is listed like any other."""
-    stack: list[list[os.DirEntry[str]]] = []
+    """Every file under `top` as (path, size, mtime_ns), folder by folder (the same order for the same tree);
+    __pycache__ skipped. A list of folders to read, not recursion: a tree 1,200 folders deep is listed like any
+    other. One stat per file is what the listing costs (each file's size and mtime: an edit in place changes no
+    folder); the loop around it is kept lean, as it runs on every warm query."""
+    pending = [top]
     folders = 0
-    try:
-        with os.scandir(top) as it:
-            stack.append(list(it)[::-1])
-    except OSError:
-        return
-    while stack:
-        if not stack[-1]:
-            stack.pop()
-            continue
-        e = stack[-1].pop()
+    while pending:
         try:
-            if e.is_dir(follow_symlinks=False):
-                folders += 1
-                if folders > MAX_FOLDERS:  # no records tree (`--kb /tmp`): the loader's walk stops there and says so
-                    return
-                if e.name != "__pycache__":
-                    with os.scandir(e.path) as it:
-                        stack.append(list(it)[::-1])
-                continue
-            st = e.stat()  # follows a symlink: its target is what the reader sees
+            it = os.scandir(pending.pop())
         except OSError:
             continue
-        out.append((e.path, st.st_size, st.st_mtime_ns))
+        with it:
+            for e in it:
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        folders += 1
+                        if folders > MAX_FOLDERS:  # no records tree (`--kb /tmp`): the loader's walk stops there too
+                            return
+                        if e.name != "__pycache__":
+                            pending.append(e.path)
+                        continue
+                    st = e.stat()  # follows a symlink: its target is what the reader sees
+                except OSError:
+                    continue
+                out.append((e.path, st.st_size, st.st_mtime_ns))
 
 
 def tree_key(root: str) -> bytes:

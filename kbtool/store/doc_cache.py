@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import marshal
 import os
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +48,7 @@ class DocCache:
         base = image_cache.cache_dir()
         self.path = None
         if base is not None:
-            b = os.path.realpath(root).encode("utf-8", "surrogateescape")
-            self.path = Path(base, f"docs-{zlib.crc32(b):08x}{zlib.adler32(b):08x}.marshal")
+            self.path = Path(base, f"docs-{image_cache.tag(str(root))}.marshal")
         self.salt = _salt()
         self.seed = False
         self.old: dict[bytes, Any] = self._read()

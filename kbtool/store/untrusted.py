@@ -10,13 +10,12 @@ reader's node, depth and alias limits (kbtool.store.reader), and numbers that ar
 
 kb's own caches are read through `read_cache`: the same checks plus the owner (a file another user wrote is not
 trusted), and any refusal reads as "no cache" (the caller rebuilds it). `LIMITS` holds the size limit of each kind
-of file. The warm query reads its cache through this module, so it imports nothing at run time beyond os, stat
-and math (json and the YAML reader are imported where used).
+of file. The warm query reads its cache through this module, so it imports nothing at run time beyond os and
+stat (json and the YAML reader are imported where used).
 """
 
 from __future__ import annotations
 
-import math
 import os
 import stat
 
@@ -38,9 +37,11 @@ LIMITS = {  # bytes, per kind of file kb reads
     "cache-docs": 512 << 20,      # parsed documents of a tree (the shipped tree's is about 7 MB)
     "cache-verdicts": 16 << 20,   # one evidence record's verdicts
     "cache-judge-code": 16 << 20,  # each kbtool source's digest and imports (kbtool.probe.judge_code; ~60 KB)
+    "cache-json": 16 << 20,       # a shipped JSON data file, marshalled (kbtool.store.jsoncache; ~40 KB each)
     "cache-weights": 4 << 20,     # checkpoints' tensor bytes read from the Hub (a few hundred bytes each)
     "probe-data": 256 << 20,      # a file a probe's judge reads (a recorded grid, a config.json)
 }
+_INF = float("inf")  # `-_INF < x < _INF`: finite (NaN fails every comparison); no math module on the warm path
 MAX_DEPTH = 64        # as kbtool.store.reader
 MAX_NODES = 200_000   # as kbtool.store.reader
 MAX_INT_DIGITS = 20   # 2**63 has 19 digits: a 5,000-digit integer is refused before it is converted
@@ -181,7 +182,7 @@ def _int(s: str) -> int:
 
 def _float(s: str) -> float:
     x = float(s)
-    if not math.isfinite(x):
+    if not -_INF < x < _INF:
         raise _Refused(f"number {s[:40]} is out of range (not a finite float)")
     return x
 
@@ -226,7 +227,7 @@ def check_tree(data: Any, name: str, *, nonfinite: bool = False) -> None:
             stack += [(v, depth + 1, f"{where}.{k}") for k, v in value.items()]
         elif isinstance(value, list):
             stack += [(v, depth + 1, f"{where}[{i}]") for i, v in enumerate(value)]
-        elif isinstance(value, float) and not nonfinite and not math.isfinite(value):
+        elif isinstance(value, float) and not nonfinite and not -_INF < value < _INF:
             raise UntrustedInputError(name, f"{where}: {value} is not a finite number",
                                       fix="write a finite number")
         elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_ABS_INT:

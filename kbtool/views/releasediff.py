@@ -128,15 +128,14 @@ def _record(kb: KB, engine: str, release: str) -> Any:
 
 def recorded(kb: KB, img: Any, engine: str) -> list[str]:
     """Releases with an engine-release record or the engine's own recordings, oldest first."""
-    import functools
 
-    from kbtool.solve.conditions import compare_versions
+    from kbtool.solve.conditions import version_key
     from kbtool.solve.engines import registry
 
     recs: list[Any] = kb.of_kind("engine-release")
     found = {r.release for r in recs if r.engine == engine}
     found |= set(registry.ENGINES[engine].recorded_releases(img))
-    return sorted(found, key=functools.cmp_to_key(compare_versions))
+    return sorted(found, key=version_key)
 
 
 def _where(rec: Any, index: int | None) -> str | None:

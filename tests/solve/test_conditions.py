@@ -21,6 +21,7 @@ from kbtool.solve.conditions import (
     passes_or_not_applies,
     residual,
     unknown_vars,
+    version_key,
 )
 
 C: TypeAdapter[Any] = TypeAdapter(Condition)
@@ -157,6 +158,16 @@ def test_membership_fast_path_agrees_with_pairwise_comparison(value: Any, operan
     assert evaluate((var, "not_in", x), {var: value}) is (not want)
     if operands:
         assert evaluate((var, "eq", x[0]), {var: value}) is _same(value, x[0], var)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="0123456789.rcpostdev", max_size=8), max_size=12))
+def test_version_key_sorts_as_compare_versions_does(versions: list[str]) -> None:
+    import functools
+
+    assert sorted(versions, key=version_key) == sorted(versions, key=functools.cmp_to_key(compare_versions))
+    assert sorted(["0.10.0", "0.9.2", "0.10.0rc1", "0.10.0.post1"], key=version_key) == [
+        "0.9.2", "0.10.0rc1", "0.10.0", "0.10.0.post1"]
 
 
 @settings(max_examples=400, deadline=None)

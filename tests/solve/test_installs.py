@@ -19,7 +19,7 @@ def test_overrides_keep_a_plain_scalar_that_ends_in_a_quote(tmp_path: Path, monk
         "environment:\n  install_overrides:\n  - cuda-tile ; sys_platform == 'never'\n  - 'a==1'\n  - \"b==2\"\n"
         "started: x\n")
     monkeypatch.setattr(kbtool.paths, "records_dir", lambda: tmp_path)
-    installs.install_overrides.cache_clear()
+    installs.forget()
     try:
         assert installs.evidence_id("sglang", "0.5.22", "sglang-pool") == "2026-12-06-no-gpu-sglang-0-5-22-sglang-pool"
         assert installs.install_overrides("2026-12-06-no-gpu-sglang-0-5-22-sglang-pool") == (
@@ -28,4 +28,4 @@ def test_overrides_keep_a_plain_scalar_that_ends_in_a_quote(tmp_path: Path, monk
         assert installs.override_note("sglang", "0.5.23", "sglang-pool") == ""
         assert installs.override_note("sglang", None, "sglang-pool") == ""
     finally:
-        installs.install_overrides.cache_clear()
+        installs.forget()

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kbtool.solve.modelname import folders, is_pathlike, model_names, quant_ending, repo_ids, stripped, untuned
 from tests.util import ROOT, hf_cache, run_kb
@@ -210,3 +212,22 @@ def test_a_local_folder_without_a_config_is_read_by_its_name(tmp_path: Path) -> 
     assert r.code == 0, r.err
     assert json.loads(r.out)["assumed"]["model"] == (f"qwen3-8b, recognised from the folder name 'Qwen3-8B' "
                                                      f"({folder} holds no config.json; --model ID overrides)")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="aZ09._-/\\<>~ ", max_size=12), st.text(alphabet="0123456789", min_size=3, max_size=5))
+def test_string_checks_agree_with_the_regexes_they_replaced(text: str, digits: str) -> None:
+    """modelname reads names without re (the warm query imports none); each check is the pattern it replaced."""
+    import re
+
+    from kbtool.solve.modelname import is_commit, is_hub_id, revision_at
+
+    hub = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+    assert is_hub_id(text) is bool(hub.match(text))
+    assert is_commit(text) is bool(re.fullmatch(r"[0-9a-f]{40}", text))
+    dated = re.compile(r"-(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])$|-2[4-9](?:0[1-9]|1[0-2])$")
+    for name in (f"deepseek-r1-{digits}", f"x{digits}", f"-{digits}"):
+        m = dated.search(name)
+        assert revision_at(name) == (m.start() if m else None)
+    assert folders(text) == [p.replace("___", ".") for p in re.split(r"[\\/]+", text.strip())
+                             if p and p not in (".", "..", "~")]  # no 'snapshots' in the alphabet

@@ -81,9 +81,9 @@ def test_an_answer_names_the_override_the_release_was_installed_with(tmp_path, m
     (tmp_path / "evidence" / "e.yaml").write_text(dump({"id": "e", "environment": env.model_dump(exclude_none=True)}))
     (tmp_path / "evidence" / "plain.yaml").write_text(dump({"id": "plain", "environment": {"gpu": "no GPU"}}))
     monkeypatch.setattr(kbtool.paths, "records_dir", lambda: tmp_path)
-    installs.install_overrides.cache_clear()
+    installs.forget()
     try:
         assert installs.install_overrides("e") == ("flashinfer-python==0.7.4",)
         assert installs.install_overrides("plain") == () and installs.install_overrides("missing") == ()
     finally:
-        installs.install_overrides.cache_clear()
+        installs.forget()

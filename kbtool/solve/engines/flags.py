@@ -277,12 +277,11 @@ _LOADED: dict[str, dict[str, Any]] = {}
 
 
 def _load(path: str) -> dict[str, Any]:
-    """A recorded table's JSON, read once per process."""
+    """A recorded table's JSON, read once per process (through the cache folder: kbtool.store.jsoncache)."""
     if path not in _LOADED:
-        import json
+        from kbtool.store.jsoncache import load
 
-        with open(path, encoding="utf-8") as f:
-            _LOADED[path] = json.load(f)
+        _LOADED[path] = load(path)
     return _LOADED[path]
 
 

@@ -49,10 +49,10 @@ def _load(path: Path) -> dict[str, Any]:
 
 def recorded() -> list[str]:
     """Releases with a recorded resolve grid or pool recording, oldest first."""
-    from kbtool.solve.conditions import compare_versions
+    from kbtool.solve.conditions import version_key
 
     found = {p.name for f in folders() if f.is_dir() for p in f.iterdir() if p.is_dir() and any(p.glob("*.json.gz"))}
-    return sorted(found, key=functools.cmp_to_key(compare_versions))
+    return sorted(found, key=version_key)
 
 
 def _where(path: Path) -> str:

@@ -42,11 +42,10 @@ _UNSET = "none"
 
 def releases(img: Image) -> list[str]:
     """The SGLang releases whose resolution the KB records, oldest first."""
-    import functools
 
-    from kbtool.solve.conditions import compare_versions
+    from kbtool.solve.conditions import version_key
 
-    return sorted(img.engine_data("sglang")["releases"], key=functools.cmp_to_key(compare_versions))
+    return sorted(img.engine_data("sglang")["releases"], key=version_key)
 
 
 def _state(release: str, platform: dict[str, Any], facts: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:

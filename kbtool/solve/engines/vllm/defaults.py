@@ -115,14 +115,13 @@ def rows(img: Image) -> dict[str, dict[str, Any]]:
 def record_for(img: Image, release: str | None) -> tuple[str, dict[str, Any]] | None:
     """The engine-release row of `release`: its own, else the newest recorded at or below it, else the oldest;
     None where no vLLM release is recorded. No release: the newest recorded."""
-    from kbtool.solve.conditions import compare_versions
+    from kbtool.solve.conditions import compare_versions, version_key
 
     got = rows(img)
     if not got:
         return None
-    import functools
 
-    order = sorted(got, key=functools.cmp_to_key(compare_versions))
+    order = sorted(got, key=version_key)
     if release is None:
         return order[-1], got[order[-1]]
     below = [r for r in order if compare_versions(r, release) <= 0]

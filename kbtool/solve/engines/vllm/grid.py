@@ -10,9 +10,7 @@ one's own choice, named, and "not swept" — never another release's answer in i
 
 from __future__ import annotations
 
-import functools
-
-from kbtool.solve.conditions import compare_versions
+from kbtool.solve.conditions import compare_versions, version_key
 
 TYPE_CHECKING = False  # selection.py imports this module on every vLLM query: pathlib, gzip, json where a grid is read
 if TYPE_CHECKING:
@@ -38,11 +36,25 @@ def folders() -> list[Path]:
     return [records_dir().parent / "tests" / "data" / "vllm", Path(kbtool.__file__).parent / "_data" / "vllm"]
 
 
-@functools.cache
+# What this process has read, by function and argument (dicts, not functools.cache: the warm query imports this
+# module and not functools). forget() empties them.
+_MEMO: dict[tuple[str, Any], Any] = {}
+
+
+def forget() -> None:
+    """Read the recorded grids and evidence again on the next call (tests that change them)."""
+    from kbtool.solve import installs
+
+    _MEMO.clear()
+    installs.forget()
+
+
 def recorded() -> tuple[str, ...]:
     """Releases with a recorded CUDA grid, oldest first."""
-    found = {p.name for f in folders() if f.is_dir() for p in f.iterdir() if any(p.glob("cc*.json.gz"))}
-    return tuple(sorted(found, key=functools.cmp_to_key(compare_versions)))
+    if ("recorded", None) not in _MEMO:
+        found = {p.name for f in folders() if f.is_dir() for p in f.iterdir() if any(p.glob("cc*.json.gz"))}
+        _MEMO["recorded", None] = tuple(sorted(found, key=version_key))
+    return _MEMO["recorded", None]  # type: ignore[no-any-return]
 
 
 def _file(version: str, name: str) -> Path | None:
@@ -53,13 +65,14 @@ def _file(version: str, name: str) -> Path | None:
     return None
 
 
-@functools.cache
 def _load(path: Path) -> dict[str, Any]:
-    import gzip
-    import json
+    if ("load", path) not in _MEMO:
+        import gzip
+        import json
 
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        return json.load(fh)  # type: ignore[no-any-return]
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            _MEMO["load", path] = json.load(fh)
+    return _MEMO["load", path]  # type: ignore[no-any-return]
 
 
 def evidence_id(version: str, probe: str = "vllm-selector") -> str | None:
@@ -123,7 +136,7 @@ def select_unrecorded(img: Image, env: dict[str, Any], version: str, requested: 
     from kbtool.solve.engines.vllm.selected import Selection, versions
 
     if version not in recorded():
-        known = sorted(set(versions(img)) | set(recorded()), key=functools.cmp_to_key(compare_versions))
+        known = sorted(set(versions(img)) | set(recorded()), key=version_key)
         sides = []
         for v in neighbours(version, known):
             if v is not None:

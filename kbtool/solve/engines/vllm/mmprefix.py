@@ -15,8 +15,6 @@ kb records no model_type: it is the top-level config class's, which the recorded
 
 from __future__ import annotations
 
-import json
-
 from kbtool.solve.conditions import compare_versions
 
 TYPE_CHECKING = False
@@ -85,6 +83,8 @@ def limits_zero(limits: str | None, modalities: tuple[str, ...] | list[str]) -> 
     """--limit-mm-per-prompt (JSON) sets each of `modalities` to 0."""
     if not limits or not modalities:
         return False
+    import json  # only where the line has the flag: the warm query path does not import json
+
     try:
         given = json.loads(limits)
     except ValueError:

@@ -105,12 +105,11 @@ def lines(rows: dict[str, Any]) -> dict[str, Any]:
 def line_release(release: str | None, rows: dict[str, Any], section: str) -> str:
     """The recorded release whose `section` line (planning, accounting) `release` takes: the newest recorded with
     one at or below it, else the oldest; no release: the release kb's reserve was measured on (`measured`)."""
-    import functools
 
     from kbtool.errors import KbError
-    from kbtool.solve.conditions import compare_versions
+    from kbtool.solve.conditions import compare_versions, version_key
 
-    have = sorted((r for r, row in rows.items() if row.get(section)), key=functools.cmp_to_key(compare_versions))
+    have = sorted((r for r, row in rows.items() if row.get(section)), key=version_key)
     if not have:
         raise KbError(f"no vLLM engine-release record has `{section}`",
                       fix="restore records/engine-releases/vllm-*.yaml (see CONTRIBUTING, 'a new vLLM release')")

@@ -62,11 +62,11 @@ def _config_doc(path: Path) -> dict[str, Any]:
 
 def recorded() -> list[str]:
     """Releases with a recorded selector grid or engine-config resolution, oldest first."""
-    from kbtool.solve.conditions import compare_versions
+    from kbtool.solve.conditions import version_key
 
     found = {p.name for f in grid.folders() if f.is_dir() for p in f.iterdir()
              if any(p.glob("cc*.json.gz")) or (p / "engine-config.json.gz").is_file()}
-    return sorted(found, key=functools.cmp_to_key(compare_versions))
+    return sorted(found, key=version_key)
 
 
 def _where(path: Path) -> str:

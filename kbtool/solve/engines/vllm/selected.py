@@ -3,9 +3,7 @@ every refusal), and the releases the priority records name."""
 
 from __future__ import annotations
 
-import functools
-
-from kbtool.solve.conditions import compare_versions
+from kbtool.solve.conditions import version_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -88,4 +86,4 @@ def versions(img: Image, engine: str = "vllm") -> list[str]:
                 if v:
                     out.add(v)
             del fixed
-    return sorted(out, key=functools.cmp_to_key(compare_versions))
+    return sorted(out, key=version_key)

@@ -9,10 +9,8 @@ X's reasons, as vLLM does.
 
 from __future__ import annotations
 
-import functools
-
 from kbtool.names import architecture_of
-from kbtool.solve.conditions import compare_versions, evaluate
+from kbtool.solve.conditions import compare_versions, evaluate, version_key
 from kbtool.solve.engines.vllm.grid import recorded, select_unrecorded
 from kbtool.solve.engines.vllm.selected import BackendCheck, Selection, versions
 from kbtool.solve.gates import Judge, apply_claims, structural
@@ -312,15 +310,16 @@ def block_for(cx: Any, envs: dict[str, dict[str, Any]], assumed: dict[str, Any],
 
 def pin_release(img: Image, q: Any) -> None:
     """--engine vllm: the release is --vllm, else --lib vllm=X, else the newest with priority records."""
-    import re
-
-    from kbtool.errors import UsageError
-
     known = versions(img)
     asked = q.release
     # any release: answered from its recorded grid, or from the recorded releases around it (grid.py)
-    if asked is not None and asked not in known and not re.fullmatch(r"\d+(\.\d+)+([.+-]?[0-9A-Za-z]+)*", asked):
-        raise UsageError(f"--vllm {asked}: not a release number", fix="e.g. --vllm 0.28.0")
+    if asked is not None and asked not in known:
+        import re
+
+        if not re.fullmatch(r"\d+(\.\d+)+([.+-]?[0-9A-Za-z]+)*", asked):
+            from kbtool.errors import UsageError
+
+            raise UsageError(f"--vllm {asked}: not a release number", fix="e.g. --vllm 0.28.0")
     if asked is None and "vllm" in q.libs:  # --lib vllm=X: that release's claims and its selection
         q.release = q.libs["vllm"]
         return
@@ -333,7 +332,7 @@ def pin_release(img: Image, q: Any) -> None:
         from kbtool.solve.engines.vllm.defaults import rows
 
         newer = sorted((v for v in rows(img) if compare_versions(v, version) > 0),
-                       key=functools.cmp_to_key(compare_versions))
+                       key=version_key)
         q.release_note = f"{version} (the newest release kb records priority lists for" + (
             f"; {', '.join(newer)} answer{'s' if len(newer) == 1 else ''} from {'its' if len(newer) == 1 else 'their'}"
             f" recorded grid with --vllm {newer[-1]})" if newer else ")")

@@ -18,14 +18,13 @@ from the two recorded releases around it. The records' scopes are held to the ti
 
 from __future__ import annotations
 
-import functools
 import itertools
 from dataclasses import dataclass
 from typing import Any
 
 from kbtool.kb import KB
 from kbtool.model import Evidence
-from kbtool.solve.conditions import compare_versions
+from kbtool.solve.conditions import compare_versions, version_key
 
 PROBES = {"vllm": "vllm-selector"}
 """library -> the probe whose evidence summary holds per-claim outcomes for each release"""
@@ -55,7 +54,7 @@ class Event:
 
 
 def _key(v: str) -> Any:
-    return functools.cmp_to_key(compare_versions)(v)
+    return version_key(v)
 
 
 def release_evidence(kb: KB, lib: str = "vllm") -> dict[str, tuple[Evidence, dict[str, Any]]]:
