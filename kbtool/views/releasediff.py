@@ -152,8 +152,24 @@ def _value(fact: Any) -> Any:
     return fact.value if hasattr(fact, "value") else fact
 
 
-def defaults_diff(ra: Any, rb: Any) -> list[FieldChange]:
-    """Every field of the two records that differs, with B's source (A's when B lacks the field)."""
+def _line(kb: KB | None, rec: Any, part: str) -> Any:
+    """The record whose `part` section (planning, accounting) `rec`'s release takes: its own, else the newest record
+    of the engine below it that has one (a patch release borrows its accounting; solve/engines/vllm/records.py
+    line_release reads the same)."""
+    if kb is None or getattr(rec, part, None) is not None:
+        return rec
+    from kbtool.solve.conditions import version_key
+
+    recs: list[Any] = kb.of_kind("engine-release")
+    below = [r for r in recs if r.engine == rec.engine and getattr(r, part, None) is not None
+             and not version_key(rec.release) < version_key(r.release)]
+    return max(below, key=lambda r: version_key(r.release), default=rec)
+
+
+def defaults_diff(ra: Any, rb: Any, kb: KB | None = None) -> list[FieldChange]:
+    """Every field of the two records that differs, with B's source (A's when B lacks the field). With `kb`, a
+    release without its own planning or accounting section is compared with the line it borrows (the source then
+    names the release that records it)."""
     out: list[FieldChange] = []
     names = list(type(ra.defaults).model_fields)
     for name in names:
@@ -172,8 +188,9 @@ def defaults_diff(ra: Any, rb: Any) -> list[FieldChange]:
             src = _where(rb, tb.source) if tb else _where(ra, ta.source if ta else None)
             out.append(FieldChange("batch", f"tier {i + 1}", da, db, src))
     for part in ("planning", "accounting"):  # vLLM's planning and accounting lines (None: borrowed from an older one)
-        sa, sb = getattr(ra, part, None), getattr(rb, part, None)
-        if sa is None or sb is None:
+        la, lb = _line(kb, ra, part), _line(kb, rb, part)
+        sa, sb = getattr(la, part, None), getattr(lb, part, None)
+        if sa is None or sb is None or la is lb:  # not recorded, or both releases take the same line
             continue
         for name in type(sa).model_fields:
             if name == "measured":  # which line kb's boots measured: kb's, not the engine's
@@ -181,7 +198,10 @@ def defaults_diff(ra: Any, rb: Any) -> list[FieldChange]:
             fa, fb = getattr(sa, name), getattr(sb, name)
             va, vb = (None if f is None else _value(f) for f in (fa, fb))
             if va != vb:
-                src = _where(rb, fb.source) if fb is not None else f"{ra.release}: {_where(ra, fa.source)}"
+                if fb is None:
+                    src = f"{la.release}: {_where(la, fa.source)}"
+                else:
+                    src = _where(lb, fb.source) if lb is rb else f"{lb.release}: {_where(lb, fb.source)}"
                 out.append(FieldChange(part, name, va, vb, src, getattr(fb, "note", None)))
     ma, mb = ra.extensible_margins, rb.extensible_margins
     for k in ("floor_bytes", "fraction", "non_torch_reserve_bytes"):
@@ -334,7 +354,7 @@ def diff(kb: KB, img: Any, engine: str, a: str, b: str, gpu: str | None = None,
     ra, rb = _record(kb, engine, a), _record(kb, engine, b)
     notes = [f"{v}: no engine-release record (records/engine-releases); its defaults are not compared"
              for v, r in ((a, ra), (b, rb)) if r is None]
-    defaults = defaults_diff(ra, rb) if ra is not None and rb is not None else []
+    defaults = defaults_diff(ra, rb, kb) if ra is not None and rb is not None else []
     out = ReleaseDiff(engine=engine, label=eng.label, a=a, b=b, records={a: ra is not None, b: rb is not None},
                       defaults=defaults, changes=eng.release_changes(img, a, b),
                       claims=claims_diff(kb, engine, a, b), notes=notes, gates=gates_diff(kb, engine, a, b))

@@ -94,8 +94,8 @@ def test_kb_replays_every_recorded_point_of_vllms_planning(path: Path) -> None:
 
 def test_recordings_cover_the_releases_of_issue_44() -> None:
     assert {p.parent.name for p in RAW} >= {"0.19.1", "0.20.0", "0.21.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0",
-                                            "0.26.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0",
-                                            "0.33.0", "0.34.0"}
+                                            "0.25.1", "0.26.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0",
+                                            "0.32.0", "0.33.0", "0.34.0"}
 
 
 def test_the_replay_can_fail_a_wrong_planning_line() -> None:

@@ -287,3 +287,18 @@ def test_sglang_pool_messages_do_not_change_with_the_workers_temporary_folder(
     assert sgl.pool_changes("1.0.0", "1.1.0") == [] and sgl.pool_changes("1.1.0", "1.2.0") == []
     [change] = sgl.pool_changes("1.2.0", "1.3.0")
     assert change.key == "message" and "needs trust_remote_code" in change.examples[0]
+
+
+def test_a_release_that_borrows_its_accounting_is_compared_with_the_line_it_takes() -> None:
+    """vLLM 0.25.1 records no accounting (a patch release: it sizes the reserve as 0.25.0, records/engine-releases/
+    vllm-0.25.1.yaml). Before, `kb diff --vllm 0.24.0 0.25.1` left out 0.25.0's MXFP4 change that 0.25.1 carries, and
+    0.25.1 -> 0.26.0 left out 0.26.0's sampler change; the borrowed line is compared, its source naming 0.25.0."""
+    r = run_kb("diff", "--vllm", "0.24.0", "0.25.1")
+    assert r.code == 0, r.err
+    assert "accounting.mxfp4_scales_kept: true -> false  0.25.0: vllm/model_executor/layers/fused_moe/oracle/" in r.out
+    r = run_kb("diff", "--vllm", "0.25.1", "0.26.0")
+    assert r.code == 0, r.err
+    assert "accounting.v2_sampler: logits -> in-place" in r.out
+    r = run_kb("diff", "--vllm", "0.25.0", "0.25.1")  # the same line on both sides: nothing to list
+    assert r.code == 0, r.err
+    assert "accounting." not in r.out and "no recorded default changed" in r.out

@@ -108,8 +108,8 @@ def mismatches(img: Image, docs: list[dict[str, Any]]) -> tuple[int, list[str]]:
 
 def test_every_recorded_point_replays() -> None:
     docs = grids()
-    assert {d["vllm"] for d in docs} >= {"0.19.1", "0.20.0", "0.21.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0", "0.26.0",
-                                         "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0",
+    assert {d["vllm"] for d in docs} >= {"0.19.1", "0.20.0", "0.21.0", "0.22.1", "0.23.0", "0.24.0", "0.25.0", "0.25.1",
+                                         "0.26.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0",
                                          "0.34.0"}, "the probe's grids are missing"
     n, bad = mismatches(image(), docs)
     print(f"{n} points of {len(docs)} releases: {len(bad)} mismatches")

@@ -134,6 +134,7 @@ def test_a_record_value_changes_the_answer() -> None:
     ("0.34.1", "0.34.0", "0.33.0"),  # unrecorded: the newest line at or below it
     ("0.28.0", "0.28.0", "0.28.0"),
     ("0.27.1", "0.27.1", "0.26.0"),  # recorded planning, borrowed accounting
+    ("0.25.1", "0.25.1", "0.25.0"),  # a patch release: its own record and planning line, 0.25.0's accounting
     ("0.25.0", "0.25.0", "0.25.0"),
     ("0.24.0", "0.24.0", "0.24.0"),
     ("0.20.2", "0.20.0", "0.19.1"),

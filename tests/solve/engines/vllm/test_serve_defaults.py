@@ -89,8 +89,8 @@ def test_a_given_flag_wins_over_the_default(img: Any) -> None:
 
 # the `if` of SchedulerConfig.verify_max_model_len, read in each release's wheel
 CHECKED = {"0.19.1": 273, "0.20.0": 273, "0.21.0": 273, "0.22.1": 273, "0.23.0": 273, "0.24.0": 286, "0.25.0": 286,
-           "0.26.0": 286, "0.27.1": 263, "0.28.0": 263, "0.29.0": 298, "0.30.0": 309, "0.31.0": 329, "0.32.0": 328,
-           "0.33.0": 331, "0.34.0": 375}
+           "0.25.1": 286, "0.26.0": 286, "0.27.1": 263, "0.28.0": 263, "0.29.0": 298, "0.30.0": 309, "0.31.0": 329,
+           "0.32.0": 328, "0.33.0": 331, "0.34.0": 375}
 
 
 def test_every_recorded_release_refuses_fewer_batched_tokens_than_sequences(img: Any) -> None:
