@@ -464,8 +464,8 @@ def engine_headline(e: dict[str, Any]) -> str:
     """The engine's pick in one line: what it selects per phase, its page size and KV dtype, the refusals ahead of
     its choice, where the selection comes from; or its error; or the releases around an unrecorded one."""
     label, state = e["label"], e.get("state")
-    if state == "not_recorded":
-        return f"{label}: {e['between']}"
+    if state == "not_recorded":  # the releases around it, and the sweep that records it
+        return f"{label}: {e['between']}" + (f"; {e['source']}" if e.get("source") else "")
     if state == "depends":
         return f"{label}: {e['error']}"
     if state == "error":
