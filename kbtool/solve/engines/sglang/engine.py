@@ -231,10 +231,11 @@ class Sglang(Engine):
             from kbtool.solve.engines.sglang import unrecorded
 
             text = unrecorded.between(self, cx, acc, env, q.release, sglang_resolve.releases(cx.img))
-            block = {"engine": self.name, "sglang": q.release, "between": text, "source": unrecorded.fix(q.release),
-                     "preflight": f"SGLang {q.release} is not recorded: {text}"}
+            own: dict[str, Any] = {"engine": self.name, "sglang": q.release, "between": text,
+                                   "source": unrecorded.fix(q.release),
+                                   "preflight": f"SGLang {q.release} is not recorded: {text}"}
             return Pick(state="not_recorded", engine=self.name, label=f"SGLang {q.release}", release=q.release,
-                        between=text, source=unrecorded.fix(q.release), block=block)
+                        between=text, source=unrecorded.fix(q.release), block=own)
         r = self.resolution(cx, acc, env)
         report = memory.engine_report if memory is not None else None
         block = block_of(r, q.release, report)
