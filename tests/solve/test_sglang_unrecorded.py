@@ -138,3 +138,10 @@ def test_the_text_answer_shows_the_fix(capsys) -> None:  # type: ignore[no-untyp
 def test_lib_pin_of_an_unrecorded_release(img) -> None:  # type: ignore[no-untyped-def]
     a = _ask(img, gpu="h100", model="llama-3.1-8b", engine="sglang", lib=["sglang=0.4.6"])
     assert a.engine["state"] == "not_recorded" and a.engine["release"] == "0.4.6"
+
+
+def test_every_accelerator_row_says_it_is_not_recorded(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["--model", "llama-3.1-8b", "--engine", "sglang", "--sglang", "0.4.6"]) == 0
+    out = capsys.readouterr().out
+    n = int(out.split(" accelerators:", 1)[0])
+    assert n > 1 and " ".join(out.split()).count("conditional SGLang 0.4.6 not recorded; ") == n
