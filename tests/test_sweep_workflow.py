@@ -28,7 +28,11 @@ def test_the_workflow_is_a_daily_schedule_that_sweeps_applies_and_validates() ->
     doc = yaml.safe_load(WORKFLOW.read_text())
     assert doc[True]["schedule"][0]["cron"].endswith("* * *")  # YAML 1.1 reads the key `on` as True
     cmds = [c[:2] for c in kb_commands()]
-    assert cmds == [["probe", "sweep"], ["probe", "sweep"], ["probe", "apply"], ["probe", "events"], ["validate"]]
+    assert cmds == [["probe", "sweep"]] * 4 + [["probe", "apply"], ["probe", "events"], ["validate"]]
+    swept = [c[c.index("--lib") + 1] for c in kb_commands() if c[:2] == ["probe", "sweep"]]
+    assert swept == ["vllm", "sglang", "vllm", "sglang"], "both engines' CPU-side probes, dry run first"
+    paths = str(doc["jobs"]["sweep"]["steps"][-1]["with"]["add-paths"]).split()
+    assert {"records/", "tests/data/vllm/", "tests/data/sglang/"} <= set(paths), "the raw grids go with the evidence"
 
 
 def test_every_option_it_passes_exists() -> None:

@@ -18,9 +18,21 @@ def _timelines(kb: KB) -> dict[str, list[tl.Point]]:
     return _LAST[0][1]
 
 
+def refuted_at(claim: Claim, lib: str = "vllm") -> dict[str, set[str]]:
+    """Release -> the evidence of the claim's refuted verdicts there. A refuted claim keeps the release in its scope
+    (the verdict must lie inside it, KB306) and the solver no longer enforces it there: its range at that release
+    is the scope of the refutation, supported by the refuting evidence, not a disagreement with the timeline."""
+    out: dict[str, set[str]] = {}
+    for v in claim.verification.verdicts:
+        if v.status == "refuted" and lib in v.scope.libraries:
+            out.setdefault(v.scope.libraries[lib], set()).update(v.evidence)
+    return out
+
+
 def scope_findings(claim: Claim, points: list[tl.Point], lib: str = "vllm") -> list[tuple[int, str, str]]:
     """(range index or -1, message, fix) for each release whose outcome the claim's `lib` scope contradicts:
-    a release where the claim holds left outside every range, or one where it does not hold inside one."""
+    a release where the claim holds left outside every range, or one where it does not hold inside one (unless
+    the claim's verdict there is refuted, citing that release's evidence: `refuted_at`)."""
     ranges = [(i, r.model_dump(mode="json", exclude_defaults=True)) for i, r in enumerate(claim.scope)
               if r.library == lib]
     if not ranges:
@@ -29,12 +41,13 @@ def scope_findings(claim: Claim, points: list[tl.Point], lib: str = "vllm") -> l
     fix = (f"run `kb probe events --write` (the releases give {lib} ranges "
            f"{'; '.join(_range_text(r) for r in want) or 'none'})")
     out = []
+    refuted = refuted_at(claim, lib)
     for p in points:
         inside = [i for i, r in ranges if tl.covers(r, p.release)]
         if p.outcome == "holds" and not inside:
             out.append((-1, f"holds on {lib} {p.release} ({p.evidence}) but its {lib} scope leaves {p.release} out",
                         fix))
-        elif p.outcome == "fails" and inside:
+        elif p.outcome == "fails" and inside and p.evidence not in refuted.get(p.release, set()):
             out.append((inside[0], f"does not hold on {lib} {p.release} ({p.evidence}: {p.detail}) but its scope "
                         f"includes {p.release}", fix))
     return out
@@ -67,13 +80,17 @@ BOUNDS = ("introduced", "fixed", "last_affected")
 
 def unsupported_ranges(claim: Claim, points: list[tl.Point], lib: str = "vllm") -> list[tuple[int, str, str]]:
     """(range index, message, fix) for each `lib` range with a bound at a release the claim's timeline records
-    that cites no evidence: a bound the sweep could support is held only by what the record says (issue 46)."""
+    that cites no evidence: a bound the sweep could support is held only by what the record says (issue 46). A
+    bound at a release where the claim is refuted by that release's evidence is the refutation's scope, supported
+    by the verdict's evidence (`refuted_at`)."""
     swept = {p.release: p for p in points if p.outcome in ("holds", "fails")}
+    refuted = refuted_at(claim, lib)
     out = []
     for i, r in enumerate(claim.scope):
         if r.library != lib or r.evidence:
             continue
-        at = [(k, v) for k in BOUNDS if (v := getattr(r, k)) and v in swept]
+        at = [(k, v) for k in BOUNDS if (v := getattr(r, k)) and v in swept
+              and swept[v].evidence not in refuted.get(v, set())]
         if at:
             k, v = at[0]
             out.append((i, f"its {lib} range's {k} {v} cites no evidence, although {lib} {v} was swept "

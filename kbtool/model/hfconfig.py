@@ -577,6 +577,12 @@ def to_record(data: dict[str, Any], rid: str, *, where: str, name: str | None = 
             rec["rope_scaling"]["factor"] = float(rs["factor"])
         if rs.get("original_max_position_embeddings"):
             rec["rope_scaling"]["original_max_position_embeddings"] = int(rs["original_max_position_embeddings"])
+    # vLLM's get_rope rotates int(head_size x partial_rotary_factor) dims (model_executor/layers/rotary_embedding/
+    # __init__.py:66-72), the factor read under any of these names (transformers_utils/config.py:532-540 in 0.26.0)
+    prf = next((c.get(k) for k in ("partial_rotary_factor", "rotary_pct", "rotary_emb_fraction")
+                if c.get(k) is not None), None)
+    if isinstance(prf, (int, float)) and not isinstance(prf, bool) and 0 < prf < 1:
+        rec["rotary_dim"] = int(int(head_dim) * prf)
     if c.get("attn_logit_softcapping"):
         rec["softcap"] = float(c.get("attn_logit_softcapping"))
     if c.get("alibi") or c.get("model_type") == "bloom":

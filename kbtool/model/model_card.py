@@ -155,6 +155,8 @@ class Model(_Record):
     vocab_size: int | None = Field(default=None, ge=1, description="Vocabulary (logits in the reserve)")
     max_context: int | None = Field(default=None, ge=1, description="max_position_embeddings, tokens")
     rope_scaling: RopeScaling | None = Field(default=None, description="RoPE scaling of the config")
+    rotary_dim: int | None = Field(default=None, ge=1, description="Dims of each head RoPE rotates where fewer than "
+                                   "head_dim (head_dim x the config's partial_rotary_factor)")
     softcap: float | None = Field(default=None, gt=0, description="Attention logit softcap (None = none)")
     alibi: bool = Field(default=False, description="ALiBi position biases")
     experts: Experts | None = Field(default=None, description="MoE expert counts")

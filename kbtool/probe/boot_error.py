@@ -19,6 +19,8 @@ from kbtool.model.measurement import Row
 from kbtool.solve.engines.vllm.boots import RECORD_ID
 
 MODELS = Path(__file__).resolve().parents[2] / "probes" / "vllm_boot" / "models"
+RECORDS = Path(__file__).resolve().parents[2] / "records"
+RISE = "profile_peak_rise_graphs"  # the quantity of the rows graph_rises() gives (boots.graph_rise reads them)
 
 
 def serve_line(c: dict[str, Any], config: Path) -> str:
@@ -58,8 +60,42 @@ def errors(image: Any, models: Path = MODELS) -> list[dict[str, Any]]:
 RELEASE = "vllm"  # the row condition naming the vLLM release the boots ran (the renderer reads it by this name)
 
 
-def record(image: Any, models: Path = MODELS) -> Measurement:
-    """The derived record: one row per accelerator, vLLM release and model class, citing the boots' evidence."""
+def graph_rises(records: Path = RECORDS) -> list[Row]:
+    """How much higher the V2 model runner's profile peak ("torch peak memory increase", metrics.activation_peak_gib)
+    was with CUDA graphs than eager, per accelerator and vLLM release, from the vllm-boot evidence: each graphs boot
+    against the eager boot of the same model, release and GPU. With graphs the profile forward is the first call of
+    the torch.compile'd model (Inductor's buffers, not the eager ops'), which kb does not model; answers quote these
+    rows instead (boots.graph_rise). The V1 runner's profile runs the same peak either way (it estimates graph
+    memory separately), so only the V2 runner's boots are rows here."""
+    import yaml
+
+    seen: dict[tuple[str, str, str], dict[bool, list[float]]] = {}
+    for path in sorted((records / "evidence").glob("*-vllm-boot*.yaml")):
+        ev = yaml.safe_load(path.read_text(encoding="utf-8"))
+        acc = str(ev["environment"].get("accelerator"))
+        for c in ev.get("cases") or []:
+            m = c.get("metrics") or {}
+            if c.get("outcome") != "OK" or m.get("activation_peak_gib") is None or \
+                    ".worker.gpu.model_runner." not in str(m.get("model_runner")):
+                continue
+            key = (acc, str(m.get("release")), str(c["params"]["model"]))
+            seen.setdefault(key, {}).setdefault(bool(c["params"].get("enforce_eager")), []).append(
+                float(m["activation_peak_gib"]))
+    rises: dict[tuple[str, str], list[tuple[str, float]]] = {}
+    for (acc, rel, model), by in sorted(seen.items()):
+        if by.get(True) and by.get(False):
+            for peak in by[False]:
+                rises.setdefault((acc, rel), []).append((model, round(peak - max(by[True]), 4)))
+    return [Row(quantity=RISE, value=round(max(r for _m, r in rs), 4), unit="GiB", accelerator=acc,
+                conditions={RELEASE: rel, "runner": "V2", "boots": len(rs), "lowest": round(min(r for _m, r in rs), 4),
+                            "highest": round(max(r for _m, r in rs), 4),
+                            "models": ", ".join(f"{m} {r:+.2f}" for m, r in dict(rs).items())})
+            for (acc, rel), rs in sorted(rises.items())]
+
+
+def record(image: Any, models: Path = MODELS, records: Path = RECORDS) -> Measurement:
+    """The derived record: one row per accelerator, vLLM release and model class, citing the boots' evidence; then
+    the V2 runner's profile-peak rise with CUDA graphs per accelerator and release (graph_rises)."""
     evidence_ids = sorted({row[4].split("#", 1)[0].removesuffix("-measured") for row in image.boots()})
     groups: dict[tuple[str, str, str], list[float]] = {}
     for e in errors(image, models):
@@ -68,13 +104,16 @@ def record(image: Any, models: Path = MODELS) -> Measurement:
                 accelerator=acc, conditions={RELEASE: vllm, "class": cls, "boots": len(errs),
                                              "lowest": round(min(errs), 4), "highest": round(max(errs), 4)})
             for (acc, vllm, cls), errs in sorted(groups.items())]
+    rows += graph_rises(records)
     return Measurement(
         id=RECORD_ID, kind="measurement", basis="derived",
         name="kb's vLLM KV-pool estimate against recorded vLLM boots, by model class",
         conditions={"compared": "kb's 'GPU KV cache size' for the boot's own serve line vs the one vLLM logged"},
         rows=rows, sources=[Source(type="probe", ref=f"evidence/{e}") for e in sorted(evidence_ids)],
-        notes="Written by `kb probe boot-error --write` (kbtool/probe/boot_error.py); value: the largest error "
-              "in absolute terms, lowest/highest: signed (prediction / vLLM - 1).",
+        notes="Written by `kb probe boot-error --write` (kbtool/probe/boot_error.py); kv_cache_tokens_error rows: the "
+              "largest error in absolute terms, lowest/highest signed (prediction / vLLM - 1); "
+              f"{RISE} rows: how much higher the V2 runner's profile peak was with CUDA graphs than eager on the same "
+              "model (GiB, the largest), not modelled by kb.",
     )
 
 
@@ -83,7 +122,7 @@ def write(records: Path, image: Any, models: Path = MODELS) -> tuple[Path, Measu
     from kbtool.fmt.core import canonical
     from kbtool.store.writer import atomic_write, dump, file_lock
 
-    rec = record(image, models)
+    rec = record(image, models, records)
     path = records / "measurements" / f"{RECORD_ID}.yaml"
     data: dict[str, Any] = rec.model_dump(mode="json", by_alias=True, exclude_defaults=True)
     text = canonical(dump({"id": data.pop("id"), "kind": "measurement", **data}), path)

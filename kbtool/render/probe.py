@@ -172,9 +172,19 @@ def boot_error_text(errors: list[dict[str, Any]], rows: list[Any], written: Any 
         s.add_column(col)
     for r in rows:
         c = r.conditions
+        if r.quantity == boot_error.RISE:
+            continue
         s.add_row(str(r.accelerator), str(c[boot_error.RELEASE]), str(c["class"]), str(c["boots"]),
                   f"{c['lowest']:+.2%}", f"{c['highest']:+.2%}")
     out.print(s)
+    g = Table(title="V2 runner: profile peak with CUDA graphs minus eager (GiB, not modelled)", title_justify="left")
+    for col in ("accelerator", "release", "boots", "per model"):
+        g.add_column(col)
+    for r in rows:
+        if r.quantity == boot_error.RISE:
+            c = r.conditions
+            g.add_row(str(r.accelerator), str(c[boot_error.RELEASE]), str(c["boots"]), str(c["models"]))
+    out.print(g)
     if written:
         out.print(f"wrote {written}")
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-IMAGE_VERSION = 23  # 23: models' `encoders`
+IMAGE_VERSION = 25  # 25: boot_errors carry their row's quantity; 24: models' `rope_scaling` and `rotary_dim`
 # 22: claims' `handles`; 21: vLLM's engine-release defaults beside kernel calls and two-part claims;
 # 20: a two-part claim's status is its weakest part's; 19: backends carry kernel calls
 # 13: the SGLang section; 14: backend platforms; 15: engine sections (engine-NAME);
@@ -137,7 +137,7 @@ LAYER_FIELDS = ("type", "count", "kv_heads", "head_dim", "head_dim_v", "window",
 MODEL_FIELDS = ("id", "architecture", "parameters", "parameter_groups", "weight_dtype", "unquantized_dtype",
                 "quantized", "quant_group_size", "weight_bytes", "weight_bytes_f32", "num_heads", "head_dim",
                 "hidden_size", "intermediate_size", "vocab_size", "max_context", "softcap", "alibi", "layers",
-                "experts", "encoders")
+                "experts", "encoders", "rope_scaling", "rotary_dim")
 
 
 class LayerV:
@@ -191,6 +191,8 @@ class ModelV:
         intermediate_size: int | None
         vocab_size: int | None
         max_context: int | None
+        rope_scaling: dict[str, Any] | None
+        rotary_dim: int | None
         softcap: float | None
         alibi: bool
         layers: list[LayerV]

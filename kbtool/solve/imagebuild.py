@@ -99,12 +99,13 @@ def _boot_rows(records: list[Any]) -> list[tuple[Any, ...]]:
 
 
 def _boot_errors(records: list[Any]) -> list[tuple[Any, ...]]:
-    """(accelerator, {vllm, class, boots, lowest, highest, error}) of the derived record kbtool/probe/boot_error.py
-    writes: kb's estimate against the recorded boots, per model class."""
+    """(accelerator, {vllm, class, boots, lowest, highest, error, quantity}) of the derived record
+    kbtool/probe/boot_error.py writes: kb's estimate against the recorded boots, per model class (and the V2 runner's
+    profile-peak rise with CUDA graphs, per release: quantity profile_peak_rise_graphs)."""
     from kbtool.solve.engines import registry
 
     ids = {e.boot_error_record for e in registry.ENGINES.values() if e.boot_error_record}
-    return [(r.accelerator or m.accelerator, {**r.conditions, "error": float(r.value)})
+    return [(r.accelerator or m.accelerator, {**r.conditions, "error": float(r.value), "quantity": r.quantity})
             for m in records if m.id in ids for r in m.rows]
 
 

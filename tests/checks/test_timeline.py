@@ -30,3 +30,25 @@ def test_kb321_flags_a_range_bounded_at_a_swept_release_without_evidence() -> No
     cited = claim([{"library": "vllm", "introduced": "0.33.0", "last_affected": "0.34.0", "evidence": ["ev-0.34.0"]}])
     unswept = claim([{"library": "vllm", "introduced": "0.10.0"}])  # a bound from sources, where no sweep reaches
     assert unsupported_ranges(cited, line) == [] and unsupported_ranges(unswept, line) == []
+
+
+def test_a_refuted_claims_range_is_its_refutations_scope() -> None:
+    """A claim refuted at the oldest swept release keeps that release in its scope (KB306 holds the verdict inside
+    it): the refuting evidence supports the range, and the timeline's "does not hold" there is the refutation, not a
+    disagreement. Before, KB320 and KB321 sent such claims to `kb probe events`, which cannot move them (six vLLM
+    claims refuted at 0.19.1). Without the verdict, or with one citing other evidence, both still report it."""
+    from kbtool.checks.timeline import unsupported_ranges
+
+    line = pts(("0.19.1", "fails"), ("0.20.0", "fails"))
+    scope = [{"library": "vllm", "last_affected": "0.19.1"}]
+    bare = claim(scope)
+    assert next(m for _, m, _ in scope_findings(bare, line)).startswith("does not hold on vllm 0.19.1 (ev-0.19.1")
+    assert len(unsupported_ranges(bare, line)) == 1
+    refuted = bare.model_copy(update={"verification": bare.verification.model_validate({
+        "status": "refuted", "evidence": ["ev-0.19.1"],
+        "verdicts": [{"scope": {"libraries": {"vllm": "0.19.1"}}, "status": "refuted", "evidence": ["ev-0.19.1"]}]})})
+    assert scope_findings(refuted, line) == [] and unsupported_ranges(refuted, line) == []
+    other = bare.model_copy(update={"verification": bare.verification.model_validate({
+        "status": "refuted", "evidence": ["ev-other"],
+        "verdicts": [{"scope": {"libraries": {"vllm": "0.19.1"}}, "status": "refuted", "evidence": ["ev-other"]}]})})
+    assert len(scope_findings(other, line)) == 1 and len(unsupported_ranges(other, line)) == 1

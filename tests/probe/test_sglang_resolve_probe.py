@@ -74,7 +74,7 @@ def test_a_claim_that_allows_too_much_is_contradicted_where_sglang_raised_its_me
 
 
 def test_a_claim_of_another_release_is_judged_there_too() -> None:
-    old = "sglang-trtllm-mha-prefill-sm100-0.5.17"  # 0.5.17 runs trtllm_mha prefill on SM100 only
+    old = "sglang-trtllm-mha-prefill-sm100"  # 0.5.17 runs trtllm_mha prefill on SM100 only
     r = {x["claim"]: x for x in sg_judge.judge_grid(image(), "0.5.23", grid_points(), [old])}[old]
     assert r["ran"] and all(p["platform"] == "sm90" for p in r["ran"]), "0.5.23 accepts it on SM90"
 

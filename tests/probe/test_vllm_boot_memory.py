@@ -101,28 +101,67 @@ def test_boots_of_other_releases_are_within_one_percent() -> None:
       Nemotron-3-Nano boot of both releases (H200 0.24.0: +0.19%, +0.22%, +0.54% of larger pools), so its non-KV
       memory for that model is under-counted by a constant; on the H100's 9.7 GiB pool it weighs 1.1%. Most of it is
       the weights: kb sizes them 31.58B params x 2 B = 58.82 GiB, vLLM's load took 58.92 GiB.
-    - Gemma-3-12B, +1.45% to +2.94% (eager): vLLM's load takes 22.62-22.65 GiB where kb counts 11.76B params x 2 B =
-      21.91 GiB, on both releases (the 0.24.0 H200 boots: +0.68% to +1.18%). The V2 peak itself is exact now (kb
-      1.027 GiB, measured 1.0274: test_the_v2_profile_peak_is_the_larger_of_its_two_steps); before issue 44 kb
-      over-counted it by 0.44 GiB, which hid the weights' 0.70 GiB on these boots (+0.52% to +1.07% then). What the
-      load holds beyond the parameters is not modelled (its rope cos/sin caches are one candidate: the global layers'
-      linear-scaled rope caches 131,072 x 8 positions, layers/rotary_embedding/linear_scaling_rope.py:90).
+    - Gemma-3-12B was +1.45% to +2.94% (eager): vLLM's load took 0.70 GiB more than 11.77B params x 2 B, on both
+      releases. The load holds the model's rope cos/sin caches beside the parameters (vllm/rope.py: the global
+      layers' linear-scaled 1,048,576 x 256 and the sliding layers' own 131,072 x 256, bf16: 0.5625 GiB); with them
+      its eager boots are within 0.56% (test_the_weights_as_loaded_are_the_parameters_and_the_rope_caches).
     - With CUDA graphs the V2 profile forward is the first call of the torch.compile'd model, compiled by Inductor
       inside the profile run, and its peak rises by an amount the code does not give (pool.v2_activation_bytes
-      names it unmodelled): Qwen3-8B 0.84 -> 1.29 GiB (+1.55% at 60%), Gemma-3-12B 1.03 -> 1.99 GiB (+3.56%, with
-      the weights above)."""
+      names it unmodelled): Qwen3-8B 0.84 -> 1.29 GiB (+1.52% at 60%), Gemma-3-12B 1.03 -> 1.99 GiB (+2.35%)."""
     held = [(name, p, m, env) for name, p, m, env in BOOTS if env["libraries"]["vllm"] != "0.24.0"]
     assert len(held) >= 33
     errors = {name: predicted(p, env)["kv_cache_tokens"] / m["kv_cache_tokens"] - 1 for name, p, m, env in held}
-    known = {":nemotron-3-nano-30b-a3b-": 0.0112, ":gemma-3-12b-eager-kvauto-u60-c32k": 0.0295,
-             ":gemma-3-12b-eager-kvauto-u90-c8k": 0.0146, ":gemma-3-12b-eager-kvfp8-u90-c32k": 0.0153,
-             ":qwen3-8b-graphs-kvfp8-u60-c32k": 0.0156, ":gemma-3-12b-graphs-kvauto-u90-c8k": 0.0357}
+    known = {":nemotron-3-nano-30b-a3b-": 0.0112, ":qwen3-8b-graphs-kvfp8-u60-c32k": 0.0153,
+             ":gemma-3-12b-graphs-kvauto-u90-c8k": 0.0236}
 
     def bound(name: str) -> float:
         return next((b for part, b in known.items() if part in name), 0.01)
 
     assert all(abs(e) <= bound(name) for name, e in errors.items()), {n: e for n, e in errors.items()
                                                                        if abs(e) > bound(n)}
+
+
+# What a boot's load holds beyond kb's parameters x bytes + rope caches, where it is more than LOAD_SLACK, in GiB (the
+# largest seen over the boot's releases and KV dtypes); none may grow. Not found in vLLM's code, so not modelled:
+# - every boot with an fp8 KV cache (and the fp8 checkpoints) loads 0.0312 GiB more than the same model with a bf16
+#   KV cache, on both releases; MLA excepted (DeepSeek-V2-Lite loads the same either way);
+# - nemotron-3-nano: 0.10 GiB (0.13 with fp8 KV) on both releases, with no rope to explain it (nemotron_h.py builds
+#   none): the state of its Mamba mixers or its relu2 experts are candidates;
+# - gpt-oss-20b: 0.19-0.23 GiB on both releases once 0.24.0's kept MXFP4 scales are counted (budget.mxfp4_kept_scales);
+# - deepseek-v2-lite: 0.067 GiB; gemma-3-12b: 0.14 GiB (0.17 with fp8 KV);
+# - the int4 checkpoints (Marlin's repacked weights and workspaces): AWQ 0.15, GPTQ 0.12 GiB.
+LOAD_SLACK = 0.05
+LOAD_KNOWN = {"deepseek-v2-lite": 0.07, "gemma-3-12b": 0.18, "gpt-oss-20b": 0.235, "nemotron-3-nano-30b-a3b": 0.135,
+              "llama-3.1-8b-instruct-awq-int4": 0.15, "qwen2.5-7b-instruct-gptq-int4": 0.125,
+              "qwen3-30b-a3b-fp8": 0.052}
+
+
+def test_the_weights_as_loaded_are_the_parameters_and_the_rope_caches() -> None:
+    """Issue 44: vLLM's "Model loading took X GiB" (metrics.weights_gib, the weights in its memory profile) is kb's
+    parameters x bytes (with 0.24.0's kept MXFP4 scales) plus the rope cos/sin caches the load builds
+    (kbtool/solve/engines/vllm/rope.py, from vLLM's rotary_embedding/ code), on every boot of both releases: never
+    below the measurement by more than LOAD_SLACK (the named models excepted, each bound its largest gap seen) and
+    never above it. Gemma-3-12B's 0.70 GiB gap was its two rope caches (0.5625 GiB)."""
+    from kbtool.solve.engines.vllm import rope
+    from kbtool.solve.engines.vllm.budget import mxfp4_kept_scales
+    from kbtool.solve.weights import fp32_loaded_as, weight_bytes
+
+    gaps: dict[str, float] = {}
+    for name, p, m, env in BOOTS:
+        cfg = json.loads((MODELS / p["model"] / "config.json").read_text(encoding="utf-8"))
+        rec = to_record(cfg, p["model"], where=str(MODELS / p["model"]))
+        rec["sources"] = [{"type": "doc", "url": "https://huggingface.co"}]
+        model = Model.model_validate(rec)
+        loaded = fp32_loaded_as(model, None, None, "bf16")  # --dtype auto: a float32 checkpoint loads as bf16
+        kept = mxfp4_kept_scales(model, loaded, vllm_pool.accounting(m["release"]), env["architecture"])[0]
+        kb = weight_bytes(model, loaded)[0] + kept + rope.cache_bytes(model, loaded)[0]
+        gaps[name] = m["weights_gib"] - kb / GIB
+    assert all(g >= -0.005 for g in gaps.values()), {n: round(g, 4) for n, g in gaps.items() if g < -0.005}
+    over = {n: round(g, 4) for n, g in gaps.items() if g > LOAD_KNOWN.get(n.split(":")[1].split("-eager")[0]
+                                                                            .split("-graphs")[0], LOAD_SLACK)}
+    assert not over, over
+    gemma = [g for n, g in gaps.items() if ":gemma-3-12b-" in n]
+    assert len(gemma) >= 8 and max(gemma) < 0.18  # it was 0.70-0.74 without the rope caches
 
 
 def test_the_v2_profile_peak_is_the_larger_of_its_two_steps() -> None:
@@ -243,7 +282,7 @@ def test_the_shipped_estimate_error_record_is_current() -> None:
     now = boot_error.record(image())
     assert shipped["rows"] == [r.model_dump(mode="json", exclude_defaults=True) for r in now.rows], \
         "stale: run `kb probe boot-error --write` and commit the record"
-    assert sum(r.conditions["boots"] for r in now.rows) == len(BOOTS)
+    assert sum(r.conditions["boots"] for r in now.rows if r.quantity == "kv_cache_tokens_error") == len(BOOTS)
 
 
 def test_a_query_that_repeats_a_boot_is_answered_with_vllms_numbers() -> None:
@@ -274,3 +313,41 @@ def test_a_query_that_repeats_a_boot_is_answered_with_vllms_numbers() -> None:
     assert mem.engine_report["basis"] == "estimated"
     err = mem.engine_report["error"]  # the boot's own release: its boots' error band
     assert err["class"] == "dense" and err["boots"] >= 10 and err["vllm"] == m["release"]
+
+
+def test_the_v2_graphs_rise_is_read_from_each_releases_boots() -> None:
+    """Issue 44: with CUDA graphs the V2 runner's profile forward is the torch.compile'd model's first call, and its
+    peak is not the eager ops' that pool.v2_activation_bytes reads off the code (Qwen3-8B 0.84 -> 1.29 GiB on 0.26.0).
+    No term in vLLM's code gives it, so kb does not model it: `kb probe boot-error --write` records, per release and
+    GPU, how much higher each graphs boot's peak was than the same model's eager boot (boot_error.graph_rises), and a
+    V2 answer with graphs quotes its release's rows."""
+    from kbtool.probe import boot_error
+
+    rows = {(r.accelerator, r.conditions["vllm"]): r for r in boot_error.graph_rises()}
+    assert set(rows) == {("nvidia-h100-sxm", "0.26.0"), ("nvidia-h200-sxm", "0.24.0")}
+    for (acc, rel), row in rows.items():
+        pairs = [(m, p["enforce_eager"]) for _n, p, m, env in BOOTS if env["accelerator"] == acc
+                 and m["release"] == rel and p["model"] == "qwen3-8b"]
+        eager = max(m["activation_peak_gib"] for m, e in pairs if e)
+        graphs = max(m["activation_peak_gib"] for m, e in pairs if not e)
+        assert f"qwen3-8b {graphs - eager:+.2f}" in row.conditions["models"]
+        assert row.conditions["lowest"] <= graphs - eager <= row.value == row.conditions["highest"]
+    assert rows[("nvidia-h100-sxm", "0.26.0")].value == pytest.approx(1.9927 - 1.0274)  # Gemma-3-12B
+
+
+def test_a_v2_answer_with_graphs_says_the_compiled_peak_is_not_modelled() -> None:
+    _name, p, _m, env = next(b for b in BOOTS if b[1]["model"] == "gemma-3-12b" and b[2]["release"] == "0.26.0"
+                            and not b[1]["enforce_eager"])
+    line = serve_line({**p, "gpu_memory_utilization": 0.85})  # not the boot's own question: an estimate
+    r = solve(image(), build_query(gpu=env["accelerator"], vllm_args=line, lib=["vllm=0.26.0"])).memory.engine_report
+    assert "the compiled profile peak with CUDA graphs is not modelled: -0.04 to +0.97 GiB over eager on 4 vLLM " \
+           "0.26.0 boots" in r["text"]
+    eager = solve(image(), build_query(gpu=env["accelerator"], vllm_args=line + " --enforce-eager",
+                                       lib=["vllm=0.26.0"])).memory.engine_report
+    assert "graph_rise" not in eager and "compiled profile peak" not in eager["text"]
+    # the V1 runner (Qwen3-30B-A3B on 0.24.0) estimates its graphs' memory itself: no such note
+    _n, p1, _m1, env1 = next(b for b in BOOTS if b[1]["model"] == "qwen3-30b-a3b" and b[2]["release"] == "0.24.0")
+    v1 = solve(image(), build_query(gpu=env1["accelerator"], vllm_args=serve_line({**p1, "enforce_eager": False,
+                                                                                   "gpu_memory_utilization": 0.85}),
+                                    lib=["vllm=0.24.0"])).memory.engine_report
+    assert "graph_rise" not in v1

@@ -73,3 +73,13 @@ def test_sglang_float32_stores_its_auto_cache_at_4_bytes(img) -> None:  # type: 
     assert full.memory.kv_bytes_per_token == 2 * half.memory.kv_bytes_per_token
     assert full.memory.weights_bytes == pytest.approx(2 * half.memory.weights_bytes, rel=1e-6)
     assert "dtype: torch.float32" in full.memory.engine_report["text"]
+
+
+def test_the_pool_answer_names_the_override_its_releases_evidence_was_installed_with(img) -> None:  # type: ignore[no-untyped-def]
+    """Issue 46: SGLang 0.5.18-0.5.22 were swept with cuda-tile left out (probes/sweep-overrides.yaml); their
+    sglang-pool evidence names it, and so does the pool answer for those releases. 0.5.23 installed as pinned."""
+    m = img.model("llama-3.1-8b")
+    texts = {r: sglang_pool.fit(m, "bf16", 85_520_809_984, 32768, mem_fraction_static=0.83, page_size=1,
+                                release=r)[1].as_dict(32768)["text"] for r in ("0.5.22", "0.5.23")}
+    assert "installed with override cuda-tile ; sys_platform == 'never';" in texts["0.5.22"]
+    assert "override" not in texts["0.5.23"]

@@ -47,6 +47,8 @@ KNOWN: dict[tuple[str, str], str] = {
     **{("mem_fraction_static", m): _VLM for m in (
         "qwen2.5-vl-7b", "qwen3-vl-235b-a22b", "qwen3-vl-2b", "qwen3-vl-30b-a3b", "qwen3-vl-32b", "qwen3-vl-4b",
         "qwen3-vl-8b", "qwen3.5-122b-a10b", "qwen3.5-35b-a3b", "qwen3.5-9b", "qwen3.6-35b-a3b")},
+    # recorded from the pool re-recordings of issue 46 (model record added after the first recordings), same reason
+    ("mem_fraction_static", "qwen2.5-vl-3b"): _VLM,
     **{("mem_fraction_static", m): _LLAMA2 for m in ("llama-2-7b", "llama-2-13b", "llama-2-70b")},
     ("kv", "minimax-m2.5"): "the stored config.json is a trimmed copy without torch_dtype (tests/data/hf-configs/"
                             "minimax-m2.5/SOURCE.yaml complete: false), so SGLang's dtype auto falls back to float16; "
@@ -120,12 +122,13 @@ def test_the_planner_can_refuse() -> None:
 
 
 def test_a_recording_that_kept_the_resolutions_environment_is_replayed_as_a_launch() -> None:
-    """Qwen3-VL on an H100 from 0.5.20: SGLang's resolution turns the embedding cache off (qwen3_vl.py:96-98). A
-    recording made before the probe kept that environment sized the pool with the 100 MiB embedding cache as well as
-    the cuda_ipc feature pool; one that kept it ("resolution_env": "kept") sized it as a launch does, with the
-    feature pool alone, so the same row is replayed with kb's launch reserve."""
+    """Qwen3-VL on an H100 from 0.5.20: SGLang's resolution turns the embedding cache off (qwen3_vl.py:96-98). The
+    probe sizes the pool under the environment the resolution left ("resolution_env": "kept", every recording since
+    issue 46's re-recording), with the cuda_ipc feature pool alone, as a launch does; a recording made before the fix
+    also reserved the 100 MiB embedding cache. The same row read as such an old recording differs, so the flag is
+    what the replay goes by."""
     doc = next(d for d in recorded("0.5.22") if "qwen3-vl-8b" in {r[1] for r in d["rows"]})
-    assert "resolution_env" not in doc  # recorded before the fix
+    assert doc["resolution_env"] == "kept"
     acc, model, vi, _d, pools = next(r for r in doc["rows"] if r[1] == "qwen3-vl-8b" and r[4] and r[2] == 0)
     argv = list(doc["variants"][vi])
     old = pool_judge.kb_point(image(), "0.5.22", acc, doc["accelerators"][acc], model, argv, env_kept=False)
@@ -133,6 +136,7 @@ def test_a_recording_that_kept_the_resolutions_environment_is_replayed_as_a_laun
     assert old is not None and kept is not None
     assert old["_reserve"] == (100 + 1024) / 1024 and kept["_reserve"] == 1024 / 1024
     _tally, wrong = pool_judge.replay(image(), {**doc, "rows": [[acc, model, vi, _d, pools]]})
-    assert not [w for w in wrong if w[0] == "pool"]  # as recorded: the old reserve (mem_fraction_static: KNOWN)
-    _tally, wrong = pool_judge.replay(image(), {**doc, "resolution_env": "kept", "rows": [[acc, model, vi, _d, pools]]})
-    assert any(w[0] == "pool" for w in wrong)  # the same pools read as a kept-environment recording differ
+    assert not [w for w in wrong if w[0] == "pool"]  # as recorded: the launch's reserve (mem_fraction_static: KNOWN)
+    before = {k: v for k, v in doc.items() if k != "resolution_env"}
+    _tally, wrong = pool_judge.replay(image(), {**before, "rows": [[acc, model, vi, _d, pools]]})
+    assert any(w[0] == "pool" for w in wrong)  # the same pools read as a recording from before the fix differ

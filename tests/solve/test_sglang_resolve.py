@@ -35,16 +35,13 @@ NOT_IN_GRID = {
     "sglang-dsa-sinks-bf16-kv", "sglang-dsa-sinks-prefill-flashmla-sparse", "sglang-dsa-sinks-decode-flashmla-sparse",
     "sglang-dsa-tilelang-fp8-sm89", "sglang-fp4-kv-fa4-mla-decode@0.5.21", "sglang-fp4-kv-fa4-mla-decode@0.5.22",
     "sglang-fp4-kv-fa4-mla-decode@0.5.23",
-    "sglang-fp4-kv-fa4-mha-decode",
-    "sglang-fp4-kv-mha-backends",
     "sglang-fp4-kv-cuda-only@0.5.23",  # 0.5.23 refuses nvfp4 on ROCm earlier, in the NVFP4 prefill check
     # 0.5.21 and 0.5.22 run 0.5.23's NVFP4 prefill check first too (kv_cache_hook.py:34-95): the grid's nvfp4 lines
-    # stop there
-    "sglang-fp4-kv-cuda-only@0.5.21", "sglang-fp4-kv-fa4-mha-decode-0.5.17@0.5.21",
-    "sglang-fp4-kv-mha-backends-0.5.17@0.5.21",
-    "sglang-fp4-kv-cuda-only@0.5.22", "sglang-fp4-kv-fa4-mha-decode-0.5.17@0.5.22",
-    "sglang-fp4-kv-mha-backends-0.5.17@0.5.22",
-    "sglang-exaone4-backends-0.5.17",  # no EXAONE model here; the sglang-pool recording shows it (pool replay test)
+    # stop there, so the KV4 checks after it (one claim each for 0.5.17-0.5.23) show on 0.5.17-0.5.20's grids only
+    "sglang-fp4-kv-cuda-only@0.5.21", "sglang-fp4-kv-cuda-only@0.5.22",
+    "sglang-fp4-kv-fa4-mha-decode@0.5.21", "sglang-fp4-kv-fa4-mha-decode@0.5.22", "sglang-fp4-kv-fa4-mha-decode@0.5.23",
+    "sglang-fp4-kv-mha-backends@0.5.21", "sglang-fp4-kv-mha-backends@0.5.22", "sglang-fp4-kv-mha-backends@0.5.23",
+    "sglang-exaone4-backends",  # no EXAONE model here; the sglang-pool recording shows it (pool replay test)
 }
 
 
@@ -173,7 +170,7 @@ def test_0_5_19_nemotron_h_and_trtllm_mha_prefill() -> None:
     sm90 = grid_judge.platform(of("0.5.19", "sm90")["platforms"]["sm90"])
     dense = model_facts(of("0.5.19", "sm90")["models"]["dense"])
     trt = {"attention_backend": "trtllm_mha", "kv_cache_dtype": "auto", "tp_size": 1}
-    assert sr.resolve(img, "0.5.18", sm90, dense, trt)["claim"] == "sglang-trtllm-mha-prefill-sm100-0.5.17"
+    assert sr.resolve(img, "0.5.18", sm90, dense, trt)["claim"] == "sglang-trtllm-mha-prefill-sm100"
     assert sr.resolve(img, "0.5.19", sm90, dense, trt)["prefill"] == "trtllm_mha"
 
 
@@ -206,3 +203,25 @@ def test_0_5_20_dsa_memory_tiers_and_qwen3_vl() -> None:
     assert sp.multimodal_reserve_gib(model, "0.5.20", cc=9.0, gpu_mib=mib) == 1.0
     assert sp.multimodal_reserve_gib(model, "0.5.20", cc=9.0, gpu_mib=mib, max_running_requests=400) == 3.0
     assert sp.multimodal_reserve_gib(model, "0.5.20", cc=8.0, gpu_mib=mib) == 100 / 1024
+
+
+def test_exaone_picks_its_backend_from_0_5_22_and_checks_every_spelling() -> None:
+    """EXAONE 4 with a sliding-window pattern: up to 0.5.21 SGLang checks fa3 / triton / trtllm_mha before any default
+    is picked, so a line without --attention-backend is refused (the sglang-pool recordings of 0.5.21 show it);
+    0.5.22 and 0.5.23 first pick one (model_overrides/exaone.py: trtllm_mha on SM100, fa3 on CUDA from SM80) and
+    check the ExaoneMoeForCausalLM spelling too (model_hook.py:668-681 in 0.5.23)."""
+    from kbtool.solve.engines.sglang.facts import model_facts_from_record
+
+    img = image()
+    exaone = model_facts_from_record(img.model("exaone-4.0-32b"))
+    assert exaone["architecture"] == "Exaone4ForCausalLM" and exaone["sliding_window"] > 0
+    args = {"kv_cache_dtype": "auto", "tp_size": 1}
+    sm80 = grid_judge.platform(of("0.5.23", "sm80")["platforms"]["sm80"])
+    sm100 = grid_judge.platform(of("0.5.23", "sm100")["platforms"]["sm100"])
+    assert sr.resolve(img, "0.5.21", sm80, exaone, args)["claim"] == "sglang-exaone4-backends"
+    for release in ("0.5.22", "0.5.23"):
+        assert sr.resolve(img, release, sm80, exaone, args)["prefill"] == "fa3", release
+        assert sr.resolve(img, release, sm100, exaone, args)["prefill"] == "trtllm_mha", release
+        moe = {**exaone, "architecture": "ExaoneMoeForCausalLM"}
+        named = sr.resolve(img, release, sm80, moe, {**args, "attention_backend": "flashinfer"})
+        assert named["claim"] == "sglang-exaone4-backends", release

@@ -11,6 +11,7 @@ import pytest
 
 from kbtool.kb import load_kb
 from kbtool.probe.judges import vllm_selector as vs_judge
+from kbtool.solve import installs
 from kbtool.solve.engines.vllm import grid
 from kbtool.solve.engines.vllm import selection as engine
 from kbtool.solve.image import Image
@@ -80,9 +81,9 @@ def test_an_answer_names_the_override_the_release_was_installed_with(tmp_path, m
     (tmp_path / "evidence" / "e.yaml").write_text(dump({"id": "e", "environment": env.model_dump(exclude_none=True)}))
     (tmp_path / "evidence" / "plain.yaml").write_text(dump({"id": "plain", "environment": {"gpu": "no GPU"}}))
     monkeypatch.setattr(kbtool.paths, "records_dir", lambda: tmp_path)
-    grid.forget()
+    installs.forget()
     try:
-        assert grid.install_overrides("e") == ("flashinfer-python==0.7.4",)
-        assert grid.install_overrides("plain") == () and grid.install_overrides("missing") == ()
+        assert installs.install_overrides("e") == ("flashinfer-python==0.7.4",)
+        assert installs.install_overrides("plain") == () and installs.install_overrides("missing") == ()
     finally:
-        grid.forget()
+        installs.forget()

@@ -23,6 +23,18 @@ SIZE = {"BF16": 2, "F16": 2, "F32": 4, "I32": 4, "U8": 1, "F8_E4M3": 1, "I64": 8
 CONFIG = ROOT / "probes" / "vllm_boot" / "models" / "qwen3-8b" / "config.json"
 
 
+def vllm_rope(config: dict[str, object], loaded: str | None = None) -> int:
+    """The rope cos/sin caches vLLM's load builds beside the checkpoint's tensors, which kb's weights per GPU count
+    (kbtool/solve/engines/vllm/rope.py); Qwen3-8B's config: 40,960 positions x 128 dims x the loaded dtype's bytes."""
+    from kbtool.model import Model
+    from kbtool.model.hfconfig import to_record
+    from kbtool.solve.engines.vllm import rope
+
+    rec = to_record(dict(config), "tiny", where="tiny")
+    rec["sources"] = [{"type": "doc", "url": "https://huggingface.co"}]
+    return rope.cache_bytes(Model.model_validate(rec), loaded)[0]
+
+
 def write_shard(path: Path, tensors: dict[str, tuple[str, list[int]]]) -> int:
     """A .safetensors file holding `tensors` (name -> (dtype, shape)); its data bytes."""
     head: dict[str, object] = {"__metadata__": {"format": "pt"}}
@@ -103,7 +115,7 @@ def test_the_query_sizes_weights_from_the_headers_and_says_so(tmp_path: Path) ->
                env={"KB_NO_CACHE": "1"})
     assert r.code == 0, r.err
     a = json.loads(r.out)
-    assert a["memory"]["weights_bytes"] == total
+    assert a["memory"]["weights_bytes"] == total + vllm_rope(json.loads(CONFIG.read_text())) == total + 40960 * 128 * 2
     by = f"F8_E4M3 {12288 * 4096:,} B, F32 8 B"
     assert a["assumed"]["model"] == (f"tiny-fp8; weights {total / 1e9:,.1f} GB ({total:,} B) from the safetensors "
                                      f"headers of 1 file (BF16 {2 * 151936 * 4096 * 2:,} B, {by})")
@@ -125,7 +137,8 @@ def test_a_snapshot_the_engine_downloaded_sizes_its_weights_from_its_shards(tmp_
                env={"KB_NO_CACHE": "1", "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub")})
     assert r.code == 0, r.err
     a = json.loads(r.out)
-    assert a["memory"]["weights_bytes"] == total == 2 * 1024 * 1024 + 2048 * 1024
+    assert total == 2 * 1024 * 1024 + 2048 * 1024
+    assert a["memory"]["weights_bytes"] == total + vllm_rope(json.loads(CONFIG.read_text()))
     assert a["assumed"]["model"] == (
         f"tiny-8b from acme/Tiny-8B config.json at commit {sha[:12]}, from the Hugging Face cache {tmp_path / 'hub'}"
         f"; weights {total / 1e9:,.1f} GB ({total:,} B) from the safetensors headers of 1 file "
@@ -188,7 +201,8 @@ def test_a_float32_checkpoint_is_sized_as_the_engine_loads_it(tmp_path: Path, en
     assert r.code == 0, r.err
     a = json.loads(r.out)
     want = total if loaded == "fp32" else total - f32 // 2
-    assert a["memory"]["weights_bytes"] == want
+    cfg = json.loads((tmp_path / "Tiny-F32" / "config.json").read_text())
+    assert a["memory"]["weights_bytes"] == want + (vllm_rope(cfg, loaded) if engine == "vllm" else 0)
     assert a["assumed"]["model"].endswith("a float32 checkpoint: loaded at 2 B per value under the engines' --dtype "
                                           "auto (bf16 or fp16, the answer's notes say which), "
                                           f"{(total - f32 // 2) / 1e9:,.1f} GB")

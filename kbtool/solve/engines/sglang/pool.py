@@ -154,6 +154,8 @@ class Pool:
             out["max_mamba_cache_size"] = self.state_slots
         if self.swa_tokens is not None:
             out["swa_max_total_num_tokens"] = self.swa_tokens
+        from kbtool.solve.installs import override_note
+
         at = f"; {self.tokens / ctx:.2f} requests of {ctx:,} tokens" if ctx else ""
         if self.release in BOOTED:
             held = f"within 0.5% of SGLang {self.release}'s pool in every recorded boot ({BOOTED[self.release]})"
@@ -162,7 +164,8 @@ class Pool:
         out["text"] = (f"SGLang will report: {line}; max_total_num_tokens={self.tokens}, "
                        f"max_running_requests={self.max_running_requests}"
                        + (f", max_mamba_cache_size={self.state_slots}" if self.state_slots is not None else "")
-                       + f"{at} (SGLang's own pool planning, held to it at every point the sglang-pool probe recorded;"
+                       + f"{at} (SGLang's own pool planning, held to it at every point the sglang-pool probe recorded"
+                       f"{override_note('sglang', self.release, 'sglang-pool')};"
                        f" the CUDA context taken as {CONTEXT_BYTES / GIB:.2f} GiB, as measured on the H200, and the "
                        f"weights as kb counts them; {held}"
                        + (f"; not modelled: {', '.join(self.left_out)}" if self.left_out else "") + ")")

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from kbtool.solve.image import Image, ModelV
 
 RECORD_ID = "vllm-boot-estimate-error"  # the derived record kbtool/probe/boot_error.py writes
+ERROR = "kv_cache_tokens_error"  # its rows per model class
+RISE = "profile_peak_rise_graphs"  # its rows of the V2 runner's profile-peak rise with CUDA graphs (boot_error.RISE)
 
 
 def model_class(model: ModelV) -> str:
@@ -66,6 +68,19 @@ def class_error(img: Image, acc: str, release: str | None, cls: str) -> dict[str
     for want in (acc, None):
         for r in rows:
             a, c = r
-            if c.get("class") == cls and c.get("vllm") == release and (want is None or a == want):
+            if c.get("quantity", ERROR) == ERROR and c.get("class") == cls and c.get("vllm") == release and \
+                    (want is None or a == want):
+                return {"accelerator": a, **c}
+    return None
+
+
+def graph_rise(img: Image, acc: str, release: str | None) -> dict[str, Any] | None:
+    """How much higher the V2 runner's profile peak was with CUDA graphs than eager on `release`'s recorded boots (on
+    this accelerator if there are any, else any): kb does not model it, the answer quotes it; None where `release`
+    has no such boot."""
+    rows = img.boot_errors()
+    for want in (acc, None):
+        for a, c in rows:
+            if c.get("quantity") == RISE and c.get("vllm") == release and (want is None or a == want):
                 return {"accelerator": a, **c}
     return None

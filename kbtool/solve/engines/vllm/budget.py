@@ -20,6 +20,7 @@ import math
 
 from kbtool.solve.engines.vllm import planning as vllm_planning
 from kbtool.solve.engines.vllm import pool as vllm_pool
+from kbtool.solve.engines.vllm import rope as vllm_rope
 from kbtool.solve.engines.vllm.kvcache import UNBOUNDED_CTX, KvModel, kv_model, max_context
 from kbtool.solve.weights import Fit, weight_bytes
 
@@ -90,7 +91,9 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     wtotal, whow = weight_bytes(model, weights, text_only=text_only)
     kept, khow = mxfp4_kept_scales(model, weights, acct, sm)
     wtotal, whow = wtotal + kept, whow + khow
-    wgpu = math.ceil(wtotal / (tp * pp))
+    # each GPU builds the model's whole rope cache (vllm_rope): the load counts it, tensor parallel does not split it
+    rope, rope_how = vllm_rope.cache_bytes(model, weights)
+    wgpu = math.ceil(wtotal / (tp * pp)) + rope
     if reserve is None:
         res, rhow = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct, run=run)
         if margins:
@@ -166,7 +169,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         lines.append(f"KV = {need:,} B ({_gb(need)}) for ctx {ctx:,} x batch {batch}" + (engine_need or
                      f" (whole {kv.block}-token blocks)"))
     lines.append(f"budget = {capacity:,} B x {utilization:g} = {usable:,} B ({_gb(usable)})")
-    lines.append(f"- weights {wgpu:,} B ({_gb(wgpu)}) = {whow}{tp_txt}")
+    lines.append(f"- weights {wgpu:,} B ({_gb(wgpu)}) = {whow}{tp_txt}" + (f" + {rope_how}" if rope else ""))
     lines.append(f"- reserve {res:,} B ({_gb(res)}): {rhow}")
     lines.append(f"= KV pool {pool:,} B ({_gb(pool)})" + (f" = {pool_tokens:,} tokens" if 0 < pool_tokens <
                                                            UNBOUNDED_CTX else "") + given)

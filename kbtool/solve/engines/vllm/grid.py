@@ -43,7 +43,10 @@ _MEMO: dict[tuple[str, Any], Any] = {}
 
 def forget() -> None:
     """Read the recorded grids and evidence again on the next call (tests that change them)."""
+    from kbtool.solve import installs
+
     _MEMO.clear()
+    installs.forget()
 
 
 def recorded() -> tuple[str, ...]:
@@ -73,33 +76,10 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def evidence_id(version: str, probe: str = "vllm-selector") -> str | None:
-    """The newest evidence record of `probe` for the release (its file name carries release and probe)."""
-    from kbtool.paths import records_dir
+    """The newest evidence record of `probe` for the vLLM release (kbtool/solve/installs.py)."""
+    from kbtool.solve.installs import evidence_id as newest
 
-    tag = version.replace(".", "-")
-    files = sorted((records_dir() / "evidence").glob(f"*-no-gpu-vllm-{tag}-{probe}*.yaml"))
-    return files[-1].stem if files else None
-
-
-def install_overrides(evidence: str) -> tuple[str, ...]:
-    """The requirements that replaced the release's own pins when the evidence's environment was installed
-    (environment.install_overrides, written by `kb probe sweep`); read from the file's text, not parsed."""
-    if ("overrides", evidence) not in _MEMO:
-        _MEMO["overrides", evidence] = _overrides(evidence)
-    return _MEMO["overrides", evidence]  # type: ignore[no-any-return]
-
-
-def _overrides(evidence: str) -> tuple[str, ...]:
-    import re
-
-    from kbtool.paths import records_dir
-
-    try:
-        text = (records_dir() / "evidence" / f"{evidence}.yaml").read_text(encoding="utf-8")
-    except OSError:
-        return ()
-    block = re.search(r"^  install_overrides:\n((?:  - .*\n)+)", text, re.MULTILINE)
-    return tuple(ln.strip()[2:].strip("'\"") for ln in block.group(1).splitlines()) if block else ()
+    return newest("vllm", version, probe)
 
 
 def point(version: str, env: dict[str, Any], platform: str = "cuda") -> dict[str, Any] | None:
@@ -174,6 +154,7 @@ def select_unrecorded(img: Image, env: dict[str, Any], version: str, requested: 
 
 def from_grid(img: Image, env: dict[str, Any], version: str, requested: str | None, platform: str) -> Selection:
     """The release's recorded grid point of the query, as vLLM's selection there (cited by its evidence)."""
+    from kbtool.solve import installs
     from kbtool.solve.engines.vllm.selected import BackendCheck, Selection
     from kbtool.solve.gates import structural
 
@@ -183,7 +164,7 @@ def from_grid(img: Image, env: dict[str, Any], version: str, requested: str | No
     source = f"vLLM {version}'s own selector grid ({eid or 'tests/data/vllm/' + version})"
     if env.get("mm_prefix"):
         source += ", at use_mm_prefix True"
-    if eid and (over := install_overrides(eid)):  # the release's own pins did not resolve (issue 46)
+    if eid and (over := installs.install_overrides(eid)):  # the release's own pins did not resolve (issue 46)
         source += f", installed with override {', '.join(over)}"
     p = point(version, env, platform)
     if p is None:

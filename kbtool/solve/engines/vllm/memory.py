@@ -116,6 +116,8 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
                      "gpu_memory_utilization": utilization, "max_num_batched_tokens": tokens,
                      "max_num_seqs": seqs, "tp": q.gpus, "pp": pp}, release, kv_memory))
     r = mem.engine_report
+    if r is not None and not eager and r.get("basis") != "measured" and d.runner(model) == "V2":
+        _graph_rise(cx, acc, r)
     if r is not None:
         if q.ctx:  # the words the answer shows (at the asked ctx only)
             r["text"] = report_text(r, q.ctx)
@@ -209,6 +211,11 @@ def report_text(r: dict[str, Any], ctx: int) -> str:
     else:
         cls = f" of {r['class']} models" if r.get("class") else ""
         why += f"; no boot of vLLM {r.get('release') or r.get('accounting')}{cls} recorded: estimated"
+    g = r.get("graph_rise")
+    if g:  # the V2 runner's compiled profile forward (memory._graph_rise)
+        why += ("; the compiled profile peak with CUDA graphs is not modelled: " +
+                (f"{g['lowest']:+.2f} to {g['highest']:+.2f} GiB over eager on {g['boots']} vLLM {g['vllm']} boot"
+                 f"{'s' if g['boots'] != 1 else ''}" if g.get("boots") else f"no graphs boot of vLLM {g['vllm']}"))
     return f"{head} ({why})"
 
 
@@ -247,6 +254,18 @@ def _held_to_boots(cx: Ctx, acc: AcceleratorV, report: dict[str, Any] | None, fl
     if err:
         report["error"] = err
     return report
+
+
+def _graph_rise(cx: Ctx, acc: AcceleratorV, r: dict[str, Any]) -> None:
+    """With CUDA graphs the V2 runner's profile forward is the first call of the torch.compile'd model, whose peak kb
+    does not model (pool.v2_activation_bytes sizes the eager ops): the report says so, with how much higher that peak
+    was than eager on the release's recorded boots (boots.graph_rise), or that none was recorded."""
+    from kbtool.solve.engines.vllm import boots
+
+    rel = r.get("release") or r.get("accounting")
+    got = boots.graph_rise(cx.img, acc.id, rel)
+    r["graph_rise"] = {"vllm": rel, **({k: got[k] for k in ("accelerator", "boots", "lowest", "highest")} if got
+                                       else {})}
 
 
 def _fewest_gpus(on: Any, gpus: int, **change: Any) -> tuple[int, Fit] | None:
