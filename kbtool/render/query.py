@@ -409,6 +409,8 @@ def render_multi(target: Sink, m: MultiAnswer, *, explain: bool = False) -> None
             if getattr(a.memory, "ctx_limit", None) == "model" and ctx and ctx > a.memory.max_ctx:
                 mem = f"ctx past the model's max {a.memory.max_ctx:,}; "
         kern = ", ".join(good) or "no kernel passes"
+        if a.engine and a.engine.get("state") == "not_recorded":  # the releases around it: one --gpu names them
+            kern = f"{a.engine['label']} not recorded; {kern}"
         unk = sum(k.status in ("unknown", "disputed") for k in a.kernels)
         tail = f" ({unk} unknown or disputed)" if unk else ""
         gpu = str(a.query.get("gpu") or "")
@@ -464,8 +466,8 @@ def engine_headline(e: dict[str, Any]) -> str:
     """The engine's pick in one line: what it selects per phase, its page size and KV dtype, the refusals ahead of
     its choice, where the selection comes from; or its error; or the releases around an unrecorded one."""
     label, state = e["label"], e.get("state")
-    if state == "not_recorded":
-        return f"{label}: {e['between']}"
+    if state == "not_recorded":  # the releases around it, and the sweep that records it
+        return f"{label}: {e['between']}" + (f"; {e['source']}" if e.get("source") else "")
     if state == "depends":
         return f"{label}: {e['error']}"
     if state == "error":

@@ -124,6 +124,22 @@ def compare_versions(a: str | int | float, b: str | int | float) -> int:
     return (pa > pb) - (pa < pb)
 
 
+def is_release(text: str) -> bool:
+    """Whether `text` is written as a release number ('0.5.23', '0.4.10.post2', '0.11.0rc1', '2.8.0+cu128'): what
+    an engine's release pin takes; anything else is a usage error, never an unrecorded release."""
+    import re  # not at import time: the warm query path does not load re
+
+    return re.fullmatch(r"\d+(\.\d+)+((a|b|c|rc|alpha|beta|pre|preview)\d*)?([.-]?post\d*)?([.-]?dev\d*)?"
+                        r"(\+[0-9a-z]+([.-][0-9a-z]+)*)?", text, re.IGNORECASE) is not None
+
+
+def neighbours(version: str, known: list[str]) -> tuple[str | None, str | None]:
+    """The releases of `known` (oldest first) right below and right above `version` (None where there is none)."""
+    below = [v for v in known if compare_versions(v, version) < 0]
+    above = [v for v in known if compare_versions(v, version) > 0]
+    return (below[-1] if below else None), (above[0] if above else None)
+
+
 class version_key:
     """A sort key that orders versions as compare_versions does (functools.cmp_to_key(compare_versions), without
     importing functools on the warm query path)."""

@@ -84,9 +84,11 @@ def test_kb_options_fill_what_the_line_leaves_out(img) -> None:  # type: ignore[
 def test_release_pinning(img, capsys) -> None:  # type: ignore[no-untyped-def]
     old = _ask(img, gpu="h100", model="llama-3.1-8b", sglang="0.5.17")
     assert old.engine["sglang"] == "0.5.17" and old.query["release"] == "0.5.17"
-    assert main(["--gpu", "h100", "--engine", "sglang", "--sglang", "0.4.0"]) == 2
+    unrecorded = _ask(img, gpu="h100", model="llama-3.1-8b", sglang="0.4.0")  # tests/solve/test_sglang_unrecorded.py
+    assert unrecorded.engine["state"] == "not_recorded" and unrecorded.verdict == "conditional"
+    assert main(["--gpu", "h100", "--engine", "sglang", "--sglang", "latest"]) == 2
     err = capsys.readouterr().err
-    assert "0.5.17, 0.5.18, 0.5.19, 0.5.20, 0.5.21, 0.5.22, 0.5.23" in err and "fix: use --sglang 0.5.23" in err
+    assert "0.5.17, 0.5.18, 0.5.19, 0.5.20, 0.5.21, 0.5.22, 0.5.23" in err and "fix: e.g. --sglang 0.5.23" in err
     assert main(["--gpu", "h100", "--engine", "vllm", "--sglang", "0.5.23"]) == 2
 
 

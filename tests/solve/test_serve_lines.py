@@ -112,9 +112,9 @@ def test_no_line_is_an_internal_error(measured: dict[str, Any]) -> None:
 
 
 def test_a_release_kb_does_not_record_gives_no_verdict(measured: dict[str, Any]) -> None:
-    """Asked for a release outside what kb records, kb says so: a conditional answer (vLLM, from the nearest
-    recorded release) or a refusal that names the releases it records (SGLang), never "starts" ("no" stays where
-    the weights alone do not fit, whatever the release)."""
+    """Asked for a release outside what kb records, kb says so: a conditional answer from the recorded releases
+    around it (vLLM and SGLang alike), or a refusal that names the releases it records, never "starts" ("no"
+    stays where the weights alone do not fit, whatever the release)."""
     recorded = {"vllm": {p.stem.removeprefix("vllm-") for p in (RECORDS / "engine-releases").glob("vllm-*.yaml")},
                 "sglang": {p.stem.removeprefix("sglang-").removesuffix("-cuda")
                            for p in (RECORDS / "engine-priorities").glob("sglang-*-cuda.yaml")}}

@@ -78,18 +78,30 @@ class Sglang(Engine):
         q.settings, q.ignored = dict(line.settings), list(line.ignored)
 
     def pin_release(self, img: Image, q: Query) -> None:
-        from kbtool.errors import UsageError
+        """--engine sglang: the release is --sglang, else --lib sglang=X, else the newest recorded. A release
+        without a recorded resolution is answered by the recorded ones around it (unrecorded.py, conditional);
+        a value that is not a release number is a usage error naming the recorded ones."""
+        from kbtool.solve.conditions import is_release
         from kbtool.solve.engines.sglang import resolve as sglang_resolve
 
         known = sglang_resolve.releases(img)
         asked = q.release or q.libs.get("sglang")
-        if asked is not None and asked not in known:
-            raise UsageError(f"--sglang {asked}: the KB records SGLang's resolution for "
-                             f"{', '.join(known) or 'no release'} only",
-                             fix=f"use --sglang {known[-1]} (the newest recorded)" if known else "leave out --sglang")
+        if asked is not None and asked not in known and not is_release(asked):
+            from kbtool.errors import UsageError
+
+            flag = f"--sglang {asked}" if q.release else f"--lib sglang={asked}"
+            raise UsageError(f"{flag}: not a release number (the KB records SGLang's resolution for "
+                             f"{', '.join(known) or 'no release'})",
+                             fix=f"e.g. --sglang {known[-1]} (the newest recorded)" if known else "leave out --sglang")
         q.release = asked or (known[-1] if known else None)
         if q.release:
             q.libs["sglang"] = q.release
+
+    def recorded(self, img: Image, release: str | None) -> bool:
+        """Whether the KB records SGLang's resolution for `release`."""
+        from kbtool.solve.engines.sglang import resolve as sglang_resolve
+
+        return release is not None and release in sglang_resolve.releases(img)
 
     def section(self, by_kind: dict[str, list[Any]]) -> Any:
         from kbtool.solve.engines.sglang.records import section
@@ -107,6 +119,10 @@ class Sglang(Engine):
         q = cx.q
         if q.release is None or not env.get("gpu"):
             return None
+        if not self.recorded(cx.img, q.release):  # its claims are checks inside a resolution kb does not have
+            return Outcome(status="unknown", reasons=[structural(
+                "NOT_RECORDED", f"SGLang {q.release} is not recorded: kb does not resolve its backends (the recorded "
+                "releases around it are on the SGLang line)", "engine", subject=backend.id)])
         if not _registered(cx.img, backend, q.release):
             return Outcome(status="rejected", reasons=[structural(
                 "NOT_REGISTERED", f"SGLang {q.release} does not register {backend.backend_name}", "engine",
@@ -139,24 +155,27 @@ class Sglang(Engine):
                 "engine", subject=backend.id)])
         return Outcome()
 
-    def resolution(self, cx: Ctx, acc: AcceleratorV, env: dict[str, Any]) -> dict[str, Any]:
-        """SGLang's own resolution for this accelerator (once per accelerator and query)."""
+    def resolution(self, cx: Ctx, acc: AcceleratorV, env: dict[str, Any],
+                   release: str | None = None) -> dict[str, Any]:
+        """SGLang's own resolution for this accelerator (once per accelerator, release and query); `release`: a
+        recorded release other than the query's (the neighbours of an unrecorded one, unrecorded.py)."""
         from kbtool.solve.engines.sglang import facts as sglang_facts
         from kbtool.solve.engines.sglang import resolve as sglang_resolve
 
-        key = f"sglang:{acc.id}"
+        rel = release or cx.q.release or ""
+        key = f"sglang:{acc.id}:{rel}"
         got: dict[str, Any] | None = cx.engine_cache.get(key)
         if got is None:
             facts = sglang_facts.model_facts_from_record(cx.model) if cx.model is not None else {}
             platform = sglang_facts.platform_facts(acc, env.get("cc"), env.get("cuda") or cx.img.cuda)
-            got = sglang_resolve.resolve(cx.img, cx.q.release or "", platform, facts, args_for(cx.q, cx.model))
+            got = sglang_resolve.resolve(cx.img, rel, platform, facts, args_for(cx.q, cx.model))
             cx.engine_cache[key] = got
         return got
 
     def priority(self, cx: Ctx, env: dict[str, Any]) -> list[str]:
         """The backends SGLang resolved, prefill first (its engine-backend ids)."""
         acc = cx.img.accelerator(env["gpu"]) if env.get("gpu") else None
-        if acc is None or cx.q.release is None:
+        if acc is None or not self.recorded(cx.img, cx.q.release):
             return []
         r = self.resolution(cx, acc, env)
         return [f"sglang-{b}" for b in dict.fromkeys((r.get("prefill"), r.get("decode"))) if b]
@@ -194,6 +213,11 @@ class Sglang(Engine):
     def memory(self, cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[str, Any]) -> Memory | None:
         from kbtool.solve.engines.sglang.pool import memory_for
 
+        if cx.q.release is not None and not self.recorded(cx.img, cx.q.release):
+            if cx.model is not None:  # the pools of the releases around it are in the engine's line (pick)
+                cx.notes.append(f"SGLang {cx.q.release} is not recorded: its pool is not sized (the recorded "
+                                "releases around it, each with its own pool, are on the SGLang line)")
+            return None
         return memory_for(self, cx, acc, env, assumed)
 
     def pick(self, cx: Ctx, acc: AcceleratorV, envs: dict[str, dict[str, Any]], assumed: dict[str, Any],
@@ -201,7 +225,18 @@ class Sglang(Engine):
         q = cx.q
         if q.release is None:
             return None
-        r = self.resolution(cx, acc, envs.get("decode") or next(iter(envs.values())))
+        env = envs.get("decode") or next(iter(envs.values()))
+        if not self.recorded(cx.img, q.release):  # the recorded releases around it, each with its own answer
+            from kbtool.solve.engines.sglang import resolve as sglang_resolve
+            from kbtool.solve.engines.sglang import unrecorded
+
+            text = unrecorded.between(self, cx, acc, env, q.release, sglang_resolve.releases(cx.img))
+            own: dict[str, Any] = {"engine": self.name, "sglang": q.release, "between": text,
+                                   "source": unrecorded.fix(q.release),
+                                   "preflight": f"SGLang {q.release} is not recorded: {text}"}
+            return Pick(state="not_recorded", engine=self.name, label=f"SGLang {q.release}", release=q.release,
+                        between=text, source=unrecorded.fix(q.release), block=own)
+        r = self.resolution(cx, acc, env)
         report = memory.engine_report if memory is not None else None
         block = block_of(r, q.release, report)
         label = f"SGLang {q.release}"

@@ -290,22 +290,27 @@ def fit(model: Any, kv_dtype: str, capacity: int, ctx: int | None, *, mem_fracti
                 formula="; ".join(lines), notes=notes), pool, error)
 
 
-def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[str, Any]) -> Memory | None:
+def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[str, Any], *,
+               release: str | None = None, notes: list[str] | None = None) -> Memory | None:
+    """The memory block under the query's SGLang release, or under recorded `release` (a neighbour of an unrecorded
+    one: its notes go to `notes`, and no changes that make it fit are planned)."""
     q, model = cx.q, cx.model
     if model is None:
         return None
+    rel = release or q.release
+    said = cx.notes if notes is None else notes
     capacity = acc.capacity_bytes()
     if capacity is None:
-        cx.notes.append(f"{acc.id} has no memory capacity recorded; the KV fit is not computed")
+        said.append(f"{acc.id} has no memory capacity recorded; the KV fit is not computed")
         return None
-    r = eng.resolution(cx, acc, env) if q.release else {}
+    r = eng.resolution(cx, acc, env, release) if rel else {}
     if r.get("error"):
-        cx.notes.append(f"SGLang refuses this line before it sizes memory: {r['message']}")
+        said.append(f"SGLang refuses this line before it sizes memory: {r['message']}")
         return None
     args = q.settings if q.engine == eng.name else {}
     msf = args.get("mem_fraction_static") or r.get("mem_fraction_static")
     if msf is None:
-        cx.notes.append("SGLang's mem_fraction_static is not resolved for this GPU; the pool is not sized")
+        said.append("SGLang's mem_fraction_static is not resolved for this GPU; the pool is not sized")
         return None
     if args.get("mem_fraction_static") is None:
         assumed["mem_fraction_static"] = f"{msf} (SGLang's own, from this GPU's memory and the model)"
@@ -323,17 +328,17 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
         assumed["vision tower"] = f"{tower_bytes(model, weights)[0] / 1e9:,.2f} GB in the weights (SGLang loads it)"
     if weights != q.weights:
         how = "float32" if weights == "fp32" else "auto"
-        cx.notes.append(f"{model.weight_dtype} checkpoint: SGLang's --dtype {how} loads it as {weights} "
+        said.append(f"{model.weight_dtype} checkpoint: SGLang's --dtype {how} loads it as {weights} "
                         "(sglang/srt/configs/model_config.py _get_and_verify_dtype)")
     f, pool, error = fit(model, kv, capacity, ctx, mem_fraction_static=float(msf), page_size=page, batch=batch,
                          tp=q.gpus, weights=weights, max_total_tokens=args.get("max_total_tokens"),
                          max_running_requests=args.get("max_running_requests"), mamba_slots=mamba_slots(args),
                          dsa_backends=(r.get("dsa_prefill_backend"), r.get("dsa_decode_backend")),
-                         reserve_gib=multimodal_reserve_gib(model, q.release, cc=env.get("cc"),
+                         reserve_gib=multimodal_reserve_gib(model, rel, cc=env.get("cc"),
                                                             gpu_mib=capacity / 2**20,
                                                             max_running_requests=args.get("max_running_requests")),
-                         release=q.release)
-    to_fit = _to_fit(cx, acc, env, f, kv, ctx, batch, page, args) if f.fits is False else []
+                         release=rel)
+    to_fit = _to_fit(cx, acc, env, f, kv, ctx, batch, page, args) if f.fits is False and release is None else []
     report = pool.as_dict(ctx) if pool is not None else {"basis": "estimated"}
     if error:
         report["error"] = error
@@ -346,7 +351,7 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
                  utilization=float(msf), engine_report=report, to_fit=to_fit,
                  gpus_to_fit=next((int(o["change"].split()[1]) for o in to_fit if o["change"].startswith("--gpus")),
                                   None))
-    mem.pool = EnginePool(engine=eng.name, label=f"SGLang {q.release}", release=q.release,
+    mem.pool = EnginePool(engine=eng.name, label=f"SGLang {rel}", release=rel,
                           tokens=pool.tokens if pool is not None else None,
                           concurrency=round(pool.tokens / ctx, 2) if pool is not None and ctx else None,
                           starts=False if error else None, error=error, report=report)

@@ -167,7 +167,7 @@ def pick_of(e: dict[str, Any]) -> Pick:
     label = f"vLLM {e['vllm']}"
     common: dict[str, Any] = {"engine": "vllm", "label": label, "release": e["vllm"], "block": e}
     if e.get("between"):
-        return Pick(state="not_recorded", between=e["between"], **common)
+        return Pick(state="not_recorded", between=e["between"], source=e.get("source"), **common)
     if not e.get("selected"):
         state = "depends" if str(e["error"]).startswith("depends on ") else "error"  # inputs, use_mm_prefix
         return Pick(state=state, error=e["error"], error_type="ValueError", **common)

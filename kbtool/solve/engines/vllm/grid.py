@@ -10,7 +10,7 @@ one's own choice, named, and "not swept" — never another release's answer in i
 
 from __future__ import annotations
 
-from kbtool.solve.conditions import compare_versions, version_key
+from kbtool.solve.conditions import neighbours, version_key
 
 TYPE_CHECKING = False  # selection.py imports this module on every vLLM query: pathlib, gzip, json where a grid is read
 if TYPE_CHECKING:
@@ -123,12 +123,6 @@ def has_mm_axis(version: str, env: dict[str, Any], platform: str = "cuda") -> bo
     return "mm_prefix" in (doc.get("columns") or []) and (doc.get("grid") or {}).get("mm_prefix") == "dense only"
 
 
-def neighbours(version: str, known: list[str]) -> tuple[str | None, str | None]:
-    below = [v for v in known if compare_versions(v, version) < 0]
-    above = [v for v in known if compare_versions(v, version) > 0]
-    return (below[-1] if below else None), (above[0] if above else None)
-
-
 def select_unrecorded(img: Image, env: dict[str, Any], version: str, requested: str | None,
                       platform: str, ask: Callable[[str], Selection]) -> Selection:
     """selection.select for a release with no priority records: its recorded grid point, else what `ask` (the
@@ -154,7 +148,7 @@ def select_unrecorded(img: Image, env: dict[str, Any], version: str, requested: 
         else:
             text = "no vLLM release is recorded"
         return Selection(version, [], {}, None, requested, None, between=text,
-                         source=f"run `kb probe sweep --releases {version}` to record it")
+                         source=f"run `kb probe sweep --lib vllm --releases {version}` to record it")
     return from_grid(img, env, version, requested, platform)
 
 

@@ -314,9 +314,9 @@ def pin_release(img: Image, q: Any) -> None:
     asked = q.release
     # any release: answered from its recorded grid, or from the recorded releases around it (grid.py)
     if asked is not None and asked not in known:
-        import re
+        from kbtool.solve.conditions import is_release
 
-        if not re.fullmatch(r"\d+(\.\d+)+([.+-]?[0-9A-Za-z]+)*", asked):
+        if not is_release(asked):
             from kbtool.errors import UsageError
 
             raise UsageError(f"--vllm {asked}: not a release number", fix="e.g. --vllm 0.28.0")
