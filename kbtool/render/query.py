@@ -396,6 +396,7 @@ def render_multi(target: Sink, m: MultiAnswer, *, explain: bool = False) -> None
     sink.line([(f"query: {_query_line(m)}", "dim")])
     sink.line([("one row per accelerator:", "bold")])
     width = _width()
+    gw = max([22] + [len(str(a.query.get("gpu") or "")) + 1 for a in m.rows])  # an id never runs into its verdict
     for a in m.rows:
         by_id = {k.id: k for k in a.kernels}
         use: list[str] = []
@@ -414,7 +415,7 @@ def render_multi(target: Sink, m: MultiAnswer, *, explain: bool = False) -> None
         unk = sum(k.status in ("unknown", "disputed") for k in a.kernels)
         tail = f" ({unk} unknown or disputed)" if unk else ""
         gpu = str(a.query.get("gpu") or "")
-        _lines(sink, f"{gpu:<22}{a.verdict:<12}{mem}{kern}{tail}", width, "  ", " " * 36)
+        _lines(sink, f"{gpu:<{gw}}{a.verdict:<12}{mem}{kern}{tail}", width, "  ", " " * (gw + 14))
     sink.line([("* = with caveats; query one --gpu for reasons", "dim")])
     if explain:
         for a in m.rows:

@@ -131,3 +131,11 @@ def test_query_text_golden(name: str) -> None:
 
 def test_no_text_golden_without_a_case() -> None:
     assert {p.stem for p in HERE.glob("*.txt")} <= set(CASES)
+
+
+def test_a_long_accelerator_id_never_runs_into_its_verdict() -> None:
+    """The rows view's first column fits the longest id (nvidia-rtx-pro-6000-blackwell is 29 characters; the column
+    was 22 wide, so that row read 'nvidia-rtx-pro-6000-blackwellyes')."""
+    text = run_query(ROWS)
+    rows = [ln.split() for ln in text.splitlines() if ln.startswith("  nvidia-")]
+    assert rows and all(r[1] in ("yes", "no", "conditional", "unknown") for r in rows), rows[:3]
