@@ -74,8 +74,9 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     `release` sizes that pool (vllm_pool.accounting); `kv_cache_memory` (--kv-cache-memory-bytes) is the pool;
     `formats`: the KV layouts the records size (kvcache.kv_model); `sm`: the GPU's architecture (the Mamba state
     pages of a hybrid model depend on it: vllm_planning.state_mode); `margins`: the extensible KV cache's (a release
-    that sizes the cache after warm-up keeps max(floor, fraction x the transient peak) free beside it,
-    v1/worker/extensible_kv_cache.py:600-616 in 0.34.0; the profile run's activation peak stands in for that peak);
+    that sizes the cache after warm-up keeps max(floor, fraction x the transient peak) free beside it where the
+    utilization does not already, v1/worker/extensible_kv_cache.py:600-617 in 0.34.0; the profile run's activation
+    peak stands in for that peak);
     `run`: the model runner `release` gives this model, from its record (defaults.Defaults.runner); `text_only`: the
     serve-line flag under which vLLM skips the model's encoders (mmprefix.towers_off), else they are counted;
     `acct`, `plan`: `release`'s accounting and planning lines from the query image's records (None: read from the
@@ -96,16 +97,22 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     wgpu = math.ceil(wtotal / (tp * pp)) + rope
     if reserve is None:
         res, rhow = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct, run=run)
-        if margins:
-            act, _how = vllm_pool.activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run)
-            margin = max(int(margins["floor_bytes"]), int(act * float(margins["fraction"])))
-            res += margin
-            floor = margins["floor_bytes"] / 2**30
-            rhow += (f"; extensible KV cache margin {margin / 1e9:,.2f} GB = max({floor:g} GiB, "
-                     f"{float(margins['fraction']):g} x the activation peak)")
     else:
         res, rhow = reserve, "given with --reserve"
     usable = int(capacity * utilization)
+    if margins and reserve is None:
+        # The extensible cache gets min(utilization x memory - non-KV use, headroom - margin) less the transient
+        # peak (0.34.0 v1/worker/extensible_kv_cache.py:613-617): the margin takes only what the utilization
+        # does not already leave free (at the default 1.0, all of it; at 0.9 of 24 GB, none).
+        act, _how = vllm_pool.activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run)
+        margin = max(int(margins["floor_bytes"]), int(act * float(margins["fraction"])))
+        binding = max(0, margin - (capacity - usable))
+        res += binding
+        floor = margins["floor_bytes"] / 2**30
+        rhow += (f"; extensible KV cache margin {margin / 1e9:,.2f} GB = max({floor:g} GiB, "
+                 f"{float(margins['fraction']):g} x the activation peak)"
+                 + (f", {binding / 1e9:,.2f} GB of it beyond what the utilization leaves free" if binding < margin
+                    else ""))
     pool = usable - wgpu - res
     given = ""
     if kv_cache_memory:  # vLLM skips profiling and returns the value as the pool (gpu_worker.py:430 in 0.24.0)
