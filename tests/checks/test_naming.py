@@ -42,8 +42,8 @@ def test_renamed_it_is_quiet_and_the_old_id_finds_it() -> None:
 
 def test_no_shipped_vllm_claim_named_for_a_release_spans_more() -> None:
     """The 99 claims named for vLLM 0.33.0 (96, and 3 more once their ranges reached 0.34.0) and the 13 named
-    for 0.24.0 whose range spans more releases carry neutral ids (the ones left hold for their release only); every renamed claim's ranges cite evidence and its
-    statement names no release as its own."""
+    for 0.24.0 whose range spans more releases carry neutral ids (the ones left hold for their release only);
+    every renamed claim's ranges cite evidence and its statement names no release as its own."""
     from kbtool.kb import load_kb
     from tests.util import RECORDS
 
