@@ -51,7 +51,13 @@ def test_a_kv_connector_makes_a_fitting_answer_conditional(img: Any, flag: str) 
 def test_the_engines_start_up_check_binds_the_verdict(img: Any) -> None:
     """vLLM 0.33.0 refuses gemma-3-27b at 128k on an H100 (its count: maximum concurrency under 1); kb said "yes,
     KV fits" above that line before one decision made both."""
-    a = solve(img, build_query(gpu="h100", model="gemma-3-27b", ctx="128k", engine="vllm"))
+    a = solve(img, build_query(gpu="h100", model="gemma-3-27b", ctx="128k", engine="vllm", vllm="0.33.0"))
     assert a.memory.pool.starts is False and a.memory.pool.concurrency < 1  # type: ignore[union-attr]
     assert a.verdict == "no" and a.decision.case == "POOL_REFUSES"  # type: ignore[union-attr]
     assert "would stop at start-up" in answer_summary(a)  # type: ignore[arg-type]
+    # vLLM 0.34.0 (the default since its priority records) resolves gpu_memory_utilization to 1.0: the same
+    # configuration clears the start-up check there, and the answer says so
+    b = solve(img, build_query(gpu="h100", model="gemma-3-27b", ctx="128k", engine="vllm"))
+    assert b.assumed["vllm"].startswith("0.34.0 (the newest release kb records priority lists for)")
+    assert b.memory.utilization == 1.0 and b.memory.pool.starts is True  # type: ignore[union-attr]
+    assert b.verdict != "no"

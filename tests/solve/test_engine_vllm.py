@@ -121,6 +121,27 @@ def test_engine_layer_agrees_with_vllm_0_33_0(full: bool) -> None:
         f"{vs_judge._label(wrong[0][0])}: vLLM {wrong[0][0]['selected']}, kb {wrong[0][1]}"
 
 
+@pytest.mark.skipif(not (DATA / "0.34.0").is_dir(), reason="no recorded vLLM 0.34.0 selector grid")
+@pytest.mark.parametrize("full", FULL)
+def test_engine_layer_agrees_with_vllm_0_34_0(full: bool) -> None:
+    """0.34.0 has its own priority record; its claims are 0.33.0's gates its code keeps plus the 0.34.0 ones (FA4's
+    SM90 head-512 fp8 block rule, DiffKV's value head in the FA version check): kb must agree with vLLM everywhere."""
+    table, right, wrong = compare("0.34.0", full)
+    n = len(points("0.34.0"))
+    print("\n" + agreement_table("0.34.0", table, right, n if full else len(stratified("0.34.0"))))
+    assert n > 10000 and len(table) >= 18
+    assert {"FLASH_ATTN_DIFFKV", "TRITON_ATTN_DIFFKV", "TOKENSPEED_MLA", "FLASHINFER_MLA_SPARSE_SM90"} <= set(table)
+    for name, (agree, total, accepted, kb_accepted) in table.items():
+        assert kb_accepted == accepted, f"{name}: kb refuses {accepted - kb_accepted} configurations vLLM accepts"
+        assert agree == total, f"{name}: {agree}/{total} agree"
+    assert not wrong, f"kb names another backend than vLLM at {len(wrong)} points, e.g. " \
+        f"{vs_judge._label(wrong[0][0])}: vLLM {wrong[0][0]['selected']}, kb {wrong[0][1]}"
+    # what sets 0.34.0 apart from 0.33.0: FLASH_ATTN on cc 9.0 at head 512 with fp8 KV needs a block multiple of 64
+    sm90 = [p for p in points("0.34.0") if p["cc"] == "9.0" and p["layout"] == "dense" and p["head_size"] == 512
+            and p["kv"] in ("fp8", "fp8_e4m3") and p["block"] in (16, 32)]
+    assert sm90 and all(any("divisible by 64" in r for r in p["reasons"]["FLASH_ATTN"]) for p in sm90)
+
+
 @pytest.mark.skipif(not (DATA / "0.24.0").is_dir(), reason="no recorded vLLM 0.24.0 selector grid")
 @pytest.mark.parametrize("full", FULL)
 def test_engine_layer_agrees_with_vllm_0_24_0(full: bool) -> None:

@@ -231,7 +231,9 @@ def test_mla_block_size_is_the_backends_own_under_vllm(kb: KB) -> None:
     assert "block_size" not in a.assumed
     assert k(a, "cutlass-mla-decode").status == "ok"  # CUTLASS_MLA's 128 is what the profile picks for it
     dense = ask(kb, gpu="h100", model="llama-3.1-8b", kv="bf16", engine="vllm", ctx="8k")
-    assert dense.assumed["block_size"] == 16
+    assert dense.assumed["block_size"] == 64  # vLLM 0.34.0 (the default release) makes 64 the default block size
+    old = ask(kb, gpu="h100", model="llama-3.1-8b", kv="bf16", engine="vllm", ctx="8k", vllm="0.33.0")
+    assert old.assumed["block_size"] == 16
 
 
 def test_a_cuda_below_a_gates_minimum_is_refused(kb: KB) -> None:

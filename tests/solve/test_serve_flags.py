@@ -179,15 +179,18 @@ def _solved(img, **kw):  # type: ignore[no-untyped-def]
 
 
 def test_the_default_release_reads_the_line_with_its_own_table(img) -> None:  # type: ignore[no-untyped-def]
-    """vLLM's default is the newest release with priority records (0.33.0), not the newest table (0.34.0): the
-    line is read again once the solver pins it."""
+    """vLLM's default is the newest release with priority records (0.34.0 since its records), read with that
+    release's own table; a line asked of 0.33.0 is read with 0.33.0's."""
     line = "vllm serve qwen3-8b --enable-extensible-kv-cache"
     q = _solved(img, vllm_args=line)
-    assert q.release == "0.33.0" and q.line_read_with == "0.33.0"
-    assert q.ignored == ["--enable-extensible-kv-cache (not a flag of vLLM 0.33.0; 0.34.0 has it)"]
-    assert _solved(img, vllm_args=line, vllm="0.34.0").ignored == ["--enable-extensible-kv-cache"]
+    assert q.release == "0.34.0" and q.line_read_with == "0.34.0"
+    assert q.ignored == ["--enable-extensible-kv-cache"]
+    old = _solved(img, vllm_args=line, vllm="0.33.0")
+    assert old.release == "0.33.0" and old.line_read_with == "0.33.0"
+    assert old.ignored == ["--enable-extensible-kv-cache (not a flag of vLLM 0.33.0; 0.34.0 has it)"]
     with pytest.raises(UsageError, match=r"'mori' \(vLLM 0.33.0's parser refuses it\)"):
-        _solved(img, vllm_args="vllm serve qwen3-8b --all2all-backend mori")
+        _solved(img, vllm_args="vllm serve qwen3-8b --all2all-backend mori", vllm="0.33.0")
+    assert _solved(img, vllm_args="vllm serve qwen3-8b --all2all-backend mori").release == "0.34.0"
     assert _solved(img, vllm_args="vllm serve qwen3-8b --all2all-backend mori", lib=["vllm=0.34.0"]).release == "0.34.0"
 
 

@@ -60,7 +60,7 @@ def test_preflight_names_the_backend_and_the_concurrency() -> None:
     a = answer("--gpu", "h200", "--vllm-args", "serve deepseek-ai/DeepSeek-V3 --kv-cache-dtype fp8 "
                "--max-model-len 131072 -tp 8")
     e = a["engine"]
-    assert a["verdict"] == "yes" and e["vllm"] == "0.33.0" and e["selected"] == "vllm-flashmla"
+    assert a["verdict"] == "yes" and e["vllm"] == "0.34.0" and e["selected"] == "vllm-flashmla"
     assert a["query"]["gpus"] == 8 and a["query"]["ctx"] == 131072 and a["query"]["kv"] == "fp8_e4m3"
     assert e["mla"]["prefill"][0] == "FLASH_ATTN (varlen)" and e["mla"]["prefill_shape"] == "qk 192 / v 128"
     assert e["preflight"].startswith("Using FLASHMLA attention backend; KV cache ")
