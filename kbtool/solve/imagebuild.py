@@ -208,9 +208,8 @@ def _typical_cuda(kernels: list[Any]) -> str | None:
 
     from kbtool.solve.conditions import version_key
 
-    key = version_key
-    oldest = [min(k.cuda_toolkits.versions, key=key) for k in kernels if k.cuda_toolkits is not None]
-    return max(oldest, key=key) if oldest else None
+    oldest = [min(k.cuda_toolkits.versions, key=version_key) for k in kernels if k.cuda_toolkits is not None]
+    return max(oldest, key=version_key) if oldest else None
 
 
 def _probed(evidence: list[Any]) -> dict[str, list[str]]:
@@ -225,8 +224,7 @@ def _probed(evidence: list[Any]) -> dict[str, list[str]]:
         for lib, ver in (dict(env.libraries or {}) if env is not None else {}).items():
             if lib in LIBRARIES and lib != "cuda":
                 seen.setdefault(lib, set()).add(str(ver).split("+", 1)[0])
-    key = version_key
-    return {lib: sorted(vs, key=key) for lib, vs in sorted(seen.items())}
+    return {lib: sorted(vs, key=version_key) for lib, vs in sorted(seen.items())}
 
 
 def _releases(evidence: list[Any]) -> dict[str, str]:

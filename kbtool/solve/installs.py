@@ -5,7 +5,9 @@ its library and probe."""
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # What this process has read, by evidence id (a dict, not functools.cache: the warm query imports this module and
 # not functools). forget() empties it.

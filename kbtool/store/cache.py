@@ -220,9 +220,12 @@ def write(root: str, tree: bytes, payload: bytes) -> bool:
         return False
     body = marshal.dumps(({"root": os.path.realpath(root), "code": code_key(), "tree": tree}, payload))
     sealed = seal(path, MAGIC, body)
-    if sealed is None:
-        return False
-    data = MAGIC + sealed
+    return sealed is not None and store(path, MAGIC + sealed)
+
+
+def store(path: str, data: bytes) -> bool:
+    """Write the cache file `path` whole (its folder made, under its lock, whatever non-file stood there removed);
+    False where it cannot be written (a cache that cannot be written only costs time)."""
     from pathlib import Path
 
     from kbtool.errors import WriteError

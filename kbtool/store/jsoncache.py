@@ -14,7 +14,7 @@ from __future__ import annotations
 import marshal
 import os
 
-from kbtool.store.cache import cache_dir, make_room, seal, tag, unseal
+from kbtool.store.cache import cache_dir, seal, store, tag, unseal
 from kbtool.store.untrusted import read_cache
 
 TYPE_CHECKING = False
@@ -59,17 +59,5 @@ def load(path: str) -> Any:
 
 def _write(cpath: str, body: bytes) -> None:
     sealed = seal(cpath, MAGIC, body)
-    if sealed is None:
-        return
-    from pathlib import Path
-
-    from kbtool.errors import WriteError
-    from kbtool.store.writer import atomic_write, file_lock
-
-    try:
-        os.makedirs(os.path.dirname(cpath), mode=0o700, exist_ok=True)
-        with file_lock(Path(cpath), timeout=1.0):
-            make_room(cpath)
-            atomic_write(Path(cpath), sealed)
-    except (OSError, WriteError):
-        pass
+    if sealed is not None:
+        store(cpath, sealed)

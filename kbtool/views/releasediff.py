@@ -158,11 +158,11 @@ def _line(kb: KB | None, rec: Any, part: str) -> Any:
     line_release reads the same)."""
     if kb is None or getattr(rec, part, None) is not None:
         return rec
-    from kbtool.solve.conditions import version_key
+    from kbtool.solve.conditions import compare_versions, version_key
 
     recs: list[Any] = kb.of_kind("engine-release")
     below = [r for r in recs if r.engine == rec.engine and getattr(r, part, None) is not None
-             and not version_key(rec.release) < version_key(r.release)]
+             and compare_versions(r.release, rec.release) <= 0]
     return max(below, key=lambda r: version_key(r.release), default=rec)
 
 

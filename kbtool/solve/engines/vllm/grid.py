@@ -37,16 +37,8 @@ def folders() -> list[Path]:
 
 
 # What this process has read, by function and argument (dicts, not functools.cache: the warm query imports this
-# module and not functools). forget() empties them.
+# module and not functools).
 _MEMO: dict[tuple[str, Any], Any] = {}
-
-
-def forget() -> None:
-    """Read the recorded grids and evidence again on the next call (tests that change them)."""
-    from kbtool.solve import installs
-
-    _MEMO.clear()
-    installs.forget()
 
 
 def recorded() -> tuple[str, ...]:

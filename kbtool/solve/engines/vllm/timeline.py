@@ -53,10 +53,6 @@ class Event:
                 f"({self.before.evidence}), {self.after.release} {self.after.outcome} ({self.after.evidence})")
 
 
-def _key(v: str) -> Any:
-    return version_key(v)
-
-
 def release_evidence(kb: KB, lib: str = "vllm") -> dict[str, tuple[Evidence, dict[str, Any]]]:
     """release -> (the evidence record, its per-claim outcomes): of the library's probe, the newest probe version,
     then the latest run. The outcomes are the evidence summary's; for a run whose summary predates them, the
@@ -76,7 +72,7 @@ def release_evidence(kb: KB, lib: str = "vllm") -> dict[str, tuple[Evidence, dic
         old = best.get(version)
         if old is None or (ev.probe.version, ev.started, ev.id) > (old[0].probe.version, old[0].started, old[0].id):
             best[version] = (ev, outcomes)
-    return dict(sorted(best.items(), key=lambda kv: _key(kv[0])))
+    return dict(sorted(best.items(), key=lambda kv: version_key(kv[0])))
 
 
 def replayed(ev: Evidence, version: str) -> dict[str, Any] | None:
