@@ -688,11 +688,12 @@ def _derived_depends(kernels: list[KernelAnswer], env: dict[str, Any]) -> None:
         for r in k.reasons + k.caveats:
             if any(d in DERIVED_FROM for d in r.depends_on):
                 inputs = {x for d in r.depends_on for x in DERIVED_FROM.get(d, [d])}
-                missing = sorted(x for x in inputs if env.get(x) is None) or sorted(inputs)
+                missing = sorted(x for x in inputs if env.get(x) is None)
                 if "score_matrix_fits" in r.depends_on:
                     give = " ".join(dict.fromkeys(GIVE.get(x, f"--{x}") for x in missing))
-                    r.allowed = f"batch x num_heads x q_len x kv_len x 4 B fits in the memory left (give {give})"
-                r.depends_on = missing
+                    r.allowed = ("batch x num_heads x q_len x kv_len x 4 B fits in the memory left " +
+                                 (f"(give {give})" if missing else "(kb sizes no memory for this question)"))
+                r.depends_on = missing or ["memory left"]
 
 
 def _mark_evidence_scope(img: Image, answers: list[KernelAnswer] | list[Any]) -> None:
