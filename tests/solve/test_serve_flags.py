@@ -358,8 +358,11 @@ def test_a_container_wrapper_is_read_as_the_runtime_reads_it() -> None:
     assert flags.command(["podman", "run", "--gpus=all", "img", "python3", "-m", mods[0], "--model", "m"],
                          mods) == ["--model", "m"]
     assert flags.command(["A=1", "docker", "run", "--", "img", "B=2", "m"], mods) == ["m"]
-    for kept in (["docker", "ps"], ["docker", "run", "--rm"], ["vllm", "serve", "docker"], ["sudo", "vllm"]):
+    for kept in (["docker", "ps"], ["docker", "run", "--rm"], ["vllm", "serve", "docker"], ["sudo"]):
         assert flags.command(kept, mods) == kept
+    # sudo runs the rest as the command: `sudo -E -u me vllm serve m` is vLLM's line
+    assert flags.command(["sudo", "-E", "-u", "me", "A=1", "vllm", "serve", "m"], mods) == ["vllm", "serve", "m"]
+    assert flags.command(["sudo", "--", "python3", "-m", mods[0], "m"], mods) == ["m"]
 
 
 def test_a_pasted_docker_line_names_the_model_after_the_image() -> None:

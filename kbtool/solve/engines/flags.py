@@ -135,16 +135,30 @@ _RUN_VALUES = frozenset((
     "--sysctl", "--tmpfs", "--ulimit", "-u", "--user", "--userns", "--uts", "-v", "--volume", "--volume-driver",
     "--volumes-from", "-w", "--workdir"))
 _RUNTIMES = ("docker", "podman", "nerdctl")
+_SUDO_VALUES = frozenset(("-u", "--user", "-g", "--group", "-C", "--close-from", "-D", "--chdir", "-h", "--host",
+                          "-p", "--prompt", "-R", "--chroot", "-r", "--role", "-t", "--type", "-T", "--command-timeout",
+                          "-U", "--other-user"))  # sudo's options that take a value (sudo(8)); the rest are switches
+
+
+def _sudo(words: list[str], i: int) -> int:
+    """Past `sudo [OPTIONS]` at words[i] (sudo runs the rest as the command), else i."""
+    if words[i:i + 1] != ["sudo"]:
+        return i
+    j = i + 1
+    while j < len(words) and words[j].startswith("-") and words[j] != "--":
+        j += 2 if "=" not in words[j] and words[j] in _SUDO_VALUES else 1
+    j += 1 if words[j:j + 1] == ["--"] else 0
+    return j if j < len(words) else i  # no command after it: not sudo's line
 
 
 def _container(words: list[str], i: int) -> int:
-    """Where the container's command starts when words[i:] is `[sudo] docker|podman|nerdctl run OPTIONS IMAGE ...`
-    (the words after IMAGE: the image's entrypoint's arguments, or a command that replaces its CMD); else i. The
+    """Where the container's command starts when words[i:] is `docker|podman|nerdctl run OPTIONS IMAGE ...` (the
+    words after IMAGE: the image's entrypoint's arguments, or a command that replaces its CMD); else i. The
     options are the container runtime's, not the engine's (a `-d` or `--device` there is not vLLM's), and the image
     is not the model: the vllm/vllm-openai image's ENTRYPOINT runs the server (`vllm serve`, earlier `python3 -m
     vllm.entrypoints.openai.api_server`: docker/Dockerfile, target vllm-openai), so what follows the image is the
     server's own line."""
-    j = i + 1 if words[i:i + 1] == ["sudo"] else i
+    j = i
     if words[j:j + 2] not in ([r, "run"] for r in _RUNTIMES):
         return i
     j += 2
@@ -160,9 +174,13 @@ def _container(words: list[str], i: int) -> int:
 
 def command(words: list[str], modules: tuple[str, ...]) -> list[str]:
     """The words after the command of a pasted line: leading environment assignments (`CUDA_VISIBLE_DEVICES=0,1`),
-    a container wrapper (`docker run OPTIONS IMAGE`, see _container) and `python[3[.x]] -m MODULE` for one of the
-    engine's `modules` are dropped, as the shell, the container runtime and Python read them."""
+    `sudo [OPTIONS]`, a container wrapper (`docker run OPTIONS IMAGE`, see _container) and `python[3[.x]] -m
+    MODULE` for one of the engine's `modules` are dropped, as the shell, sudo, the container runtime and Python
+    read them."""
     i = 0
+    while i < len(words) and _assignment(words[i]):
+        i += 1
+    i = _sudo(words, i)
     while i < len(words) and _assignment(words[i]):
         i += 1
     i = _container(words, i)
