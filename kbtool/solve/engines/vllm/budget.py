@@ -191,7 +191,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     lines.append(f"- reserve {res:,} B ({_gb(res)}): {rhow}")
     lines.append(f"= KV pool {pool:,} B ({_gb(pool)})" + (f" = {pool_tokens:,} tokens" if 0 < pool_tokens <
                                                            UNBOUNDED_CTX else "") + given)
-    if before is not None:
+    if before is not None and before > 0:
         lines.append(f"vLLM {acct.release}'s start-up check plans first on {before:,} B ({_gb(before)}) before "
                      "warm-up (no graphs, no margin), then again on the blocks of the pool above")
     notes = list(dict.fromkeys(kv.notes))

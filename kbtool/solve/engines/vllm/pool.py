@@ -273,7 +273,7 @@ def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp
     words = f"{how} = {act / 1e9:,.2f} GB; non-torch {NON_TORCH_BYTES / 1e9:.2f} GB"
     if graphs and acct.graphs == "measured" and extensible:
         words += (f"; CUDA graphs 1 GiB (vLLM {acct.release} measures the graphs it captures after warm-up and "
-                  "takes them off the extensible cache; its first start-up check's capacity holds none)")
+                  "takes them off the extensible cache, not off the capacity its first start-up check plans on)")
     elif graphs:
         words += f"; CUDA graphs 1 GiB ({run} runner: vLLM {acct.release} subtracts its estimate)"
     elif eager:
