@@ -79,6 +79,7 @@ def test_unknown_release_exits_2_naming_the_recorded() -> None:
     r = run_kb("diff", "--vllm", "0.33.0", "9.9.9")
     assert r.code == 2
     assert "9.9.9" in r.err and "0.33.0" in r.err and "0.24.0" in r.err
+    assert "kb probe sweep --lib vllm --releases 9.9.9" in r.err  # the fix records it
 
 
 def test_usage_errors_exit_2() -> None:
