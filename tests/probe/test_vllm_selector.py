@@ -198,8 +198,8 @@ def test_a_0_34_0_refusal_is_attributed_to_its_claim() -> None:
     gate = got["vllm-flash-attn-sm90-d512-fp8-kv-block-64"]
     assert gate["agree"] >= len(refused) and not gate["ran"] and not gate["refused"] and not gate["unattributed"]
     outcomes = vs_judge.release_outcomes(pts, "0.34.0")
-    for cid in ("vllm-flash-attn-block-size", "vllm-flash-attn-kv-dtype-fa3-fa4", "vllm-flash-attn-head-size-up-to-512-with-fa4",
-                "vllm-flash-attn-sm90-d512-fp8-kv-block-64"):
+    for cid in ("vllm-flash-attn-block-size", "vllm-flash-attn-kv-dtype-fa3-fa4",
+                "vllm-flash-attn-head-size-up-to-512-with-fa4", "vllm-flash-attn-sm90-d512-fp8-kv-block-64"):
         assert outcomes[cid]["outcome"] == "holds" and "unattributed" not in outcomes[cid], cid
 
 
