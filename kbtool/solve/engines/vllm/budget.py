@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 
+from kbtool.solve.engines.vllm import parallel as vllm_parallel
 from kbtool.solve.engines.vllm import planning as vllm_planning
 from kbtool.solve.engines.vllm import pool as vllm_pool
 from kbtool.solve.engines.vllm import rope as vllm_rope
@@ -99,6 +100,12 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         res, rhow = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct, run=run)
     else:
         res, rhow = reserve, "given with --reserve"
+    # tensor/pipeline parallel: what the release's process groups allocate, and when (vllm_parallel)
+    par = vllm_parallel.parallel(release or acct.release, tp, pp, sm=sm, moe=bool(getattr(model, "experts", None)),
+                                 extensible=bool(margins)) if reserve is None else None
+    if par is not None:
+        res += par.counted
+        rhow += "; " + par.words
     usable = int(capacity * utilization)
     if margins and reserve is None:
         # The extensible cache gets min(utilization x memory - non-KV use, headroom - margin) less the transient
@@ -106,13 +113,16 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         # does not already leave free (at the default 1.0, all of it; at 0.9 of 24 GB, none).
         act, _how = vllm_pool.activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run)
         margin = max(int(margins["floor_bytes"]), int(act * float(margins["fraction"])))
-        binding = max(0, margin - (capacity - usable))
+        # what the process groups allocated before the snapshot is not free either (vllm_parallel)
+        before = par.before if par is not None else 0
+        binding = max(0, margin + before - (capacity - usable))
         res += binding
         floor = margins["floor_bytes"] / 2**30
         rhow += (f"; extensible KV cache margin {margin / 1e9:,.2f} GB = max({floor:g} GiB, "
                  f"{float(margins['fraction']):g} x the activation peak)"
-                 + (f", {binding / 1e9:,.2f} GB of it beyond what the utilization leaves free" if binding < margin
-                    else ""))
+                 + (f" + {before / 1e9:,.2f} GB the process groups allocated before the snapshot" if before else "")
+                 + (f", {binding / 1e9:,.2f} GB of it beyond what the utilization leaves free"
+                    if binding < margin + before else ""))
     pool = usable - wgpu - res
     given = ""
     if kv_cache_memory:  # vLLM skips profiling and returns the value as the pool (gpu_worker.py:430 in 0.24.0)
