@@ -237,6 +237,10 @@ def _held_to_boots(cx: Ctx, acc: AcceleratorV, report: dict[str, Any] | None, fl
     if kv_memory:
         return report  # --kv-cache-memory-bytes: no recorded boot was sized so
     report["class"] = cls = boots.model_class(cx.model)
+    tp, pp = int(flags.get("tp") or 1), int(flags.get("pp") or 1)
+    if tp > 1 or pp > 1:  # every recorded boot ran on one GPU: their error band is not this question's
+        report["class"] = cls = (f"tensor-parallel {tp} " if tp > 1 else "") + (
+            f"pipeline-parallel {pp} " if pp > 1 else "") + cls
     report["estimate"] = {"kv_cache_tokens": report["kv_cache_tokens"], "max_concurrency": report["max_concurrency"]}
     rows = boots.matches(cx.img, acc.id, cx.model, flags)
     same = [r for r in rows if r[1].get("vllm") == release]
