@@ -104,7 +104,7 @@ LINES = {
 
 
 def line(release: str | None) -> Line:
-    """The newest release read at or below `release` (older than all, or None: the oldest read)."""
+    """The newest release read at or below `release` (None: the oldest read, the release kb's boots measured)."""
     if release is None:
         return LINES[READ[0]]
     at_or_below = [r for r in READ if compare_versions(r, release) <= 0]
@@ -157,6 +157,10 @@ def parallel(release: str | None, tp: int, pp: int = 1, *, sm: str | None = None
     counts)."""
     if tp <= 1 and pp <= 1:
         return None
+    if release and compare_versions(release, READ[0]) < 0:  # code not read: nothing added, and the answer says so
+        where = f"tensor parallel {tp}" + (f" x pipeline {pp}" if pp > 1 else "")
+        return Parallel(0, 0, 0, f"{where}: vLLM {release}'s process groups not read (kb read {', '.join(READ)}): "
+                        "nothing added for them, estimated", release, False)
     ln = line(release)
     cc = capability(sm)
     fixed = _start_up(ln, tp, cc)

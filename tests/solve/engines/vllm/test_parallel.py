@@ -121,3 +121,10 @@ def test_tp_answer_does_not_quote_single_gpu_boots(img: Any) -> None:
     one = solve(img, build_query(gpu="h100", model="llama-3.1-8b", ctx="32k", engine="vllm", vllm="0.26.0"))
     assert one.memory is not None and one.memory.pool is not None
     assert "boots of dense models" in one.memory.pool.report["text"]
+
+
+def test_a_release_older_than_the_code_read_adds_nothing_and_says_so() -> None:
+    """0.19.1's process-group code was not read: no bytes are added for it, and the words say so."""
+    p = parallel.parallel("0.19.1", 4, sm="sm90", extensible=True)
+    assert p is not None and (p.counted, p.before) == (0, 0)
+    assert "not read" in p.words and "estimated" in p.words
