@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 
 from kbtool import query_cli
-from kbtool.solve.engines.vllm import budget, parallel
+from kbtool.solve.engines.vllm import budget, parallel, records
 from kbtool.solve.engines.vllm import pool as vllm_pool
-from kbtool.solve.engines.vllm import records
 from kbtool.solve.request import build_query
 from kbtool.solve.solver import solve
 
