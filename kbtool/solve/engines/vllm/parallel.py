@@ -1,7 +1,8 @@
 """What tensor and pipeline parallelism add to the memory vLLM takes off before the KV pool, per release: what each
-release's code fixes, read off it, and what only a GPU shows (NCCL's own buffers), estimated from public figures and
-said to be estimated. Lines are the wheels' (vllm-project/vllm; 0.24.0 = ee0da84ab, 0.26.0 = ffd46bfab, 0.33.0 =
-4ba787ec9, 0.34.0 = 62d4bc3c7, the commits records/engine-releases cite); paths under vllm/.
+release's code fixes, from its engine-release record's `parallel:` line (kbtool/model/engine_release.py Parallel; each
+value cites the release's code), and what only a GPU shows (NCCL's own buffers), estimated from a public figure and
+said to be estimated (NCCL_COMM_BYTES). The lines below are the wheels' as those records cite them
+(vllm-project/vllm; 0.24.0 = ee0da84ab, 0.26.0 = ffd46bfab, 0.33.0 = 4ba787ec9, 0.34.0 = 62d4bc3c7; paths under vllm/).
 
 When a buffer is allocated decides whether the pool sees it. Every release read builds its process groups
 (init_worker_distributed_environment) before it takes the memory snapshot its profile is measured from
@@ -50,7 +51,9 @@ model_executor/layers/batch_invariant.py:961 in 0.24.0).
 
 from __future__ import annotations
 
-from kbtool.solve.conditions import compare_versions
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MIB = 1 << 20
 # One NCCL communicator's device memory, per GPU: not in vLLM's code. Estimated from a vLLM contributor's figure,
@@ -58,57 +61,38 @@ MIB = 1 << 20
 # 2025-05), never measured by kb.
 NCCL_COMM_BYTES = 100 * 10**6
 NCCL_SOURCE = "vllm-project/vllm#18242: ~100 MB per NCCL group at 16 channels"
-READ = ("0.24.0", "0.26.0", "0.33.0", "0.34.0")  # the releases whose code this module was read against
-# CUSTOM_ALL_REDUCE_MAX_SIZES and SYMM_MEM_ALL_REDUCE_MAX_SIZES (distributed/device_communicators/all_reduce_utils.py
-# :31 and :52 in 0.24.0 and 0.26.0, :31 and :58 in 0.33.0 and 0.34.0; the same values, 10.7 added in 0.33.0), in KiB
-CA_MAX_KIB = {"9.0": {2: 65536, 4: 32768, 6: 512, 8: 256}, "10.0": {2: 2048, 4: 2048, 6: 1024, 8: 1024},
-              "10.3": {2: 4096, 4: 4096, 6: 8192, 8: 4096}, "10.7": {2: 4096, 4: 4096, 6: 8192, 8: 4096}}
-SYMM_MAX_KIB = {"9.0": {2: 65536, 4: 32768, 6: 65536, 8: 65536}, "10.0": {2: 8192, 4: 32768, 6: 131072, 8: 131072},
-                "10.3": {2: 4096, 4: 32768, 6: 32768, 8: 65536}, "10.7": {2: 4096, 4: 32768, 6: 32768, 8: 65536}}
-CA_DEFAULT = 8 * MIB  # CustomAllreduce(max_size=8192 * 1024)
-RANK_DATA = 8 * MIB  # torch.empty(8 * 1024 * 1024, dtype=torch.uint8)
+FIELDS = ("groups_before_snapshot", "custom_allreduce_world_sizes", "custom_allreduce_max_bytes",
+          "custom_allreduce_input_floor_bytes", "custom_allreduce_rank_data_bytes", "custom_allreduce_max_kib",
+          "symm_mem_max_kib", "symm_mem_default", "logits_gather", "extensible_counts_start_up")
 
 
 class Line:
-    """One release's code, as read: where its snapshot and budget are, the custom all-reduce's world sizes and input
-    buffer, whether the logits' all-gather creates a communicator during the profile, whether the extensible cache
-    counts what was allocated before the snapshot, and the lines that say so."""
+    """One release's `parallel:` line (its engine-release record, kbtool/model/engine_release.py Parallel): each
+    field's value, and where its groups are built (the source of `groups_before_snapshot`)."""
 
-    __slots__ = ("ca_sizes", "extensible", "gather_new_comm", "legacy_floor", "lines", "release", "snapshot",
-                 "table_10_7")
+    __slots__ = ("release", "values", "where")
 
-    def __init__(self, release: str, lines: str, *, ca_sizes: tuple[int, ...], legacy_floor: int,
-                 gather_new_comm: bool, extensible: bool, table_10_7: bool) -> None:
-        self.release, self.lines, self.ca_sizes, self.legacy_floor = release, lines, ca_sizes, legacy_floor
-        self.snapshot = lines.split(";")[0].removeprefix("v1/worker/gpu_worker.py:")  # "322, :341"
-        self.gather_new_comm, self.extensible, self.table_10_7 = gather_new_comm, extensible, table_10_7
+    def __init__(self, release: str, row: dict[str, Any]) -> None:
+        facts = row["parallel"]
+        self.release = release
+        self.values = {k: v[0] for k, v in facts.items()}
+        self.where = (facts.get("groups_before_snapshot") or (None, None))[1] or ""
 
 
-LINES = {
-    "0.24.0": Line("0.24.0", "v1/worker/gpu_worker.py:322, :341; custom_all_reduce.py:59, :131, :174, :178, :185; "
-                   "symm_mem.py:91; pynccl.py:137-144; base_device_communicator.py:198",
-                   ca_sizes=(2, 4, 6, 8), legacy_floor=0, gather_new_comm=True, extensible=False, table_10_7=False),
-    "0.26.0": Line("0.26.0", "v1/worker/gpu_worker.py:369, :388; custom_all_reduce.py:59, :131, :174, :178, :185; "
-                   "symm_mem.py:91; pynccl.py:137-144; cuda_communicator.py:341",
-                   ca_sizes=(2, 4, 6, 8), legacy_floor=0, gather_new_comm=False, extensible=False, table_10_7=False),
-    "0.33.0": Line("0.33.0", "v1/worker/gpu_worker.py:504, :541; custom_all_reduce.py:138, :246, :296, :303, :317; "
-                   "symm_mem.py:92; pynccl.py:180-190; cuda_communicator.py:460",
-                   ca_sizes=(2, 4, 6, 8, 16), legacy_floor=16 * MIB, gather_new_comm=False, extensible=False,
-                   table_10_7=True),
-    "0.34.0": Line("0.34.0", "v1/worker/gpu_worker.py:506, :549; custom_all_reduce.py:138, :247, :297, :304, :318; "
-                   "symm_mem.py:92; pynccl.py:180-190; cuda_communicator.py:487; "
-                   "v1/worker/extensible_kv_cache.py:592-617",
-                   ca_sizes=(2, 4, 6, 8, 16), legacy_floor=16 * MIB, gather_new_comm=False, extensible=True,
-                   table_10_7=True),
-}
+def line(release: str | None, rows: dict[str, Any] | None = None) -> Line | None:
+    """The `parallel:` line `release` takes: the newest recorded at or below it (None: the release kb's boots
+    measured); None where no record has one or `release` is older than every record that has one (not read)."""
+    from kbtool.solve.conditions import compare_versions
+    from kbtool.solve.engines.vllm import records
 
-
-def line(release: str | None) -> Line:
-    """The newest release read at or below `release` (None: the oldest read, the release kb's boots measured)."""
-    if release is None:
-        return LINES[READ[0]]
-    at_or_below = [r for r in READ if compare_versions(r, release) <= 0]
-    return LINES[at_or_below[-1] if at_or_below else READ[0]]
+    rows = records.lines(rows) if rows is not None else records.recorded()
+    have = [r for r, row in rows.items() if row.get("parallel")]
+    if not have:
+        return None
+    rel = records.line_release(release, rows, "parallel")
+    if release and compare_versions(release, rel) < 0:
+        return None
+    return Line(rel, rows[rel])
 
 
 def capability(sm: str | None) -> str | None:
@@ -119,9 +103,9 @@ def capability(sm: str | None) -> str | None:
 
 class Parallel:
     """What tensor/pipeline parallelism adds, per GPU: `counted` (allocated during the profile run, so off the KV
-    budget in every release), `before` (allocated before the snapshot: off the pool only where the extensible cache
-    sizes itself from free memory, `extensible`), each with how much of it is estimated rather than fixed by code
-    (`estimated`), and the words."""
+    budget), `before` (allocated before the snapshot: off the pool only where the extensible cache sizes itself from
+    free memory, `extensible`), how much of it is estimated rather than fixed by code (`estimated`), and the
+    words."""
 
     __slots__ = ("before", "counted", "estimated", "extensible", "release", "words")
 
@@ -131,59 +115,68 @@ class Parallel:
         self.release, self.extensible = release, extensible
 
 
-def _start_up(ln: Line, tp: int, cc: str | None) -> list[tuple[str, int]]:
-    """The buffers vLLM's code fixes for a tensor-parallel group of `tp` GPUs, each (what, bytes)."""
+def _table(values: dict[str, Any], name: str, cc: str | None, tp: int) -> int:
+    """A size in bytes from one of the line's KiB tables by capability and tensor-parallel size (0: no entry)."""
+    row = (values.get(name) or {}).get(cc or "") or {}
+    return int(row.get(tp) or row.get(str(tp)) or 0) << 10
+
+
+def start_up(ln: Line, tp: int, cc: str | None) -> list[tuple[str, int]]:
+    """The buffers the release's code fixes for a tensor-parallel group of `tp` GPUs, each (what, bytes)."""
+    v = ln.values
     out: list[tuple[str, int]] = []
     if tp < 2:
         return out
-    tables = {k: v for k, v in SYMM_MAX_KIB.items() if k != "10.7" or ln.table_10_7}
-    symm = tables.get(cc or "", {}).get(tp)
+    symm = _table(v, "symm_mem_max_kib", cc, tp) if v.get("symm_mem_default") else 0
     if symm:
-        out.append(("symmetric-memory all-reduce buffer", symm << 10))
-    if tp in ln.ca_sizes:
-        size = CA_DEFAULT
-        cap = {k: v for k, v in CA_MAX_KIB.items() if k != "10.7" or ln.table_10_7}.get(cc or "", {}).get(tp)
+        out.append(("symmetric-memory all-reduce buffer", symm))
+    if tp in (v.get("custom_allreduce_world_sizes") or []):
+        size = int(v["custom_allreduce_max_bytes"])
+        cap = _table(v, "custom_allreduce_max_kib", cc, tp)
         if symm and cap:  # lowered only where the symmetric-memory all-reduce is on
-            size = min(size, cap << 10)
-        out += [("custom all-reduce scratch", size), ("custom all-reduce input buffer", max(size, ln.legacy_floor)),
-                ("custom all-reduce rank_data", RANK_DATA)]
+            size = min(size, cap)
+        out += [("custom all-reduce scratch", size),
+                ("custom all-reduce input buffer", max(size, int(v.get("custom_allreduce_input_floor_bytes") or 0))),
+                ("custom all-reduce rank_data", int(v["custom_allreduce_rank_data_bytes"]))]
     return out
 
 
 def parallel(release: str | None, tp: int, pp: int = 1, *, sm: str | None = None, moe: bool = False,
-             extensible: bool = False) -> Parallel | None:
+             extensible: bool = False, rows: dict[str, Any] | None = None) -> Parallel | None:
     """What `tp` x `pp` parallelism adds under vLLM `release` (None where both are 1); `extensible`: the release's
-    extensible KV cache is on (it sizes the pool from the free memory, so what was allocated before the snapshot
-    counts)."""
+    extensible KV cache is on; `rows`: vLLM's engine-release rows of the query image (None: the records tree's)."""
     if tp <= 1 and pp <= 1:
         return None
-    if release and compare_versions(release, READ[0]) < 0:  # code not read: nothing added, and the answer says so
-        where = f"tensor parallel {tp}" + (f" x pipeline {pp}" if pp > 1 else "")
-        return Parallel(0, 0, 0, f"{where}: vLLM {release}'s process groups not read (kb read {', '.join(READ)}): "
-                        "nothing added for them, estimated", release, False)
-    ln = line(release)
-    cc = capability(sm)
-    fixed = _start_up(ln, tp, cc)
+    where = f"tensor parallel {tp}" + (f" x pipeline {pp}" if pp > 1 else "")
+    ln = line(release, rows)
+    if ln is None:  # code not read: nothing added, and the answer says so
+        return Parallel(0, 0, 0, f"{where}: vLLM {release}'s process groups not read (no `parallel` line at or below "
+                        "it): nothing added for them, estimated", release or "", False)
+    v = ln.values
+    fixed = start_up(ln, tp, capability(sm))
     comms = (tp > 1) + (pp > 1) + (moe and tp > 1)
     before = sum(b for _, b in fixed) + comms * NCCL_COMM_BYTES
-    counted = NCCL_COMM_BYTES if ln.gather_new_comm and tp > 1 else 0
+    counted = NCCL_COMM_BYTES if v.get("logits_gather") == "device group" and tp > 1 else 0
     of = f"vLLM {ln.release}" + (f" (read for {release})" if release and release != ln.release else "")
-    where = f"tensor parallel {tp}" + (f" x pipeline {pp}" if pp > 1 else "")
     parts = ", ".join(f"{w} {b / MIB:g} MiB" for w, b in fixed)
     groups = " + ".join(g for g, on in (("tp", tp > 1), ("pp", pp > 1), ("ep", moe and tp > 1)) if on)
     start = (f"{parts}, " if parts else "") + f"{comms} NCCL communicator{'s' if comms != 1 else ''} ({groups})"
-    on_extensible = extensible and ln.extensible
-    cite = f"vLLM {ln.release} v1/worker/gpu_worker.py:{ln.snapshot}"
+    cite = f"vLLM {ln.release} " + (ln.where.split(" ", 1)[-1].removeprefix("vllm/") if ln.where else "record")
+    on_extensible = extensible and bool(v.get("extensible_counts_start_up"))
     if on_extensible:
         words = (f"{where}: {of} allocates {start} before its memory snapshot ({cite}), and its extensible KV cache "
                  f"sizes itself from the free memory, so they come off the pool: {before / 1e9:,.2f} GB")
-    else:
+    elif v.get("groups_before_snapshot"):
         words = (f"{where}: {of} allocates {start} before its memory snapshot ({cite}), so they do not come off "
                  "the KV budget (total memory x utilization)")
-    if counted:
-        words += (f"; its logits' all-gather creates one more NCCL communicator during the profile run "
-                  f"(torch.distributed's process group, base_device_communicator.py:198): {counted / 1e9:,.2f} GB")
-    estimated = (comms * NCCL_COMM_BYTES if on_extensible else 0) + counted
+    else:
+        words = f"{where}: {of} allocates {start} after its memory snapshot ({cite}): they come off the KV budget"
+        counted += before
+    if v.get("logits_gather") == "device group" and tp > 1:
+        words += ("; its logits' all-gather creates one more NCCL communicator during the profile run "
+                  f"(torch.distributed's process group): {NCCL_COMM_BYTES / 1e9:,.2f} GB")
+    estimated = (comms * NCCL_COMM_BYTES if on_extensible or not v.get("groups_before_snapshot") else 0) + (
+        NCCL_COMM_BYTES if v.get("logits_gather") == "device group" and tp > 1 else 0)
     words += (f"; NCCL's communicator memory estimated ({NCCL_SOURCE}), not measured by kb, and the NCCL buffers it "
               "sets up lazily in the profile run not modelled")
     return Parallel(counted, before if on_extensible else 0, estimated, words, ln.release, on_extensible)

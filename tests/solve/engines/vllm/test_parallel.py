@@ -33,7 +33,9 @@ def test_custom_all_reduce_and_symmetric_memory_buffers_follow_each_release() ->
     input buffer is max(max_size, 2 MiB, 16 MiB) (custom_all_reduce.py:303); symm_mem.py:91 allocates
     SYMM_MEM_ALL_REDUCE_MAX_SIZES[cc][tp] (all_reduce_utils.py:52-70 in 0.24.0: sm90 32 MiB at tp 4, 64 MiB at 8)."""
     def sizes(rel: str, tp: int, sm: str | None) -> dict[str, int]:
-        return dict(parallel._start_up(parallel.line(rel), tp, parallel.capability(sm)))
+        ln = parallel.line(rel)
+        assert ln is not None
+        return dict(parallel.start_up(ln, tp, parallel.capability(sm)))
 
     assert sizes("0.24.0", 4, "sm90") == {"symmetric-memory all-reduce buffer": 32 * MIB,
                                           "custom all-reduce scratch": 8 * MIB,
@@ -127,3 +129,15 @@ def test_a_release_older_than_the_code_read_adds_nothing_and_says_so() -> None:
     p = parallel.parallel("0.19.1", 4, sm="sm90", extensible=True)
     assert p is not None and (p.counted, p.before) == (0, 0)
     assert "not read" in p.words and "estimated" in p.words
+
+
+@pytest.mark.parametrize("release", ["0.24.0", "0.26.0", "0.33.0", "0.34.0"])
+def test_each_release_read_has_its_own_parallel_line(release: str) -> None:
+    """The four releases whose process-group code was read each carry every field, each citing that release's
+    wheel (records/engine-releases/vllm-X.yaml `parallel:`); a release between them borrows the one below."""
+    row = records.recorded()[release]
+    assert set(row["parallel"]) == set(parallel.FIELDS)
+    commit = {"0.24.0": "ee0da84a", "0.26.0": "ffd46bfa", "0.33.0": "4ba787ec", "0.34.0": "62d4bc3c"}[release]
+    assert all(commit in str(loc) for _v, loc in row["parallel"].values())
+    ln = parallel.line(release)
+    assert ln is not None and ln.release == release
