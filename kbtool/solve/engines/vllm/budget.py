@@ -191,6 +191,12 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     lines.append(f"= KV pool {pool:,} B ({_gb(pool)})" + (f" = {pool_tokens:,} tokens" if 0 < pool_tokens <
                                                            UNBOUNDED_CTX else "") + given)
     notes = list(dict.fromkeys(kv.notes))
+    if par is not None:  # the part of the reserve no boot measured (vllm_parallel)
+        kind = f"tensor parallel {tp}" if tp > 1 else f"pipeline parallel {pp}"
+        notes.append(f"{kind}: the non-torch memory of vLLM's process groups is estimated: " + (
+            f"NCCL communicators {par.estimated / 1e9:,.2f} GB ({vllm_parallel.NCCL_SOURCE}), " if par.estimated
+            else "") + "NCCL's lazily allocated buffers not modelled" + (
+            f"; the all-reduce buffers are vLLM {par.release}'s code" if par.release else ""))
     if pool <= 0 and not kv_cache_memory:
         hint = " or quantize the weights (--weights fp8)" if (weights or model.weight_dtype) in ("bf16", "fp16",
                                                                                                "fp32") else ""

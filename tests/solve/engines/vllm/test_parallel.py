@@ -119,6 +119,7 @@ def test_tp_answer_does_not_quote_single_gpu_boots(img: Any) -> None:
     text = a.memory.pool.report["text"]
     assert "tensor-parallel 4 dense models recorded: estimated" in text, text
     assert "boots of dense models" not in text
+    assert any("non-torch memory of vLLM's process groups is estimated" in n for n in a.memory.notes), a.memory.notes
     one = solve(img, build_query(gpu="h100", model="llama-3.1-8b", ctx="32k", engine="vllm", vllm="0.26.0"))
     assert one.memory is not None and one.memory.pool is not None
     assert "boots of dense models" in one.memory.pool.report["text"]
