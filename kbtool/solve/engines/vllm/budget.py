@@ -70,7 +70,8 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         kv_cache_memory: int | None = None, formats: Mapping[str, tuple[int, str | None]] | None = None,
         sm: str | None = None, margins: Mapping[str, Any] | None = None, run: str | None = None,
         text_only: str | None = None, acct: vllm_pool.Accounting | None = None,
-        plan: vllm_planning.Planning | None = None, prefix_caching: bool | None = None) -> Fit:
+        plan: vllm_planning.Planning | None = None, prefix_caching: bool | None = None,
+        rows: Mapping[str, Any] | None = None) -> Fit:
     """Whether `batch` sequences of `ctx` tokens fit in the KV pool of each of `tp` GPUs, and how many do, as vLLM
     `release` sizes that pool (vllm_pool.accounting); `kv_cache_memory` (--kv-cache-memory-bytes) is the pool;
     `formats`: the KV layouts the records size (kvcache.kv_model); `sm`: the GPU's architecture (the Mamba state
@@ -82,7 +83,9 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     serve-line flag under which vLLM skips the model's encoders (mmprefix.towers_off), else they are counted;
     `acct`, `plan`: `release`'s accounting and planning lines from the query image's records (None: read from the
     records tree); `prefix_caching`: --enable-prefix-caching / --no-enable-prefix-caching as given (None: the
-    release's default), which sets a hybrid model's state mode (vllm_planning.state_mode)."""
+    release's default), which sets a hybrid model's state mode (vllm_planning.state_mode); `rows`: vLLM's
+    engine-release rows of the query image, whose `parallel` lines size tensor/pipeline parallel (vllm_parallel; None:
+    the records tree's)."""
     acct = acct or vllm_pool.accounting(release)
     run = run or vllm_pool.runner(model, acct)
     kv: KvModel = kv_model(model, kv_dtype, tp, batched_tokens=batched_tokens, mla_format=mla_format, formats=formats)
@@ -102,7 +105,8 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         res, rhow = reserve, "given with --reserve"
     # tensor/pipeline parallel: what the release's process groups allocate, and when (vllm_parallel)
     par = vllm_parallel.parallel(release or acct.release, tp, pp, sm=sm, moe=bool(getattr(model, "experts", None)),
-                                 extensible=bool(margins)) if reserve is None else None
+                                 extensible=bool(margins), rows=dict(rows) if rows is not None else None
+                                 ) if reserve is None else None
     if par is not None:
         res += par.counted
         rhow += "; " + par.words

@@ -89,7 +89,8 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
                    max_num_seqs=seqs, eager=eager, block_size=block, pp=pp, release=release,
                    kv_cache_memory=kv_memory, formats=cx.img.kv_formats, sm=env.get("sm"),
                    margins=d.margins if d.extensible_kv_cache and not kv_memory else None, run=d.runner(model),
-                   text_only=towers_off, acct=acct, plan=plan, prefix_caching=settings.get("prefix_caching"))
+                   text_only=towers_off, acct=acct, plan=plan, prefix_caching=settings.get("prefix_caching"),
+                   rows=rows)
 
     f = on(q.gpus)
     if settings.get("ctx_auto") and f.fits is False and f.max_ctx > 0 and f.ctx_limit == "memory":
