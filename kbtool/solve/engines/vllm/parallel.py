@@ -7,7 +7,7 @@ said to be estimated (NCCL_COMM_BYTES). The lines below are the wheels' as those
 When a buffer is allocated decides whether the pool sees it. Every release read builds its process groups
 (init_worker_distributed_environment) before it takes the memory snapshot its profile is measured from
 (v1/worker/gpu_worker.py:322 and :341 in 0.24.0, :369/:388 in 0.26.0, :504/:541 in 0.33.0, :506/:549 in 0.34.0),
-its budget is the device's total memory x utilization (v1/worker/utils.py:411 in 0.24.0, :431, :725, :743), not the
+its budget is the device's total memory x utilization (v1/worker/utils.py:410 in 0.24.0, :430, :724, :743), not the
 memory free at that snapshot, and its profile counts the non-torch memory that grows after the snapshot
 (utils/mem_utils.py:306, :321 in 0.34.0). So what the groups allocate at start-up does not come off the KV budget:
 it has to fit, with the CUDA context, in the (1 - utilization) share of the GPU (request_memory raises "Free memory
@@ -16,7 +16,7 @@ cache, sized after warm-up as min(budget - non-KV use, free memory + committed c
 (v1/worker/extensible_kv_cache.py:592-617): at its default utilization 1.0 the second term binds and everything
 allocated before the snapshot comes off the cache (budget.fit adds `before` to the margin's binding part).
 
-Allocated at start-up, per GPU, by a tensor-parallel group of tp > 1 GPUs (`_start_up`):
+Allocated at start-up, per GPU, by a tensor-parallel group of tp > 1 GPUs (`start_up`):
 - custom all-reduce (CustomAllreduce, tp in _SUPPORTED_WORLD_SIZES: 2, 4, 6, 8, and 16 from 0.33.0; kb assumes the
   GPUs have P2P access, and NVLink where tp > 2, else vLLM turns it off): a cudaMalloc'd, IPC-shared signal and
   scratch buffer of ops.meta_size() + max_size bytes (the signal block, a few KiB in the C++ code, is not counted
@@ -34,7 +34,7 @@ Allocated at start-up, per GPU, by a tensor-parallel group of tp > 1 GPUs (`_sta
   64 MiB at tp 2, 2 at 4, 0.5 at 8; compilation/passes/fusion/allreduce_rms_fusion.py:104-109); its layout is
   FlashInfer's code, not read: not counted.
 
-Allocated during the profile run, so counted by every release (`_profile`):
+Allocated after the snapshot (while the weights load or the profile runs), so counted by every release:
 - 0.24.0 gathers the logits through torch.distributed on the group's NCCL process group
   (distributed/device_communicators/base_device_communicator.py:198; its CudaCommunicator has no all_gather of its
   own), whose communicator torch creates at that first call: a second NCCL communicator, after the snapshot. From
