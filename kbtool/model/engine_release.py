@@ -151,6 +151,42 @@ class Accounting(Strict):
         "query that names no release is sized as this release (one vLLM record says true)")
 
 
+class Parallel(Strict):
+    """vLLM: what its process groups allocate under tensor and pipeline parallel, and whether the KV pool sees it
+    (kbtool/solve/engines/vllm/parallel.py), where the release's code was read; a release without this section takes
+    the newest release at or below it that has one, and one older than every such release is answered as not read.
+    NCCL's own buffers are not in vLLM's code: kb estimates them (parallel.NCCL_COMM_BYTES) and says so."""
+
+    groups_before_snapshot: BoolFact = Field(
+        description="The worker builds its process groups (communicators and all-reduce buffers) before the memory "
+        "snapshot its profile is measured from, and its budget is total memory x utilization, so what they "
+        "allocate at start-up does not come off the KV budget")
+    custom_allreduce_world_sizes: Fact[list[int]] = Field(
+        description="Tensor-parallel sizes the custom all-reduce is built for (CustomAllreduce._SUPPORTED_WORLD_SIZES)")
+    custom_allreduce_max_bytes: NumFact = Field(
+        description="The custom all-reduce's default max_size: its scratch buffer and (at least) its input buffer")
+    custom_allreduce_input_floor_bytes: NumFact = Field(
+        description="The least size of the custom all-reduce's IPC input buffer whatever max_size is (the larger "
+        "of its all-gather and reduce-scatter limits; 0 where the buffer is max_size)")
+    custom_allreduce_rank_data_bytes: NumFact = Field(
+        description="The custom all-reduce's rank_data tensor (pointer tuples of registered buffers)")
+    custom_allreduce_max_kib: Fact[dict[str, dict[int, int]]] = Field(
+        description="CUSTOM_ALL_REDUCE_MAX_SIZES in KiB by compute capability and tensor-parallel size: max_size is "
+        "lowered to it where the symmetric-memory all-reduce is on")
+    symm_mem_max_kib: Fact[dict[str, dict[int, int]]] = Field(
+        description="SYMM_MEM_ALL_REDUCE_MAX_SIZES in KiB by compute capability and tensor-parallel size: the "
+        "symmetric-memory all-reduce's buffer (none where the table has no entry)")
+    symm_mem_default: BoolFact = Field(
+        description="The symmetric-memory all-reduce is on by default (VLLM_ALLREDUCE_USE_SYMM_MEM)")
+    logits_gather: Fact[Literal["device group", "pynccl"]] = Field(
+        description="How the tensor-parallel logits are all-gathered: 'device group' (torch.distributed on the "
+        "group's NCCL process group, whose communicator torch creates at that first call, inside the profile run) "
+        "or 'pynccl' (vLLM's communicator, created before the snapshot)")
+    extensible_counts_start_up: BoolFact = Field(
+        description="The extensible KV cache sizes itself from the free memory after warm-up, so what the groups "
+        "allocated before the snapshot comes off it where its headroom binds")
+
+
 class EngineRelease(Record):
     kind: Literal["engine-release"] = Field(description="Record kind")
     engine: Literal["vllm", "sglang"] = Field(description="The serving engine")
@@ -173,6 +209,10 @@ class EngineRelease(Record):
     accounting: Accounting | None = Field(
         default=None, description="vLLM: how the release sizes what it takes off before the KV pool, where it was "
         "read; a release without one borrows the newest at or below it that has one")
+    parallel: Parallel | None = Field(
+        default=None, description="vLLM: what its process groups allocate under tensor/pipeline parallel and "
+        "whether the KV pool sees it, where it was read; a release without one borrows the newest at or below it "
+        "that has one")
 
     def refs(self) -> list[tuple[str, str]]:
         return [("evidence", e) for e in self.evidence]

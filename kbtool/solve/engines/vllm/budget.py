@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 
+from kbtool.solve.engines.vllm import parallel as vllm_parallel
 from kbtool.solve.engines.vllm import planning as vllm_planning
 from kbtool.solve.engines.vllm import pool as vllm_pool
 from kbtool.solve.engines.vllm import rope as vllm_rope
@@ -69,7 +70,8 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         kv_cache_memory: int | None = None, formats: Mapping[str, tuple[int, str | None]] | None = None,
         sm: str | None = None, margins: Mapping[str, Any] | None = None, run: str | None = None,
         text_only: str | None = None, acct: vllm_pool.Accounting | None = None,
-        plan: vllm_planning.Planning | None = None, prefix_caching: bool | None = None) -> Fit:
+        plan: vllm_planning.Planning | None = None, prefix_caching: bool | None = None,
+        rows: Mapping[str, Any] | None = None) -> Fit:
     """Whether `batch` sequences of `ctx` tokens fit in the KV pool of each of `tp` GPUs, and how many do, as vLLM
     `release` sizes that pool (vllm_pool.accounting); `kv_cache_memory` (--kv-cache-memory-bytes) is the pool;
     `formats`: the KV layouts the records size (kvcache.kv_model); `sm`: the GPU's architecture (the Mamba state
@@ -81,7 +83,9 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     serve-line flag under which vLLM skips the model's encoders (mmprefix.towers_off), else they are counted;
     `acct`, `plan`: `release`'s accounting and planning lines from the query image's records (None: read from the
     records tree); `prefix_caching`: --enable-prefix-caching / --no-enable-prefix-caching as given (None: the
-    release's default), which sets a hybrid model's state mode (vllm_planning.state_mode)."""
+    release's default), which sets a hybrid model's state mode (vllm_planning.state_mode); `rows`: vLLM's
+    engine-release rows of the query image, whose `parallel` lines size tensor/pipeline parallel (vllm_parallel; None:
+    the records tree's)."""
     acct = acct or vllm_pool.accounting(release)
     run = run or vllm_pool.runner(model, acct)
     kv: KvModel = kv_model(model, kv_dtype, tp, batched_tokens=batched_tokens, mla_format=mla_format, formats=formats)
@@ -101,6 +105,13 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
                                       extensible=extensible)
     else:
         res, rhow = reserve, "given with --reserve"
+    # tensor/pipeline parallel: what the release's process groups allocate, and when (vllm_parallel)
+    par = vllm_parallel.parallel(release or acct.release, tp, pp, sm=sm, moe=bool(getattr(model, "experts", None)),
+                                 extensible=extensible, rows=dict(rows) if rows is not None else None
+                                 ) if reserve is None else None
+    if par is not None:
+        res += par.counted
+        rhow += "; " + par.words
     usable = int(capacity * utilization)
     before = None  # the capacity a release that re-checks after warm-up plans on first (vllm_pool.report)
     if margins and reserve is None:
@@ -109,7 +120,9 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         # does not already leave free (at the default 1.0, all of it; at 0.9 of 24 GB, none).
         act, _how = vllm_pool.activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run)
         margin = max(int(margins["floor_bytes"]), int(act * float(margins["fraction"])))
-        binding = max(0, margin - (capacity - usable))
+        # what the process groups allocated before the snapshot is not free either (vllm_parallel)
+        pre = par.before if par is not None else 0
+        binding = max(0, margin + pre - (capacity - usable))
         if acct.recheck:
             # before warm-up: utilization x memory - weights - the profile's peak and non-torch memory, with no
             # graph estimate where the graphs are measured after capture (gpu_worker.py:771-780, 0.34.0)
@@ -121,8 +134,9 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         floor = margins["floor_bytes"] / 2**30
         rhow += (f"; extensible KV cache margin {margin / 1e9:,.2f} GB = max({floor:g} GiB, "
                  f"{float(margins['fraction']):g} x the activation peak)"
-                 + (f", {binding / 1e9:,.2f} GB of it beyond what the utilization leaves free" if binding < margin
-                    else ""))
+                 + (f" + {pre / 1e9:,.2f} GB the process groups allocated before the snapshot" if pre else "")
+                 + (f", {binding / 1e9:,.2f} GB of it beyond what the utilization leaves free"
+                    if binding < margin + pre else ""))
     pool = usable - wgpu - res
     given = ""
     if kv_cache_memory:  # vLLM skips profiling and returns the value as the pool (gpu_worker.py:430 in 0.24.0)
@@ -195,6 +209,12 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         lines.append(f"vLLM {acct.release}'s start-up check plans first on {before:,} B ({_gb(before)}) before "
                      "warm-up (no graphs, no margin), then again on the blocks of the pool above")
     notes = list(dict.fromkeys(kv.notes))
+    if par is not None:  # the part of the reserve no boot measured (vllm_parallel)
+        kind = f"tensor parallel {tp}" if tp > 1 else f"pipeline parallel {pp}"
+        notes.append(f"{kind}: the non-torch memory of vLLM's process groups is estimated: " + (
+            f"NCCL communicators {par.estimated / 1e9:,.2f} GB ({vllm_parallel.NCCL_SOURCE}), " if par.estimated
+            else "") + "NCCL's lazily allocated buffers not modelled" + (
+            f"; the all-reduce buffers are vLLM {par.release}'s code" if par.release else ""))
     if pool <= 0 and not kv_cache_memory:
         hint = " or quantize the weights (--weights fp8)" if (weights or model.weight_dtype) in ("bf16", "fp16",
                                                                                                "fp32") else ""

@@ -89,7 +89,8 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
                    max_num_seqs=seqs, eager=eager, block_size=block, pp=pp, release=release,
                    kv_cache_memory=kv_memory, formats=cx.img.kv_formats, sm=env.get("sm"),
                    margins=d.margins if d.extensible_kv_cache and not kv_memory else None, run=d.runner(model),
-                   text_only=towers_off, acct=acct, plan=plan, prefix_caching=settings.get("prefix_caching"))
+                   text_only=towers_off, acct=acct, plan=plan, prefix_caching=settings.get("prefix_caching"),
+                   rows=rows)
 
     f = on(q.gpus)
     if settings.get("ctx_auto") and f.fits is False and f.max_ctx > 0 and f.ctx_limit == "memory":
@@ -237,6 +238,10 @@ def _held_to_boots(cx: Ctx, acc: AcceleratorV, report: dict[str, Any] | None, fl
     if kv_memory:
         return report  # --kv-cache-memory-bytes: no recorded boot was sized so
     report["class"] = cls = boots.model_class(cx.model)
+    tp, pp = int(flags.get("tp") or 1), int(flags.get("pp") or 1)
+    if tp > 1 or pp > 1:  # every recorded boot ran on one GPU: their error band is not this question's
+        report["class"] = cls = (f"tensor-parallel {tp} " if tp > 1 else "") + (
+            f"pipeline-parallel {pp} " if pp > 1 else "") + cls
     report["estimate"] = {"kv_cache_tokens": report["kv_cache_tokens"], "max_concurrency": report["max_concurrency"]}
     rows = boots.matches(cx.img, acc.id, cx.model, flags)
     same = [r for r in rows if r[1].get("vllm") == release]

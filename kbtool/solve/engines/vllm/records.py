@@ -55,7 +55,8 @@ def releases(by_kind: dict[str, list[Any]]) -> dict[str, Any]:
         checks = [(c.check, c.raises, c.message, _locator(r, c.source)) for c in r.startup_checks]
         out[r.release] = {"id": r.id, "release": r.release, "defaults": defaults, "batch": batch,
                           "margins": margins, "evidence": list(r.evidence), "checks": checks,
-                          "planning": _facts(r, r.planning), "accounting": _facts(r, r.accounting)}
+                          "planning": _facts(r, r.planning), "accounting": _facts(r, r.accounting),
+                          "parallel": _facts(r, getattr(r, "parallel", None))}
     return out
 
 

@@ -63,7 +63,7 @@ def _literals(path: Path) -> list[tuple[int, str]]:
             if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
 
 
-@pytest.mark.parametrize("module", ["planning.py", "pool.py"])
+@pytest.mark.parametrize("module", ["planning.py", "pool.py", "parallel.py"])
 def test_planning_and_pool_hold_no_per_release_table(module: str) -> None:
     """No release-string literal outside docstrings, and no table of lines: each release's values are its
     record's."""
@@ -88,7 +88,7 @@ def test_every_shipped_vllm_record_has_its_planning_line_sourced(path: Path) -> 
     doc = _doc(path)
     plan = doc.get("planning") or {}
     assert set(plan) == set(vllm_planning.FIELDS), f"{path.name}: planning has {sorted(plan)}"
-    for section in ("planning", "accounting"):
+    for section in ("planning", "accounting", "parallel"):
         for name, fact in (doc.get(section) or {}).items():
             if fact.get("source") is None:
                 assert fact.get("basis") == "unverified" and fact.get("note"), f"{path.name} {section}.{name}"
