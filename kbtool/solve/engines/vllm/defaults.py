@@ -151,12 +151,20 @@ def serve_defaults(img: Image, release: str | None, memory_bytes: int, device_na
     if found is None:
         return None
     rel, row = found
+    return of_row(row, rel, release or rel, memory_bytes, device_name, cc, max_model_len, architecture, max_num_seqs)
+
+
+def of_row(row: dict[str, Any], release: str, asked: str, memory_bytes: int, device_name: str, cc: str,
+           max_model_len: int | None = None, architecture: str | None = None,
+           max_num_seqs: int | None = None) -> Defaults:
+    """The defaults one engine-release row (records.releases) resolves on one device: what `serve_defaults` returns
+    once it has picked the row (a drafted record is replayed through here before it is written: draft.py)."""
     tokens, seqs, src = batch_tier(row, memory_bytes, device_name, cc)
     if max_model_len:
         tokens = min((max_num_seqs or seqs) * max_model_len, tokens)
     seqs = min(seqs, tokens)
-    return Defaults(rel, release or rel, row, tokens, seqs, src, capture_max(row["defaults"], tokens, seqs, cc,
-                                                                             architecture))
+    return Defaults(release, asked, row, tokens, seqs, src, capture_max(row["defaults"], tokens, seqs, cc,
+                                                                        architecture))
 
 
 def startup_refusal(img: Image, release: str | None, memory_bytes: int, device_name: str, cc: str,
