@@ -267,7 +267,8 @@ def _uv() -> str | None:
 def install(lib: str, release: str, venv: Path, python: str, log: Path, cache: Path | None = None,
             overrides: list[str] | None = None) -> None:
     """A fresh environment at `venv` holding `dist==release` and what it pins (uv when present, else pip),
-    byte-compiled. `overrides` replace the release's own pins (uv only). uv's cache is $UV_CACHE_DIR, else
+    byte-compiled (uv's --compile-bytecode; pip's --compile, which a pip configured not to compile would
+    otherwise leave out). `overrides` replace the release's own pins (uv only). uv's cache is $UV_CACHE_DIR, else
     `cache`, else `venv`'s folder/uv-cache. A failed step raises with the last lines of its output."""
     dist = library(lib)[0]
     if venv.exists():
@@ -289,7 +290,7 @@ def install(lib: str, release: str, venv: Path, python: str, log: Path, cache: P
         steps = [[uv, "venv", "-q", "-p", python, str(venv)], install_cmd]
     else:
         steps = [[python, "-m", "venv", str(venv)],
-                 [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"{dist}=={release}"]]
+                 [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--compile", f"{dist}=={release}"]]
     for cmd in steps:
         code, tail = _logged(cmd, log, env)
         if code != 0:

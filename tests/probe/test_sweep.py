@@ -216,3 +216,45 @@ def test_a_sweep_ends_with_what_changed(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(sweep, "sweep", lambda *a, **k: [sweep.ReleaseResult("0.34.0", "failed")])
     res = CliRunner().invoke(app, ["probe", "sweep", "--releases", "0.34.0", "--json"])
     assert json.loads(res.output)["changes"] is None  # no evidence written: nothing to compare
+
+
+def _wheel(folder: Path, name: str, version: str) -> None:
+    """A pure-Python wheel of two modules, built by hand (no network, no build backend)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    info = f"{name}-{version}.dist-info"
+    files = {f"{name}/__init__.py": "X = 1\n", f"{name}/mod.py": "def f():\n    return 2\n",
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: kb-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    rows = [f"{p},sha256={base64.urlsafe_b64encode(hashlib.sha256(t.encode()).digest()).rstrip(b'=').decode()},"
+            f"{len(t.encode())}" for p, t in files.items()]
+    files[f"{info}/RECORD"] = "\n".join([*rows, f"{info}/RECORD,,"]) + "\n"
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(folder / f"{name}-{version}-py3-none-any.whl", "w") as z:
+        for p, t in files.items():
+            z.writestr(p, t)
+
+
+@pytest.mark.slow
+def test_the_pip_fallback_byte_compiles_under_pythondontwritebytecode(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without uv the sweep installs with pip. In a container that sets PYTHONDONTWRITEBYTECODE=1 and configures
+    pip not to compile (PIP_COMPILE=false), the environment must still hold bytecode, or every grid point imports
+    from source again (issue 46). A real venv and a real pip, offline (a hand-built wheel found by --find-links)."""
+    import sys
+
+    _wheel(tmp_path / "wheels", "kbfake", "1.0.0")
+    monkeypatch.setitem(sweep.LIBRARIES, "kbfake", ("kbfake", (), "KB_KBFAKE_PYTHON"))
+    monkeypatch.setattr(sweep, "_uv", lambda: None)
+    for var, value in (("PYTHONDONTWRITEBYTECODE", "1"), ("PIP_COMPILE", "false"), ("PIP_NO_INDEX", "1"),
+                       ("PIP_FIND_LINKS", str(tmp_path / "wheels")), ("PIP_DISABLE_PIP_VERSION_CHECK", "1")):
+        monkeypatch.setenv(var, value)
+    venv = tmp_path / "kbfake-1.0.0"
+    sweep.install("kbfake", "1.0.0", venv, sys.executable, tmp_path / "log")
+    installed = list(venv.glob("lib/python*/site-packages/kbfake/*.py"))
+    compiled = list(venv.glob("lib/python*/site-packages/kbfake/__pycache__/*.pyc"))
+    assert len(installed) == 2, (tmp_path / "log").read_text()
+    assert sorted(p.name.split(".")[0] for p in compiled) == ["__init__", "mod"], "the pip fallback left no bytecode"
+    assert json.loads((venv / sweep.INSTALL_NOTE).read_text()) == {"release": "1.0.0", "overrides": []}
