@@ -209,19 +209,26 @@ def _fit_defaults(img: Image, doc: dict[str, Any], release: str, start: dict[str
             _, trial = count(values, tiers)
             if len(trial) < len(bad):
                 batch, bad = tiers, trial
+    if values.get("model_runner") == "V2":  # every model gets V2: the per-architecture exceptions say nothing
+        for name in ("model_runner_v2_architectures", "model_runner_v2_dense", "model_runner_v2_listed_unquantized"):
+            trial_values = {**values, name: None}
+            if not count(trial_values, batch)[1] or bad:
+                values = trial_values
     unpinned = []
+    if values.get("model_runner_v2_architectures") is not None:  # the grid shows only its own models' architectures
+        unpinned.append("model_runner_v2_architectures")
     if not bad:
         for name in vd.FIELDS:
             others = [c for c in _candidates(name, values.get(name), prev.get(name), doc) if c != values.get(name)]
-            if any(not count({**values, name: c}, batch)[1] for c in others):
+            if name not in unpinned and any(not count({**values, name: c}, batch)[1] for c in others):
                 unpinned.append(name)
     return values, batch, n, bad, unpinned
 
 
 def _fit_planning(img: Image, doc: dict[str, Any], release: str, values: dict[str, Any],
-                  start: dict[str, Any]) -> tuple[dict[str, Any], int, list[str]]:
-    """(planning line, points, mismatches left): the previous line, one field changed at a time where that removes
-    mismatches."""
+                  start: dict[str, Any]) -> tuple[dict[str, Any], int, list[str], list[str]]:
+    """(planning line, points, mismatches left, fields the points do not decide): the previous line, one field
+    changed at a time where that removes mismatches."""
     rows = vd.rows(img)
     acct = vllm_pool.accounting(release, rows)
     plan = dict(start)
@@ -241,7 +248,12 @@ def _fit_planning(img: Image, doc: dict[str, Any], release: str, values: dict[st
                 _, trial = count({**plan, name: cand})
                 if len(trial) < len(bad):
                     plan, bad = {**plan, name: cand}, trial
-    return plan, n, bad
+    unpinned = []
+    if not bad:
+        for name, choices in PLANNING_CHOICES.items():
+            if any(not count({**plan, name: c})[1] for c in choices if c != plan.get(name)):
+                unpinned.append(name)
+    return plan, n, bad, unpinned
 
 
 # ---- the record ---------------------------------------------------------------------------------------------
@@ -317,8 +329,9 @@ def draft(kb: KB, img: Image, records: Path, root: Path, release: str) -> Draft:
                                                     for k in type(prev.planning).model_fields}
     plan: dict[str, Any] | None = None
     pbad: list[str] = []
+    plan_unpinned: list[str] = []
     if pdoc is not None and prev_plan is not None:
-        plan, out.planning_points, pbad = _fit_planning(img, pdoc, release, values, prev_plan)
+        plan, out.planning_points, pbad, plan_unpinned = _fit_planning(img, pdoc, release, values, prev_plan)
         out.unresolved += pbad[:20]
 
     src = _Sources(prev, release)
@@ -341,9 +354,14 @@ def draft(kb: KB, img: Image, records: Path, root: Path, release: str) -> Draft:
         old = _value(prev_fact)
         if name in unpinned:
             out.unpinned.append(name)
+            if old == value:
+                how = f"carried from vLLM {prev.release}'s record ({_where(prev, getattr(prev_fact, 'source', None))})"
+            else:
+                out.changed.append((name, old, value))
+                how = f"vLLM {prev.release}: {_short(old)}; this is one value the points allow; {not_read}"
             return {"value": value, "basis": "unverified", "source": s_config,
-                    "note": f"not decided by vLLM {release}'s evidence (another value replays alike): carried from "
-                            f"vLLM {prev.release}'s record ({_where(prev, getattr(prev_fact, 'source', None))})"}
+                    "note": f"not decided by vLLM {release}'s evidence (another value replays alike, or its models do "
+                            f"not show it): {how}"}
         if prev_fact is not None and old == value:
             out.carried.append(name)
             return {"value": value, "source": src.carried(prev_fact.source),
@@ -391,16 +409,22 @@ def draft(kb: KB, img: Image, records: Path, root: Path, release: str) -> Draft:
         record["planning"] = {}
         for name, value in plan.items():
             pf = getattr(prev.planning, name)
+            basis = None
             if _value(pf) == value:
                 m = CARRIED_LINE.search(pf.note or "")
                 whose, line = (m.group(1), m.group(2)) if m else (prev.release, _where(prev, pf.source))
                 note = (f"not read in this release's code: carried from vLLM {whose}'s line ({line}); the release's "
                         f"recorded planning points replay on this line with {len(pbad)} mismatches")
+                if name in plan_unpinned:
+                    out.unpinned.append(f"planning.{name}")
+                    basis = "unverified"
+                    note += ", and alike with another value: they do not decide it"
             else:
                 out.changed.append((f"planning.{name}", _value(pf), value))
                 note = (f"vLLM {prev.release}: {_short(_value(pf))}; the release's recorded planning points replay "
                         f"only with this value; {not_read}")
-            record["planning"][name] = {"value": value, "source": s_plan, "note": note}
+            record["planning"][name] = {"value": value, **({"basis": basis} if basis else {}), "source": s_plan,
+                                        "note": note}
     record["sources"] = src.items
     changed = ", ".join(f"{n} {_short(a)} -> {_short(b)}" for n, a, b in out.changed if n != "batch") or "nothing"
     record["notes"] = (
