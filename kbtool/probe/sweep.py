@@ -448,14 +448,16 @@ def _one(lib: str, task: Task, records: Path, workdir: Path, python: str | None,
     return res
 
 
-def write_tables(lib: str, release: str, interpreter: Path, root: Path, log: Path) -> dict[str, str]:
+def write_tables(lib: str, release: str, interpreter: Path, root: Path, log: Path,
+                 data: Path | None = None) -> dict[str, str]:
     """The tables derived from the release's own code that kb's tests replay, written under the release's
     interpreter: its serve command's flag table (probes/_serve_flags.py -> tests/data/<lib>/<release>/flags.json,
-    held to kb's flag tables by tests/solve/test_serve_flags.py). table -> "ok" | "failed: why"."""
+    held to kb's flag tables by tests/solve/test_serve_flags.py; `data`: another folder than tests/data).
+    table -> "ok" | "failed: why"."""
     engine = SERVE_FLAGS.get(lib)
     if engine is None:
         return {}
-    dest = root / "tests" / "data" / lib / release / "flags.json"
+    dest = (data or root / "tests" / "data") / lib / release / "flags.json"
     dest.parent.mkdir(parents=True, exist_ok=True)
     cmd = [str(interpreter), str(root / "probes" / "_serve_flags.py"), engine, str(dest)]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
