@@ -82,8 +82,12 @@ def draft(records: Path, lib: str, release: str, *, root: Path | None = None, wr
     if lib not in registry.ENGINES:
         return None
     kb, _ = load_kb(records)
-    got = registry.ENGINES[lib].draft_release(kb, image_of(kb), records, root or REPO_ROOT, release)
-    if got is None or got.record is None:
+    engine = registry.ENGINES[lib]
+    got = engine.draft_release(kb, image_of(kb), records, root or REPO_ROOT, release)
+    if got is None:
+        return None
+    got.label = engine.label
+    if got.record is None:
         return got
     path = records / "engine-releases" / f"{got.record['id']}.yaml"
     got.path, got.existing = str(path), existing(path)

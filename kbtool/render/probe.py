@@ -261,7 +261,7 @@ def release_record_text(d: dict[str, Any]) -> None:
     state = {"read": "kept (read by hand, not overwritten)", "draft": "redrafted"}.get(d.get("existing") or "",
                                                                                      "drafted")
     where = f"{d['path']}" + ("" if d.get("written") or d.get("existing") == "read" else " (not written)")
-    out.print(f"{rel} engine-release record {state}: {where}, from its own evidence against vLLM "
+    out.print(f"{rel} engine-release record {state}: {where}, from its own evidence against {d.get('label') or ''} "
               f"{d['previous']} ({d['points']} config points, {d['planning_points']} planning points replayed)",
               markup=False)
     if d.get("existing") == "read":

@@ -229,6 +229,7 @@ class ReleaseDraft:
     (kbtool/probe/release_record.py); `differs`: where a record read by hand disagrees with the draft."""
 
     release: str
+    label: str = ""  # the engine, as people write it
     previous: str | None = None
     record: dict[str, Any] | None = None
     changed: list[tuple[str, Any, Any]] = field(default_factory=list)
@@ -244,7 +245,7 @@ class ReleaseDraft:
     differs: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"release": self.release, "previous": self.previous, "path": self.path, "existing": self.existing,
+        return {"release": self.release, "label": self.label, "previous": self.previous, "path": self.path, "existing": self.existing,
                 "written": self.written, "changed": [list(c) for c in self.changed], "carried": self.carried,
                 "unpinned": self.unpinned, "unresolved": self.unresolved, "differs": self.differs,
                 "points": self.points, "planning_points": self.planning_points, "why": self.why}
