@@ -245,7 +245,8 @@ class ReleaseDraft:
     differs: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"release": self.release, "label": self.label, "previous": self.previous, "path": self.path, "existing": self.existing,
+        return {"release": self.release, "label": self.label, "previous": self.previous, "path": self.path,
+                "existing": self.existing,
                 "written": self.written, "changed": [list(c) for c in self.changed], "carried": self.carried,
                 "unpinned": self.unpinned, "unresolved": self.unresolved, "differs": self.differs,
                 "points": self.points, "planning_points": self.planning_points, "why": self.why}
