@@ -164,8 +164,9 @@ def _sweep_report(kb: Path | None, lib: str, releases: list[str]) -> Any:
 @probe_app.command("release-record")
 def probe_release_record(
     release: Annotated[str, typer.Argument(help="The release whose record to draft, e.g. 0.34.0.")],
-    lib: Annotated[str, typer.Option("--lib", help="The engine (its library).")] = "vllm",
-    write: Annotated[bool, typer.Option("--write", help="Write records/engine-releases/ENGINE-RELEASE.yaml (never "
+    lib: Annotated[str | None, typer.Option("--lib", help="The engine (its library; default: the first "
+                                                          "registered engine).")] = None,
+    write: Annotated[bool, typer.Option("--write", help="Write its record under records/engine-releases (never "
                                                         "over a record read by hand).")] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     kb: KbOpt = None,
@@ -173,7 +174,9 @@ def probe_release_record(
     """Draft a release's engine-release record from its own probe evidence (what `kb probe sweep` writes)."""
     from kbtool.probe import release_record
     from kbtool.render import probe as render
+    from kbtool.solve.engines.registry import names
 
+    lib = lib or names()[0]
     got = release_record.draft(_records(kb), lib, release, write=write)
     if got is None:
         fail(f"--lib {lib}: kb drafts no engine-release records for it", 2)

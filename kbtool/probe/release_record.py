@@ -4,7 +4,7 @@ every release whose probes completed; `kb probe release-record` does it alone).
 The engine drafts (Engine.draft_release: for vLLM, kbtool/solve/engines/vllm/draft.py, which replays every recorded
 point with the draft before it returns it); this module writes records/engine-releases/<id>.yaml in canonical form,
 atomically, and reads it back through the record model. A record read by hand (its notes do not open with
-results.DRAFT_MARK) is never overwritten: where it disagrees with the draft, `differs` says so. Neutral: the engine
+drafts.DRAFT_MARK) is never overwritten: where it disagrees with the draft, `differs` says so. Neutral: the engine
 is a parameter.
 """
 
@@ -18,7 +18,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from kbtool.solve.engines.results import ReleaseDraft
+    from kbtool.solve.engines.drafts import ReleaseDraft
 
 
 def values(rec: Any) -> dict[str, Any]:
@@ -44,7 +44,7 @@ def values(rec: Any) -> dict[str, Any]:
 
 def existing(path: Path) -> str | None:
     """'draft' (a record the sweep wrote), 'read' (one read by hand) or None (no record at `path`)."""
-    from kbtool.solve.engines.results import DRAFT_MARK
+    from kbtool.solve.engines.drafts import DRAFT_MARK
 
     if not path.exists():
         return None

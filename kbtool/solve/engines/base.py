@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
     from kbtool.solve.context import Ctx
-    from kbtool.solve.engines.results import Line, Option, Pick, ReleaseChange, ReleaseDraft
+    from kbtool.solve.engines.drafts import ReleaseDraft
+    from kbtool.solve.engines.results import Line, Option, Pick, ReleaseChange
     from kbtool.solve.gates import Outcome
     from kbtool.solve.image import AcceleratorV, BackendV, Image
     from kbtool.solve.parts import BackendAnswer, KernelAnswer, Memory

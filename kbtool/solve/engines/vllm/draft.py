@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kbtool.solve.engines.results import DRAFT_MARK as MARK
-from kbtool.solve.engines.results import ReleaseDraft as Draft
+from kbtool.solve.engines.drafts import DRAFT_MARK as MARK
+from kbtool.solve.engines.drafts import ReleaseDraft as Draft
 from kbtool.solve.engines.vllm import conformance
 from kbtool.solve.engines.vllm import defaults as vd
 from kbtool.solve.engines.vllm import planning as vllm_planning

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from kbtool.kb import KB
     from kbtool.solve.context import Ctx
-    from kbtool.solve.engines.results import ReleaseDraft
+    from kbtool.solve.engines.drafts import ReleaseDraft
     from kbtool.solve.gates import Outcome
     from kbtool.solve.image import AcceleratorV, BackendV, Image
     from kbtool.solve.parts import BackendAnswer, KernelAnswer, Memory
