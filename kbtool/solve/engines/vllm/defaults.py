@@ -131,13 +131,19 @@ def record_for(img: Image, release: str | None) -> tuple[str, dict[str, Any]] | 
 
 def batch_tier(row: dict[str, Any], memory_bytes: int, device_name: str, cc: str) -> tuple[int, int, str]:
     """(max_num_batched_tokens, max_num_seqs, source) of the first tier that holds for this device."""
+    _, _, _, tokens, seqs, src = row["batch"][tier_index(row, memory_bytes, device_name, cc)]
+    return int(tokens), int(seqs), src
+
+
+def tier_index(row: dict[str, Any], memory_bytes: int, device_name: str, cc: str) -> int:
+    """Which of the row's batch tiers holds for this device: the first whose conditions hold."""
     name = device_name.lower()
-    for min_gib, not_names, not_cc, tokens, seqs, src in row["batch"]:
+    for i, (min_gib, not_names, not_cc, _tokens, _seqs, _src) in enumerate(row["batch"]):
         if min_gib is not None and memory_bytes < min_gib * GIB:
             continue
         if any(n in name for n in not_names) or cc in not_cc:
             continue
-        return int(tokens), int(seqs), src
+        return i
     raise ValueError(f"engine-release vllm-{row['release']}: no batch tier holds (the last must have no condition)")
 
 

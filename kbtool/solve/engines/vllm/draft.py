@@ -166,10 +166,9 @@ def _batch_candidates(prev: list[dict[str, Any]], doc: dict[str, Any], img: Imag
             continue
         rowed = [(*(t[k] for k in BATCH_KEYS), "") for t in prev]
         try:
-            tokens, seqs, _ = vd.batch_tier({"batch": rowed, "release": doc["vllm"]}, memory, name, cc)
+            i = vd.tier_index({"batch": rowed, "release": doc["vllm"]}, memory, name, cc)
         except ValueError:
             continue
-        i = next(i for i, t in enumerate(prev) if (t["max_num_batched_tokens"], t["max_num_seqs"]) == (tokens, seqs))
         if r["max_num_batched_tokens"] < r["max_num_seqs"] * p["max_model_len"]:  # not capped by max_model_len
             pairs.setdefault(i, set()).add((int(r["max_num_batched_tokens"]), int(r["max_num_seqs"])))
     if pairs and all(len(v) == 1 for v in pairs.values()):
