@@ -118,7 +118,8 @@ class Planning(Strict):
     hint: Fact[Literal["short", "utilization", "extensible"]] = Field(
         description="How the start-up refusal is worded: 'short' (\"models's max seq len\" and the short "
         "gpu_memory_utilization hint), 'utilization' (the hint that names the CPU backend), 'extensible' (the "
-        "extensible KV cache's hint)")
+        "extensible KV cache's hint, worded for a utilization below 1.0 and for a check after warm-up as the "
+        "release words them)")
 
 
 class Accounting(Strict):
@@ -127,9 +128,12 @@ class Accounting(Strict):
     below it that has one (the answer says whose line sized the reserve). Which model runner a model gets is
     `defaults.model_runner` and `defaults.model_runner_v2_architectures`."""
 
-    graphs: Fact[Literal["none", "V1", "all"]] = Field(
+    graphs: Fact[Literal["none", "V1", "all", "measured"]] = Field(
         description="Which model runners' CUDA-graph memory estimate is subtracted before the pool is sized "
-        "(unless eager): 'none' (logged only), 'V1' (the V2 runner's estimate is 0), 'all'")
+        "(unless eager): 'none' (logged only), 'V1' (the V2 runner's estimate is 0), 'all', 'measured' (with the "
+        "extensible KV cache the runner estimates 0 before the pool, so the start-up check's capacity holds no "
+        "graphs, and the graphs it captures after warm-up come off the cache it sizes from measured memory; "
+        "without that cache, 'all')")
     v2_sampler: Fact[Literal["logits", "in-place", "full"]] = Field(
         description="What the V2 runner's profile run holds when it samples: 'logits' (the model-dtype logits and "
         "an fp32 copy, no top-k/top-p), 'in-place' (the model-dtype logits only, mutated in place) or 'full' (the "
@@ -138,6 +142,10 @@ class Accounting(Strict):
         default=None, description="Its OAI Triton MXFP4 MoE path (the one a Hopper GPU takes) keeps the "
         "checkpoint's expert block scales on the layer beside the swizzled copy it builds, so the loaded weights "
         "hold those scales twice (one byte per 32 expert values); absent: false")
+    recheck_after_warmup: BoolFact | None = Field(
+        default=None, description="With the extensible KV cache the start-up check runs twice: on the capacity "
+        "reserved before warm-up, then on the block count measured after warm-up and graph capture (less the null "
+        "block), worded for that second check; absent: false")
     measured: BoolFact | None = Field(
         default=None, description="kb's reserve constants were read against recorded boots of this release; a "
         "query that names no release is sized as this release (one vLLM record says true)")

@@ -32,6 +32,25 @@ class ScopeChange:
     held_back: str | None = None  # why `new` is not written (a range no evidence supports)
 
 
+BLIND = ("unattributed", "unjudged")
+"""Timeline outcomes that are neither side of a bound: a range is not extended across them"""
+
+
+def with_unjudged(lines: dict[str, list[tl.Point]], swept: dict[str, str]) -> dict[str, list[tl.Point]]:
+    """Each claim's timeline with an `unjudged` point at every swept release (`swept`: release -> its evidence) that
+    has no outcome for the claim: a release swept before the claim existed, whose stored summary never judged it.
+    Without them a range would reach across those releases as if the claim had held there (issue 46: never guess)."""
+    from kbtool.solve.conditions import version_key
+
+    out = {}
+    for cid, points in lines.items():
+        have = {p.release for p in points}
+        gaps = [tl.Point(r, "unjudged", ev, "the release's summary has no outcome for this claim")
+                for r, ev in swept.items() if r not in have]
+        out[cid] = sorted([*points, *gaps], key=lambda p: version_key(p.release)) if gaps else points
+    return out
+
+
 def _dump(r: VersionRange) -> dict[str, Any]:
     return r.model_dump(mode="json", exclude_defaults=True)
 
@@ -44,28 +63,29 @@ def proposed(claim: Claim, points: list[tl.Point], lib: str = "vllm",
     the timeline counts as holding that today's judge contradicts (the claim is then `disputed`) is not cited;
     the releases on the other side are in the timeline (`kb show CLAIM`)."""
     mine = [_dump(r) for r in claim.scope if r.library == lib]
-    # an unattributed release (vLLM refused points the claim lets run, in words the probe cannot attribute) is
-    # neither side: a range ends before it as before the newest release, on the record's own bound
-    known = [p for p in points if p.outcome in ("holds", "fails", "unattributed")]
+    # an unattributed release (vLLM refused points the claim lets run, in words the probe cannot attribute) or an
+    # unjudged one (swept before the claim existed: its summary has no outcome for it) is neither side: a range ends
+    # before it as before the newest release, on the record's own bound
+    known = [p for p in points if p.outcome in ("holds", "fails", *BLIND)]
     if not mine or not any(p.outcome == "holds" for p in known):
         return None
-    blind = {p.evidence for p in known if p.outcome == "unattributed"}
+    blind = {p.evidence for p in known if p.outcome in BLIND}
     runs: list[dict[str, Any]] = []
-    as_break = [dataclasses.replace(p, outcome="fails") if p.outcome == "unattributed" else p for p in known]
+    as_break = [dataclasses.replace(p, outcome="fails") if p.outcome in BLIND else p for p in known]
     for r in tl.ranges(as_break):  # its bounds and citations are settled below
         run = {"library": lib, **{k: v for k, v in r.items() if k != "evidence"}}
         held = [p for p in known if p.outcome == "holds" and tl.covers(r, p.release)]
         first, last = held[0], held[-1]
         below = known[known.index(first) - 1] if first is not known[0] else None
         above = known[known.index(last) + 1] if last is not known[-1] else None
-        if below is None or below.outcome == "unattributed":  # no evidence below: the record's own lower bound,
+        if below is None or below.outcome in BLIND:  # no evidence below: the record's own lower bound,
             run.pop("introduced", None)                         # else the oldest swept release
             own = [m for m in mine if tl.covers(m, first.release)]
             if own and own[0].get("introduced"):
                 run["introduced"] = own[0]["introduced"]
             elif not own:
                 run["introduced"] = first.release
-        if above is None or above.outcome == "unattributed":  # no evidence above: the record's own upper bound,
+        if above is None or above.outcome in BLIND:  # no evidence above: the record's own upper bound,
             # else the newest swept release
             own = [m for m in mine if tl.covers(m, last.release)]
             bound: dict[str, Any] = {k: own[0][k] for k in ("fixed", "last_affected") if own and k in own[0]}
@@ -182,7 +202,7 @@ def run(records: Path, *, write_: bool = False, only: list[str] | None = None) -
     for ev in kb.of_kind("evidence", Evidence):  # today's verdicts, as KB306 holds the cited evidence to them
         for cid, on in today(kb).get(ev.id, {}).items():
             judged.setdefault(cid, {})[ev.id] = on["verdict"]
-    lines = tl.timelines(kb)
+    lines = with_unjudged(tl.timelines(kb), {r: ev.id for r, (ev, _) in tl.release_evidence(kb).items()})
     pending: dict[str, set[str]] = {}
     changes = plan(claims, lines, only, judged, pending)
     # a range newly covering a release cites its evidence where that release's judge, asked with the ranges as they

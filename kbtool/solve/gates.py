@@ -84,7 +84,7 @@ def effective(claim: ClaimV, env: Env) -> tuple[str, str | None]:
               else "verified" if "verified" in got else "untestable")
         words = scope_words(inside)
         if st == "untestable":  # what runs elsewhere showed (another build of the same code, say) is worth saying
-            words += "".join(f"; {scope_words(out)}" for out in [[v for v in vs if v not in inside]] if out)
+            words += "".join(f"; {scope_words(out)} only" for out in [[v for v in vs if v not in inside]] if out)
         if st == "untestable" and claim.sides:  # no run decides it here: the sources' dispute stands
             if sides_agree(claim, env):
                 return "unverified", f"every side agrees here; {words}"

@@ -42,8 +42,9 @@ MLA_LAYOUTS = ("mla", "sparse-mla")
 MLA_ONLY = frozenset(MLA_LAYOUTS)
 STATUS_OF: dict[int, KernelStatus] = {0: "ok", 1: "caveat", 2: "disputed", 3: "unknown", 4: "rejected"}
 # derived variables the user cannot give: an answer that depends on one names the inputs behind it
-DERIVED_FROM = {"score_matrix_fits": ["num_heads"], "score_matrix_bytes": ["num_heads"],
+DERIVED_FROM = {"score_matrix_fits": ["num_heads", "ctx"], "score_matrix_bytes": ["num_heads", "ctx"],
                 "memory_left_bytes": ["model"], "kv_dtype_differs": ["dtype", "kv_dtype"]}
+GIVE = {"num_heads": "--model", "model": "--model", "ctx": "--ctx"}
 FLAGS = {"accelerator": "--gpu", "model": "--model", "kernel": "--kernel"}
 
 
@@ -534,7 +535,7 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     chosen = {s: c for j in cx.judges.values() for s, c in j.chosen.items()}
     for subject, passes in sorted(chosen.items()):
         assumed[f"block_size ({subject})"] = " and ".join(dict.fromkeys(passes)) + " (what it needs)"
-    _derived_depends(kernels)
+    _derived_depends(kernels, env)
     ranking = measured_ranking(cx.img, acc.id, q.phases, envs, kernels)
     kernels.sort(key=lambda a: (SEVERITY[a.status], a.gates == 0, a.rank or 10**6, a.id))
     from kbtool.solve.order import engine_ranks, recommended
@@ -681,14 +682,18 @@ def _handled(cx: Ctx, kernels: list[KernelAnswer], backends: list[BackendAnswer]
             a.phase_status = {p: "ok" if s == "caveat" else s for p, s in a.phase_status.items()}
 
 
-def _derived_depends(kernels: list[KernelAnswer]) -> None:
-    """An answer that depends on a derived variable names the inputs behind it."""
+def _derived_depends(kernels: list[KernelAnswer], env: dict[str, Any]) -> None:
+    """An answer that depends on a derived variable names the inputs behind it that were not given."""
     for k in kernels:
         for r in k.reasons + k.caveats:
             if any(d in DERIVED_FROM for d in r.depends_on):
+                inputs = {x for d in r.depends_on for x in DERIVED_FROM.get(d, [d])}
+                missing = sorted(x for x in inputs if env.get(x) is None)
                 if "score_matrix_fits" in r.depends_on:
-                    r.allowed = "batch x num_heads x q_len x kv_len x 4 B fits in the memory left (give --model)"
-                r.depends_on = sorted({x for d in r.depends_on for x in DERIVED_FROM.get(d, [d])})
+                    give = " ".join(dict.fromkeys(GIVE.get(x, f"--{x}") for x in missing))
+                    r.allowed = ("batch x num_heads x q_len x kv_len x 4 B fits in the memory left " +
+                                 (f"(give {give})" if missing else "(kb sizes no memory for this question)"))
+                r.depends_on = missing or ["memory left"]
 
 
 def _mark_evidence_scope(img: Image, answers: list[KernelAnswer] | list[Any]) -> None:

@@ -109,3 +109,24 @@ def test_as_extended_judges_the_release_with_the_proposed_scopes() -> None:
                             held_back="pending")
     assert events.as_extended(kb, [ch], {cid: {eid}}, first=True) == {cid: {eid: "contradicted"}}
     assert events.as_extended(kb, [ch], {cid: {eid}}) == {}  # held back and not the first round: not extended
+
+
+def test_a_range_does_not_reach_across_releases_swept_before_the_claim_existed() -> None:
+    """A claim first recorded for 0.34.0 has no outcome in the summaries of releases swept before it existed. Seen
+    here: 0.19.1's outcomes replayed with today's claims held vllm-flash-attn-sm90-d512-fp8-kv-block-64 (vacuously:
+    0.19.1 refuses head 512 anyway) and `kb probe events` wrote `introduced 0.19.1`, over 0.20.0-0.33.0 where the
+    gate did not exist. Those releases are `unjudged`: the range stops at them, on the record's own bound."""
+    own = [{"library": "vllm", "introduced": "0.34.0", "last_affected": "0.34.0"}]
+    line = pts(("0.19.1", "holds"), ("0.34.0", "holds"))
+    swept = {r: f"ev-{r}" for r in ("0.19.1", "0.20.0", "0.33.0", "0.34.0")}
+    filled = events.with_unjudged({"c": line}, swept)["c"]
+    assert [(p.release, p.outcome) for p in filled] == [
+        ("0.19.1", "holds"), ("0.20.0", "unjudged"), ("0.33.0", "unjudged"), ("0.34.0", "holds")]
+    got = events.proposed(claim(own), filled)
+    assert got is not None and not any(r.get("introduced") == "0.19.1" and r.get("last_affected") == "0.34.0"
+                                       for r in got)
+    assert {"library": "vllm", "introduced": "0.34.0", "last_affected": "0.34.0", "evidence": ["ev-0.34.0"]} in got
+    assert not any(e in r.get("evidence", []) for r in got for e in ("ev-0.20.0", "ev-0.33.0"))
+    # a timeline with an outcome at every swept release is left as it is
+    full = pts(("0.33.0", "holds"), ("0.34.0", "holds"))
+    assert events.with_unjudged({"c": full}, {"0.33.0": "ev-0.33.0", "0.34.0": "ev-0.34.0"})["c"] == full

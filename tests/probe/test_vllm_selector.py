@@ -118,8 +118,9 @@ def test_one_point_against_a_claim_contradicts_it(monkeypatch: pytest.MonkeyPatc
 def test_a_refusal_in_new_words_is_unattributed_not_agreement() -> None:
     """Issue 46: vLLM 0.34.0 reworded its refusals ("FP8 KV requires ..."); the probe counted FLASH_ATTN's points
     refused in the new words as agreeing with the 0.33.0 claims, and `kb probe events` extended them."""
-    assert vs_judge.unattributed("FP8 KV requires block size divisible by 64")
-    assert not vs_judge.unattributed("kv_cache_dtype not supported") and not vs_judge.unattributed("MLA not supported")
+    assert vs_judge.unattributed("FP8 KV requires block size divisible by 64", "0.33.0")
+    assert not vs_judge.unattributed("kv_cache_dtype not supported", "0.33.0")
+    assert not vs_judge.unattributed("MLA not supported", "0.33.0")
     pts = points()
     cid = "vllm-flashinfer-head-size-64-128-256-512"
     target = [i for i, p in enumerate(pts) if p["layout"] == "dense" and p["head_size"] == 128
@@ -157,3 +158,76 @@ def test_judge_holds_claims_at_the_mm_prefix_false_points() -> None:
     assert all(p["mm_prefix"] is False for p in plain) and all(p["layout"] == "dense" for p in mm)
     assert len(plain) + len(mm) == len(every) == len(doc["rows"])
     assert len(plain) == len(vs_judge.rows(vs.load(ROOT / "tests" / "data" / "vllm" / "0.32.0" / "cc9.0.json.gz")))
+
+
+CC90_034 = ROOT / "tests" / "data" / "vllm" / "0.34.0" / "cc9.0.json.gz"
+needs_034 = pytest.mark.skipif(not CC90_034.exists(), reason="no recorded vLLM 0.34.0 grid")
+FP8_KV_034 = "FP8 KV requires FA3 (SM90), equal-d512 FA4 (SM90), or FA4 (SM100)."
+BLOCK_64_034 = "SM90 d512 FP8 KV requires a block size divisible by 64"
+
+
+def test_vllm_0_34_0_wordings_are_read_as_their_kind_from_0_34_0_on_only() -> None:
+    """Issue 46: vLLM 0.34.0 reworded FLASH_ATTN's refusals (flash_attn.py:481, :505 at 62d4bc3c7). In 0.34.0 the
+    judge reads them as the gates they state; before it, where vLLM never used them, they stay unattributed, so an
+    older release's evidence classifies as it did."""
+    assert vs_judge.reason_kinds(FP8_KV_034, "0.34.0") == {"KV_DTYPE"}
+    assert vs_judge.reason_kinds("FLASH_ATTN: " + FP8_KV_034, "0.34.0") == {"KV_DTYPE"}  # the composite's prefix
+    assert vs_judge.reason_kinds(BLOCK_64_034, "0.34.0") == {"BLOCK_SIZE"}
+    assert vs_judge.reason_kinds("SM90 d512 FP8 KV does not support block sparsity", "0.34.0") == {vs_judge.OTHER}
+    assert vs_judge.of_kind("KV_DTYPE", [FP8_KV_034, BLOCK_64_034], "0.34.0") == [FP8_KV_034]
+    for old in ("0.33.0", "0.19.1"):
+        assert vs_judge.unattributed(FP8_KV_034, old) and vs_judge.unattributed(BLOCK_64_034, old)
+        assert vs_judge.of_kind("KV_DTYPE", [FP8_KV_034], old) == []
+    # the words vLLM used before keep their kind at every release
+    assert vs_judge.reason_kinds("FP8 KV cache requires FA3 on SM90", "0.34.0") == {"KV_DTYPE"}
+    assert vs_judge.reason_kinds("sink not supported on compute capability < 9.0", "0.34.0") == {"SINKS"}
+
+
+@needs_034
+def test_a_0_34_0_refusal_is_attributed_to_its_claim() -> None:
+    """On the recorded 0.34.0 grid: FLASH_ATTN refuses cc 9.0, head 512, fp8 KV at blocks 16 and 32 in 0.34.0's
+    words; the refusal is vllm-flash-attn-sm90-d512-fp8-kv-block-64's (BLOCK_SIZE), so the claim is confirmed there
+    and the claims of other gates that let those points run hold at 0.34.0 instead of being unattributed."""
+    pts = vs_judge.rows(vs.load(CC90_034))
+    refused = [p for p in pts if p["layout"] == "dense" and p["head_size"] == 512 and p["kv"] in ("fp8", "fp8_e4m3")
+               and p["block"] in (16, 32) and not p["sink"]]
+    assert refused and all(any(BLOCK_64_034 in r for r in p["reasons"]["FLASH_ATTN"]) for p in refused)
+    mine = [c for c in vs_judge.engine_claims() if c["subject"] == "vllm-flash-attn"
+            and vs_judge._scope_has(c, "0.34.0")]
+    got = by_claim(vs_judge.judge_grid(mine, pts, "0.34.0"))
+    gate = got["vllm-flash-attn-sm90-d512-fp8-kv-block-64"]
+    assert gate["agree"] >= len(refused) and not gate["ran"] and not gate["refused"] and not gate["unattributed"]
+    outcomes = vs_judge.release_outcomes(pts, "0.34.0")
+    for cid in ("vllm-flash-attn-block-size", "vllm-flash-attn-kv-dtype-fa3-fa4",
+                "vllm-flash-attn-head-size-up-to-512-with-fa4", "vllm-flash-attn-sm90-d512-fp8-kv-block-64"):
+        assert outcomes[cid]["outcome"] == "holds" and "unattributed" not in outcomes[cid], cid
+
+
+@needs_034
+def test_an_unknown_wording_in_0_34_0_is_still_unattributed_and_stops_the_range() -> None:
+    """A refusal no claim kind reads, even in a release whose other wordings are taught, stays unattributed: the
+    release is no agreement, and `kb probe events` does not extend a range across it."""
+    from kbtool.model import Claim
+    from kbtool.probe import events
+    from kbtool.solve.engines.vllm import timeline as tl
+
+    pts = vs_judge.rows(vs.load(CC90_034))
+    cid = "vllm-flash-attn-block-size"
+    target = [i for i, p in enumerate(pts) if p["layout"] == "dense" and p["head_size"] == 128
+              and p["kv"] == "auto" and p["block"] == 16 and not p["reasons"]["FLASH_ATTN"]][:4]
+    assert target, "the recorded 0.34.0 grid has FLASH_ATTN points at head 128 that vLLM accepts"
+    for i in target:
+        pts[i] = {**pts[i], "reasons": {**pts[i]["reasons"], "FLASH_ATTN": ("FA5 wants a warp-specialised tile",)}}
+    outcome = vs_judge.release_outcomes(pts, "0.34.0")[cid]
+    assert outcome["outcome"] == "unattributed" and outcome["unattributed"] == len(target)
+    assert outcome["unattributed_example"].endswith("FA5 wants a warp-specialised tile")
+    rec = Claim.model_validate({
+        "id": cid, "kind": "claim", "name": "c", "subject": "vllm-flash-attn", "statement": "s", "effect": "reject",
+        "reason": {"code": "BLOCK_SIZE", "message": "m"},
+        "scope": [{"library": "vllm", "introduced": "0.33.0", "last_affected": "0.33.0"}],
+        "sources": [{"type": "seed", "seed": "001_cecac612a9e92bba.txt"}]})
+    line = [tl.Point("0.32.0", "holds", "ev-0.32.0"), tl.Point("0.33.0", "holds", "ev-0.33.0"),
+            tl.Point("0.34.0", outcome["outcome"], "ev-0.34.0")]
+    got = events.proposed(rec, line)
+    assert got is not None and [r.get("last_affected") for r in got] == ["0.33.0"]
+    assert not any("ev-0.34.0" in r.get("evidence", []) for r in got)

@@ -258,3 +258,12 @@ def test_no_gate_is_scoped_away_from_the_versions_it_refuses(kb: KB) -> None:
             if s.library == req.var and s.introduced is not None and getattr(req, "ge", None) == s.introduced:
                 bad.append(c.id)
     assert bad == []
+
+
+def test_untestable_here_says_the_other_builds_verdict_holds_only_there() -> None:
+    """FA-3's FP8 accuracy: untestable for the upstream build on sm90, verified on vLLM's fork. The label must not
+    read as both at once ('untestable on sm90 prefill; verified on sm90 prefill (...)')."""
+    c = _C(((("sm90", (("vllm-flash-attn-3", "0.24.0"),), "prefill", "verified", ("ev",)),
+             ("sm90", (), "prefill", "untestable", ("ev2",))), (), "verified"))
+    assert effective(c, {"sm": "sm90", "phase": "prefill"}) == (
+        "untestable", "untestable on sm90 prefill; verified on sm90 prefill (vllm-flash-attn-3 0.24.0) only")

@@ -342,3 +342,37 @@ def test_environment_and_python_prefixes_are_read_without_re() -> None:
     for kept in (["1A=1", "vllm"], ["A-B=1", "vllm"], ["=1", "vllm"], ["pythonx", "-m", mods[0]],
                  ["python3.", "-m", mods[0]], ["python2", "-m", mods[0]], ["python3.1a", "-m", mods[0]]):
         assert flags.command(kept, mods) == kept
+
+
+def test_a_container_wrapper_is_read_as_the_runtime_reads_it() -> None:
+    """`docker run OPTIONS IMAGE ARGS` (as pasted in vllm#16343, vllm#8903, sglang#2587): the runtime's options
+    and their values, and the image, are not the engine's; ARGS are the image's entrypoint's (vllm/vllm-openai:
+    the server) or a command that replaces its CMD. Before, `docker run ... vllm/vllm-openai:TAG MODEL` took
+    'docker' for the model."""
+    mods = ("vllm.entrypoints.openai.api_server",)
+    line = flags.split('sudo docker run --runtime nvidia --gpus all -v ~/.cache/hf:/root/.cache/hf --env "T=" '
+                       "-p 8003:8000 --ipc=host --name phi4 --rm -it -d vllm/vllm-openai:latest --model m")
+    assert flags.command(line, mods) == ["--model", "m"]
+    assert flags.command(["docker", "run", "--gpus", '"device=0"', "-e", "A=1", "img:1", "m", "--tp", "2"],
+                         mods) == ["m", "--tp", "2"]
+    assert flags.command(["podman", "run", "--gpus=all", "img", "python3", "-m", mods[0], "--model", "m"],
+                         mods) == ["--model", "m"]
+    assert flags.command(["A=1", "docker", "run", "--", "img", "B=2", "m"], mods) == ["m"]
+    for kept in (["docker", "ps"], ["docker", "run", "--rm"], ["vllm", "serve", "docker"], ["sudo"]):
+        assert flags.command(kept, mods) == kept
+    # sudo runs the rest as the command: `sudo -E -u me vllm serve m` is vLLM's line
+    assert flags.command(["sudo", "-E", "-u", "me", "A=1", "vllm", "serve", "m"], mods) == ["vllm", "serve", "m"]
+    assert flags.command(["sudo", "--", "python3", "-m", mods[0], "m"], mods) == ["m"]
+
+
+def test_a_pasted_docker_line_names_the_model_after_the_image() -> None:
+    from kbtool.solve.engines.sglang.args import parse as sglang_parse
+    from kbtool.solve.engines.vllm.args import parse as vllm_parse
+
+    got = vllm_parse("docker run --gpus all -p 8000:8000 vllm/vllm-openai:v0.10.0 Qwen/Qwen3-8B --max-model-len 8192")
+    assert got.model == "Qwen/Qwen3-8B" and got.max_model_len == 8192 and not got.ignored
+    got = vllm_parse("docker run -d --gpus all --shm-size 16g vllm/vllm-openai:latest --model Qwen/Qwen3-8B")
+    assert got.model == "Qwen/Qwen3-8B" and not got.ignored  # -d and --shm-size are docker's
+    sg = sglang_parse("docker run --gpus all --ipc=host lmsysorg/sglang:latest python3 -m sglang.launch_server "
+                      "--model-path Qwen/Qwen3-8B --tp 2")
+    assert sg.model == "Qwen/Qwen3-8B" and sg.fields["tp_size"] == 2 and not sg.unknown

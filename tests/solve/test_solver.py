@@ -237,3 +237,21 @@ def test_verified_reasons_say_where_their_evidence_ran() -> None:
     (k,) = json.loads(other.out)["kernels"]
     (reason,) = [x for x in k["reasons"] if x["claim"] == "fa4-head-dims"]
     assert reason["verification"] == "unverified" and "only" in reason["verdict"]  # another release: not covered
+
+
+@pytest.mark.parametrize(("kw", "missing", "give"), [
+    ({"model": "qwen3-8b"}, ["ctx"], "--ctx"),  # the model gives the heads; only the context is missing
+    ({"ctx": "32k"}, ["num_heads"], "--model"),
+    ({}, ["ctx", "num_heads"], "--ctx --model"),
+    ({"model": "qwen3-8b", "ctx": "32k", "engine": "sglang", "sglang": "9.9.9"}, ["memory left"], None),
+])
+def test_score_matrix_names_the_inputs_not_given(kw: dict[str, Any], missing: list[str], give: str | None) -> None:
+    """The math backend's workspace gate reads heads and context; an unknown answer names the ones missing, not
+    num_heads when the model is given (an SGLang answer without --ctx said 'depends on num_heads'). With both given
+    and no memory sized (an unrecorded SGLang release) it says so."""
+    from tests.util import RECORDS
+
+    a = ask(load_kb(RECORDS), gpu="h100", **kw)
+    r = next(r for r in k(a, "torch-sdpa-math").reasons if r.claim == "torch-sdpa-math-score-matrix-workspace")
+    assert r.depends_on == missing
+    assert r.allowed.endswith(f"(give {give})" if give else "(kb sizes no memory for this question)")

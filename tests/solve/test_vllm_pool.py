@@ -24,7 +24,7 @@ def _model(arch: str | None) -> SimpleNamespace:
 def test_a_release_takes_the_newest_recorded_line_at_or_below_it() -> None:
     assert [vllm_pool.accounting(v).release for v in ("0.33.0", "0.34.1", "0.28.0", "0.27.1", "0.26.0", "0.25.0",
                                                       "0.24.0", "0.20.2", "0.10.0")] \
-        == ["0.33.0", "0.33.0", "0.28.0", "0.26.0", "0.26.0", "0.25.0", "0.24.0", "0.19.1", "0.19.1"]
+        == ["0.33.0", "0.34.0", "0.28.0", "0.26.0", "0.26.0", "0.25.0", "0.24.0", "0.19.1", "0.19.1"]
     assert vllm_pool.accounting(None) is vllm_pool.MEASURED and vllm_pool.MEASURED.release == "0.24.0"
 
 
@@ -36,6 +36,8 @@ def test_a_release_takes_the_newest_recorded_line_at_or_below_it() -> None:
     ("0.33.0", "Qwen3ForCausalLM", False, 1 << 30),    # V2 for all, with a real estimate
     ("0.33.0", "MixtralForCausalLM", False, 1 << 30),
     ("0.33.0", "MixtralForCausalLM", True, 0),         # eager: no graphs in any release
+    ("0.34.0", "Qwen3ForCausalLM", False, 1 << 30),    # measured after capture (the first check's capacity: none)
+    ("0.34.0", "Qwen3ForCausalLM", True, 0),
 ])
 def test_the_cuda_graph_estimate_is_subtracted_where_the_release_does(release: str, arch: str, eager: bool,
                                                                        graphs: int) -> None:

@@ -22,6 +22,7 @@ import gzip
 import json
 import re
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -167,24 +168,75 @@ def rows(doc: dict[str, Any], mm_prefix: bool | None = False) -> list[dict[str, 
 
 
 # vLLM's refusals that are no claim kind's and need none: the layout a backend serves, and the device the grid
-# cannot be (no driver, an AMD-only backend). A reason that is neither one of these nor of a REASON_KIND (vLLM
-# reworded a refusal: "FP8 KV requires ...") is unattributed: the probe cannot say which claim it answers.
+# cannot be (no driver, an AMD-only backend). A reason that is neither one of these nor of a REASON_KIND nor a
+# release's WORDINGS (vLLM reworded a refusal the judge has not been taught) is unattributed: the probe cannot say
+# which claim it answers.
 OTHER_REASONS = ("MLA not supported", "sparse not supported", "requires sparse MLA", "Found no NVIDIA driver",
                  "not supported on this device", "not supported on the current device", "requires AMD")
+OTHER = "OTHER"
+"""The kind of a refusal of OTHER_REASONS' sort: a layout or device refusal no claim needs."""
+
+
+@dataclass(frozen=True)
+class Wording:
+    """A refusal vLLM words its own way in a range of releases, read in the code of the release that introduced it:
+    within the range a reason containing `text` is of `kind` (a REASON_KIND code, or OTHER) and of no other kind;
+    outside it the words mean nothing to the judge, so older releases' evidence classifies as it always did."""
+
+    text: str
+    kind: str
+    introduced: str
+    source: str  # vllm-project/vllm path:line at the tag's commit, where the words are
+    last: str | None = None  # the last release known to word it so; None: every later release until read otherwise
+
+    def covers(self, version: str) -> bool:
+        from kbtool.solve.conditions import compare_versions
+
+        return compare_versions(version, self.introduced) >= 0 and (
+            self.last is None or compare_versions(version, self.last) <= 0)
+
+
+# vLLM 0.34.0 (tag v0.34.0, commit 62d4bc3c7) reworded FLASH_ATTN's combination checks (issue 46); FLASH_ATTN_DIFFKV
+# and the TRITON_FLASH_ATTN composite give the same words, the composite prefixed "FLASH_ATTN: ".
+WORDINGS = (
+    # the fp8 KV gate (0.33.0: "FP8 KV cache requires FA3 on SM90, ...", a KV_DTYPE reason by its "KV cache")
+    Wording("FP8 KV requires FA3 (SM90), equal-d512 FA4 (SM90), or FA4 (SM100)", "KV_DTYPE", "0.34.0",
+            "vllm/v1/attention/backends/flash_attn.py:505"),
+    # a quantized KV at head 512 on cc 9.0 (FA4's SM90 path): claim vllm-flash-attn-sm90-d512-fp8-kv-block-64
+    Wording("SM90 d512 FP8 KV requires a block size divisible by 64", "BLOCK_SIZE", "0.34.0",
+            "vllm/v1/attention/backends/flash_attn.py:481"),
+    # the same branch with use_sparse: a layout FLASH_ATTN does not serve (no sparse MLA)
+    Wording("SM90 d512 FP8 KV does not support block sparsity", OTHER, "0.34.0",
+            "vllm/v1/attention/backends/flash_attn.py:483"),
+    # FLASHINFER_TS refuses MLA, sparse MLA and the multimodal prefix mask in one sentence: layouts it does not serve
+    Wording("FLASHINFER_TS supports dense non-MLA attention only", OTHER, "0.34.0",
+            "vllm/v1/attention/backends/flashinfer_ts.py:509"),
+)
 
 
 @functools.cache
-def unattributed(reason: str) -> bool:
-    """Whether a refusal reason is of no claim kind the judge knows and not a layout or device refusal."""
-    known = (k for keys in REASON_KIND.values() for k in keys)
-    return not any(k in reason for k in known) and not any(k in reason for k in OTHER_REASONS)
+def reason_kinds(reason: str, version: str) -> frozenset[str]:
+    """The kinds a refusal states at a vLLM release: the kind of the release's WORDINGS it contains (that one only),
+    else the REASON_KIND codes whose words it has (a reason about sinks is about sinks only: "sink not supported on
+    compute capability < 9.0"), plus OTHER for a layout or device refusal. Empty: unattributed."""
+    for w in WORDINGS:
+        if w.text in reason and w.covers(version):
+            return frozenset((w.kind,))
+    kinds = {code for code, keys in REASON_KIND.items()
+             if any(k in reason for k in keys) and (code == "SINKS" or "sink" not in reason)}
+    if any(k in reason for k in OTHER_REASONS):
+        kinds.add(OTHER)
+    return frozenset(kinds)
 
 
-def of_kind(code: str, reasons: list[str]) -> list[str]:
-    """vLLM's reasons of one claim kind; a reason about sinks is about sinks only ("sink not supported on
-    compute capability < 9.0")."""
-    keys = REASON_KIND.get(code, ())
-    return [r for r in reasons if any(k in r for k in keys) and (code == "SINKS" or "sink" not in r)]
+def unattributed(reason: str, version: str) -> bool:
+    """Whether a refusal at a vLLM release is of no claim kind the judge knows and not a layout or device refusal."""
+    return not reason_kinds(reason, version)
+
+
+def of_kind(code: str, reasons: list[str], version: str) -> list[str]:
+    """vLLM's reasons of one claim kind at a release."""
+    return [r for r in reasons if code in reason_kinds(r, version)]
 
 
 @functools.cache
@@ -310,7 +362,7 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
         for (reasons, cc), at in classes[g].items():
             key = (code, reasons)
             if key not in kinds:
-                kinds[key] = of_kind(code, list(reasons))
+                kinds[key] = of_kind(code, list(reasons), version)
             got = kinds[key]
             for want, pm in ((True, lets), (False, refuses)):
                 m = pm & at
@@ -326,7 +378,7 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
                         bad |= m
                 elif not got:
                     agree += m.bit_count()  # the verdict's count, as recorded since OUTCOMES_VERSION 2
-                    if any(unattributed(r) for r in reasons):
+                    if any(unattributed(r, version) for r in reasons):
                         unknown |= m  # refused in words no claim kind reads: not agreement for the release events
                 else:  # vLLM refused it for this claim's kind: as the claim says only where another claim refuses
                     agree += (m & explained).bit_count()
@@ -336,8 +388,8 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
                         "refused": [(points[i], kinds[code, points[i]["reasons"][backend]]) for i in wrong
                                     if not refuses >> i & 1],
                         "ccs": sorted(ccs), "backend": backend,
-                        "unattributed": [(points[i], [r for r in points[i]["reasons"][backend] if unattributed(r)])
-                                         for i in _bits(unknown)]})
+                        "unattributed": [(points[i], [r for r in points[i]["reasons"][backend]
+                                                      if unattributed(r, version)]) for i in _bits(unknown)]})
     return results
 
 

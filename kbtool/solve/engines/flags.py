@@ -116,10 +116,74 @@ def _python(word: str) -> bool:
     return base.startswith("python3.") and base[8:].isdecimal()
 
 
+# `docker run` / `podman run` options that take a value (Docker CLI reference, docker container run; podman run
+# takes the same names): the word after one of them is its value, not the image. The rest of run's options are
+# switches (--rm, -d, -i, -t, --privileged, --init, ...); `--opt=value` carries its own value.
+_RUN_VALUES = frozenset((
+    "--add-host", "--annotation", "-a", "--attach", "--blkio-weight", "--blkio-weight-device", "--cap-add",
+    "--cap-drop", "--cgroup-parent", "--cgroupns", "--cidfile", "--cpu-count", "--cpu-percent", "--cpu-period",
+    "--cpu-quota", "--cpu-rt-period", "--cpu-rt-runtime", "-c", "--cpu-shares", "--cpus", "--cpuset-cpus",
+    "--cpuset-mems", "--detach-keys", "--device", "--device-cgroup-rule", "--device-read-bps", "--device-read-iops",
+    "--device-write-bps", "--device-write-iops", "--dns", "--dns-option", "--dns-search", "--domainname",
+    "--entrypoint", "-e", "--env", "--env-file", "--expose", "--gpus", "--group-add", "--health-cmd",
+    "--health-interval", "--health-retries", "--health-start-interval", "--health-start-period", "--health-timeout",
+    "-h", "--hostname", "--ip", "--ip6", "--ipc", "--isolation", "--kernel-memory", "-l", "--label", "--label-file",
+    "--link", "--link-local-ip", "--log-driver", "--log-opt", "--mac-address", "-m", "--memory",
+    "--memory-reservation", "--memory-swap", "--memory-swappiness", "--mount", "--name", "--network", "--net",
+    "--network-alias", "--oom-score-adj", "--pid", "--pids-limit", "--platform", "-p", "--publish", "--pull",
+    "--restart", "--runtime", "--security-opt", "--shm-size", "--stop-signal", "--stop-timeout", "--storage-opt",
+    "--sysctl", "--tmpfs", "--ulimit", "-u", "--user", "--userns", "--uts", "-v", "--volume", "--volume-driver",
+    "--volumes-from", "-w", "--workdir"))
+_RUNTIMES = ("docker", "podman", "nerdctl")
+_SUDO_VALUES = frozenset(("-u", "--user", "-g", "--group", "-C", "--close-from", "-D", "--chdir", "-h", "--host",
+                          "-p", "--prompt", "-R", "--chroot", "-r", "--role", "-t", "--type", "-T", "--command-timeout",
+                          "-U", "--other-user"))  # sudo's options that take a value (sudo(8)); the rest are switches
+
+
+def _sudo(words: list[str], i: int) -> int:
+    """Past `sudo [OPTIONS]` at words[i] (sudo runs the rest as the command), else i."""
+    if words[i:i + 1] != ["sudo"]:
+        return i
+    j = i + 1
+    while j < len(words) and words[j].startswith("-") and words[j] != "--":
+        j += 2 if "=" not in words[j] and words[j] in _SUDO_VALUES else 1
+    j += 1 if words[j:j + 1] == ["--"] else 0
+    return j if j < len(words) else i  # no command after it: not sudo's line
+
+
+def _container(words: list[str], i: int) -> int:
+    """Where the container's command starts when words[i:] is `docker|podman|nerdctl run OPTIONS IMAGE ...` (the
+    words after IMAGE: the image's entrypoint's arguments, or a command that replaces its CMD); else i. The
+    options are the container runtime's, not the engine's (a `-d` or `--device` there is not vLLM's), and the image
+    is not the model: the vllm/vllm-openai image's ENTRYPOINT runs the server (`vllm serve`, earlier `python3 -m
+    vllm.entrypoints.openai.api_server`: docker/Dockerfile, target vllm-openai), so what follows the image is the
+    server's own line."""
+    j = i
+    if words[j:j + 2] not in ([r, "run"] for r in _RUNTIMES):
+        return i
+    j += 2
+    while j < len(words) and words[j].startswith("-") and words[j] != "-":
+        w = words[j]
+        if w == "--":  # the end of the options: the image follows
+            j += 1
+            break
+        takes = "=" not in w and (w in _RUN_VALUES or (not w.startswith("--") and "-" + w[-1] in _RUN_VALUES))
+        j += 2 if takes else 1
+    return j + 1 if j < len(words) else i  # past the image; no image: not a container line
+
+
 def command(words: list[str], modules: tuple[str, ...]) -> list[str]:
-    """The words after the command of a pasted line: leading environment assignments (`CUDA_VISIBLE_DEVICES=0,1`)
-    and `python[3[.x]] -m MODULE` for one of the engine's `modules` are dropped, as the shell and Python read them."""
+    """The words after the command of a pasted line: leading environment assignments (`CUDA_VISIBLE_DEVICES=0,1`),
+    `sudo [OPTIONS]`, a container wrapper (`docker run OPTIONS IMAGE`, see _container) and `python[3[.x]] -m
+    MODULE` for one of the engine's `modules` are dropped, as the shell, sudo, the container runtime and Python
+    read them."""
     i = 0
+    while i < len(words) and _assignment(words[i]):
+        i += 1
+    i = _sudo(words, i)
+    while i < len(words) and _assignment(words[i]):
+        i += 1
+    i = _container(words, i)
     while i < len(words) and _assignment(words[i]):
         i += 1
     if words[i + 1:i + 2] == ["-m"] and words[i + 2:i + 3] and words[i + 2] in modules and _python(words[i]):

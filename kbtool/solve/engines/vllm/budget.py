@@ -95,11 +95,14 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     # each GPU builds the model's whole rope cache (vllm_rope): the load counts it, tensor parallel does not split it
     rope, rope_how = vllm_rope.cache_bytes(model, weights)
     wgpu = math.ceil(wtotal / (tp * pp)) + rope
+    extensible = bool(margins) and not kv_cache_memory
     if reserve is None:
-        res, rhow = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct, run=run)
+        res, rhow = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct, run=run,
+                                      extensible=extensible)
     else:
         res, rhow = reserve, "given with --reserve"
     usable = int(capacity * utilization)
+    before = None  # the capacity a release that re-checks after warm-up plans on first (vllm_pool.report)
     if margins and reserve is None:
         # The extensible cache gets min(utilization x memory - non-KV use, headroom - margin) less the transient
         # peak (0.34.0 v1/worker/extensible_kv_cache.py:613-617): the margin takes only what the utilization
@@ -107,6 +110,13 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         act, _how = vllm_pool.activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run)
         margin = max(int(margins["floor_bytes"]), int(act * float(margins["fraction"])))
         binding = max(0, margin - (capacity - usable))
+        if acct.recheck:
+            # before warm-up: utilization x memory - weights - the profile's peak and non-torch memory, with no
+            # graph estimate where the graphs are measured after capture (gpu_worker.py:771-780, 0.34.0)
+            graphs = vllm_pool.graph_bytes(acct, run, eager) if acct.graphs == "measured" else 0
+            before = usable - wgpu - (res - graphs)
+            rhow += ("; not modelled: the CUDA context held before vLLM's first memory snapshot (the measured "
+                     "headroom leaves it out) and any transient of the sizing warm-up above the profile run's peak")
         res += binding
         floor = margins["floor_bytes"] / 2**30
         rhow += (f"; extensible KV cache margin {margin / 1e9:,.2f} GB = max({floor:g} GiB, "
@@ -128,11 +138,12 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     # no pool at all (the weights and reserve take the memory): the answer says that, not vLLM's "No available
     # memory for the cache blocks" it would end with
     grouped = vllm_pool.groups(model, kv_dtype, block, tp, pp, vllm_planning.checkpoint_alignment(arch, ckpt),
-                               plan.sliding_v) if ctx and pool > 0 else None
+                               plan.sliding_v) if ctx and max(pool, before or 0) > 0 else None
     if grouped is not None and ctx:
         point = vllm_planning.Point(ctx, batched_tokens, async_scheduling=True, pp=pp,
                                     v2=run == "V2", mamba_mode=mode, checkpoint_blocks=ckpt)
-        report = vllm_pool.report(pool, grouped, block, point, acct, plan)
+        report = vllm_pool.report(pool, grouped, block, point, acct, plan, capacity_bytes=before,
+                                  utilization=utilization, extensible=not kv_cache_memory)
     need = math.ceil(batch * kv.per_sequence(ctx)) if ctx else 0
     fits = None if ctx is None else (pool > 0 and need <= pool)
     mem_ctx = max_context(kv, pool, batch) if pool > 0 else 0
@@ -180,6 +191,9 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     lines.append(f"- reserve {res:,} B ({_gb(res)}): {rhow}")
     lines.append(f"= KV pool {pool:,} B ({_gb(pool)})" + (f" = {pool_tokens:,} tokens" if 0 < pool_tokens <
                                                            UNBOUNDED_CTX else "") + given)
+    if before is not None and before > 0:
+        lines.append(f"vLLM {acct.release}'s start-up check plans first on {before:,} B ({_gb(before)}) before "
+                     "warm-up (no graphs, no margin), then again on the blocks of the pool above")
     notes = list(dict.fromkeys(kv.notes))
     if pool <= 0 and not kv_cache_memory:
         hint = " or quantize the weights (--weights fp8)" if (weights or model.weight_dtype) in ("bf16", "fp16",

@@ -41,9 +41,6 @@ if TYPE_CHECKING:
 DOCS = "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
 HINT_UTILIZATION = ("Try increasing `gpu_memory_utilization` when initializing the engine (this flag also controls "
                     "CPU memory reservation on the CPU backend, despite its name).")
-HINT_EXTENSIBLE = ("The extensible KV cache already takes all device memory left after the model and its "
-                   "activations; decrease `max_model_len` or `max_num_seqs`, or the model needs a device with more "
-                   "memory.")
 HINT_SHORT = "Try increasing `gpu_memory_utilization` when initializing the engine."
 TOO_SMALL_TAIL_SHORT = ("Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the "
                         "engine. ")
@@ -197,11 +194,34 @@ def bytes_per_block(gs: Sequence[Group]) -> int:
     return max(g.block_bytes(most) for g in gs)
 
 
-def check(gs: Sequence[Group], block: int, available: int, plan: Planning, pt: Point) -> str | None:
-    """vLLM's start-up check: None where it passes, else the ValueError text it raises."""
+def extensible_hint(utilization: float | None = None, after_warmup: bool = False, extensible: bool = True) -> str:
+    """The hint a release with the extensible KV cache gives when the KV cache is short (0.34.0
+    v1/core/kv_cache_planning.py:64-94 at 62d4bc3c7, _more_kv_cache_memory_hint): what the cache is left after
+    (and, after warm-up, that CUDA graphs take less with fewer capture sizes), worded for a utilization below 1.0
+    where one was given; the utilization hint where the cache is off (--kv-cache-memory-bytes rules it out)."""
+    if not extensible:
+        return HINT_UTILIZATION
+    used_by = "the model, its activations, CUDA graphs and warmup" if after_warmup else "the model and its activations"
+    graphs = (" CUDA graphs take less with fewer or smaller capture sizes in the compilation config."
+              if after_warmup else "")
+    if utilization is not None and utilization < 1.0:
+        return (f"The KV cache gets what is left after {used_by} within `gpu_memory_utilization`={utilization}; "
+                "increase it (with the extensible KV cache it defaults to 1.0) or decrease `max_model_len` or "
+                f"`max_num_seqs`.{graphs}")
+    return (f"The extensible KV cache already takes all device memory left after {used_by}; decrease "
+            f"`max_model_len` or `max_num_seqs`, or the model needs a device with more memory.{graphs}")
+
+
+def check(gs: Sequence[Group], block: int, available: int, plan: Planning, pt: Point, *,
+          utilization: float | None = None, after_warmup: bool = False, extensible: bool = True) -> str | None:
+    """vLLM's start-up check: None where it passes, else the ValueError text it raises. A release whose hint is
+    "extensible" words it by `utilization` (as given; None: the default 1.0), `extensible` (the cache on) and
+    `after_warmup`: the check again on the blocks the cache was sized to after warm-up, `available` being those
+    blocks' bytes, less the null block (0.34.0 v1/core/kv_cache_planning.py:1845-1858)."""
     per = bytes_per_block(gs)
-    memory = available - per if plan.null_block else available
-    hint = {"extensible": HINT_EXTENSIBLE, "short": HINT_SHORT}.get(plan.hint, HINT_UTILIZATION)
+    memory = available - per if plan.null_block or after_warmup else available
+    hint = {"short": HINT_SHORT, "utilization": HINT_UTILIZATION}.get(plan.hint) or extensible_hint(
+        utilization, after_warmup, extensible)
     if memory <= 0:
         return f"No available memory for the cache blocks. {hint} {DOCS}"
     need = per * request_blocks(gs, block, pt.max_model_len, plan, pt)

@@ -92,11 +92,19 @@ class Accounting:
       sampler.py:162-168: no copy without logprobs, which the profile run does not ask for).
     - `mxfp4_scales_kept`: its OAI Triton MXFP4 MoE path keeps the checkpoint's expert scales beside their
       swizzled copy (budget.mxfp4_kept_scales counts them).
+    - `recheck`: with the extensible KV cache the start-up check runs again after warm-up, on the block count the
+      cache was sized to from measured memory (0.34.0 v1/core/kv_cache_planning.py:1827-1861), worded for it.
+
+    graphs "measured" (0.34.0): with the extensible KV cache the V2 runner's graph estimate is 0
+    (v1/worker/gpu/model_runner.py:1121-1125), so the capacity the first start-up check plans on holds no graphs
+    (gpu_worker.py:742-780); the graphs captured after warm-up are in the memory measured after them
+    (v1/worker/extensible_kv_cache.py:592-618), so they come off the cache it sizes (budget.fit). Without that
+    cache it is "all".
 
     How "GPU KV cache size" is computed is the planning line's (planning.Planning.tokens).
     """
 
-    __slots__ = ("graphs", "mxfp4_scales_kept", "release", "v2", "v2_sampler")
+    __slots__ = ("graphs", "mxfp4_scales_kept", "recheck", "release", "v2", "v2_sampler")
 
     def __init__(self, release: str, row: dict[str, Any]) -> None:
         acct, d = row.get("accounting") or {}, row["defaults"]
@@ -108,6 +116,7 @@ class Accounting:
         self.release, self.graphs = release, str(acct["graphs"][0])
         self.v2_sampler = SAMPLER_BYTES[acct["v2_sampler"][0]]
         self.mxfp4_scales_kept = bool((acct.get("mxfp4_scales_kept") or (False,))[0])
+        self.recheck = bool((acct.get("recheck_after_warmup") or (False,))[0])
         listed: list[str] = (d.get("model_runner_v2_architectures") or ([], ""))[0]
         self.v2: frozenset[str] | str = "all" if d["model_runner"][0] == "V2" else frozenset(listed)
 
@@ -246,15 +255,26 @@ def hidden_live(arch: str | None) -> int:
     return 5 if arch in GEMMA_NORM else HIDDEN_LIVE_DEFAULT
 
 
+def graph_bytes(acct: Accounting, run: str, eager: bool) -> int:
+    """The CUDA-graph memory vLLM takes off before the KV pool is final: kb's estimate (GRAPH_ESTIMATE_BYTES) where
+    the release subtracts graphs for this runner, estimated or measured after capture ("measured"); 0 eager."""
+    return GRAPH_ESTIMATE_BYTES if not eager and acct.graphs in ("all", "measured", run) else 0
+
+
 def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp: int = 1,
-            eager: bool = False, acct: Accounting | None = None, run: str | None = None) -> tuple[int, str]:
-    """What vLLM takes off the budget besides the weights: activation peak + non-torch + graphs where applied."""
+            eager: bool = False, acct: Accounting | None = None, run: str | None = None,
+            extensible: bool = False) -> tuple[int, str]:
+    """What vLLM takes off the budget besides the weights: activation peak + non-torch + graphs where applied;
+    `extensible`: the release's extensible KV cache is on (graphs "measured": captured after warm-up)."""
     acct = acct or accounting(None)
     run = run or runner(model, acct)
     act, how = activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run)
-    graphs = GRAPH_ESTIMATE_BYTES if not eager and acct.graphs in ("all", run) else 0
+    graphs = graph_bytes(acct, run, eager)
     words = f"{how} = {act / 1e9:,.2f} GB; non-torch {NON_TORCH_BYTES / 1e9:.2f} GB"
-    if graphs:
+    if graphs and acct.graphs == "measured" and extensible:
+        words += (f"; CUDA graphs 1 GiB (vLLM {acct.release} measures the graphs it captures after warm-up and "
+                  "takes them off the extensible cache, not off the capacity its first start-up check plans on)")
+    elif graphs:
         words += f"; CUDA graphs 1 GiB ({run} runner: vLLM {acct.release} subtracts its estimate)"
     elif eager:
         words += "; no CUDA-graph estimate (eager)"
@@ -481,17 +501,32 @@ def unify_pages(by_type: dict[tuple[str, int | None, int], int], block: int) -> 
 
 
 def report(available_bytes: int, grouped: tuple[list[Group], list[str]], block: int, point: Point,
-           acct: Accounting | None = None, plan: Planning | None = None) -> Report:
+           acct: Accounting | None = None, plan: Planning | None = None, *, capacity_bytes: int | None = None,
+           utilization: float | None = None, extensible: bool = True) -> Report:
     """num_blocks, "GPU KV cache size", "Maximum concurrency" and the start-up check for this pool (at the block
-    groups() settled on, where `grouped` carries one), as this release plans them (vllm_planning)."""
+    groups() settled on, where `grouped` carries one), as this release plans them (vllm_planning).
+
+    `capacity_bytes`: a release whose extensible KV cache is sized after warm-up (Accounting.recheck) plans first on
+    the capacity determine_available_memory gives before warm-up, and checks it there (get_kv_cache_configs); the
+    cache is then sized from measured memory (`available_bytes`), capped at that capacity, and checked again on
+    those blocks less the null block, in the after-warm-up words (0.34.0 v1/core/kv_cache_planning.py:1864-1906,
+    1827-1861; v1/engine/core.py:338-418). The report's blocks are the final ones. `utilization`: as given (the
+    hint's wording); `extensible`: the cache is on (the hint's wording)."""
     gs, padding = grouped
     block = getattr(grouped, "block", block)
     plan = plan or vllm_planning.planning(acct.release if acct else None)
-    num_blocks = max(0, available_bytes // vllm_planning.bytes_per_block(gs))
+    per = vllm_planning.bytes_per_block(gs)
+    num_blocks = max(0, available_bytes // per)
+    if capacity_bytes is not None:
+        num_blocks = min(num_blocks, max(0, capacity_bytes // per))
     per_request = vllm_planning.request_blocks(gs, block, point.max_model_len, plan, point)
     conc = num_blocks / per_request if per_request else 0.0
     tokens = num_blocks // len(gs) * block if plan.tokens == "blocks per group" else int(conc * point.max_model_len)
-    error = vllm_planning.check(gs, block, available_bytes, plan, point)
+    first = available_bytes if capacity_bytes is None else capacity_bytes
+    error = vllm_planning.check(gs, block, first, plan, point, utilization=utilization, extensible=extensible)
+    if error is None and capacity_bytes is not None:
+        error = vllm_planning.check(gs, block, num_blocks * per, plan, point, utilization=utilization,
+                                    extensible=extensible, after_warmup=True)
     mamba = next((g for g in gs if g.kind == "mamba"), None)
     state = (point.mamba_mode, vllm_planning.group_blocks(mamba, block, point.max_model_len, plan, point)) \
         if mamba else None

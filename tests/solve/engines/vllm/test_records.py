@@ -107,7 +107,7 @@ def test_the_image_carries_the_lines_of_the_records() -> None:
                                                                vrec.recorded().items()}
     assert all(row["planning"] for row in rows.values())
     assert {r for r, row in rows.items() if row["accounting"]} == {"0.19.1", "0.24.0", "0.25.0", "0.26.0", "0.28.0",
-                                                                   "0.33.0"}
+                                                                   "0.33.0", "0.34.0"}
 
 
 def test_hybrid_prefix_caching_is_the_records_defaults_one() -> None:
@@ -126,12 +126,15 @@ def test_a_record_value_changes_the_answer() -> None:
     rows["0.33.0"]["accounting"]["graphs"] = ("none", "edited")
     assert vllm_planning.planning("0.33.0", rows).in_flight == "batched"
     assert vllm_planning.planning("0.33.0").in_flight == "batches"
-    assert vllm_pool.accounting("0.34.0", rows).graphs == "none"
-    assert vllm_pool.accounting("0.34.0").graphs == "all"
+    assert vllm_pool.accounting("0.33.1", rows).graphs == "none"
+    assert vllm_pool.accounting("0.33.1").graphs == "all"
+    assert vllm_pool.accounting("0.34.0", rows).graphs == "measured"  # its own line, not 0.33.0's
 
 
 @pytest.mark.parametrize("release,planning,accounting", [
-    ("0.34.1", "0.34.0", "0.33.0"),  # unrecorded: the newest line at or below it
+    ("0.34.1", "0.34.0", "0.34.0"),  # unrecorded: the newest line at or below it
+    ("0.34.0", "0.34.0", "0.34.0"),  # its own accounting line (vllm-0.34.0.yaml `accounting:`), no longer 0.33.0's
+    ("0.33.1", "0.33.0", "0.33.0"),
     ("0.28.0", "0.28.0", "0.28.0"),
     ("0.27.1", "0.27.1", "0.26.0"),  # recorded planning, borrowed accounting
     ("0.25.1", "0.25.1", "0.25.0"),  # a patch release: its own record and planning line, 0.25.0's accounting
