@@ -97,7 +97,9 @@ def draft(records: Path, lib: str, release: str, *, root: Path | None = None, wr
         if rec is not None:
             mine, theirs = values(drafted), values(rec)
             got.differs = [f"{k}: recorded {theirs.get(k)!r}, the evidence gives {mine.get(k)!r}"
-                           for k in sorted(set(mine) | set(theirs)) if k != "evidence" and mine.get(k) != theirs.get(k)]
+                           for k in sorted(set(mine) | set(theirs))
+                           if k != "evidence" and not k.startswith("accounting")  # never drafted
+                           and mine.get(k) != theirs.get(k)]
         return got
     if write:
         _write(path, got.record)

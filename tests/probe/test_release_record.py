@@ -46,6 +46,10 @@ def test_the_drafted_record_equals_the_shipped_one_on_every_value(without_0_34_0
     shipped = load_kb(RECORDS)[0].get("vllm-0.34.0")
     assert drafted is not None and shipped is not None
     mine, theirs = release_record.values(drafted), release_record.values(shipped)
+    # `accounting` is never drafted (what a boot takes off before the pool is read in the code or held to boots;
+    # the draft borrows the newest line below it): the shipped record's was read by hand
+    assert drafted.accounting is None and mine.pop("accounting") is None
+    theirs = {k: v for k, v in theirs.items() if not k.startswith("accounting")}
     assert mine == theirs, {k: (theirs.get(k), mine.get(k)) for k in set(mine) | set(theirs)
                             if mine.get(k) != theirs.get(k)}
 
