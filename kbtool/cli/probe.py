@@ -161,6 +161,35 @@ def _sweep_report(kb: Path | None, lib: str, releases: list[str]) -> Any:
     return sweep_report(_load_kb(kb), image(str(kb) if kb else None, use_cache=True), lib, releases)
 
 
+@probe_app.command("release-record")
+def probe_release_record(
+    release: Annotated[str, typer.Argument(help="The release whose record to draft, e.g. 0.34.0.")],
+    lib: Annotated[str | None, typer.Option("--lib", help="The engine (its library; default: the first "
+                                                          "registered engine).")] = None,
+    write: Annotated[bool, typer.Option("--write", help="Write its record under records/engine-releases (never "
+                                                        "over a record read by hand).")] = False,
+    json_: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Draft a release's engine-release record from its own probe evidence (what `kb probe sweep` writes)."""
+    from kbtool.probe import release_record
+    from kbtool.render import probe as render
+    from kbtool.solve.engines.registry import names
+
+    lib = lib or names()[0]
+    got = release_record.draft(_records(kb), lib, release, write=write)
+    if got is None:
+        fail(f"--lib {lib}: kb drafts no engine-release records for it", 2)
+    if json_:
+        print(json.dumps({**got.to_dict(), "record": got.record}, indent=2, default=str))
+    else:
+        render.release_record_text(got.to_dict())
+        if got.record is not None and not write and got.existing != "read":
+            print("Add --write to write it.")
+    if got.record is None or got.unresolved or got.differs:
+        raise typer.Exit(1)
+
+
 @probe_app.command("events")
 def probe_events(
     claims: Annotated[list[str] | None, typer.Argument(help="Only these claims.")] = None,

@@ -9,6 +9,11 @@ release's failure in the sweep's state file and the sweep goes on. Existing evid
 evidence of a run that did not complete (a case ERROR, TIMEOUT or SKIPPED) is not a record of the release, so the
 next sweep (`--new` included) offers that release again.
 
+After its probes, a release gets what is derived from it rather than probed: the tables kb's tests replay
+(`write_tables`: the serve command's flag table, tests/data/<lib>/<release>/flags.json, read from the release's own
+parser) and its engine-release record, drafted from its own evidence (kbtool/probe/release_record.py; a record read
+by hand is never overwritten), which the sweep's change report then compares with the release before it.
+
 Installs are byte-compiled (a container's PYTHONDONTWRITEBYTECODE=1 would otherwise recompile every module a grid
 imports again) and take the overrides recorded for the release in probes/sweep-overrides.yaml (or given with
 `--override`) when its own pins do not resolve: uv's `--override`, written into the environment as
@@ -49,6 +54,8 @@ PRE = re.compile(r"(a|b|rc|alpha|beta|dev|pre|preview)\d*", re.IGNORECASE)
 STATE = "sweep-state.json"
 OVERRIDES = Path(__file__).resolve().parents[2] / "probes" / "sweep-overrides.yaml"
 INSTALL_NOTE = "kb-install.json"  # in the environment: what the install replaced (read by kbtool/probe/engine.py)
+# library -> the engine name probes/_serve_flags.py takes (the flag table kb reads serve lines with)
+SERVE_FLAGS = {"vllm": "vllm", "sglang": "sglang"}
 INCOMPLETE = ("ERROR", "TIMEOUT", "SKIPPED", "OOM")  # a case outcome that leaves the run short of a record
 LOG_TAIL = 12
 
@@ -74,6 +81,8 @@ class ReleaseResult:
     overrides: list[str] = field(default_factory=list)  # requirements that replaced the release's own pins
     probe_seconds: dict[str, float] = field(default_factory=dict)  # probe -> its wall seconds (where the time goes)
     cleanup_s: float = 0.0  # deleting the environment and pruning the cache
+    tables: dict[str, str] = field(default_factory=dict)  # derived test table -> ok (its path) | failed: why
+    record: dict[str, Any] | None = None  # the drafted engine-release record (ReleaseDraft.to_dict)
 
 
 def library(lib: str) -> tuple[str, tuple[str, ...], str]:
@@ -267,7 +276,8 @@ def _uv() -> str | None:
 def install(lib: str, release: str, venv: Path, python: str, log: Path, cache: Path | None = None,
             overrides: list[str] | None = None) -> None:
     """A fresh environment at `venv` holding `dist==release` and what it pins (uv when present, else pip),
-    byte-compiled. `overrides` replace the release's own pins (uv only). uv's cache is $UV_CACHE_DIR, else
+    byte-compiled (uv's --compile-bytecode; pip's --compile, which a pip configured not to compile would
+    otherwise leave out). `overrides` replace the release's own pins (uv only). uv's cache is $UV_CACHE_DIR, else
     `cache`, else `venv`'s folder/uv-cache. A failed step raises with the last lines of its output."""
     dist = library(lib)[0]
     if venv.exists():
@@ -289,7 +299,7 @@ def install(lib: str, release: str, venv: Path, python: str, log: Path, cache: P
         steps = [[uv, "venv", "-q", "-p", python, str(venv)], install_cmd]
     else:
         steps = [[python, "-m", "venv", str(venv)],
-                 [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"{dist}=={release}"]]
+                 [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--compile", f"{dist}=={release}"]]
     for cmd in steps:
         code, tail = _logged(cmd, log, env)
         if code != 0:
@@ -419,7 +429,11 @@ def _one(lib: str, task: Task, records: Path, workdir: Path, python: str | None,
             res.probe_s += res.probe_seconds[probe]
             res.evidence += written
             res.probes[probe] = "ok" if ok else f"failed: {why}"
-        if any(v != "ok" for v in res.probes.values()):
+        step(task.release, "tables")
+        res.tables = write_tables(lib, task.release, venv / "bin" / "python", root, log)
+        step(task.release, "record")
+        res.record = draft_record(records, lib, task.release, root)
+        if any(v != "ok" for v in res.probes.values()) or any(v != "ok" for v in res.tables.values()):
             res.status = "failed"
     except (ProbeError, OSError, subprocess.TimeoutExpired) as exc:
         res.status, res.why = "failed", str(exc)
@@ -432,6 +446,38 @@ def _one(lib: str, task: Task, records: Path, workdir: Path, python: str | None,
     _save_state(workdir / STATE, res)
     step(task.release, res.status)
     return res
+
+
+def write_tables(lib: str, release: str, interpreter: Path, root: Path, log: Path,
+                 data: Path | None = None) -> dict[str, str]:
+    """The tables derived from the release's own code that kb's tests replay, written under the release's
+    interpreter: its serve command's flag table (probes/_serve_flags.py -> tests/data/<lib>/<release>/flags.json,
+    held to kb's flag tables by tests/solve/test_serve_flags.py; `data`: another folder than tests/data).
+    table -> "ok" | "failed: why"."""
+    engine = SERVE_FLAGS.get(lib)
+    if engine is None:
+        return {}
+    dest = (data or root / "tests" / "data") / lib / release / "flags.json"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [str(interpreter), str(root / "probes" / "_serve_flags.py"), engine, str(dest)]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    code, tail = _logged(cmd, log, env, timeout=600)
+    if code != 0 or not dest.is_file():
+        return {"flags": f"failed: exit {code}: {(tail or ['no output'])[-1]}"}
+    return {"flags": "ok"}
+
+
+def draft_record(records: Path, lib: str, release: str, root: Path) -> dict[str, Any] | None:
+    """The release's engine-release record drafted from its evidence and written (kbtool/probe/release_record.py),
+    as a dict for the state file and the report; None where the engine drafts none."""
+    from kbtool.errors import KbError
+    from kbtool.probe import release_record
+
+    try:
+        got = release_record.draft(records, lib, release, root=root, write=True)
+    except KbError as exc:
+        return {"release": release, "why": f"drafting failed: {exc}"}
+    return None if got is None else got.to_dict()
 
 
 def _prune_cache(cache: Path, dist: str) -> None:

@@ -237,7 +237,48 @@ def sweep_text(tasks: list[Any], skipped: list[str], results: list[Any], seconds
             out.print(f"{r.release} installed with override {', '.join(r.overrides)} (its evidence names it)")
         if r.why and "\n" in r.why:
             out.print(f"{r.release}: {r.why}", markup=False)
+        for name, state in (r.tables or {}).items():
+            if state != "ok":
+                out.print(f"{r.release}: table {name} {state}", markup=False)
+        if r.record:
+            release_record_text(r.record)
     out.print(f"{len(results)} release(s) in {seconds:.0f} s")
+
+
+def _v(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def release_record_text(d: dict[str, Any]) -> None:
+    """One drafted engine-release record (kbtool/probe/release_record.py): where, against which release, what
+    changed (each cited to the probe's evidence, its code line not read yet), what the evidence does not decide,
+    and any difference left."""
+    rel = d["release"]
+    if d.get("why"):
+        out.print(f"{rel} engine-release record: not drafted ({d['why']})", markup=False)
+        return
+    state = {"read": "kept (read by hand, not overwritten)", "draft": "redrafted"}.get(d.get("existing") or "",
+                                                                                     "drafted")
+    where = f"{d['path']}" + ("" if d.get("written") or d.get("existing") == "read" else " (not written)")
+    out.print(f"{rel} engine-release record {state}: {where}, from its own evidence against {d.get('label') or ''} "
+              f"{d['previous']} ({d['points']} config points, {d['planning_points']} planning points replayed)",
+              markup=False)
+    if d.get("existing") == "read":
+        if not d.get("differs"):
+            out.print("  the release's evidence agrees with it on every value", markup=False)
+        for line in d.get("differs") or []:
+            out.print(f"  differs from the evidence: {line}", markup=False)
+        return
+    for name, old, new in d.get("changed") or []:
+        out.print(f"  changed {name}: {_v(old)} -> {_v(new)} (cites the probe's evidence; code line not read yet)",
+                  markup=False)
+    if d.get("unpinned"):
+        out.print(f"  not decided by the evidence, carried from {d['previous']} (basis unverified): "
+                  f"{', '.join(d['unpinned'])}", markup=False)
+    if d.get("unresolved"):
+        out.print(f"  {len(d['unresolved'])} difference(s) from the evidence left (read the release's code): "
+                  f"{d['unresolved'][0]}", markup=False)
 
 
 def events_text(changes: list[Any], written: list[Any], write: bool) -> None:

@@ -216,3 +216,93 @@ def test_a_sweep_ends_with_what_changed(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(sweep, "sweep", lambda *a, **k: [sweep.ReleaseResult("0.34.0", "failed")])
     res = CliRunner().invoke(app, ["probe", "sweep", "--releases", "0.34.0", "--json"])
     assert json.loads(res.output)["changes"] is None  # no evidence written: nothing to compare
+
+
+def _wheel(folder: Path, name: str, version: str) -> None:
+    """A pure-Python wheel of two modules, built by hand (no network, no build backend)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    info = f"{name}-{version}.dist-info"
+    files = {f"{name}/__init__.py": "X = 1\n", f"{name}/mod.py": "def f():\n    return 2\n",
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: kb-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    rows = [f"{p},sha256={base64.urlsafe_b64encode(hashlib.sha256(t.encode()).digest()).rstrip(b'=').decode()},"
+            f"{len(t.encode())}" for p, t in files.items()]
+    files[f"{info}/RECORD"] = "\n".join([*rows, f"{info}/RECORD,,"]) + "\n"
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(folder / f"{name}-{version}-py3-none-any.whl", "w") as z:
+        for p, t in files.items():
+            z.writestr(p, t)
+
+
+@pytest.mark.slow
+def test_the_pip_fallback_byte_compiles_under_pythondontwritebytecode(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without uv the sweep installs with pip. In a container that sets PYTHONDONTWRITEBYTECODE=1 and configures
+    pip not to compile (PIP_COMPILE=false), the environment must still hold bytecode, or every grid point imports
+    from source again (issue 46). A real venv and a real pip, offline (a hand-built wheel found by --find-links)."""
+    import sys
+
+    _wheel(tmp_path / "wheels", "kbfake", "1.0.0")
+    monkeypatch.setitem(sweep.LIBRARIES, "kbfake", ("kbfake", (), "KB_KBFAKE_PYTHON"))
+    monkeypatch.setattr(sweep, "_uv", lambda: None)
+    for var, value in (("PYTHONDONTWRITEBYTECODE", "1"), ("PIP_COMPILE", "false"), ("PIP_NO_INDEX", "1"),
+                       ("PIP_FIND_LINKS", str(tmp_path / "wheels")), ("PIP_DISABLE_PIP_VERSION_CHECK", "1")):
+        monkeypatch.setenv(var, value)
+    venv = tmp_path / "kbfake-1.0.0"
+    sweep.install("kbfake", "1.0.0", venv, sys.executable, tmp_path / "log")
+    installed = list(venv.glob("lib/python*/site-packages/kbfake/*.py"))
+    compiled = list(venv.glob("lib/python*/site-packages/kbfake/__pycache__/*.pyc"))
+    assert len(installed) == 2, (tmp_path / "log").read_text()
+    assert sorted(p.name.split(".")[0] for p in compiled) == ["__init__", "mod"], "the pip fallback left no bytecode"
+    assert json.loads((venv / sweep.INSTALL_NOTE).read_text()) == {"release": "1.0.0", "overrides": []}
+
+
+def test_the_flag_table_is_written_under_the_releases_interpreter(tmp_path: Path) -> None:
+    """write_tables runs probes/_serve_flags.py with the release's own interpreter (here a stand-in that records
+    its arguments and writes the table) into tests/data/<lib>/<release>/flags.json."""
+    python = tmp_path / "python"
+    python.write_text('#!/bin/bash\necho "$@" > "$(dirname "$0")/args"\necho \'{"engine": "vllm"}\' > "$3"\n')
+    python.chmod(0o755)
+    from kbtool.probe.commands import REPO_ROOT
+
+    got = sweep.write_tables("vllm", "0.99.0", python, REPO_ROOT, tmp_path / "log", data=tmp_path / "data")
+    assert got == {"flags": "ok"}
+    assert json.loads((tmp_path / "data" / "vllm" / "0.99.0" / "flags.json").read_text()) == {"engine": "vllm"}
+    args = (tmp_path / "args").read_text().split()
+    assert args[0].endswith("probes/_serve_flags.py") and args[1] == "vllm"
+    python.write_text("#!/bin/bash\necho 'ModuleNotFoundError: No module named vllm'\nexit 1\n")
+    got = sweep.write_tables("vllm", "0.98.0", python, REPO_ROOT, tmp_path / "log", data=tmp_path / "data")
+    assert got["flags"].startswith("failed: exit 1") and "No module named vllm" in got["flags"]
+    assert sweep.write_tables("flashinfer", "0.7.4", python, REPO_ROOT, tmp_path / "log") == {}
+
+
+def test_a_swept_release_gets_its_record_drafted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After its probes (stand-ins here: 0.34.0's evidence is already in the copied tree, its record removed), the
+    sweep writes the release's tables and drafts its engine-release record; the state file and the text say so."""
+    import shutil
+
+    from kbtool.probe.commands import REPO_ROOT
+    from kbtool.render import probe as render
+
+    records = tmp_path / "records"
+    shutil.copytree(RECORDS, records)
+    (records / "engine-releases" / "vllm-0.34.0.yaml").unlink()
+    monkeypatch.setattr(sweep, "install", lambda lib, rel, venv, *a, **k: (venv / "bin").mkdir(parents=True))
+    monkeypatch.setattr(sweep, "run_probe", lambda *a, **k: (True, "ok", []))
+    tables: list[str] = []
+    monkeypatch.setattr(sweep, "write_tables", lambda lib, rel, *a, **k: tables.append(rel) or {"flags": "ok"})
+    res = sweep.sweep(records, "vllm", [sweep.Task("0.34.0", ["vllm-engine-config"])], workdir=tmp_path / "w",
+                      root=REPO_ROOT)[0]
+    assert res.status == "ok" and tables == ["0.34.0"] and res.tables == {"flags": "ok"}
+    assert res.record is not None and res.record["written"] and res.record["unresolved"] == []
+    assert (records / "engine-releases" / "vllm-0.34.0.yaml").is_file()
+    state = json.loads((tmp_path / "w" / sweep.STATE).read_text())
+    assert ["block_size", 16, 64] in state["0.34.0"]["record"]["changed"]
+    printed: list[str] = []
+    monkeypatch.setattr(render.out, "print", lambda text, **k: printed.append(str(text)))
+    render.sweep_text([sweep.Task("0.34.0", [])], [], [res], 1.0, False)
+    assert any(p.startswith("0.34.0 engine-release record drafted:") for p in printed), printed
+    assert "  changed block_size: 16 -> 64 (cites the probe's evidence; code line not read yet)" in printed

@@ -15,13 +15,12 @@ from typing import Any
 import pytest
 
 from kbtool.query_cli import image
+from kbtool.solve.engines.vllm import conformance
 from kbtool.solve.engines.vllm import planning as vllm_planning
 from kbtool.solve.engines.vllm import pool as vllm_pool
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "vllm"
 RAW = sorted(DATA.glob("*/kv-planning.json.gz"))
-SPEC_KIND = {"FullAttentionSpec": "full", "SlidingWindowSpec": "sliding", "ChunkedLocalAttentionSpec": "chunked",
-             "MLAAttentionSpec": "mla", "MambaSpec": "mamba"}
 
 
 @functools.cache
@@ -31,58 +30,13 @@ def _doc(path: Path) -> dict[str, Any]:
 
 
 def _point(p: dict[str, Any]) -> vllm_planning.Point:
-    return vllm_planning.Point(p["max_model_len"], p["batched_tokens"], async_scheduling=p["async"],
-                               pp=p.get("pp", 1), v2=p.get("v2_runner", True), mamba_mode=p.get("mamba_mode") or "none",
-                               checkpoint_blocks=p.get("checkpoint_blocks") or 0)
+    return conformance._point(p)
 
 
 def replay(doc: dict[str, Any], plan: vllm_planning.Planning | None = None) -> tuple[int, list[str]]:
-    """(points compared, mismatches): every recorded point of one release replayed by kb."""
-    img = image()
-    plan = plan or vllm_planning.planning(doc["vllm"])
-    acct = vllm_pool.accounting(doc["vllm"])
-    n, bad = 0, []
-    for case in doc["cases"]:
-        where = f"{doc['vllm']} {case['model']} kv {case['kv']} tp {case['tp']} block {case['block']}"
-        model = img.model(case["model"])
-        spec = vllm_pool.specs(model, case["kv"], case["block"], case["tp"])
-        recorded_input = {k: case[k] for k in ("dtype", "cache_dtype", "block", "mla", "layers")}
-        if spec != recorded_input:
-            bad.append(f"{where}: kb's specs for the model changed since the recording: {spec} != {recorded_input}")
-            continue
-        grouped = vllm_pool.groups(model, case["kv"], case["block"], case["tp"], sliding_v=plan.sliding_v)
-        if grouped is None:  # kb says this release cannot unify the pages: vLLM must raise at every point
-            for p in case["points"]:
-                n += 1
-                if not str(p.get("exception", "")).startswith("NotImplementedError"):
-                    bad.append(f"{where} {p}: kb finds the pages not unifiable, vLLM planned them")
-            continue
-        gs = grouped[0]
-        for p in case["points"]:
-            if "exception" in p:
-                bad.append(f"{where} {p}: vLLM raised outside its start-up check: {p['exception']}")
-                continue
-            n += 1
-            at = f"{where} avail {p['available']} len {p['max_model_len']} batched {p['batched_tokens']} async " \
-                 f"{p['async']} mamba {p.get('mamba_mode')}/{p.get('checkpoint_blocks')}"
-            vgroups = p.get("groups") or case["groups"]
-            if p.get("starts") and vgroups is not None:
-                theirs = sorted((SPEC_KIND.get(g["spec"], g["spec"]), g["layers"], g["page"],
-                                 tuple(map(tuple, g.get("pages") or ()))) for g in vgroups)
-                ours = sorted((g.kind, g.layers, g.page_bytes, tuple((x[0], x[1]) for x in g.pages or ())) for g in gs)
-                if theirs != ours:
-                    bad.append(f"{at}: groups {ours} != vLLM's {theirs}")
-                    continue
-            r = vllm_pool.report(p["available"], grouped, case["block"], _point(p), acct, plan)
-            if r.starts != p["starts"]:
-                bad.append(f"{at}: starts {r.starts} != vLLM's {p['starts']} ({p.get('error') or r.error})")
-            elif not r.starts and r.error != p["error"]:
-                bad.append(f"{at}: error\n  kb:   {r.error}\n  vLLM: {p['error']}")
-            elif r.starts and (r.num_blocks, r.tokens, r.concurrency) != (p["num_blocks"], p["tokens"],
-                                                                          p["concurrency"]):
-                bad.append(f"{at}: blocks/tokens/concurrency {(r.num_blocks, r.tokens, r.concurrency)} != vLLM's "
-                           f"{(p['num_blocks'], p['tokens'], p['concurrency'])}")
-    return n, bad
+    """(points compared, mismatches): every recorded point of one release replayed by kb
+    (kbtool/solve/engines/vllm/conformance.py)."""
+    return conformance.planning_mismatches(image(), doc, plan)
 
 
 @pytest.mark.parametrize("path", RAW, ids=[p.parent.name for p in RAW])

@@ -22,9 +22,12 @@ import abc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
+    from kbtool.kb import KB
     from kbtool.solve.context import Ctx
+    from kbtool.solve.engines.drafts import ReleaseDraft
     from kbtool.solve.engines.results import Line, Option, Pick, ReleaseChange
     from kbtool.solve.gates import Outcome
     from kbtool.solve.image import AcceleratorV, BackendV, Image
@@ -95,6 +98,12 @@ class Engine(abc.ABC):
     def release_changes(self, img: Image, a: str, b: str) -> list[ReleaseChange]:  # noqa: ARG002
         """What its own recordings say changed from release `a` to `b` (default: nothing recorded to compare)."""
         return []
+
+    def draft_release(self, kb: KB, img: Image, records: Path, root: Path,  # noqa: ARG002 (an engine's override)
+                      release: str) -> ReleaseDraft | None:  # noqa: ARG002
+        """Its engine-release record of `release` drafted from that release's own probe evidence under `records`
+        (raw grids under `root`), as `kb probe sweep` writes it for a new release (None: it drafts none)."""
+        return None
 
     def missing_release(self, img: Image, release: str) -> tuple[str, str] | None:  # noqa: ARG002
         """What the KB lacks to judge its probes' evidence of `release` (its resolution records), as (what is

@@ -212,3 +212,4 @@ class ReleaseChange(_Frozen):
 
     def to_dict(self) -> dict[str, Any]:
         return {f: getattr(self, f) for f in self.__slots__}
+

@@ -131,13 +131,19 @@ def record_for(img: Image, release: str | None) -> tuple[str, dict[str, Any]] | 
 
 def batch_tier(row: dict[str, Any], memory_bytes: int, device_name: str, cc: str) -> tuple[int, int, str]:
     """(max_num_batched_tokens, max_num_seqs, source) of the first tier that holds for this device."""
+    _, _, _, tokens, seqs, src = row["batch"][tier_index(row, memory_bytes, device_name, cc)]
+    return int(tokens), int(seqs), src
+
+
+def tier_index(row: dict[str, Any], memory_bytes: int, device_name: str, cc: str) -> int:
+    """Which of the row's batch tiers holds for this device: the first whose conditions hold."""
     name = device_name.lower()
-    for min_gib, not_names, not_cc, tokens, seqs, src in row["batch"]:
+    for i, (min_gib, not_names, not_cc, _tokens, _seqs, _src) in enumerate(row["batch"]):
         if min_gib is not None and memory_bytes < min_gib * GIB:
             continue
         if any(n in name for n in not_names) or cc in not_cc:
             continue
-        return int(tokens), int(seqs), src
+        return i
     raise ValueError(f"engine-release vllm-{row['release']}: no batch tier holds (the last must have no condition)")
 
 
@@ -151,12 +157,20 @@ def serve_defaults(img: Image, release: str | None, memory_bytes: int, device_na
     if found is None:
         return None
     rel, row = found
+    return of_row(row, rel, release or rel, memory_bytes, device_name, cc, max_model_len, architecture, max_num_seqs)
+
+
+def of_row(row: dict[str, Any], release: str, asked: str, memory_bytes: int, device_name: str, cc: str,
+           max_model_len: int | None = None, architecture: str | None = None,
+           max_num_seqs: int | None = None) -> Defaults:
+    """The defaults one engine-release row (records.releases) resolves on one device: what `serve_defaults` returns
+    once it has picked the row (a drafted record is replayed through here before it is written: draft.py)."""
     tokens, seqs, src = batch_tier(row, memory_bytes, device_name, cc)
     if max_model_len:
         tokens = min((max_num_seqs or seqs) * max_model_len, tokens)
     seqs = min(seqs, tokens)
-    return Defaults(rel, release or rel, row, tokens, seqs, src, capture_max(row["defaults"], tokens, seqs, cc,
-                                                                             architecture))
+    return Defaults(release, asked, row, tokens, seqs, src, capture_max(row["defaults"], tokens, seqs, cc,
+                                                                        architecture))
 
 
 def startup_refusal(img: Image, release: str | None, memory_bytes: int, device_name: str, cc: str,

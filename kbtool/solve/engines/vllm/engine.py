@@ -11,9 +11,12 @@ from kbtool.solve.engines.results import Line, Option, Pick, ReleaseChange
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
+    from kbtool.kb import KB
     from kbtool.solve.context import Ctx
+    from kbtool.solve.engines.drafts import ReleaseDraft
     from kbtool.solve.gates import Outcome
     from kbtool.solve.image import AcceleratorV, BackendV, Image
     from kbtool.solve.parts import BackendAnswer, KernelAnswer, Memory
@@ -128,6 +131,11 @@ class Vllm(Engine):
                 f"priorities.yaml) and no recorded selector grid (tests/data/vllm/{release}/cc*.json.gz)",
                 f"run `kb probe sweep --lib vllm --releases {release}` (its vllm-selector probe records the grid), or "
                 f"write vllm-{release}-cuda-priorities.yaml from vLLM's source at v{release}")
+
+    def draft_release(self, kb: KB, img: Image, records: Path, root: Path, release: str) -> ReleaseDraft | None:
+        from kbtool.solve.engines.vllm import draft
+
+        return draft.draft(kb, img, records, root, release)
 
     def release_changes(self, img: Image, a: str, b: str) -> list[ReleaseChange]:
         from kbtool.solve.engines.vllm import releasediff

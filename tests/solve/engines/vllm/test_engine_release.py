@@ -9,19 +9,16 @@ agree on every field: 0 mismatches.
 
 from __future__ import annotations
 
-import gzip
-import json
 import shutil
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from kbtool.kb import load_kb
+from kbtool.solve.engines.vllm import conformance
 from kbtool.solve.engines.vllm import defaults as vd
-from kbtool.solve.engines.vllm import pool as vllm_pool
 from kbtool.solve.image import Image
 from kbtool.solve.imagebuild import image_of
 from tests.util import RECORDS, ROOT
@@ -36,74 +33,12 @@ def image(records: Path = RECORDS) -> Image:
 
 def grids(records: Path = RECORDS) -> list[dict[str, Any]]:
     """The raw grid of every vllm-engine-config evidence record."""
-    out = []
-    for path in sorted((records / "evidence").glob(f"*-{PROBE}*.yaml")):
-        ev = yaml.safe_load(path.read_text(encoding="utf-8"))
-        for case in ev.get("cases") or []:
-            raw = (case.get("metrics") or {}).get("raw")
-            if case.get("outcome") == "OK" and raw:
-                with gzip.open(ROOT / raw, "rt", encoding="utf-8") as fh:
-                    out.append({"evidence": ev["id"], **json.load(fh)})
-    return out
-
-
-def expected(row: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
-    """What vLLM resolved at one point, in kb's terms."""
-    r = row["resolved"]
-    util = r.get("resolved_gpu_memory_utilization")
-    runner = r.get("use_v2_model_runner")
-    if runner is None:  # no V1/V2 choice in this release: the one runner it has
-        runner = not (doc.get("release") or {}).get("v1_model_runner_module", True)
-    return {
-        "max_num_batched_tokens": r["max_num_batched_tokens"], "max_num_seqs": r["max_num_seqs"],
-        "block_size": r["block_size"], "utilization": util if util is not None else r["gpu_memory_utilization"],
-        "async_scheduling": bool(r["async_scheduling"]), "chunked_prefill": bool(r["enable_chunked_prefill"]),
-        "prefix_caching": bool(r["enable_prefix_caching"]), "state_cache": r.get("mamba_cache_mode") or "none",
-        "model_runner": "V2" if runner else "V1", "cudagraph_mode": str(r["cudagraph_mode"]).split(".")[-1],
-        "capture_max": r["cudagraph_capture_sizes"]["max"],
-        "extensible_kv_cache": bool(r.get("enable_extensible_kv_cache")),
-        "kv_auto": {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(r["model_dtype"], r["model_dtype"]),
-    }
-
-
-def replayed(img: Image, release: str, row: dict[str, Any]) -> dict[str, Any]:
-    """What kb resolves for the same point, from its records only."""
-    memory, name, cc = vd.accelerator_facts(img, row["accelerator"])
-    model = img.model(row["model"])
-    assert memory and cc, row["accelerator"]
-    d = vd.serve_defaults(img, release, memory, name, cc, row["max_model_len"], model.architecture)
-    assert d is not None, f"no engine-release record for vLLM {release}"
-    hybrid = any(g.type == "linear" for g in model.layers)
-    block = d.block_size
-    if hybrid and d.hybrid_block_at_config:  # the config widens the block for the state page (kb: vllm_mamba)
-        grouped = vllm_pool.groups(model, "bf16", d.block_size)
-        assert grouped is not None
-        block = grouped.block
-    return {
-        "max_num_batched_tokens": d.max_num_batched_tokens, "max_num_seqs": d.max_num_seqs,
-        "block_size": block, "utilization": d.utilization, "async_scheduling": d.async_scheduling,
-        "chunked_prefill": d.chunked_prefill,
-        "prefix_caching": d.hybrid_prefix_caching if hybrid else d.prefix_caching,
-        "state_cache": d.hybrid_state_cache if hybrid else "none", "model_runner": d.runner(model),
-        "cudagraph_mode": d.cudagraph_mode, "capture_max": d.capture_max,
-        "extensible_kv_cache": d.extensible_kv_cache,
-        "kv_auto": vd.auto_dtype(model.unquantized_dtype or model.weight_dtype, cc)
-        if d.kv_cache_dtype_auto == "model" else d.kv_cache_dtype_auto,
-    }
+    return conformance.evidence_grids(records, ROOT, PROBE)
 
 
 def mismatches(img: Image, docs: list[dict[str, Any]]) -> tuple[int, list[str]]:
-    """(points compared, one line per field where kb and vLLM differ)."""
-    n, bad = 0, []
-    for doc in docs:
-        for row in doc["rows"]:
-            if "error" in row["resolved"]:
-                continue
-            n += 1
-            want, got = expected(row, doc), replayed(img, doc["vllm"], row)
-            bad += [f"vLLM {doc['vllm']} {row['accelerator']} {row['model']} {k}: vLLM {want[k]!r}, kb {got[k]!r}"
-                    for k in want if want[k] != got[k]]
-    return n, bad
+    """(points compared, one line per field where kb and vLLM differ): kbtool/solve/engines/vllm/conformance.py."""
+    return conformance.config_mismatches(img, docs)
 
 
 def test_every_recorded_point_replays() -> None:
