@@ -350,8 +350,8 @@ def diff(kb: KB, img: Any, engine: str, a: str, b: str, gpu: str | None = None,
     for v in (a, b):
         if v not in known:
             raise UsageError(f"{eng.release_flag()} {v}: no {eng.label} release {v} is recorded",
-                             fix=f"record it with `kb probe sweep --lib {engine} --releases {v}`, or compare two recorded "
-                             f"releases: {', '.join(known) or 'none'}")
+                             fix=f"record it with `kb probe sweep --lib {engine} --releases {v}`, or compare two "
+                             f"recorded releases: {', '.join(known) or 'none'}")
     ra, rb = _record(kb, engine, a), _record(kb, engine, b)
     notes = [f"{v}: no engine-release record (records/engine-releases); its defaults are not compared"
              for v, r in ((a, ra), (b, rb)) if r is None]
