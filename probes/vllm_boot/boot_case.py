@@ -404,6 +404,12 @@ def read_in_process(llm) -> dict:
     return ip
 
 
+def held_before_snapshot(ip: dict):
+    """GiB in use on the device at vLLM's first memory snapshot (total - free of worker.init_snapshot), or None."""
+    total, free = ip.get("total_bytes"), ip.get("init_free_bytes")
+    return round((total - free) / GiB, 4) if total and free is not None and total >= free else None
+
+
 def pick(ip_val, log_val, scale=1.0):
     """(value, source): the in-process number (bytes -> GiB by scale) if there is one, else the log's."""
     if ip_val is not None:
@@ -535,6 +541,10 @@ def main() -> int:
         ("available_kv_gib", "available_kv_bytes", "available_kv_gib"),
     ):
         s[field], s[field + "_source"] = pick(ip.get(ipk), logs.get(lk), GiB)
+    # device memory in use when vLLM took its first snapshot (the CUDA context and what torch set up before it):
+    # the budget is total x utilization, so no release before 0.34.0 pays it from the pool; 0.34.0's extensible
+    # cache, sized from measured free memory, does (v1/worker/extensible_kv_cache.py:592-618 at 62d4bc3c7)
+    s["held_before_snapshot_gib"] = held_before_snapshot(ip)
     s["cudagraph_actual_gib"] = logs["cudagraph_actual_gib"]
     s["graph_capture_s"] = logs["graph_capture_s"]
     s["block_size"] = ip.get("block_size")
