@@ -548,7 +548,8 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
     glob_caveats = _merge(glob_out.caveats)
     pick = eng.pick(cx, acc, envs, assumed, memory, backends, kernels) if eng is not None else None
     over = ctx_over_model(cx)
-    decision = decide(where=f"{acc.id}" + (f" x{q.gpus}" if q.gpus > 1 else ""), phases=q.phases, kernels=kernels,
+    n = eng.gpus_per_replica(q) if eng is not None else q.gpus
+    decision = decide(where=f"{acc.id}" + (f" x{n}" if n > 1 else ""), phases=q.phases, kernels=kernels,
                       rec=rec, memory=memory,
                       utilization=memory.utilization if memory is not None else q.utilization,
                       over=(*over, cx.model.id) if over is not None and cx.model is not None else None,

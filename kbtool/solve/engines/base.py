@@ -51,6 +51,11 @@ class Engine(abc.ABC):
         """Its paged KV block for this query's release where no backend forces one (default: `block_size`)."""
         return self.block_size
 
+    def gpus_per_replica(self, q: Query) -> int:
+        """The GPUs one replica of this query uses (default: --gpus, the tensor-parallel size); an engine whose line
+        sets pipeline stages multiplies them in."""
+        return q.gpus
+
     @abc.abstractmethod
     def parse_line(self, text: str, release: str | None = None) -> Line:
         """Its pasted serve line, parsed with its own flag names as `release` reads them (None: the default the

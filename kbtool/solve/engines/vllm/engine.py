@@ -50,6 +50,11 @@ class Vllm(Engine):
         found = record_for(img, q.release)
         return int(found[1]["defaults"]["block_size"][0]) if found else self.block_size
 
+    def gpus_per_replica(self, q: Query) -> int:
+        """--tensor-parallel-size x --pipeline-parallel-size: each stage holds its share of the layers on its own
+        GPUs (the memory answer sizes one GPU of one stage, budget.fit)."""
+        return q.gpus * int(q.settings.get("pp") or 1)
+
     def parse_line(self, text: str, release: str | None = None) -> Line:
         """kb's options a `vllm serve` line names (kb's own, when given, win) and its vLLM-only settings, read with
         `release`'s flag table."""

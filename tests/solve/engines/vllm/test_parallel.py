@@ -142,3 +142,15 @@ def test_each_release_read_has_its_own_parallel_line(release: str) -> None:
     assert all(commit in str(loc) for _v, loc in row["parallel"].values())
     ln = parallel.line(release)
     assert ln is not None and ln.release == release
+
+
+def test_the_verdict_counts_pipeline_stages_in_its_gpus(img: Any) -> None:
+    """`-tp 2 -pp 2` runs one replica on 4 GPUs; the verdict's header said 'x2' (the tensor-parallel size alone)
+    while the memory answer sized one GPU of one of two stages."""
+    from kbtool.render.verdict import answer_summary
+
+    line = "vllm serve meta-llama/Llama-3.1-70B-Instruct -tp 2 -pp 2 --max-model-len 64k"
+    a = solve(img, build_query(gpu="h100", engine="vllm", vllm_args=line))
+    assert answer_summary(a).startswith("nvidia-h100-sxm x4:"), answer_summary(a)
+    b = solve(img, build_query(gpu="h100", engine="vllm", vllm_args=line.replace(" -pp 2", "")))
+    assert answer_summary(b).startswith("nvidia-h100-sxm x2:")
