@@ -83,7 +83,10 @@ def _memory_state(memory: Memory | None, pool: Pool | None, utilization: float) 
     return {"fits": fits if starts is not False else False, "starts": starts,
             "kv_bytes": memory.kv_bytes, "available_bytes": memory.available_bytes,
             "weights_bytes": memory.weights_bytes, "capacity_bytes": memory.capacity_bytes,
-            "usable_bytes": memory.available_bytes + memory.weights_bytes + memory.reserve_bytes,
+            # the engine's share of the device (vLLM: utilization; SGLang: mem_fraction_static, whose reserve also
+            # holds what lies outside that share, so the sum of the parts is not it where the pool is clamped at 0)
+            "usable_bytes": int(memory.capacity_bytes * utilization) if memory.capacity_bytes else
+            memory.available_bytes + memory.weights_bytes + memory.reserve_bytes,
             "utilization": utilization, "max_ctx": memory.max_ctx,
             "engine": pool.label if pool is not None else None,
             "engine_error": pool.error if pool is not None else None,

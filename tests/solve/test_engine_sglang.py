@@ -142,3 +142,21 @@ def test_mamba_state_pool_refusal_is_sglangs_text(img) -> None:  # type: ignore[
     assert pool.starts is False and pool.error.startswith(
         "RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed "
         "max_mamba_cache_size=")
+
+
+def test_pipeline_stages_are_named_as_not_modelled() -> None:
+    """SGLang's --pp-size splits layers, weights and KV over stages; kb sizes one stage holding them all, so the
+    answer is conditional naming the flag (not SGLang's start-up refusal), the header counts tp x pp GPUs, and the
+    no-fit words use SGLang's own share of the device (0.827 x 85.0 GB), not weights + reserve."""
+    from kbtool import query_cli
+    from kbtool.render.verdict import answer_summary
+    from kbtool.solve.request import build_query
+    from kbtool.solve.solver import solve
+
+    line = ("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct --tp 2 --pp-size 2 "
+            "--context-length 65536")
+    a = solve(query_cli.image(), build_query(gpu="h100", engine="sglang", sglang_args=line))
+    text = answer_summary(a)
+    assert a.verdict == "conditional" and text.startswith("nvidia-h100-sxm x4:"), text
+    assert "--pp-size" in text and "usable (0.827 x 85.0 GB)" in text
+    assert "exceed the 70.3 GB usable" in text, text

@@ -50,7 +50,8 @@ class Sglang(Engine):
     # conditional (no number rests on them). Not yet read against sglang/srt/server_args.py for a release.
     memory_flags = {"--cpu-offload-gb": "weights offloaded to host memory", "--speculative-algorithm": "a draft "
                     "model and its KV cache", "--enable-lora": "LoRA adapter weights", "--lora-paths": "LoRA adapter "
-                    "weights"}
+                    "weights", "--pp-size": "pipeline stages, each holding its share of the layers, weights and KV "
+                    "cache (kb sizes SGLang's pool for one stage holding them all)"}
 
     def parse_line(self, text: str, release: str | None = None) -> Line:
         """kb's options an SGLang launch line names (kb's own, when given, win) and its ServerArgs fields, read with
@@ -74,8 +75,14 @@ class Sglang(Engine):
 
         return reads_with(self.name, release)
 
+    def gpus_per_replica(self, q: Query) -> int:
+        """--tp-size x --pp-size (the pool itself is not sized per stage: --pp-size is in memory_flags)."""
+        return q.gpus * int(q.settings.get("pp_size") or 1)
+
     def apply_line(self, q: Query, line: Line) -> None:
         q.settings, q.ignored = dict(line.settings), list(line.ignored)
+        if int(q.settings.get("pp_size") or 1) > 1:  # read, but kb's pool is one stage's of every layer
+            q.ignored.append("--pp-size")
 
     def pin_release(self, img: Image, q: Query) -> None:
         """--engine sglang: the release is --sglang, else --lib sglang=X, else the newest recorded. A release
