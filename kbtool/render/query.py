@@ -181,6 +181,9 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
             rest = f"; kernels passing on their own: {marks}{more}" if ids else \
                 "; no kernel record passes on its own: --explain"
             text = f"use for {phase}: {chosen} ({label}'s choice){rest}"
+        elif not ids and (a.engine or {}).get("state") == "not_recorded":  # its backends are not resolved
+            label = (a.engine or {}).get("label")
+            text = f"use for {phase}: no kernel is known to pass ({label} is not recorded: below)"
         elif not ids:
             text = f"use for {phase}: no kernel is known to pass"
         else:

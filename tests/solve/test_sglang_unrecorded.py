@@ -133,6 +133,8 @@ def test_the_text_answer_shows_the_fix(capsys) -> None:  # type: ignore[no-untyp
     out = " ".join(capsys.readouterr().out.split())
     assert "verdict: conditional" in out and "SGLang 0.4.6 is not recorded; before the oldest recorded release" in out
     assert "run `kb probe sweep --lib sglang --releases 0.4.6` to record it" in out
+    # its backends are not resolved: the per-phase lines say why none is known to pass
+    assert "use for prefill: no kernel is known to pass (SGLang 0.4.6 is not recorded: below)" in out
 
 
 def test_lib_pin_of_an_unrecorded_release(img) -> None:  # type: ignore[no-untyped-def]
