@@ -96,3 +96,15 @@ def rm_deep(top: Path) -> None:
     finally:
         os.chdir(here)
     top.rmdir()
+
+
+def load_module(name: str, path: Path):  # type: ignore[no-untyped-def]
+    """A probe script that is not a package module (probes/*.py), loaded from its file under `name`."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod

@@ -18,9 +18,7 @@ the f-string that prints it (file:line in the 0.5.17 wheel, sglang/srt/...):
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 import tarfile
 import time
 from pathlib import Path
@@ -28,23 +26,14 @@ from pathlib import Path
 import pytest
 
 from kbtool.probe.judges import sglang_boot as sglang_boot_judge
-from tests.util import ROOT
+from tests.util import ROOT, load_module
 
 FIX = Path(__file__).parent / "fixtures" / "sglang_boot"
 BOOT = ROOT / "probes" / "sglang_boot"
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-boot_case = _load("_kb_sglang_boot_case", BOOT / "boot_case.py")
-probe = _load("_kb_probe_sglang_boot", ROOT / "probes" / "sglang_boot.py")
+boot_case = load_module("_kb_sglang_boot_case", BOOT / "boot_case.py")
+probe = load_module("_kb_probe_sglang_boot", ROOT / "probes" / "sglang_boot.py")
 
 
 def parse(name: str) -> dict:

@@ -2,25 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from typing import Any
+from tests.util import ROOT, load_module
 
-from tests.util import ROOT
-
-
-def _load(name: str, path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-boot_case = _load("_kb_vllm_boot_case", ROOT / "probes" / "vllm_boot" / "boot_case.py")
-probe = _load("_kb_probe_vllm_boot", ROOT / "probes" / "vllm_boot.py")
+boot_case = load_module("_kb_vllm_boot_case", ROOT / "probes" / "vllm_boot" / "boot_case.py")
+probe = load_module("_kb_probe_vllm_boot", ROOT / "probes" / "vllm_boot.py")
 
 
 def test_memory_held_before_the_first_snapshot() -> None:

@@ -139,12 +139,9 @@ def test_a_refusal_in_new_words_is_unattributed_not_agreement() -> None:
 def test_mm_prefix_axis_is_dense_only_and_only_where_the_release_has_it() -> None:
     """use_mm_prefix (issue 44) is asked True as well at dense points only, and never where the release's
     AttentionSelectorConfig lacks the field."""
-    import importlib.util
+    from tests.util import load_module
 
-    spec = importlib.util.spec_from_file_location("_vllm_grid", ROOT / "probes" / "_vllm_grid.py")
-    assert spec and spec.loader
-    g = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(g)
+    g = load_module("_vllm_grid", ROOT / "probes" / "_vllm_grid.py")
     assert g._sink_mm("dense", True) == [(False, False), (False, True), (True, False), (True, True)]
     assert g._sink_mm("mla", True) == [(False, False)] == g._sink_mm("sparse", True)
     assert g._sink_mm("dense", False) == [(False, False), (True, False)]
