@@ -81,7 +81,7 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
         eng = engines.ENGINES[name]
         flag = eng.line_flag()
         asked = (given.get(name) or "").strip().lstrip("v") or libs.get(name)  # --vllm X, else --lib vllm=X
-        line = eng.parse_line(text, asked)
+        line, line_note = read_line(eng, text, asked)
         opts: dict[str, Any] = {"model": model, "ctx": ctx, "kv": kv, "gpus": gpus, "util": util,
                                 "block_size": block_size, "dtype": dtype,
                                 "max_num_batched_tokens": max_num_batched_tokens, "weights": weights}
@@ -134,7 +134,46 @@ def build_query(*, gpu: str | None = None, gpus: int | None = None, ctx: str | N
     if line is not None:
         engines.ENGINES[q.engine].apply_line(q, line)
         q.built, q.line_read_with = built, line.read_with
+        if line_note is not None:  # the line is older than the newest release: answered for the one that reads it
+            q.release, q.release_note = line.read_with, line_note
     return q
+
+
+def read_line(eng: Any, text: str, asked: str | None) -> tuple[Any, str | None]:
+    """The serve line read with `asked`'s flag table, and a note where kb chose another release for it. With no
+    release asked, a line the newest recorded parser refuses (a flag it does not know, an option that became an
+    ambiguous prefix: --cuda-graph-max-bs once SGLang split it) is read with the newest release whose recorded parser
+    has each refused flag as its own option and takes the whole line, and the answer is for that release, the one
+    the line was written for; where none does, the newest reads it as before (its refusal, or its unknown flags
+    listed). A flag an older parser would only take as a prefix of another option is not enough."""
+    from kbtool.solve.engines.flags import AmbiguousOption, table, table_releases
+
+    try:
+        line, refusal = eng.parse_line(text, asked), None
+    except AmbiguousOption as exc:
+        if asked is not None:
+            raise
+        line, refusal = None, exc
+    if asked is not None or (line is not None and not line.refused):
+        return line, None
+    bad = [refusal.flag] if refusal is not None else [f.partition("=")[0] for f in line.refused]
+    rels = table_releases(eng.name)
+    for rel in rels[1:]:
+        tbl = table(eng.name, eng.line_flag() or "", rel)
+        if tbl is None or not all(tbl.has(f) for f in bad):
+            continue
+        try:
+            older = eng.parse_line(text, rel)
+        except UsageError:
+            continue
+        if not older.refused:
+            why = (str(refusal.args[0]).split(": ", 1)[-1].split(" (", 1)[0] if refusal is not None
+                   else f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not a flag of it")
+            return older, (f"{rel} (the newest release whose recorded parser takes every flag of the line; "
+                           f"{eng.label} {rels[0]}'s refuses it: {why})")
+    if refusal is not None:
+        raise refusal
+    return line, None
 
 
 def reread(q: Query, reader: str | None) -> None:

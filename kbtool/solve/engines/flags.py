@@ -27,6 +27,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
+
+
+class AmbiguousOption(UsageError):
+    """A typed option that is a prefix of several of the release's options (argparse refuses it); `flag` as typed."""
+
+    def __init__(self, message: str, *, flag: str, fix: str | None = None) -> None:
+        super().__init__(message, fix=fix)
+        self.flag = flag
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 MAX_HUMAN = 2**53  # beyond any context or GPU's memory in bytes, and every float's exact integers
@@ -266,8 +274,9 @@ class FlagTable:
                 if has:
                     name = NAMES.get(self.engine, self.engine)
                     fix = f"for {name} {has[-1]}, add --{self.engine} {has[-1]}; else {fix}"
-                raise UsageError(f"{self.prefix}: ambiguous option: {typed} could match {', '.join(hits[:6])}"
-                                 f"{' ...' if len(hits) > 6 else ''} ({self.refuses}){where}", fix=fix)
+                raise AmbiguousOption(f"{self.prefix}: ambiguous option: {typed} could match {', '.join(hits[:6])}"
+                                      f"{' ...' if len(hits) > 6 else ''} ({self.refuses}){where}", flag=typed,
+                                      fix=fix)
         return None
 
     def unknown(self, typed: str) -> str:
@@ -283,6 +292,11 @@ class FlagTable:
         had = self._others(knows)
         was = f"; {_releases(had)} {'has' if len(had) == 1 else 'have'} it" if had else ""
         return f"{typed} (not a flag of {self.name}{was})"
+
+    def has(self, typed: str) -> bool:
+        """Whether `typed` is one of this release's own option strings (not a prefix of one)."""
+        flag = "--" + typed[2:].replace("_", "-") if self.underscores and typed.startswith("--") else typed
+        return flag in self.flags
 
     def spec(self, flag: str) -> dict[str, Any]:
         return self.flags[flag]
@@ -396,6 +410,11 @@ def _path_for(engine: str, release: str | None) -> str | None:
     want = _key(release)
     own = next((p for p in paths if _release(p) == release), None)
     return own or next((p for p in paths if _key(_release(p)) <= want), paths[-1])
+
+
+def table_releases(engine: str) -> list[str]:
+    """The releases of `engine` with a recorded flag table, newest first (no table is loaded)."""
+    return [_release(p) for p in _paths(engine)]
 
 
 def reads_with(engine: str, release: str | None) -> str | None:

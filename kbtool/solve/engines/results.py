@@ -61,19 +61,21 @@ class Option(_Frozen):
 class Line(_Frozen):
     """A pasted serve line, parsed by its engine: kb's own options it names (`options`: model, ctx, kv, gpus, util,
     block_size, dtype, weights, max_num_batched_tokens, kv_pasted), the engine-only settings it sets (`settings`),
-    and the flags kb does not consider (`ignored`, shown in every engine's answer)."""
+    and the flags kb does not consider (`ignored`, shown in every engine's answer); `refused` are the flags as typed
+    that the reading release's parser does not know (the engine would exit on them)."""
 
-    __slots__ = ("engine", "ignored", "options", "read_with", "settings")
+    __slots__ = ("engine", "ignored", "options", "read_with", "refused", "settings")
     engine: str
     options: dict[str, Any]
     settings: dict[str, Any]
     ignored: list[str]
     read_with: str | None  # the recorded release whose flag table read the line (None: the engine keeps none)
+    refused: tuple[str, ...]
 
     def __init__(self, engine: str, options: dict[str, Any], settings: dict[str, Any], ignored: list[str],
-                 read_with: str | None = None) -> None:
+                 read_with: str | None = None, refused: tuple[str, ...] = ()) -> None:
         self._set(engine=engine, options=dict(options), settings=dict(settings), ignored=list(ignored),
-                  read_with=read_with)
+                  read_with=read_with, refused=tuple(refused))
 
 
 PICK_STATES = ("selected", "error", "not_recorded", "depends")

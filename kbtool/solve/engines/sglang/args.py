@@ -101,6 +101,7 @@ class LaunchArgs:
     unknown: list[str] = field(default_factory=list)
     spelled: dict[str, str] = field(default_factory=dict)  # field -> the flag as typed (--tp, --tp-size)
     read_with: str | None = None  # the recorded release whose flag table read the line
+    refused: list[str] = field(default_factory=list)  # flags as typed that release's parser does not know
 
     def server_args(self) -> dict[str, object]:
         """The fields with SGLang's defaults for the ones not given."""
@@ -181,6 +182,7 @@ def parse(text: str, release: str | None = None) -> LaunchArgs:
             canon = tbl.canonical(flag)  # argparse's unique prefixes; an ambiguous one (--pp) is refused
             if canon is None:  # SGLang exits 2 on it; kb says so and reads on
                 out.unknown.append(tbl.unknown(flag))
+                out.refused.append(flag)
                 i += 1 if eq or i + 1 >= len(words) or words[i + 1].startswith("-") else 2
                 continue
             name = canon

@@ -68,7 +68,7 @@ class Sglang(Engine):
             "dtype": f["dtype"] if f.get("dtype") not in (None, "auto") else None,
             "gpus_flag": getattr(line, "spelled", {}).get("tp_size"),
         }
-        return Line(self.name, options, dict(f), list(line.unknown), line.read_with)
+        return Line(self.name, options, dict(f), list(line.unknown), line.read_with, tuple(line.refused))
 
     def line_reader(self, release: str | None) -> str | None:
         from kbtool.solve.engines.flags import reads_with

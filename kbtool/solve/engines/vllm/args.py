@@ -72,6 +72,7 @@ class ServeArgs:
         self.ignored: list[str] = []
         self.spelled: dict[str, str] = {}  # field -> the flag as the user typed it (-tp, --dtype)
         self.read_with: str | None = None  # the recorded release whose flag table read the line
+        self.refused: list[str] = []  # flags as typed that release's parser does not know (vLLM exits on them)
 
 
 _HUMAN = {"max_model_len", "max_num_batched_tokens", "kv_cache_memory"}  # vLLM reads these with human_readable_int
@@ -143,6 +144,7 @@ def parse(text: str, release: str | None = None) -> ServeArgs:
             canon = tbl.canonical(flag)
             if canon is None:  # vLLM exits 2 on it ("unrecognized arguments"); kb says so and reads on
                 out.ignored.append(tbl.unknown(flag))
+                out.refused.append(flag)
                 i += 1 if eq or i + 1 >= len(words) or words[i + 1].startswith("-") else 2
                 continue
             name = canon

@@ -87,7 +87,7 @@ class Vllm(Engine):
             "prefix_caching": serve.enable_prefix_caching,
         }
         return Line(self.name, options, {k: v for k, v in settings.items() if v is not None}, serve.ignored,
-                    serve.read_with)
+                    serve.read_with, tuple(serve.refused))
 
     def line_reader(self, release: str | None) -> str | None:
         from kbtool.solve.engines.flags import reads_with
