@@ -228,3 +228,47 @@ def test_an_unknown_wording_in_0_34_0_is_still_unattributed_and_stops_the_range(
     got = events.proposed(rec, line)
     assert got is not None and [r.get("last_affected") for r in got] == ["0.33.0"]
     assert not any("ev-0.34.0" in r.get("evidence", []) for r in got)
+
+
+def test_a_claim_no_point_tests_has_no_outcome_at_the_release() -> None:
+    """A release where every point a claim gates was refused for other reasons says nothing about it: vLLM 0.34.0's
+    FLASH_ATTN head-512 block rule at 0.19.1, which refuses head 512 outright, was recorded as holding there and
+    `kb probe events` proposed a 0.19.1 range for a 0.34.0 rule."""
+    rule = claim("d512-block", {"var": "block_size", "multiple_of": 64}, code="BLOCK_SIZE", subject="vllm-flash-attn",
+                 scope="0.34.0")
+    rule["when"] = {"all": [{"var": "engine", "eq": "vllm"}, {"var": "head_dim", "eq": 512}]}
+    pts = [p for p in points() if p["head_size"] == 512 and p["layout"] == "dense"]
+    assert pts
+    refused = [{**p, "reasons": {**p["reasons"], "FLASH_ATTN": ("head_size not supported",)}} for p in pts]
+    mine = [*[c for c in vs_judge.engine_claims() if c["subject"] == "vllm-flash-attn"], rule]
+    r = by_claim(vs_judge.judge_grid(mine, refused, "0.33.0", any_scope=True))["d512-block"]
+    assert r["agree"] > 0 and r["seen"] == 0 and not r["ran"] and not r["refused"]
+    ran = [{**p, "reasons": {**p["reasons"], "FLASH_ATTN": ()}} for p in pts if p["block"] in (64, 128)]
+    assert by_claim(vs_judge.judge_grid(mine, ran, "0.33.0", any_scope=True))["d512-block"]["seen"] == len(ran) > 0
+
+
+def test_a_release_outcome_replayed_from_shards_keeps_each_shards_word(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """tests/data/vllm/X/outcomes.json shards merge to one release outcome: any shard against the claim fails it,
+    an unattributed one comes next, a shard that tests nothing adds nothing (timeline.replayed)."""
+    import json
+    from types import SimpleNamespace
+
+    from kbtool.solve.engines.vllm import grid, timeline
+
+    doc = {"outcomes_version": timeline.OUTCOMES_VERSION, "release": "9.9.9", "shards": {
+        "cc9.0": {"sha256": "a", "outcomes": {"c": {"outcome": "none", "agree": 64, "against": 0},
+                                                "d": {"outcome": "holds", "agree": 5, "against": 0},
+                                                "e": {"outcome": "unattributed", "agree": 1, "against": 0,
+                                                      "unattributed": 2, "unattributed_example": "x: y"}}},
+        "cc10.0": {"sha256": "b", "outcomes": {"c": {"outcome": "none", "agree": 3, "against": 0},
+                                                 "d": {"outcome": "fails", "agree": 1, "against": 1},
+                                                 "e": {"outcome": "holds", "agree": 4, "against": 0}}}}}
+    (tmp_path / "9.9.9").mkdir()
+    (tmp_path / "9.9.9" / "outcomes.json").write_text(json.dumps(doc), encoding="utf-8")
+    monkeypatch.setattr(grid, "folders", lambda: [tmp_path])
+    cases = [SimpleNamespace(params={"cc": cc}, metrics={"sha256": sha}, outcome="OK")
+             for cc, sha in (("9.0", "a"), ("10.0", "b"))]
+    got = timeline.replayed(SimpleNamespace(cases=cases), "9.9.9")
+    assert got is not None
+    assert {k: v["outcome"] for k, v in got.items()} == {"c": "none", "d": "fails", "e": "unattributed"}
+    assert got["e"]["unattributed"] == 2 and got["c"]["agree"] == 67

@@ -358,7 +358,7 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
                     any_scope and o["reason"]["code"] == code and not (own and _scope_has(o, version))):
                 explained |= runs[o["id"]][1]
         lets, refuses = runs[c["id"]]
-        agree, bad, ccs, unknown = 0, 0, set(), 0
+        agree, bad, ccs, unknown, seen = 0, 0, set(), 0, 0  # seen: points that test the claim's own call
         for (reasons, cc), at in classes[g].items():
             key = (code, reasons)
             if key not in kinds:
@@ -374,17 +374,21 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
                 if want is False:
                     if got:
                         agree += m.bit_count()
+                        seen += m.bit_count()
                     else:
                         bad |= m
                 elif not got:
                     agree += m.bit_count()  # the verdict's count, as recorded since OUTCOMES_VERSION 2
+                    if not reasons:
+                        seen += m.bit_count()  # it ran, as the claim lets it (refused for other reasons: no test)
                     if any(unattributed(r, version) for r in reasons):
                         unknown |= m  # refused in words no claim kind reads: not agreement for the release events
                 else:  # vLLM refused it for this claim's kind: as the claim says only where another claim refuses
                     agree += (m & explained).bit_count()
                     bad |= m & ~explained
         wrong = _bits(bad)
-        results.append({"claim": c["id"], "agree": agree, "ran": [points[i] for i in wrong if refuses >> i & 1],
+        results.append({"claim": c["id"], "agree": agree, "seen": seen,
+                        "ran": [points[i] for i in wrong if refuses >> i & 1],
                         "refused": [(points[i], kinds[code, points[i]["reasons"][backend]]) for i in wrong
                                     if not refuses >> i & 1],
                         "ccs": sorted(ccs), "backend": backend,
@@ -493,20 +497,21 @@ def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[s
             "outcomes": release_outcomes(points, version), "outcomes_version": OUTCOMES_VERSION}
 
 
-OUTCOMES_VERSION = 4
+OUTCOMES_VERSION = 5
 
 
 def release_outcomes(points: list[dict[str, Any]], version: str) -> dict[str, dict[str, Any]]:
     """Every engine claim held against this release's grid whatever its version scope says: per claim the
     outcome (holds: every point it gates as it says; fails: some point against it; unattributed: none against it,
     but some point it lets run was refused in words no claim kind reads, so it may or may not hold; none: no point
-    it gates) and the counts. Not verdicts (a claim is only verified inside its scope): the per-release record the
+    tests it, i.e. none it refuses was refused for its kind and none it lets ran, every such point being refused
+    for other reasons, as FLASH_ATTN's head-512 block rule of 0.34.0 is at 0.19.1, which refuses head 512 outright)
+    and the counts. Not verdicts (a claim is only verified inside its scope): the per-release record the
     version events (kbtool/probe/timeline.py, `kb show CLAIM`) are read from."""
     out: dict[str, dict[str, Any]] = {}
     for r in judge_grid(engine_claims(), points, version, any_scope=True):
         against, unknown = len(r["ran"]) + len(r["refused"]), len(r["unattributed"])
-        outcome = "none" if r["agree"] + against == 0 else "fails" if against else \
-            "unattributed" if unknown else "holds"
+        outcome = "fails" if against else "unattributed" if unknown else "none" if not r["seen"] else "holds"
         entry: dict[str, Any] = {"outcome": outcome, "agree": r["agree"] - unknown, "against": against}
         if unknown:  # points it lets run that vLLM refused in words the probe cannot attribute (issue 46)
             ex, words = r["unattributed"][0]

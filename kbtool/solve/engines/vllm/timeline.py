@@ -28,7 +28,7 @@ from kbtool.solve.conditions import compare_versions, version_key
 
 PROBES = {"vllm": "vllm-selector"}
 """library -> the probe whose evidence summary holds per-claim outcomes for each release"""
-OUTCOMES_VERSION = 4
+OUTCOMES_VERSION = 5
 """The summaries read: probes/vllm_selector.py OUTCOMES_VERSION (older ones let another release's claim of the
 same gate explain a refusal, which says nothing about the release)"""
 
@@ -96,14 +96,18 @@ def replayed(ev: Evidence, version: str) -> dict[str, Any] | None:
         if case.outcome != "OK" or shard is None or shard.get("sha256") != sha:
             return None
         for claim, e in shard["outcomes"].items():
-            m = merged.setdefault(claim, {"agree": 0, "against": 0})
+            m = merged.setdefault(claim, {"agree": 0, "against": 0, "outcomes": set()})
             m["agree"] += e["agree"]
             m["against"] += e["against"]
-            for k in ("accepted", "refused"):
+            m["outcomes"].add(e.get("outcome"))
+            if e.get("unattributed"):
+                m["unattributed"] = m.get("unattributed", 0) + e["unattributed"]
+            for k in ("accepted", "refused", "unattributed_example"):
                 if e.get(k) and k not in m:
                     m[k] = f"cc{cc}: {e[k]}" if not str(e[k]).startswith("cc") else e[k]
-    for m in merged.values():
-        m["outcome"] = "none" if m["agree"] + m["against"] == 0 else "fails" if m["against"] else "holds"
+    for m in merged.values():  # the release's outcome from its shards': any against fails it, unattributed next
+        seen = m.pop("outcomes")
+        m["outcome"] = next((o for o in ("fails", "unattributed", "holds") if o in seen), "none")
     return merged
 
 
