@@ -182,6 +182,22 @@ def untuned(low: str) -> list[str]:
         out.append(out[-1][:-len(tail)])
 
 
+def spellings(low: str) -> list[str]:
+    """The ways a lowercased folder name may spell a model name: '_' as written first (NVIDIA's own
+    Llama-3_3-Nemotron-Super-49B-v1, vllm#15664), then read as '-', then '_' between two digits read as '.'
+    (`hf_model_mistral_7B_Instruct_v0_2`, sglang#322; `Qwen2_5-7B-Instruct`); each also without a leading
+    store-folder word joined to the name (`hf_model_`, `models-`)."""
+    dotted = "".join("." if c == "_" and 0 < i < len(low) - 1 and low[i - 1].isdigit() and low[i + 1].isdigit()
+                     else c for i, c in enumerate(low)).replace("_", "-")
+    out = list(dict.fromkeys((low, low.replace("_", "-"), dotted)))
+    for s in list(out):
+        for w in sorted(STORE_FOLDERS, key=lambda w: (-len(w), w)):
+            for pre in (f"{w}_", f"{w.replace('_', '-')}-"):
+                if s.startswith(pre) and len(s) > len(pre):
+                    out.append(s[len(pre):])
+    return list(dict.fromkeys(out))
+
+
 def stripped(names: dict[str, str], plain: Iterable[str]) -> tuple[str, str, str | None, str | None] | None:
     """(record id, the name matched, weights format or None, the quantization ending as written) for the first
     name that names a record once its quantization ending and then its tuning endings are taken off."""
@@ -194,8 +210,7 @@ def stripped(names: dict[str, str], plain: Iterable[str]) -> tuple[str, str, str
         if got is not None:
             cut, fmt = got
             low, ending = low[:cut], text[cut:]
-        # '_' as written first (NVIDIA's own Llama-3_3-Nemotron-Super-49B-v1, vllm#15664), then read as '-'
-        for spelled in dict.fromkeys((low, low.replace("_", "-"))):
+        for spelled in spellings(low):
             for cand in untuned(spelled):
                 rid = names.get(cand) or by_tail.get(cand)
                 if rid is not None and (ending is not None or cand != text.lower()):

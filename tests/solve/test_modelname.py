@@ -241,3 +241,28 @@ def test_string_checks_agree_with_the_regexes_they_replaced(text: str, digits: s
         assert revision_at(name) == (m.start() if m else None)
     assert folders(text) == [p.replace("___", ".") for p in re.split(r"[\\/]+", text.strip())
                              if p and p not in (".", "..", "~")]  # no 'snapshots' in the alphabet
+
+
+@pytest.mark.parametrize(("name", "want"), [
+    # sglang#322's folder: a store word joined to the name by '_', and '_' for each '.' and '-' of
+    # mistralai/Mistral-7B-Instruct-v0.2; the same spelling of v0.3 (a record) is read as v0.3 ...
+    ("hf_model_mistral_7B_Instruct_v0_3", ("mistral-7b-instruct-v0.3", "hf_model_mistral_7B_Instruct_v0_3", None,
+                                           None)),
+    # ... and v0.2 (no record here) is not taken for v0.3
+    ("hf_model_mistral_7B_Instruct_v0_2", None),
+    # '_' between digits is tried as '-' first: gemma_2_9b is gemma-2-9b, not gemma-2.9b
+    ("hf_model_gemma_2_9b_it", ("gemma-2-9b-it", "hf_model_gemma_2_9b_it", None, None)),
+    ("Qwen2_5-7B-Instruct", ("qwen2.5-7b", "Qwen2_5-7B-Instruct", None, None)),
+    ("models-Qwen2_5-7B-Instruct-AWQ", ("qwen2.5-7b", "models-Qwen2_5-7B-Instruct-AWQ", "int4", "-AWQ")),
+])
+def test_underscores_for_dots_and_a_store_word_joined_to_the_name(name: str, want: tuple[str, ...] | None) -> None:
+    names = {"mistral-7b-instruct-v0.3": "mistral-7b-instruct-v0.3", "gemma-2-9b-it": "gemma-2-9b-it",
+             "qwen2.5-7b": "qwen2.5-7b"}
+    assert stripped(names, [name]) == want
+
+
+def test_a_folder_spelled_with_underscores_is_its_recorded_model() -> None:
+    code, a, err = _query("/llm_path/hf_model_gemma_2_9b_it")
+    assert code == 0, err
+    assert a["query"]["model"] == "gemma-2-9b-it"
+    assert a["assumed"]["model"].startswith("gemma-2-9b-it, recognised from the folder name 'hf_model_gemma_2_9b_it'")
