@@ -127,6 +127,18 @@ def test_a_re_upload_under_another_org_is_its_recorded_model_offline() -> None:
     assert a["query"]["model"] == "deepseek-r1"
 
 
+@pytest.mark.parametrize(("model", "record"), [
+    ("/root/autodl-tmp/deepseek-ai/DeepSeek-R1-Distill-Qwen-14B", "qwen2.5-14b"),  # vllm#13061, an alias
+    ("./DeepSeek-R1-Distill-Llama-70B", "llama-3.3-70b"),
+    ("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "llama-3.1-8b"),
+    ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "deepseek-r1-distill-qwen-7b"),  # its own record: rope_theta 1e4
+])
+def test_a_distill_resolves_to_the_record_of_its_shapes(model: str, record: str) -> None:
+    code, a, err = _query(model)
+    assert code == 0, err
+    assert a["query"]["model"] == record
+
+
 def test_a_quantized_folder_sizes_the_weights_at_its_format() -> None:
     code, a, err = _query("~/.cache/huggingface/local/Llama-3.3-70B-Instruct-FP8")
     assert code == 0, err
