@@ -267,3 +267,15 @@ def test_untestable_here_says_the_other_builds_verdict_holds_only_there() -> Non
              ("sm90", (), "prefill", "untestable", ("ev2",))), (), "verified"))
     assert effective(c, {"sm": "sm90", "phase": "prefill"}) == (
         "untestable", "untestable on sm90 prefill; verified on sm90 prefill (vllm-flash-attn-3 0.24.0) only")
+
+
+def test_a_logit_softcap_is_an_axis_the_kernels_that_take_it_answer(kb: KB) -> None:
+    """Gemma 2's attention softcap (50.0 in its config) fixes the softcap axis: FA-2, FA-3 and FlashInfer take the
+    cap in-kernel (their *-softcap claims), so they are not `unknown` for it; a kernel with no claim about it is."""
+    a = ask(kb, gpu="h100", model="gemma-2-9b-it", ctx="8k", kv="bf16")
+    for kid in ("flash-attention-2", "flash-attention-3", "flashinfer-fa2", "flashinfer-fa3"):
+        assert not any("logit softcap" in r.message for r in k(a, kid).reasons), kid
+        assert k(a, kid).status in ("ok", "caveat"), (kid, k(a, kid).status)
+    nothing = [x for x in a.kernels if any(r.message.startswith("the KB records nothing about logit softcap")
+                                           for r in x.reasons)]
+    assert nothing and all(x.status == "unknown" for x in nothing)
