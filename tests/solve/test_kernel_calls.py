@@ -183,3 +183,17 @@ def test_no_failure_is_predicted_without_a_claim_about_the_build_sample(release:
 @pytest.mark.parametrize("release", RELEASES)
 def test_no_failure_is_predicted_without_a_claim_about_the_build_full(release: str) -> None:
     assert not walk(release, True)
+
+
+@pytest.mark.parametrize("release", ["0.5.17", "0.5.23"])
+def test_deepseek_v3_on_h200_runs_sglangs_fa3_on_the_absorbed_mla_call(release: str) -> None:
+    """SGLang's fa3 backend decodes MLA through sgl-kernel's FA-3 with q=q_rope, v=the latent cache and qv=q_nope
+    (python/sglang/srt/layers/attention/flashattention_backend.py forward_decode, 0.5.23 :2366, 0.5.17 :2000): FA-3
+    sees (64, 512), which its head-dim claim allows, so sglang#2587's DeepSeek-V3 on 8 x H200 is a yes, not a yes
+    conditional on a kernel refused at the plain (576, 512)."""
+    a = solve(image(), build_query(gpu="h200", sglang_args="python3 -m sglang.launch_server --model "
+                                   "deepseek-ai/DeepSeek-V3-Base --tp 8", sglang=release))
+    call = _call(a, "flash-attention-3", "decode")
+    assert call["build"] == "sgl-kernel" and call["shape"] == {"head_dim": 64, "head_dim_v": 512}
+    assert call["status"] == "ok"
+    assert a.verdict == "yes", answer_summary(a)
