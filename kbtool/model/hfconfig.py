@@ -580,7 +580,7 @@ def mixed_weights(c: Cfg, layers: dict[str, Any], kinds: list[str], params: dict
     if "attention" in fmts:
         for i, kind in enumerate(kinds):
             have = mods.get(("attention", i), set())
-            if kind == "full":
+            if kind in ("full", "sliding", "chunked") and c.get("kv_lora_rank") is None:
                 need("attention", i, have, ("q_proj", "k_proj", "v_proj", "o_proj"))
             elif kind == "linear" and c.get("linear_num_value_heads"):  # Gated DeltaNet
                 need("attention", i, have, ("out_proj",))
@@ -594,8 +594,10 @@ def mixed_weights(c: Cfg, layers: dict[str, Any], kinds: list[str], params: dict
                     k += hidden * 2 * nv  # vLLM's fused in_proj_ba (qwen3_5.py packed_modules_mapping)
                 kept["attention"] = kept.get("attention", 0) + k
             elif kind != "none":
-                raise ConfigError(f"{c.where}: quantized_layers of a {kind} layer (layer {i}) are not mapped",
-                                  fix="kb maps full-attention and Gated DeltaNet layers of a mixed checkpoint")
+                raise ConfigError(f"{c.where}: quantized_layers of a{' MLA' if c.get('kv_lora_rank') else ''} "
+                                  f"{kind} layer (layer {i}) are not mapped",
+                                  fix="kb maps the GQA attention and Gated DeltaNet layers of a mixed checkpoint; "
+                                      "write weight_bytes by hand")
     if "experts" in fmts and moe:
         routed, _, _, shared = moe
         for i in range(n):

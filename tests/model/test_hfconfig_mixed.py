@@ -105,3 +105,11 @@ def test_the_record_is_the_imported_config() -> None:
 def test_the_record_checks_its_mixed_fields(change: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Model.model_validate({**record(config()), **change})
+
+
+def test_an_mla_layer_in_a_mixed_map_is_refused_not_guessed() -> None:
+    data = json.loads((DATA / "hf-configs" / "deepseek-v3" / "config.json").read_text())
+    data["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "quantized_layers": {
+        "model.layers.0.self_attn.q_a_proj": {"quant_algo": "FP8"}}}
+    with pytest.raises(ConfigError, match="MLA full layer"):
+        record(data)
