@@ -141,6 +141,13 @@ class Model(_Record):
                                   "(default attention, mlp, experts)")
     quant_group_size: int | None = Field(default=None, ge=1,
                                          description="int4: values per scale (AWQ/GPTQ group size)")
+    group_dtypes: dict[ParamGroup, WeightDtype] | None = Field(
+        default=None, description="A mixed-precision checkpoint's groups stored at a quantized format other than "
+                                  "weight_dtype (ModelOpt MIXED_PRECISION's per-layer quant_algo: attention fp8 "
+                                  "beside nvfp4 experts)")
+    kept_unquantized: dict[ParamGroup, int] | None = Field(
+        default=None, description="Of a quantized group, the parameters the checkpoint leaves at unquantized_dtype "
+                                  "(a MoE router, a linear-attention layer's a/b projections and conv)")
     weight_bytes: int | None = Field(
         default=None, ge=1, description="Exact size of the released weights where it differs from params x dtype"
     )
@@ -171,4 +178,25 @@ class Model(_Record):
                     self.num_heads % g.kv_heads != 0:
                 raise ValueError(f"layers[{i}].kv_heads {g.kv_heads} does not divide num_heads {self.num_heads} "
                                  "(query heads are grouped over KV heads)")
+        return self
+
+    @model_validator(mode="after")
+    def _mixed_precision_consistent(self) -> Model:
+        """group_dtypes name quantized formats of groups the record counts, none of them also in `quantized`;
+        kept_unquantized is part of a group that is quantized, and no larger than it."""
+        counted = dict(self.parameter_groups.items()) if self.parameter_groups is not None else {}
+        mixed = self.group_dtypes or {}
+        for g, fmt in mixed.items():
+            if fmt in ("bf16", "fp16", "fp32") or fmt == self.weight_dtype:
+                raise ValueError(f"group_dtypes.{g} {fmt} is not a second quantized format (weight_dtype is "
+                                 f"{self.weight_dtype}; unquantized groups are left out)")
+            if g in (self.quantized or []) or not counted.get(g):
+                raise ValueError(f"group_dtypes.{g}: the group is in `quantized` too, or has no parameters")
+        for g, n in (self.kept_unquantized or {}).items():
+            if g not in mixed and g not in (self.quantized or []):
+                raise ValueError(f"kept_unquantized.{g}: the group is not quantized (not in `quantized` or "
+                                 "group_dtypes)")
+            if not 0 < n <= counted.get(g, 0):
+                raise ValueError(f"kept_unquantized.{g} {n:,} is not part of the group's "
+                                 f"{counted.get(g, 0):,} parameters")
         return self

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-IMAGE_VERSION = 25  # 25: boot_errors carry their row's quantity; 24: models' `rope_scaling` and `rotary_dim`
+IMAGE_VERSION = 26  # 26: models' `group_dtypes` and `kept_unquantized`
+# 25: boot_errors carry their row's quantity; 24: models' `rope_scaling` and `rotary_dim`
 # 22: claims' `handles`; 21: vLLM's engine-release defaults beside kernel calls and two-part claims;
 # 20: a two-part claim's status is its weakest part's; 19: backends carry kernel calls
 # 13: the SGLang section; 14: backend platforms; 15: engine sections (engine-NAME);
@@ -135,9 +136,9 @@ LAYER_FIELDS = ("type", "count", "kv_heads", "head_dim", "head_dim_v", "window",
                 "rope_dim", "qk_nope_head_dim", "index_head_dim", "index_n_heads", "index_topk", "state",
                 "state_bytes")
 MODEL_FIELDS = ("id", "architecture", "parameters", "parameter_groups", "weight_dtype", "unquantized_dtype",
-                "quantized", "quant_group_size", "weight_bytes", "weight_bytes_f32", "num_heads", "head_dim",
-                "hidden_size", "intermediate_size", "vocab_size", "max_context", "softcap", "alibi", "layers",
-                "experts", "encoders", "rope_scaling", "rotary_dim")
+                "quantized", "quant_group_size", "group_dtypes", "kept_unquantized", "weight_bytes", "weight_bytes_f32",
+                "num_heads", "head_dim", "hidden_size", "intermediate_size", "vocab_size", "max_context", "softcap",
+                "alibi", "layers", "experts", "encoders", "rope_scaling", "rotary_dim")
 
 
 class LayerV:
@@ -183,6 +184,8 @@ class ModelV:
         unquantized_dtype: str
         quantized: list[str] | None
         quant_group_size: int | None
+        group_dtypes: dict[str, str] | None
+        kept_unquantized: dict[str, int] | None
         weight_bytes: int | None
         weight_bytes_f32: int | None
         num_heads: int

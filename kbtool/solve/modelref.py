@@ -108,7 +108,8 @@ def _quantized(img: Models, rid: str, fmt: str | None, ending: str | None, how: 
     if new in img.names("model"):
         img.note_origin(img.names("model")[new], f"{new}{how}")
         return img.names("model")[new]
-    row = {**row, "id": new, "weight_dtype": fmt, "quantized": None, "weight_bytes": None, "quant_group_size": None}
+    row = {**row, "id": new, "weight_dtype": fmt, "quantized": None, "weight_bytes": None, "quant_group_size": None,
+           "group_dtypes": None, "kept_unquantized": None}
     return img.add_model(row, origin=f"{rid} with {fmt} weights (the name's '{ending}'){how}")
 
 

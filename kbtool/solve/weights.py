@@ -93,6 +93,10 @@ def _weight_bytes(model: Model | ModelV, deploy: str | None = None) -> tuple[int
     if not groups:
         total = int(model.parameters * bytes_per_param(fmt, gs))
         return total, f"{model.parameters / 1e9:,.2f}B params x {bytes_per_param(fmt, gs):g} B ({fmt})"
+    mixed = getattr(model, "group_dtypes", None) or {}
+    kept = getattr(model, "kept_unquantized", None) or {}
+    if deploy is None and (mixed or kept):
+        return _mixed_bytes(groups, fmt, base, set(model.quantized or QUANTIZABLE), mixed, kept)
     quantized = set(QUANTIZABLE if deploy else (model.quantized or QUANTIZABLE))
     if fmt in ("bf16", "fp16", "fp32"):
         quantized = set(groups)
@@ -103,6 +107,26 @@ def _weight_bytes(model: Model | ModelV, deploy: str | None = None) -> tuple[int
     if rest:
         kept = ", ".join(sorted(set(groups) - quantized))
         how += f" + {rest / 1e9:,.2f}B x {WEIGHT_BYTES[base]:g} B ({base}: {kept})"
+    return total, how
+
+
+def _mixed_bytes(groups: dict[str, int], fmt: str, base: str, quantized: set[str], mixed: dict[str, str],
+                 kept: dict[str, int]) -> tuple[int, str]:
+    """A mixed-precision checkpoint as released: each group at its own format (`quantized` at `fmt`, `mixed` at
+    theirs, the rest at `base`), less the parameters of a quantized group the checkpoint keeps at `base`."""
+    by_fmt: dict[str, int] = {}
+    names: dict[str, list[str]] = {}
+    for g, n in groups.items():
+        f = mixed.get(g) or (fmt if g in quantized else base)
+        k = min(kept.get(g, 0), n) if f != base else 0
+        by_fmt[f] = by_fmt.get(f, 0) + n - k
+        names.setdefault(f, []).append(g)
+        if k:
+            by_fmt[base] = by_fmt.get(base, 0) + k
+            names.setdefault(base, []).append(f"{k / 1e6:,.1f}M of {g}")
+    order = sorted(by_fmt, key=lambda f: (f == base, -by_fmt[f]))
+    total = int(sum(by_fmt[f] * WEIGHT_BYTES[f] for f in order))
+    how = " + ".join(f"{by_fmt[f] / 1e9:,.2f}B x {WEIGHT_BYTES[f]:g} B ({f}: {', '.join(names[f])})" for f in order)
     return total, how
 
 
