@@ -16,75 +16,27 @@ the mapping needs and the config lacks raises ConfigError naming it.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
-from kbtool.errors import UsageError
 from kbtool.model.encoder import vision_encoder
+from kbtool.model.hfcfg import DTYPES, Cfg, ConfigError, int_field, model_dtype, whole
+from kbtool.model.hfquant import mixed_layers, mixed_weights, weights
 
-DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
-          "bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}
+__all__ = ["ConfigError", "to_record"]  # ConfigError: where callers have always imported it from
+
 LAYER_TYPES = {"full_attention": "full", "attention": "full", "global": "full", "sliding_attention": "sliding",
                "local": "sliding", "chunked_attention": "chunked", "linear_attention": "linear",
                "mamba": "mamba", "mamba2": "mamba"}
-
-
-class ConfigError(UsageError):
-    """A config.json the importer cannot map (a missing or unsupported field)."""
-
-
-class Cfg:
-    """The text model's config, with the top level as a fallback, and errors that name the missing field."""
-
-    def __init__(self, data: dict[str, Any], where: str) -> None:
-        if not isinstance(data, dict):
-            raise ConfigError(f"{where}: not a JSON object", fix="give the model's config.json")
-        text = data.get("text_config") or data.get("llm_config") or data.get("language_config")
-        self.top, self.where = data, where
-        self.text = text if isinstance(text, dict) else data
-        self.nested = self.text is not data
-
-    def get(self, key: str, default: Any = None) -> Any:
-        v = self.text.get(key)
-        if v is None and self.nested:
-            v = self.top.get(key)
-        return default if v is None else v
-
-    def need(self, key: str, why: str) -> Any:
-        v = self.get(key)
-        if v is None:
-            path = f"text_config.{key}" if self.nested else key
-            raise ConfigError(f"{self.where}: field '{path}' is missing ({why})",
-                              fix=f"add '{key}' to the config, or write the record by hand (`kb new model ID`)")
-        return v
-
-
-def _int(c: Cfg, key: str, why: str) -> int:
-    v = c.need(key, why)
-    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-        raise ConfigError(f"{c.where}: field '{key}' is {v!r}, not a count", fix="give a whole number")
-    return v
-
-
-def _whole(c: Cfg, key: str, v: Any, *, positive: bool = True) -> int:
-    """A config count: a whole number (1.0 is one; 1.5, "8", true are refused), positive unless told."""
-    path = f"text_config.{key}" if c.nested and key in c.text else key
-    if isinstance(v, float) and v.is_integer():
-        v = int(v)
-    if not isinstance(v, int) or isinstance(v, bool) or (v <= 0 if positive else v < 0):
-        raise ConfigError(f"{c.where}: {path} is {v!r}, not a {'positive ' if positive else ''}whole number",
-                          fix=f"give {path} as a whole number (transformers and the engines refuse the config)")
-    return v
 
 
 def check_heads(c: Cfg) -> None:
     """Refuse impossible attention shapes before they are used or written: query heads, KV heads and head dim
     positive whole numbers, KV heads at most the query heads and dividing them (transformers' GQA grouping,
     vLLM's and SGLang's too), rope_scaling.factor a finite positive number."""
-    heads = _whole(c, "num_attention_heads", c.need("num_attention_heads", "the query heads"))
+    heads = whole(c, "num_attention_heads", c.need("num_attention_heads", "the query heads"))
     kv = c.get("num_key_value_heads")
     if kv is not None:
-        kv = _whole(c, "num_key_value_heads", kv)
+        kv = whole(c, "num_key_value_heads", kv)
         path = "text_config.num_key_value_heads" if c.nested and "num_key_value_heads" in c.text \
             else "num_key_value_heads"
         if kv > heads or heads % kv:
@@ -95,7 +47,7 @@ def check_heads(c: Cfg) -> None:
                 "max_position_embeddings", "intermediate_size", "sliding_window"):
         v = c.get(key)
         if v is not None and not (key == "sliding_window" and v is False):
-            _whole(c, key, v)
+            whole(c, key, v)
     _check_shapes(c)
     rs = c.get("rope_scaling") or c.get("rope_parameters")
     if rs is not None and not isinstance(rs, dict):
@@ -165,7 +117,7 @@ def layer_kinds(c: Cfg) -> list[str]:
             else:
                 out.append("sliding" if a.get("window_length") else "full")
         return out
-    n = _int(c, "num_hidden_layers", "the number of layers")
+    n = int_field(c, "num_hidden_layers", "the number of layers")
     types = c.get("layer_types")
     if isinstance(types, list) and types:
         kinds = []
@@ -203,14 +155,6 @@ def layer_kinds(c: Cfg) -> list[str]:
     if isinstance(mwl, int) and c.get("use_sliding_window") is True:  # Qwen2: layers from mwl on slide
         return ["sliding" if i >= mwl else "full" for i in range(n)]
     return ["sliding"] * n  # Mistral: every layer
-
-
-def _model_dtype(c: Cfg) -> str:
-    raw = c.get("torch_dtype") or c.get("dtype") or "bfloat16"
-    d = DTYPES.get(str(raw).replace("torch.", ""))
-    if d is None:
-        raise ConfigError(f"{c.where}: torch_dtype '{raw}' is not bf16, fp16 or fp32", fix="fix torch_dtype")
-    return d
 
 
 def _ssm_dtype(c: Cfg, model_dtype: str) -> str:
@@ -252,13 +196,14 @@ def _attention_layer(c: Cfg, kind: str, i: int, heads: int, head_dim: int) -> di
 
 
 def _mla_layer(c: Cfg) -> dict[str, Any]:
-    nope = _int(c, "qk_nope_head_dim", "MLA")
-    rope = _int(c, "qk_rope_head_dim", "MLA")
-    g: dict[str, Any] = {"type": "mla", "head_dim": nope + rope, "head_dim_v": _int(c, "v_head_dim", "MLA"),
-                         "kv_lora_rank": _int(c, "kv_lora_rank", "MLA"), "rope_dim": rope, "qk_nope_head_dim": nope}
+    nope = int_field(c, "qk_nope_head_dim", "MLA")
+    rope = int_field(c, "qk_rope_head_dim", "MLA")
+    g: dict[str, Any] = {"type": "mla", "head_dim": nope + rope, "head_dim_v": int_field(c, "v_head_dim", "MLA"),
+                         "kv_lora_rank": int_field(c, "kv_lora_rank", "MLA"), "rope_dim": rope,
+                         "qk_nope_head_dim": nope}
     if c.get("index_head_dim") is not None or c.get("index_n_heads") is not None:
-        g["index_head_dim"] = _int(c, "index_head_dim", "the sparse-attention indexer")
-        g["index_n_heads"] = _int(c, "index_n_heads", "the sparse-attention indexer")
+        g["index_head_dim"] = int_field(c, "index_head_dim", "the sparse-attention indexer")
+        g["index_n_heads"] = int_field(c, "index_n_heads", "the sparse-attention indexer")
         if c.get("index_topk"):
             g["index_topk"] = int(c.get("index_topk"))
     return g
@@ -267,9 +212,9 @@ def _mla_layer(c: Cfg) -> dict[str, Any]:
 def _gdn_layer(c: Cfg, model_dtype: str) -> dict[str, Any]:
     """Gated DeltaNet: vLLM MambaStateShapeCalculator.gated_delta_net_state_shape (conv, recurrent)."""
     why = "the linear-attention (Gated DeltaNet) state"
-    nk, nv = _int(c, "linear_num_key_heads", why), _int(c, "linear_num_value_heads", why)
-    dk, dv = _int(c, "linear_key_head_dim", why), _int(c, "linear_value_head_dim", why)
-    kernel = _int(c, "linear_conv_kernel_dim", why)
+    nk, nv = int_field(c, "linear_num_key_heads", why), int_field(c, "linear_num_value_heads", why)
+    dk, dv = int_field(c, "linear_key_head_dim", why), int_field(c, "linear_value_head_dim", why)
+    kernel = int_field(c, "linear_conv_kernel_dim", why)
     conv_dim = dk * nk * 2 + dv * nv
     return {"type": "linear", "state": [
         {"name": "conv", "shape": [conv_dim, kernel - 1], "tp_dim": 0, "dtype": model_dtype},
@@ -279,9 +224,9 @@ def _gdn_layer(c: Cfg, model_dtype: str) -> dict[str, Any]:
 def _mamba2_layer(c: Cfg, model_dtype: str) -> dict[str, Any]:
     """Mamba-2: vLLM MambaStateShapeCalculator.mamba2_state_shape (conv, temporal)."""
     why = "the Mamba-2 state"
-    heads, hdim = _int(c, "mamba_num_heads", why), _int(c, "mamba_head_dim", why)
-    groups, state = _int(c, "n_groups", why), _int(c, "ssm_state_size", why)
-    kernel = _int(c, "conv_kernel", why)
+    heads, hdim = int_field(c, "mamba_num_heads", why), int_field(c, "mamba_head_dim", why)
+    groups, state = int_field(c, "n_groups", why), int_field(c, "ssm_state_size", why)
+    kernel = int_field(c, "conv_kernel", why)
     inner = heads * hdim
     return {"type": "linear", "state": [
         {"name": "conv", "shape": [inner + 2 * groups * state, kernel - 1], "tp_dim": 0, "dtype": model_dtype},
@@ -394,8 +339,8 @@ def _attn_params(c: Cfg, g: dict[str, Any], heads: int, hidden: int) -> int:
 
 def parameters(c: Cfg, kinds: list[str], groups: list[dict[str, Any]], heads: int) -> dict[str, int]:
     """Parameters per group, from the shapes (norms and biases are left out: under 0.1%)."""
-    hidden = _int(c, "hidden_size", "the model width")
-    vocab = _int(c, "vocab_size", "the embedding size")
+    hidden = int_field(c, "hidden_size", "the model width")
+    vocab = int_field(c, "vocab_size", "the embedding size")
     n = len(kinds)
     tie_default = str(c.get("model_type", "")).startswith("gemma")  # Gemma's config classes tie; Llama 4's don't
     tie = c.top.get("tie_word_embeddings", c.text.get("tie_word_embeddings"))
@@ -435,204 +380,6 @@ def parameters(c: Cfg, kinds: list[str], groups: list[dict[str, Any]], heads: in
 # ---- weights ------------------------------------------------------------------------------------
 
 
-def _ct_weights(q: dict[str, Any]) -> dict[str, Any]:
-    """compressed-tensors: the weights scheme of the first config group."""
-    groups = q.get("config_groups")
-    if not isinstance(groups, dict) or not groups:
-        return {}
-    first = next(iter(groups.values()))
-    w = first.get("weights") if isinstance(first, dict) else None
-    return w if isinstance(w, dict) else {}
-
-
-def weights(c: Cfg, moe: bool, extra: dict[str, Any] | None = None
-            ) -> tuple[str, list[str] | None, int | None, str | None]:
-    """(weight dtype, groups quantized to it, int4 group size, a note) from quantization_config, or from a
-    ModelOpt hf_quant_config.json beside the config (`extra`)."""
-    q = c.top.get("quantization_config") or c.get("quantization_config")
-    dtype = _model_dtype(c)
-    if not q and extra and isinstance(extra.get("quantization"), dict):
-        mq = extra["quantization"]
-        q = {"quant_method": "modelopt", "quant_algo": mq.get("quant_algo"),
-             "modules_to_not_convert": mq.get("exclude_modules") or []}
-    if not q:
-        return dtype, None, None, None
-    method = str(q.get("quant_method", "")).lower()
-    fmt: str | None = None
-    if method in ("fp8", "fbgemm_fp8"):
-        fmt = "fp8"
-    elif method == "mxfp4":
-        fmt = "mxfp4"
-    elif method in ("awq", "gptq", "gptq_marlin", "awq_marlin", "autoround"):
-        fmt = {4: "int4", 8: "int8"}.get(int(q.get("bits") or q.get("w_bit") or 4))
-    elif method == "bitsandbytes":
-        fmt = "int4" if q.get("load_in_4bit") else "int8"
-    elif method == "modelopt":
-        algo = str(q.get("quant_algo", "")).upper()
-        fmt = "nvfp4" if "FP4" in algo else "fp8" if "FP8" in algo else None
-    elif method == "compressed-tensors":
-        w = _ct_weights(q)
-        bits, kind = w.get("num_bits"), w.get("type")
-        if bits == 8:
-            fmt = "fp8" if kind == "float" else "int8"
-        elif bits == 4:
-            fmt = "nvfp4" if kind == "float" else "int4"
-    if fmt is None:
-        raise ConfigError(f"{c.where}: quantization_config.quant_method '{method}' is not one the importer maps",
-                          fix="known: fp8, mxfp4, awq, gptq, bitsandbytes, modelopt, compressed-tensors")
-    group_size = q.get("group_size") or q.get("q_group_size") or _ct_weights(q).get("group_size")
-    skip = " ".join(str(m) for m in (q.get("modules_to_not_convert") or q.get("ignore") or []))
-    groups_q = ["attention", "mlp", "experts"] if moe else ["attention", "mlp"]
-    if "self_attn" in skip or "attn" in skip.split("."):
-        groups_q.remove("attention")
-    if moe and ("mlp.(gate" in skip.replace("\\", "") or "mlp.gate_proj" in skip):
-        groups_q.remove("mlp")
-    note = f"weights: quantization_config.quant_method {method} -> {fmt} for {', '.join(groups_q)}"
-    return fmt, groups_q, int(group_size) if fmt == "int4" and group_size else None, note
-
-
-# ModelOpt per-layer quant_algo -> the weight format vLLM 0.24.0 stores it at (quantization/modelopt.py:2464-2510,
-# ModelOptMixedPrecisionConfig.get_quant_method: FP8 -> ModelOptFp8LinearMethod / Fp8MoEMethod, NVFP4 and
-# W4A16_NVFP4 -> the NVFP4 linear and fused-MoE methods; a layer not in quantized_layers -> unquantized)
-MIXED_ALGOS = {"FP8": "fp8", "FP8_PER_CHANNEL_PER_TOKEN": "fp8", "FP8_PB_WO": "fp8", "NVFP4": "nvfp4",
-               "W4A16_NVFP4": "nvfp4"}
-_LAYER_KEY = re.compile(r"(?:^|\.)layers\.(\d+)\.(.+)$")
-
-
-def mixed_layers(c: Cfg, extra: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A ModelOpt MIXED_PRECISION checkpoint's per-layer map: config.json's quantization_config first, else
-    hf_quant_config.json's (vLLM 0.24.0 reads them in that order: quantization/modelopt.py:2269-2276,
-    ModelOptMixedPrecisionConfig's docstring)."""
-    q = c.top.get("quantization_config") or c.get("quantization_config")
-    if not q and extra and isinstance(extra.get("quantization"), dict):
-        q = extra["quantization"]
-    if not isinstance(q, dict) or str(q.get("quant_algo", "")).upper() != "MIXED_PRECISION":
-        return None
-    layers = q.get("quantized_layers")
-    if not isinstance(layers, dict) or not layers:
-        raise ConfigError(f"{c.where}: quantization_config.quant_algo MIXED_PRECISION without a quantized_layers map",
-                          fix="give the config.json (or hf_quant_config.json) that carries the per-layer map")
-    return layers
-
-
-def _mixed_part(key: str, moe_at: list[bool]) -> tuple[str, int | None, str] | None:
-    """(group, layer, module) of a quantized_layers key; None for modules kb does not count (MTP, vision)."""
-    if key.startswith("mtp") or ".mtp." in key or "visual" in key or "vision" in key:
-        return None
-    if key.rsplit(".", 1)[-1] in ("lm_head", "embed_tokens"):
-        return ("lm_head" if key.endswith("lm_head") else "embedding"), None, key.rsplit(".", 1)[-1]
-    m = _LAYER_KEY.search(key)
-    if not m:
-        return "?", None, key
-    i, mod = int(m.group(1)), m.group(2)
-    if mod.split(".")[0] in ("self_attn", "linear_attn", "attn", "attention"):
-        return "attention", i, mod.split(".", 1)[-1]
-    if mod.startswith("mlp.") and i < len(moe_at) and moe_at[i]:
-        rest = mod[len("mlp."):]
-        if rest == "experts" or rest.startswith("experts."):
-            return "experts", i, "experts"
-        if rest.startswith(("shared_expert.", "shared_experts.")):
-            return "experts", i, "shared." + rest.rsplit(".", 1)[-1]
-        return "experts", i, rest  # the router (gate) or the shared expert's gate
-    if mod.startswith("mlp."):
-        return "mlp", i, mod[len("mlp."):]
-    return "?", i, mod
-
-
-def mixed_weights(c: Cfg, layers: dict[str, Any], kinds: list[str], params: dict[str, int]
-                  ) -> tuple[str, list[str], dict[str, str], dict[str, int], str]:
-    """(weight dtype, groups at it, groups at a second format, unquantized parameters of quantized groups, a note)
-    of a ModelOpt MIXED_PRECISION checkpoint, from its per-layer map: a group takes the one format its layers
-    declare; a layer's modules the map leaves out stay unquantized, as vLLM loads them (the router, a Gated
-    DeltaNet layer's in_proj_a/in_proj_b and conv1d). A group only part of whose layers or projections the map
-    names is refused rather than sized as if whole."""
-    n = len(kinds)
-    moe = _moe(c)
-    moe_at = _moe_layers(c, n) if moe else [False] * n
-    fmts: dict[str, set[str]] = {}
-    mods: dict[tuple[str, int | None], set[str]] = {}
-    for key, info in layers.items():
-        part = _mixed_part(str(key), moe_at)
-        if part is None:
-            continue
-        g, i, mod = part
-        algo = str((info or {}).get("quant_algo", "")).upper() if isinstance(info, dict) else ""
-        if g == "?" or algo not in MIXED_ALGOS:
-            raise ConfigError(f"{c.where}: quantized_layers['{key}'] ({algo or 'no quant_algo'}) is not a module "
-                              "or format the importer maps",
-                              fix=f"known formats: {', '.join(MIXED_ALGOS)}; modules: attention, MLP, experts, "
-                                  "lm_head, embed_tokens")
-        fmts.setdefault(g, set()).add(MIXED_ALGOS[algo])
-        mods.setdefault((g, i), set()).add(mod)
-    for g, f in fmts.items():
-        if len(f) > 1:
-            raise ConfigError(f"{c.where}: quantized_layers stores the {g} group at {' and '.join(sorted(f))}",
-                              fix="kb sizes one format per parameter group; write weight_bytes by hand")
-    hidden = _int(c, "hidden_size", "the model width")
-    kept: dict[str, int] = {}
-
-    def need(g: str, i: int, have: set[str], want: tuple[str, ...]) -> None:
-        if not set(want) <= have:
-            raise ConfigError(f"{c.where}: quantized_layers names {g} of layer {i} only in part "
-                              f"({', '.join(sorted(have)) or 'none'}; the layer has {', '.join(want)})",
-                              fix="kb sizes whole groups; write weight_bytes by hand")
-
-    if "attention" in fmts:
-        for i, kind in enumerate(kinds):
-            have = mods.get(("attention", i), set())
-            if kind in ("full", "sliding", "chunked") and c.get("kv_lora_rank") is None:
-                need("attention", i, have, ("q_proj", "k_proj", "v_proj", "o_proj"))
-            elif kind == "linear" and c.get("linear_num_value_heads"):  # Gated DeltaNet
-                need("attention", i, have, ("out_proj",))
-                if not ({"in_proj_qkvz"} <= have or {"in_proj_qkv", "in_proj_z"} <= have):
-                    need("attention", i, have, ("in_proj_qkv", "in_proj_z"))
-                nv, nk = int(c.get("linear_num_value_heads")), int(c.get("linear_num_key_heads"))
-                conv = int(c.get("linear_key_head_dim")) * nk * 2 + int(c.get("linear_value_head_dim")) * nv
-                k = conv * int(c.get("linear_conv_kernel_dim"))  # conv1d: built without quant_config (vLLM 0.24.0
-                # model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py:467-472)
-                if not ({"in_proj_ba"} <= have or {"in_proj_a", "in_proj_b"} <= have):
-                    k += hidden * 2 * nv  # vLLM's fused in_proj_ba (qwen3_5.py packed_modules_mapping)
-                kept["attention"] = kept.get("attention", 0) + k
-            elif kind != "none":
-                raise ConfigError(f"{c.where}: quantized_layers of a{' MLA' if c.get('kv_lora_rank') else ''} "
-                                  f"{kind} layer (layer {i}) are not mapped",
-                                  fix="kb maps the GQA attention and Gated DeltaNet layers of a mixed checkpoint; "
-                                      "write weight_bytes by hand")
-    if "experts" in fmts and moe:
-        routed, _, _, shared = moe
-        for i in range(n):
-            if not moe_at[i]:
-                continue
-            have = mods.get(("experts", i), set())
-            need("experts", i, have, ("experts",))
-            if "gate" not in have:
-                kept["experts"] = kept.get("experts", 0) + hidden * routed  # the router
-            sh = {m for m in have if m.startswith("shared.")}
-            if shared and sh != {"shared.gate_proj", "shared.up_proj", "shared.down_proj"}:
-                if sh:
-                    need("experts", i, have, ("shared.gate_proj", "shared.up_proj", "shared.down_proj"))
-                kept["experts"] = kept.get("experts", 0) + 3 * hidden * shared
-    if "mlp" in fmts:
-        for i in range(n):
-            if not moe_at[i] and params.get("mlp"):
-                need("mlp", i, mods.get(("mlp", i), set()), ("gate_proj", "up_proj", "down_proj"))
-    counted = {g: f.pop() for g, f in fmts.items() if params.get(g)}
-    if not counted:
-        raise ConfigError(f"{c.where}: quantized_layers names no module kb counts", fix="check the per-layer map")
-    main = max(set(counted.values()), key=lambda f: sum(params[g] for g, x in counted.items() if x == f))
-    quantized = [g for g in ("embedding", "lm_head", "attention", "mlp", "experts") if counted.get(g) == main]
-    second = {g: f for g, f in counted.items() if f != main}
-    kept = {g: k for g, k in kept.items() if k and g in counted}
-    parts = [f"{f} for {', '.join(g for g, x in counted.items() if x == f)}"
-             for f in dict.fromkeys([main, *second.values()])]
-    note = ("weights: quantization_config.quant_algo MIXED_PRECISION (ModelOpt's per-layer quantized_layers) -> "
-            + "; ".join(parts))
-    if kept:
-        note += (", less what the map leaves unquantized (" + ", ".join(f"{k:,} of {g}" for g, k in kept.items())
-                 + ": the MoE router, the Gated DeltaNet in_proj_a/in_proj_b and conv1d)")
-    return main, quantized, second, kept, note
-
-
 # ---- the record ---------------------------------------------------------------------------------
 
 
@@ -643,7 +390,7 @@ def to_record(data: dict[str, Any], rid: str, *, where: str, name: str | None = 
     check_heads(c)
     _check_unmodelled(c)
     kinds = layer_kinds(c)
-    heads = _int(c, "num_attention_heads", "the query heads")
+    heads = int_field(c, "num_attention_heads", "the query heads")
     hidden = c.get("hidden_size")
     head_dim = c.get("head_dim") or c.get("attention_head_dim")
     if c.get("kv_lora_rank") is not None:
@@ -656,7 +403,7 @@ def to_record(data: dict[str, Any], rid: str, *, where: str, name: str | None = 
                               f"dim ({hidden / heads:.2f}), and the config gives no head_dim",
                               fix="add head_dim to the config (transformers and the engines need it here)")
         head_dim = int(hidden) // heads
-    dtype = _model_dtype(c)
+    dtype = model_dtype(c)
     groups = layer_groups(c, kinds, heads, int(head_dim), dtype)
     params = parameters(c, kinds, groups, heads)
     moe = _moe(c)
@@ -667,7 +414,8 @@ def to_record(data: dict[str, Any], rid: str, *, where: str, name: str | None = 
     wnote: str | None
     group_size: int | None = None
     if layers_q is not None:
-        wdtype, quantized, second, kept, wnote = mixed_weights(c, layers_q, kinds, params)
+        moe_at = _moe_layers(c, len(kinds)) if moe else [False] * len(kinds)
+        wdtype, quantized, second, kept, wnote = mixed_weights(c, layers_q, kinds, params, moe, moe_at)
     else:
         wdtype, quantized, group_size, wnote = weights(c, moe is not None, quant)
     notes = ["parameters derived from the config's shapes (embeddings, attention, MLP and experts; norms, "
