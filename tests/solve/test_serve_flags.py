@@ -178,6 +178,16 @@ def _solved(img, **kw):  # type: ignore[no-untyped-def]
     return q
 
 
+@pytest.mark.parametrize("line", ["vllm serve qwen2.5-7b --dtype=float --max-model-len 512",
+                                  "python -m sglang.launch_server --model-path qwen2.5-7b --dtype float"])
+def test_float_is_the_engines_float32(img, line: str) -> None:  # type: ignore[no-untyped-def]
+    """vLLM's --dtype choices (0.34.0 vllm/config/model.py:106, ModelDType) and SGLang's both take `float` for
+    float32 (vllm/config/model.py:2428-2434 maps it to torch.float32); kb refused it as an unknown dtype
+    (vllm-project/vllm#2140's line)."""
+    q = _solved(img, **({"vllm_args": line} if line.startswith("vllm") else {"sglang_args": line}))
+    assert q.dtype == "fp32"
+
+
 def test_the_default_release_reads_the_line_with_its_own_table(img) -> None:  # type: ignore[no-untyped-def]
     """vLLM's default is the newest release with priority records (0.34.0 since its records), read with that
     release's own table; a line asked of 0.33.0 is read with 0.33.0's."""
