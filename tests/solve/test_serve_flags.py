@@ -103,6 +103,22 @@ def test_a_switch_does_not_take_the_model_as_its_value() -> None:
     assert a.fields["tp_size"] == 2 and "--enable-dp-attention" in a.unknown
 
 
+def test_a_second_positional_word_is_listed_not_dropped() -> None:
+    """vllm-project/vllm#17822's line has a stray `gpu_memory_utilization=0.9` after the model: vLLM's serve parser
+    takes one positional (model_tag, nargs="?", 0.34.0 vllm/entrypoints/common/cli_args.py:439-444) and exits 2 on
+    another ("unrecognized arguments"); kb dropped the word without a trace, so the answer's list of what it did not
+    consider was short by one."""
+    t = flags.table("vllm", "--vllm-args")
+    assert t is not None
+    a = vllm_args.parse("vllm serve Qwen/Qwen3-32B -tp 2 gpu_memory_utilization=0.9 --max_model_len 32768")
+    assert (a.model, a.tp, a.max_model_len, a.gpu_memory_utilization) == ("Qwen/Qwen3-32B", 2, 32768, None)
+    assert a.ignored == [f"gpu_memory_utilization=0.9 (a second positional argument; {t.name}'s parser refuses it)"]
+    assert a.refused == ["gpu_memory_utilization=0.9"]
+    b = vllm_args.parse("python -m vllm.entrypoints.openai.api_server --model Qwen/Qwen3-32B extra")
+    assert b.model == "Qwen/Qwen3-32B" and b.ignored == ["extra (a positional argument besides --model; kb reads "
+                                                         "--model)"] and not b.refused
+
+
 def test_vllm_reads_underscores_and_prefixes_as_its_parser_does() -> None:
     a = vllm_args.parse("vllm serve m --max_num_seqs 512 --gpu-memory-util 0.8")
     assert (a.max_num_seqs, a.gpu_memory_utilization) == (512, 0.8)
