@@ -119,6 +119,26 @@ def test_a_second_positional_word_is_listed_not_dropped() -> None:
                                                          "--model)"] and not b.refused
 
 
+@pytest.mark.parametrize("line", [
+    "nohup python -m vllm.entrypoints.openai.api_server --model m -tp 2",  # vllm-project/vllm#17470
+    "VLLM_LOGGING_LEVEL=DEBUG CUDA_VISIBLE_DEVICES=1 uv run vllm serve m -tp 2",  # vllm-project/vllm#33155
+    "python -O -u -m vllm.entrypoints.openai.api_server --model=m -tp 2",  # vllm-project/vllm#2136
+    "nohup sudo -E vllm serve m -tp 2",
+])
+def test_the_shells_wrappers_before_vllm_are_not_its_arguments(line: str) -> None:
+    """nohup, `uv run` and the interpreter's own options (-O, -u) run the server and take none of its words; kb read
+    `nohup` as the model and `python` as a stray argument."""
+    a = vllm_args.parse(line)
+    assert (a.model, a.tp, a.ignored, a.refused) == ("m", 2, [], [])
+
+
+def test_an_sglang_line_pasted_without_its_interpreter() -> None:
+    """sgl-project/sglang#4708 posts `CUDA_VISIBLE_DEVICES=0 -m sglang.launch_server --model-path ...`: the
+    interpreter's name is missing before -m; the module after it is still the command, not a flag's value."""
+    a = sglang_args.parse("CUDA_VISIBLE_DEVICES=0 -m sglang.launch_server --model-path m --chat-template=gemma-it")
+    assert a.model == "m" and a.unknown == ["--chat-template"] and a.refused == []
+
+
 def test_vllm_reads_underscores_and_prefixes_as_its_parser_does() -> None:
     a = vllm_args.parse("vllm serve m --max_num_seqs 512 --gpu-memory-util 0.8")
     assert (a.max_num_seqs, a.gpu_memory_utilization) == (512, 0.8)
