@@ -17,7 +17,7 @@ DTYPE_ALIASES = {
     "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16", "half": "fp16",
     "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "e4m3": "fp8_e4m3", "float8_e4m3fn": "fp8_e4m3",
     "fp8_e5m2": "fp8_e5m2", "e5m2": "fp8_e5m2", "fp4": "nvfp4", "nvfp4": "nvfp4", "fp32": "fp32",
-    "float32": "fp32",
+    "float32": "fp32", "float": "fp32",  # vLLM's and SGLang's --dtype choice `float` is torch.float32
 }
 DTYPE_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "nvfp4": 0.5, "fp32": 4.0,
                "fp8": 1.0, "mxfp4": 0.53125, "int4": 0.5}

@@ -21,13 +21,16 @@ QUANT_TOKENS: dict[str, str | None] = {
     "int8": "int8", "w8a8": "int8", "w8a16": "int8",
     "int4": "int4", "w4a16": "int4", "awq": "int4", "gptq": "int4", "autoround": "int4",
     "bnb": None, "gguf": None, "4bit": None, "8bit": None,
+    "bf16": "bf16", "fp16": "fp16",
 }
 """The words of a quantized release's name ending (split at '-', '_' or '.', case ignored) and the weight format
 each says (kbtool/solve/budget.py sizes it): `-GPTQ-Int4`, `-AWQ`, `-int4-awq` (gemma-3-27b-it-int4-awq in
 sglang#4895), `-int4-mixed-AutoRound` (Intel's AutoRound, vllm#26646), `-quantized.w8a16` (Neural Magic / Red Hat
 AI, vllm#7714: the word 'quantized', then 'w8a16'), `.w4a16` (vllm#17327), `-FP8-dynamic`, `-NVFP4`. GPTQ, AWQ
 and AutoRound store int4 in groups unless a word says 8 bits. None: a format kb reads off the name but does not
-size (bitsandbytes NF4, GGUF): the weights stay the base model's."""
+size (bitsandbytes NF4, GGUF): the weights stay the base model's. `-BF16` / `-FP16` name a 16-bit re-release of a
+checkpoint published quantized (DeepSeek-R1-BF16 in vllm#17470, unsloth's gpt-oss-20b-BF16): twice the fp8 bytes;
+on a record already at 16 bits they change nothing."""
 
 QUANT_NEUTRAL = frozenset({"dynamic", "static", "block", "mixed", "g128", "g32", "unsloth", "marlin", "sym", "asym",
                            "quantized"})
@@ -54,6 +57,9 @@ def quant_ending(low: str) -> tuple[int, str | None] | None:
         return start, "int8"
     if "int4" in fmts:
         return start, "int4"
+    for f in ("bf16", "fp16"):
+        if f in fmts:
+            return start, f
     return start, None
 
 

@@ -71,6 +71,10 @@ NAMES = {"qwen3-30b-a3b": "qwen3-30b-a3b", "qwen/qwen3-30b-a3b": "qwen3-30b-a3b"
     ("Llama-3_3-Nemotron-Super-49B-v1-4bit-GPTQ", ("llama-3.3-nemotron-super-49b",
                                                    "Llama-3_3-Nemotron-Super-49B-v1-4bit-GPTQ", "int4", "-4bit-GPTQ")),
     ("Qwen3-30B-A3B-dynamic", None),
+    # a 16-bit re-release of a checkpoint published quantized (vllm#17470's DeepSeek-R1-BF16, unsloth's
+    # gpt-oss-20b-BF16): the ending names the weights' format as the quantized ones do
+    ("Qwen3-30B-A3B-BF16", ("qwen3-30b-a3b", "Qwen3-30B-A3B-BF16", "bf16", "-BF16")),
+    ("Qwen3-30B-A3B-fp16", ("qwen3-30b-a3b", "Qwen3-30B-A3B-fp16", "fp16", "-fp16")),
     # an ending joined by '.' (nytopop's Qwen3-30B-A3B.w4a16, vllm#17327); a version's '.' is no ending
     ("Qwen3-30B-A3B.w4a16", ("qwen3-30b-a3b", "Qwen3-30B-A3B.w4a16", "int4", ".w4a16")),
     ("Llama-3.3-70B-Instruct.quantized", None),
@@ -150,6 +154,18 @@ def test_a_quantized_folder_sizes_the_weights_at_its_format() -> None:
         "llama-3.3-70b with fp8 weights (the name's '-FP8'), recognised from the folder name "
         "'Llama-3.3-70B-Instruct-FP8' (~/.cache/huggingface/local/Llama-3.3-70B-Instruct-FP8 does not exist here; "
         "--model ID overrides)")
+
+
+def test_a_16_bit_re_release_of_a_quantized_model_sizes_its_weights_at_16_bits() -> None:
+    """vllm-project/vllm#17470 serves /models/DeepSeek-R1-BF16 on 16 GPUs: DeepSeek-R1 upcast to bf16, twice the
+    bytes of the fp8 checkpoint kb records. kb refused the folder name (no quantization ending it knew)."""
+    code, a, err = _query("/models/DeepSeek-R1-BF16")
+    assert code == 0, err
+    r = run_kb("query", "--gpu", "h100", "--gpus", "4", "--ctx", "32k", "--model", "deepseek-r1", "--weights",
+               "bf16", "--json", env=OFFLINE)
+    assert a["query"]["model"] == "deepseek-r1-bf16" and a["memory"]["weights_dtype"] == "bf16"
+    assert a["memory"]["weights_bytes"] == json.loads(r.out)["memory"]["weights_bytes"]  # as --weights bf16 says
+    assert a["assumed"]["model"].startswith("deepseek-r1 with bf16 weights (the name's '-BF16'), recognised from")
 
 
 def test_org_underscore_name_and_a_hub_id_with_no_config_here() -> None:

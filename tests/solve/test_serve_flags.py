@@ -103,6 +103,42 @@ def test_a_switch_does_not_take_the_model_as_its_value() -> None:
     assert a.fields["tp_size"] == 2 and "--enable-dp-attention" in a.unknown
 
 
+def test_a_second_positional_word_is_listed_not_dropped() -> None:
+    """vllm-project/vllm#17822's line has a stray `gpu_memory_utilization=0.9` after the model: vLLM's serve parser
+    takes one positional (model_tag, nargs="?", 0.34.0 vllm/entrypoints/common/cli_args.py:439-444) and exits 2 on
+    another ("unrecognized arguments"); kb dropped the word without a trace, so the answer's list of what it did not
+    consider was short by one."""
+    t = flags.table("vllm", "--vllm-args")
+    assert t is not None
+    a = vllm_args.parse("vllm serve Qwen/Qwen3-32B -tp 2 gpu_memory_utilization=0.9 --max_model_len 32768")
+    assert (a.model, a.tp, a.max_model_len, a.gpu_memory_utilization) == ("Qwen/Qwen3-32B", 2, 32768, None)
+    assert a.ignored == [f"gpu_memory_utilization=0.9 (a second positional argument; {t.name}'s parser refuses it)"]
+    assert a.refused == ["gpu_memory_utilization=0.9"]
+    b = vllm_args.parse("python -m vllm.entrypoints.openai.api_server --model Qwen/Qwen3-32B extra")
+    assert b.model == "Qwen/Qwen3-32B" and b.ignored == ["extra (a positional argument besides --model; kb reads "
+                                                         "--model)"] and not b.refused
+
+
+@pytest.mark.parametrize("line", [
+    "nohup python -m vllm.entrypoints.openai.api_server --model m -tp 2",  # vllm-project/vllm#17470
+    "VLLM_LOGGING_LEVEL=DEBUG CUDA_VISIBLE_DEVICES=1 uv run vllm serve m -tp 2",  # vllm-project/vllm#33155
+    "python -O -u -m vllm.entrypoints.openai.api_server --model=m -tp 2",  # vllm-project/vllm#2136
+    "nohup sudo -E vllm serve m -tp 2",
+])
+def test_the_shells_wrappers_before_vllm_are_not_its_arguments(line: str) -> None:
+    """nohup, `uv run` and the interpreter's own options (-O, -u) run the server and take none of its words; kb read
+    `nohup` as the model and `python` as a stray argument."""
+    a = vllm_args.parse(line)
+    assert (a.model, a.tp, a.ignored, a.refused) == ("m", 2, [], [])
+
+
+def test_an_sglang_line_pasted_without_its_interpreter() -> None:
+    """sgl-project/sglang#4708 posts `CUDA_VISIBLE_DEVICES=0 -m sglang.launch_server --model-path ...`: the
+    interpreter's name is missing before -m; the module after it is still the command, not a flag's value."""
+    a = sglang_args.parse("CUDA_VISIBLE_DEVICES=0 -m sglang.launch_server --model-path m --chat-template=gemma-it")
+    assert a.model == "m" and a.unknown == ["--chat-template"] and a.refused == []
+
+
 def test_vllm_reads_underscores_and_prefixes_as_its_parser_does() -> None:
     a = vllm_args.parse("vllm serve m --max_num_seqs 512 --gpu-memory-util 0.8")
     assert (a.max_num_seqs, a.gpu_memory_utilization) == (512, 0.8)
@@ -176,6 +212,16 @@ def _solved(img, **kw):  # type: ignore[no-untyped-def]
     q = build_query(gpu="h100", **kw)
     solve(img, q)
     return q
+
+
+@pytest.mark.parametrize("line", ["vllm serve qwen2.5-7b --dtype=float --max-model-len 512",
+                                  "python -m sglang.launch_server --model-path qwen2.5-7b --dtype float"])
+def test_float_is_the_engines_float32(img, line: str) -> None:  # type: ignore[no-untyped-def]
+    """vLLM's --dtype choices (0.34.0 vllm/config/model.py:106, ModelDType) and SGLang's both take `float` for
+    float32 (vllm/config/model.py:2428-2434 maps it to torch.float32); kb refused it as an unknown dtype
+    (vllm-project/vllm#2140's line)."""
+    q = _solved(img, **({"vllm_args": line} if line.startswith("vllm") else {"sglang_args": line}))
+    assert q.dtype == "fp32"
 
 
 def test_the_default_release_reads_the_line_with_its_own_table(img) -> None:  # type: ignore[no-untyped-def]

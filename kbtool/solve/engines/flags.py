@@ -180,22 +180,34 @@ def _container(words: list[str], i: int) -> int:
     return j + 1 if j < len(words) else i  # past the image; no image: not a container line
 
 
+_WRAPPERS = frozenset(("nohup", "exec", "env"))
+"""Commands that run the rest of the line as the command (`nohup python -m vllm...`, vllm-project/vllm#17470);
+`env` takes the assignments after it, as the shell's own do."""
+
+
 def command(words: list[str], modules: tuple[str, ...]) -> list[str]:
     """The words after the command of a pasted line: leading environment assignments (`CUDA_VISIBLE_DEVICES=0,1`),
-    `sudo [OPTIONS]`, a container wrapper (`docker run OPTIONS IMAGE`, see _container) and `python[3[.x]] -m
-    MODULE` for one of the engine's `modules` are dropped, as the shell, sudo, the container runtime and Python
-    read them."""
-    i = 0
-    while i < len(words) and _assignment(words[i]):
-        i += 1
-    i = _sudo(words, i)
-    while i < len(words) and _assignment(words[i]):
-        i += 1
-    i = _container(words, i)
-    while i < len(words) and _assignment(words[i]):
-        i += 1
-    if words[i + 1:i + 2] == ["-m"] and words[i + 2:i + 3] and words[i + 2] in modules and _python(words[i]):
-        i += 3
+    `sudo [OPTIONS]`, `nohup` / `exec` / `env`, `uv run`, a container wrapper (`docker run OPTIONS IMAGE`, see
+    _container) and `python[3[.x]] [interpreter options] -m MODULE` for one of the engine's `modules` (also with
+    the interpreter's name left out, `-m MODULE`: sgl-project/sglang#4708) are dropped, as the shell, sudo, the
+    container runtime and Python read them."""
+    i, start = 0, -1
+    while i != start:
+        start = i
+        while i < len(words) and _assignment(words[i]):
+            i += 1
+        if words[i:i + 1] and words[i] in _WRAPPERS and i + 1 < len(words):
+            i += 1
+        elif words[i:i + 2] == ["uv", "run"] and i + 2 < len(words):
+            i += 2
+        i = _container(words, _sudo(words, i))
+    j = i
+    if j < len(words) and _python(words[j]):
+        j += 1
+        while j < len(words) and words[j].startswith("-") and words[j] != "-m":
+            j += 2 if words[j] in ("-X", "-W") else 1  # the interpreter's options (-O, -u, -X dev)
+    if words[j:j + 1] == ["-m"] and words[j + 1:j + 2] and words[j + 1] in modules:
+        i = j + 2
     return words[i:]
 
 

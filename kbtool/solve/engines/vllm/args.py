@@ -130,12 +130,18 @@ def parse(text: str, release: str | None = None) -> ServeArgs:
     out = ServeArgs()
     tbl = table("vllm", "--vllm-args", release)
     out.read_with = tbl.release if tbl is not None else None
-    i = 0
+    i, positional = 0, False
     while i < len(words):
         w = words[i]
         if not w.startswith("-") or number_word(w):
             if out.model is None:
-                out.model = w
+                out.model, positional = w, True
+            elif positional:  # vLLM's serve parser takes one positional (model_tag) and exits 2 on another
+                whose = f"{tbl.name}'s" if tbl is not None else "vLLM's"
+                out.ignored.append(f"{w} (a second positional argument; {whose} parser refuses it)")
+                out.refused.append(w)
+            else:
+                out.ignored.append(f"{w} (a positional argument besides --model; kb reads --model)")
             i += 1
             continue
         flag, eq, inline = w.partition("=") if w.startswith("--") else (w, "", "")
