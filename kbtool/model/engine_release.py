@@ -146,6 +146,10 @@ class Accounting(Strict):
         default=None, description="With the extensible KV cache the start-up check runs twice: on the capacity "
         "reserved before warm-up, then on the block count measured after warm-up and graph capture (less the null "
         "block), worded for that second check; absent: false")
+    graph_estimate_gib: NumFact | None = Field(
+        default=None, description="The CUDA-graph memory estimate vLLM logged on this release's own recorded boots "
+        "(graphs on, the runner whose estimate it subtracts), their mean in GiB: what kb takes off where `graphs` "
+        "subtracts an estimate; absent: 1 GiB, kb's round figure")
     measured: BoolFact | None = Field(
         default=None, description="kb's reserve constants were read against recorded boots of this release; a "
         "query that names no release is sized as this release (one vLLM record says true)")

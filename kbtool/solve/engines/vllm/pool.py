@@ -68,7 +68,7 @@ HIDDEN_LIVE_DEFAULT = 4  # the Qwen2 MLP with in-place norms (Qwen2, Qwen3, Deep
 # compute_logits soft-caps the logits out of place (layers/logits_processor.py:66-69 in 0.24.0, :76-79 in 0.26.0):
 # two logit tensors alive; Gemma 2 passes config.final_logit_softcapping (gemma2.py:344-345), 30.0 in its checkpoints
 LOGIT_SOFTCAP = frozenset({"Gemma2ForCausalLM"})
-GRAPH_ESTIMATE_BYTES = GIB
+GRAPH_ESTIMATE_BYTES = GIB  # no boot of the release logs its estimate: kb's round figure
 NON_GATED_MOE = frozenset({"NemotronHForCausalLM"})  # relu2 experts (models/nemotron_h.py, is_non_gated_moe)
 KV_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8": 1}
 ATTENTION_TYPES = ("full", "sliding", "chunked", "mla")
@@ -104,7 +104,7 @@ class Accounting:
     How "GPU KV cache size" is computed is the planning line's (planning.Planning.tokens).
     """
 
-    __slots__ = ("graphs", "mxfp4_scales_kept", "recheck", "release", "v2", "v2_sampler")
+    __slots__ = ("graph_estimate", "graphs", "mxfp4_scales_kept", "recheck", "release", "v2", "v2_sampler")
 
     def __init__(self, release: str, row: dict[str, Any]) -> None:
         acct, d = row.get("accounting") or {}, row["defaults"]
@@ -117,6 +117,8 @@ class Accounting:
         self.v2_sampler = SAMPLER_BYTES[acct["v2_sampler"][0]]
         self.mxfp4_scales_kept = bool((acct.get("mxfp4_scales_kept") or (False,))[0])
         self.recheck = bool((acct.get("recheck_after_warmup") or (False,))[0])
+        est = (acct.get("graph_estimate_gib") or (None,))[0]
+        self.graph_estimate = round(float(est) * GIB) if est is not None else None  # its own boots' mean, else None
         listed: list[str] = (d.get("model_runner_v2_architectures") or ([], ""))[0]
         self.v2: frozenset[str] | str = "all" if d["model_runner"][0] == "V2" else frozenset(listed)
 
@@ -258,7 +260,16 @@ def hidden_live(arch: str | None) -> int:
 def graph_bytes(acct: Accounting, run: str, eager: bool) -> int:
     """The CUDA-graph memory vLLM takes off before the KV pool is final: kb's estimate (GRAPH_ESTIMATE_BYTES) where
     the release subtracts graphs for this runner, estimated or measured after capture ("measured"); 0 eager."""
-    return GRAPH_ESTIMATE_BYTES if not eager and acct.graphs in ("all", "measured", run) else 0
+    if eager or acct.graphs not in ("all", "measured", run):
+        return 0
+    return acct.graph_estimate if acct.graph_estimate is not None else GRAPH_ESTIMATE_BYTES
+
+
+def graph_words(acct: Accounting) -> str:
+    """How big kb takes the CUDA-graph estimate, and from what."""
+    if acct.graph_estimate is None:
+        return "1 GiB, kb's estimate"
+    return f"{acct.graph_estimate / GIB:.2f} GiB, the mean of vLLM {acct.release}'s own estimate on its recorded boots"
 
 
 def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp: int = 1,
@@ -272,10 +283,11 @@ def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp
     graphs = graph_bytes(acct, run, eager)
     words = f"{how} = {act / 1e9:,.2f} GB; non-torch {NON_TORCH_BYTES / 1e9:.2f} GB"
     if graphs and acct.graphs == "measured" and extensible:
-        words += (f"; CUDA graphs 1 GiB (vLLM {acct.release} measures the graphs it captures after warm-up and "
-                  "takes them off the extensible cache, not off the capacity its first start-up check plans on)")
+        words += (f"; CUDA graphs {graph_words(acct)} (vLLM {acct.release} measures the graphs it captures after "
+                  "warm-up and takes them off the extensible cache, not off the capacity its first start-up check "
+                  "plans on)")
     elif graphs:
-        words += f"; CUDA graphs 1 GiB ({run} runner: vLLM {acct.release} subtracts its estimate)"
+        words += f"; CUDA graphs {graph_words(acct)} ({run} runner: vLLM {acct.release} subtracts its estimate)"
     elif eager:
         words += "; no CUDA-graph estimate (eager)"
     elif acct.graphs == "none":
