@@ -39,11 +39,42 @@ def cases() -> list[dict[str, Any]]:
     return out
 
 
+def gpu_busy() -> int:
+    """How many compute processes hold the GPU now (nvidia-smi; 0 where it cannot tell)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for line in out.splitlines() if line.strip())
+
+
+def wait_for_gpu(limit_s: float = 90.0, step_s: float = 3.0, busy: Any = gpu_busy, sleep: Any = None) -> int:
+    """Wait until no process holds the GPU, at most `limit_s`; how many still hold it. A case whose worker was killed
+    (a timeout, or the run's budget) leaves its engine core freeing memory for a while: the next case started at
+    once saw "Free memory on device ... is less than desired" (2026-12-07, not applied as evidence)."""
+    import time
+
+    sleep = sleep or time.sleep
+    waited = 0.0
+    while (n := busy()) and waited < limit_s:
+        sleep(step_s)
+        waited += step_s
+    return n
+
+
 def run(case: dict[str, Any]) -> dict[str, Any]:
     import sys
     import tempfile
 
     from probes._group import run_in_group
+
+    held = wait_for_gpu()
+    if held:
+        return {"outcome": "ERROR", "message": f"the GPU is still held by {held} process(es) from before this case "
+                "(waited 90 s): not a boot of this case"}
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.json"

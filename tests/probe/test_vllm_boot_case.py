@@ -19,3 +19,14 @@ def test_memory_held_before_the_first_snapshot() -> None:
 
 def test_the_evidence_keeps_it() -> None:
     assert "held_before_snapshot_gib" in probe.KEEP
+
+
+def test_a_case_waits_for_the_gpu_an_earlier_case_still_holds() -> None:
+    """A killed case's engine core frees the GPU some seconds later: the next case waits for it (up to its limit),
+    and reports what still holds the GPU rather than booting into a half-free device."""
+    left = [2, 1, 0]
+    naps: list[float] = []
+    assert probe.wait_for_gpu(limit_s=30, step_s=3, busy=lambda: left.pop(0), sleep=naps.append) == 0
+    assert naps == [3, 3]
+    assert probe.wait_for_gpu(limit_s=9, step_s=3, busy=lambda: 1, sleep=naps.append) == 1
+    assert len(naps) == 2 + 3
