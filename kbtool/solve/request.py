@@ -156,7 +156,7 @@ def read_line(eng: Any, text: str, asked: str | None) -> tuple[Any, str | None]:
         line, refusal = None, exc
     if asked is not None or (line is not None and not line.refused):
         return line, None
-    bad = [refusal.flag] if refusal is not None else [f.partition("=")[0] for f in line.refused]
+    bad = [refusal.flag] if refusal is not None else list(line.refused)
     rels = table_releases(eng.name)
     for rel in rels[1:]:
         tbl = table(eng.name, eng.line_flag() or "", rel)
@@ -167,8 +167,8 @@ def read_line(eng: Any, text: str, asked: str | None) -> tuple[Any, str | None]:
         except UsageError:
             continue
         if not older.refused:
-            why = (str(refusal.args[0]).split(": ", 1)[-1].split(" (", 1)[0] if refusal is not None
-                   else f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not a flag of it")
+            why = refusal.what if refusal is not None else \
+                f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not a flag of it"
             return older, (f"{rel} (the newest release whose recorded parser takes every flag of the line; "
                            f"{eng.label} {rels[0]}'s refuses it: {why})")
     if refusal is not None:

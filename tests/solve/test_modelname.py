@@ -143,13 +143,18 @@ def test_a_distill_resolves_to_the_record_of_its_shapes(model: str, record: str)
     assert a["query"]["model"] == record
 
 
+def _weights_as(model: str, weights: str) -> int:
+    """The weight bytes `_query`'s question gives for a record id with `--weights` set."""
+    r = run_kb("query", "--gpu", "h100", "--gpus", "4", "--ctx", "32k", "--model", model, "--weights", weights,
+               "--json", env=OFFLINE)
+    return int(json.loads(r.out)["memory"]["weights_bytes"])
+
+
 def test_a_quantized_folder_sizes_the_weights_at_its_format() -> None:
     code, a, err = _query("~/.cache/huggingface/local/Llama-3.3-70B-Instruct-FP8")
     assert code == 0, err
-    r = run_kb("query", "--gpu", "h100", "--gpus", "4", "--ctx", "32k", "--model", "llama-3.3-70b", "--weights",
-               "fp8", "--json", env=OFFLINE)
     assert a["query"]["model"] == "llama-3.3-70b-fp8" and a["memory"]["weights_dtype"] == "fp8"
-    assert a["memory"]["weights_bytes"] == json.loads(r.out)["memory"]["weights_bytes"]  # as --weights fp8 says
+    assert a["memory"]["weights_bytes"] == _weights_as("llama-3.3-70b", "fp8")  # as --weights fp8 says
     assert a["assumed"]["model"] == (
         "llama-3.3-70b with fp8 weights (the name's '-FP8'), recognised from the folder name "
         "'Llama-3.3-70B-Instruct-FP8' (~/.cache/huggingface/local/Llama-3.3-70B-Instruct-FP8 does not exist here; "
@@ -161,10 +166,8 @@ def test_a_16_bit_re_release_of_a_quantized_model_sizes_its_weights_at_16_bits()
     bytes of the fp8 checkpoint kb records. kb refused the folder name (no quantization ending it knew)."""
     code, a, err = _query("/models/DeepSeek-R1-BF16")
     assert code == 0, err
-    r = run_kb("query", "--gpu", "h100", "--gpus", "4", "--ctx", "32k", "--model", "deepseek-r1", "--weights",
-               "bf16", "--json", env=OFFLINE)
     assert a["query"]["model"] == "deepseek-r1-bf16" and a["memory"]["weights_dtype"] == "bf16"
-    assert a["memory"]["weights_bytes"] == json.loads(r.out)["memory"]["weights_bytes"]  # as --weights bf16 says
+    assert a["memory"]["weights_bytes"] == _weights_as("deepseek-r1", "bf16")  # as --weights bf16 says
     assert a["assumed"]["model"].startswith("deepseek-r1 with bf16 weights (the name's '-BF16'), recognised from")
 
 

@@ -30,11 +30,14 @@ NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
 
 
 class AmbiguousOption(UsageError):
-    """A typed option that is a prefix of several of the release's options (argparse refuses it); `flag` as typed."""
+    """A typed option that is a prefix of several of the release's options (argparse refuses it): `flag` as typed,
+    `what` argparse's words for it ("ambiguous option: --x could match --x-a, --x-b")."""
 
-    def __init__(self, message: str, *, flag: str, fix: str | None = None) -> None:
+    def __init__(self, message: str, *, flag: str, what: str, fix: str | None = None) -> None:
         super().__init__(message, fix=fix)
-        self.flag = flag
+        self.flag, self.what = flag, what
+
+
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 MAX_HUMAN = 2**53  # beyond any context or GPU's memory in bytes, and every float's exact integers
@@ -286,9 +289,8 @@ class FlagTable:
                 if has:
                     name = NAMES.get(self.engine, self.engine)
                     fix = f"for {name} {has[-1]}, add --{self.engine} {has[-1]}; else {fix}"
-                raise AmbiguousOption(f"{self.prefix}: ambiguous option: {typed} could match {', '.join(hits[:6])}"
-                                      f"{' ...' if len(hits) > 6 else ''} ({self.refuses}){where}", flag=typed,
-                                      fix=fix)
+                what = f"ambiguous option: {typed} could match {', '.join(hits[:6])}{' ...' if len(hits) > 6 else ''}"
+                raise AmbiguousOption(f"{self.prefix}: {what} ({self.refuses}){where}", flag=typed, what=what, fix=fix)
         return None
 
     def unknown(self, typed: str) -> str:
