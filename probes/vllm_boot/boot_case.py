@@ -340,6 +340,7 @@ def read_in_process(llm) -> dict:
         mr = worker.model_runner
         ip["model_runner"] = f"{type(mr).__module__}.{type(mr).__name__}"
         grab("weights_bytes", lambda: int(mr.model_memory_usage))
+        grab("tensor_bytes", lambda: tensor_bytes(mr.get_model() if hasattr(mr, "get_model") else mr.model))
         grab("activation_peak_bytes", lambda: int(worker.peak_activation_memory))
         grab("non_torch_bytes", lambda: int(worker.non_torch_memory))
         grab("cudagraph_estimate_bytes", lambda: int(worker.cudagraph_memory_estimate))
@@ -402,6 +403,55 @@ def read_in_process(llm) -> dict:
     except Exception as e:
         ip["errors"].append(f"after_boot: {type(e).__name__}: {e}")
     return ip
+
+
+def tensor_bytes(model) -> dict:
+    """Where the loaded model's device bytes sit: every distinct CUDA tensor reachable from a module (parameters,
+    buffers, and plain attributes, such as the MoE precision configs that hold swizzled MXFP4 weights and scales),
+    summed per (module class, attribute, dtype). Tells a load above parameters x bytes apart into padding, kept
+    copies and dtype changes."""
+    import torch
+
+    seen: set[int] = set()
+    groups: dict[str, list[int]] = {}
+
+    def add(key: str, t) -> None:
+        if not (isinstance(t, torch.Tensor) and t.is_cuda):
+            return
+        ptr = t.untyped_storage().data_ptr()
+        if ptr in seen:
+            return
+        seen.add(ptr)
+        g = groups.setdefault(f"{key}:{str(t.dtype).replace('torch.', '')}", [0, 0, 0])
+        g[0] += t.untyped_storage().nbytes()
+        g[1] += 1
+        g[2] += t.numel() * t.element_size()
+
+    def walk(key: str, obj, depth: int) -> None:
+        if depth > 4 or obj is None or isinstance(obj, (int, float, str, bool, torch.nn.Module)):
+            return
+        if isinstance(obj, torch.Tensor):
+            add(key, obj)
+        elif isinstance(obj, (list, tuple)):
+            for x in obj:
+                walk(key, x, depth + 1)
+        elif isinstance(obj, dict):
+            for x in obj.values():
+                walk(key, x, depth + 1)
+        elif hasattr(obj, "__dict__"):
+            for k, x in vars(obj).items():
+                walk(f"{key}.{k}", x, depth + 1)
+
+    for _, mod in model.named_modules():
+        cls = type(mod).__name__
+        for k, t in list(mod._parameters.items()) + list(mod._buffers.items()):
+            add(f"{cls}.{k}", t)
+        for k, x in vars(mod).items():
+            if not k.startswith("_"):
+                walk(f"{cls}.{k}", x, 0)
+    rows = sorted(({"group": k, "bytes": v[0], "tensors": v[1], "view_bytes": v[2]} for k, v in groups.items()),
+                  key=lambda r: -r["bytes"])
+    return {"total_bytes": sum(r["bytes"] for r in rows), "groups": rows[:40], "groups_n": len(rows)}
 
 
 def held_before_snapshot(ip: dict):
