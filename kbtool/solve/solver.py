@@ -603,11 +603,19 @@ def _mla_only(cx: Ctx) -> bool:
 
 
 def _unmodelled(cx: Ctx) -> dict[str, str]:
-    """The serve line's flags that move GPU memory kb does not model, with what each moves (Engine.memory_flags)."""
+    """The serve line's flags that move GPU memory kb does not model, with what each moves (Engine.memory_flags),
+    and the retired ones an older line still sets (Engine.retired_memory_flags: listed as not a flag of the release,
+    `--speculative_model (not a flag of vLLM 0.34.0)`, and matched by the flag as typed, underscores as dashes)."""
     eng = engines.get(cx.q.engine)
     if eng is None:
         return {}
-    return {f: eng.memory_flags[f] for f in cx.q.ignored if f in eng.memory_flags}
+    out = {f: eng.memory_flags[f] for f in cx.q.ignored if f in eng.memory_flags}
+    for entry in cx.q.ignored:
+        typed = entry.split(" ", 1)[0]
+        flag = "--" + typed[2:].replace("_", "-") if typed.startswith("--") else typed
+        if flag in eng.retired_memory_flags and typed not in out:
+            out[typed] = eng.retired_memory_flags[flag]
+    return out
 
 
 def _picked_caveats(d: Decision, backends: list[BackendAnswer]) -> list[Reason]:

@@ -48,6 +48,22 @@ def test_a_kv_connector_makes_a_fitting_answer_conditional(img: Any, flag: str) 
     assert flag.split()[0] in answer_summary(a)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("typed", ["--speculative_model", "--speculative-model"])
+def test_a_retired_draft_model_flag_makes_the_answer_conditional(img: Any, typed: str) -> None:
+    """vLLM's --speculative-model (before --speculative-config took it over) loads a draft model no recorded
+    release's parser knows; vllm#8731 pasted it with Qwen2.5-32B on 4 x A100-40GB and ran out of memory. kb lists it as
+    not a flag of the release and, as for --speculative-config, says memory is not decided rather than "yes"."""
+    line = ("python -m vllm.entrypoints.openai.api_server --model Qwen2.5-32B-Instruct -tp 4 --max-model-len 1000 "
+            "--gpu_memory_utilization 0.9")
+    assert solve(img, build_query(gpu="a100-40gb", vllm_args=line)).verdict == "yes"
+    a = solve(img, build_query(gpu="a100-40gb", vllm_args=f"{line} {typed} Qwen2.5-7B-Instruct"))
+    assert a.verdict == "conditional" and a.decision.case == "UNMODELLED_MEMORY"  # type: ignore[union-attr]
+    assert f"{typed} (a draft model and its KV cache" in answer_summary(a)  # type: ignore[arg-type]
+    # a flag that is not one of vLLM's, nor a retired one, stays listed and leaves the verdict alone
+    b = solve(img, build_query(gpu="a100-40gb", vllm_args=f"{line} --speculative-modelx 3"))
+    assert b.verdict == "yes"
+
+
 def test_the_engines_start_up_check_binds_the_verdict(img: Any) -> None:
     """vLLM 0.33.0 refuses gemma-3-27b at 128k on an H100 (its count: maximum concurrency under 1); kb said "yes,
     KV fits" above that line before one decision made both."""

@@ -45,6 +45,9 @@ class Engine(abc.ABC):
     long_context: str | None = None  # how it is told to serve past the model's max context (None: not recorded)
     boot_probe: str | None = None  # the probe whose boots its pool accounting is held to (their measurements)
     memory_flags: dict[str, str] = {}  # serve-line flags that move GPU memory kb does not model -> what they move
+    # flags of older releases than kb records (no recorded parser has them) that moved GPU memory kb does not model;
+    # a pasted line that still sets one is listed as unknown and its answer is made conditional the same way
+    retired_memory_flags: dict[str, str] = {}
     boot_error_record: str | None = None  # the derived measurement of its accounting's error against those boots
 
     def default_block_size(self, img: Image, q: Query) -> int | None:  # noqa: ARG002 (an engine's override reads them)

@@ -39,6 +39,11 @@ class Vllm(Engine):
                     "KV pool's size", "--kv-transfer-config": "a KV connector's buffers: LMCache, NIXL, offloading",
                     # 0.33.0 engine/arg_utils.py:1453 and 2330: the size becomes an offloading kv_transfer_config
                     "--kv-offloading-size": "a CPU offloading connector's buffers"}
+    # vLLM's draft-model flag before --speculative-config took it over: the server form of speculative_model in the
+    # v0.6.4 docs (https://docs.vllm.ai/en/v0.6.4/_sources/models/spec_decode.rst, "Speculating with a draft model");
+    # the v0.8.2 page gives speculative_config={"model": ...} instead, and no recorded release (0.19.1 on) has it
+    retired_memory_flags = {"--speculative-model": "a draft model and its KV cache; --speculative-config "
+                            "replaced the flag"}
     boot_probe = "vllm-boot"  # probes/vllm_boot
     boot_error_record = "vllm-boot-estimate-error"  # boots.RECORD_ID, written by kbtool/probe/boot_error.py
 
