@@ -142,6 +142,16 @@ class Accounting(Strict):
         default=None, description="Its OAI Triton MXFP4 MoE path (the one a Hopper GPU takes) keeps the "
         "checkpoint's expert block scales on the layer beside the swizzled copy it builds, so the loaded weights "
         "hold those scales twice (one byte per 32 expert values); absent: false")
+    mxfp4_scale_rows_align: NumFact | None = Field(
+        default=None, description="On a Hopper GPU its OAI Triton MXFP4 MoE path swizzles each expert's block-scale "
+        "matrix into triton_kernels' Hopper scale layout, which pads the matrix's rows (the projection's outputs) "
+        "to a multiple of this (2 x num_warps x 2 x 8); absent: the padding is not modelled")
+    mxfp4_scale_groups_align: NumFact | None = Field(
+        default=None, description="... and its scale groups per row (inputs / 32) to a multiple of this (the layout's "
+        "own 2, or 4 where vLLM pads them first); absent: the padding is not modelled")
+    mxfp4_bias_fp32: BoolFact | None = Field(
+        default=None, description="The same path converts the experts' biases to float32 for its kernels, so they "
+        "are held at 4 B per value; absent: at the checkpoint's dtype")
     recheck_after_warmup: BoolFact | None = Field(
         default=None, description="With the extensible KV cache the start-up check runs twice: on the capacity "
         "reserved before warm-up, then on the block count measured after warm-up and graph capture (less the null "

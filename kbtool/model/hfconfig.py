@@ -459,6 +459,8 @@ def to_record(data: dict[str, Any], rid: str, *, where: str, name: str | None = 
         rec["experts"] = {"routed": routed, "active": int(active), "shared": int(c.get("n_shared_experts") or
                                                                              (1 if shared else 0)),
                           "moe_layers": max(1, moe_layers)}
+        if c.get("model_type") == "gpt_oss":  # vLLM builds its experts with has_bias=True (models/gpt_oss.py:223)
+            rec["experts"]["bias"] = True
         inter = int(active) * width + shared
     else:
         inter = c.get("intermediate_size") or c.get("intermediate_size_mlp")

@@ -93,6 +93,9 @@ class Experts(Strict):
     active: int = Field(ge=1, description="Routed experts each token uses")
     shared: int = Field(default=0, ge=0, description="Shared experts per MoE layer")
     moe_layers: int = Field(ge=1, description="Layers with an MoE block")
+    bias: bool = Field(default=False, description="Each routed expert's projections carry biases (gate/up and "
+                       "down: 2 x width + hidden per expert per MoE layer; gpt-oss), kept out of the quantization; "
+                       "the parameter groups leave them out")
 
 
 class ParameterGroups(Strict):

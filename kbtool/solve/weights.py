@@ -107,7 +107,35 @@ def _weight_bytes(model: Model | ModelV, deploy: str | None = None) -> tuple[int
     if rest:
         kept = ", ".join(sorted(set(groups) - quantized))
         how += f" + {rest / 1e9:,.2f}B x {WEIGHT_BYTES[base]:g} B ({base}: {kept})"
+    bias = expert_bias_params(model)
+    if bias:
+        total += int(bias * WEIGHT_BYTES[base])
+        how += f" + expert biases {bias / 1e6:,.1f}M x {WEIGHT_BYTES[base]:g} B ({base})"
     return total, how
+
+
+def expert_shape(model: Model | ModelV) -> tuple[int, int, int, int] | None:
+    """(MoE layers, routed experts, expert width, hidden size) of an MoE model whose record has them, else None.
+    The width is kb's intermediate_size (the MLP width a token passes through) over the experts a token uses."""
+    raw: Any = getattr(model, "experts", None)  # a dict in the query image, the pydantic block on a Model
+    ex: dict[str, Any] = (raw.model_dump() if hasattr(raw, "model_dump") else raw) or {}
+    active, shared = int(ex.get("active") or 0), int(ex.get("shared") or 0)
+    inter, hidden = getattr(model, "intermediate_size", None), getattr(model, "hidden_size", None)
+    if not active or not inter or not hidden:
+        return None
+    return int(ex["moe_layers"]), int(ex["routed"]), int(inter) // (active + shared), int(hidden)
+
+
+def expert_bias_params(model: Model | ModelV) -> int:
+    """The biases of a model whose routed experts carry them (`experts.bias`: gate/up 2 x width and down hidden per
+    expert per MoE layer), which the parameter groups leave out; 0 otherwise."""
+    raw: Any = getattr(model, "experts", None)
+    ex: dict[str, Any] = (raw.model_dump() if hasattr(raw, "model_dump") else raw) or {}
+    shape = expert_shape(model) if ex.get("bias") else None
+    if shape is None:
+        return 0
+    layers, routed, width, hidden = shape
+    return layers * routed * (2 * width + hidden)
 
 
 def _mixed_bytes(groups: dict[str, int], fmt: str, base: str, quantized: set[str], mixed: dict[str, str],

@@ -86,11 +86,10 @@ def test_predictions_are_within_the_bounds_of_real_boots() -> None:
     for which in (1, 2):
         within2 = sum(1 for e in errors if e[which] <= 0.02)
         assert within2 >= 0.9 * len(errors), [e for e in errors if e[which] > 0.02]
+        # issue 44's bar: every boot within 5% (gpt-oss-120b was +6.9% until the Hopper swizzle padding and the
+        # fp32 expert biases were counted, budget.mxfp4_hopper_layout)
         over5 = {e[0]: e[which] for e in errors if e[which] > 0.05}
-        # Issue 44's bar (all within 5%) is missed on these held-out boots, named with their cause, never hidden:
-        # gpt-oss-120b on vLLM 0.26.0 / H100 (2026-12-07): the load took 0.725 GiB above kb's parameters x bytes
-        # (test_the_weights_as_loaded_are_the_parameters_and_the_rope_caches), cause not found in the code yet
-        assert all(":gpt-oss-120b-" in n and v <= 0.069 for n, v in over5.items()), over5
+        assert not over5, over5
 
 
 def test_boots_of_other_releases_are_within_one_percent() -> None:
@@ -114,17 +113,19 @@ def test_boots_of_other_releases_are_within_one_percent() -> None:
       inside the profile run, and its peak rises by an amount the code does not give (pool.v2_activation_bytes
       names it unmodelled): Qwen3-8B 0.84 -> 1.29 GiB (+1.52% at 60%), Gemma-3-12B 1.03 -> 1.99 GiB (+2.35%).
     - Nemotron-3-Nano's fp8-KV eager boot (2026-12-07) is +1.36%: the same constant on a pool of the same size.
-    - gpt-oss-120b (2026-12-07, the first boots of it): +6.86% eager, +6.72% with graphs. The load took 61.43 GiB,
-      0.725 GiB above kb's 114.68B x 0.53125 B + 2.11B x 2 B + rope (0.26.0 drops the checkpoint's MXFP4 scales, so
-      that is not it; gpt-oss-20b shows 0.235 GiB of the same unexplained kind), and kb's V1 sampler reserve is
-      0.25 GiB above the 2.86 GiB profile peak it logged. Taking the CUDA-graph estimate from 0.26.0's own boots
-      (records/engine-releases/vllm-0.26.0.yaml accounting.graph_estimate_gib, 0.63 GiB, not 1 GiB) brought
+    - gpt-oss-120b (2026-12-07, the first boots of it): +6.86% eager, +6.72% with graphs, until kb counted what
+      the Hopper MXFP4 path holds beyond the checkpoint's bytes (budget.mxfp4_hopper_layout: the expert scales
+      padded to the swizzle tiles, 0.22 GB, and the expert biases, left out of the parameter groups, held as fp32,
+      0.16 GB): +1.69% and +3.25%. The load took 61.43 GiB, still 0.37 GiB above that (gpt-oss-20b: 0.14 GiB), and
+      kb's V1 sampler reserve is 0.25 GiB above the 2.86 GiB profile peak it logged. Taking the CUDA-graph
+      estimate from 0.26.0's own boots (records/engine-releases/vllm-0.26.0.yaml accounting.graph_estimate_gib,
+      0.63 GiB, not 1 GiB) brought
       Qwen3-30B-A3B's graphs boot from -3.32% to +0.14% and gpt-oss-20b's from -0.85% to -0.17%."""
     held = [(name, p, m, env) for name, p, m, env in BOOTS if env["libraries"]["vllm"] != "0.24.0"]
     assert len(held) >= 33
     errors = {name: predicted(p, env)["kv_cache_tokens"] / m["kv_cache_tokens"] - 1 for name, p, m, env in held}
     known = {":nemotron-3-nano-30b-a3b-": 0.0137, ":qwen3-8b-graphs-kvfp8-u60-c32k": 0.0153,
-             ":gemma-3-12b-graphs-kvauto-u90-c8k": 0.0236, ":gpt-oss-120b-": 0.069}
+             ":gemma-3-12b-graphs-kvauto-u90-c8k": 0.0236, ":gpt-oss-120b-": 0.033}
 
     def bound(name: str) -> float:
         return next((b for part, b in known.items() if part in name), 0.01)
@@ -139,11 +140,13 @@ def test_boots_of_other_releases_are_within_one_percent() -> None:
 #   KV cache, on both releases; MLA excepted (DeepSeek-V2-Lite loads the same either way);
 # - nemotron-3-nano: 0.10 GiB (0.13 with fp8 KV) on both releases, with no rope to explain it (nemotron_h.py builds
 #   none): the state of its Mamba mixers or its relu2 experts are candidates;
-# - gpt-oss-20b: 0.19-0.23 GiB on both releases once 0.24.0's kept MXFP4 scales are counted (budget.mxfp4_kept_scales);
+# - gpt-oss: 20b 0.14 GiB (0.17 with fp8 KV) on both releases, 120b 0.38 GiB, once 0.24.0's kept MXFP4 scales
+#   (budget.mxfp4_kept_scales) and the Hopper path's scale padding and fp32 biases (budget.mxfp4_hopper_layout)
+#   are counted (they were 0.19-0.23 and 0.73 GiB before the last two);
 # - deepseek-v2-lite: 0.067 GiB; gemma-3-12b: 0.14 GiB (0.17 with fp8 KV);
 # - the int4 checkpoints (Marlin's repacked weights and workspaces): AWQ 0.15, GPTQ 0.12 GiB.
 LOAD_SLACK = 0.05
-LOAD_KNOWN = {"deepseek-v2-lite": 0.07, "gemma-3-12b": 0.18, "gpt-oss-20b": 0.235, "gpt-oss-120b": 0.726,
+LOAD_KNOWN = {"deepseek-v2-lite": 0.07, "gemma-3-12b": 0.18, "gpt-oss-20b": 0.18, "gpt-oss-120b": 0.38,
               "nemotron-3-nano-30b-a3b": 0.135,
               "llama-3.1-8b-instruct-awq-int4": 0.15, "qwen2.5-7b-instruct-gptq-int4": 0.125,
               "qwen3-30b-a3b-fp8": 0.052}
@@ -156,7 +159,7 @@ def test_the_weights_as_loaded_are_the_parameters_and_the_rope_caches() -> None:
     below the measurement by more than LOAD_SLACK (the named models excepted, each bound its largest gap seen) and
     never above it. Gemma-3-12B's 0.70 GiB gap was its two rope caches (0.5625 GiB)."""
     from kbtool.solve.engines.vllm import rope
-    from kbtool.solve.engines.vllm.budget import mxfp4_kept_scales
+    from kbtool.solve.engines.vllm.budget import mxfp4_hopper_layout, mxfp4_kept_scales
     from kbtool.solve.weights import fp32_loaded_as, weight_bytes
 
     gaps: dict[str, float] = {}
@@ -166,7 +169,9 @@ def test_the_weights_as_loaded_are_the_parameters_and_the_rope_caches() -> None:
         rec["sources"] = [{"type": "doc", "url": "https://huggingface.co"}]
         model = Model.model_validate(rec)
         loaded = fp32_loaded_as(model, None, None, "bf16")  # --dtype auto: a float32 checkpoint loads as bf16
-        kept = mxfp4_kept_scales(model, loaded, vllm_pool.accounting(m["release"]), env["architecture"])[0]
+        acct = vllm_pool.accounting(m["release"])
+        kept = mxfp4_kept_scales(model, loaded, acct, env["architecture"])[0]
+        kept += mxfp4_hopper_layout(model, loaded, acct, env["architecture"])[0]
         kb = weight_bytes(model, loaded)[0] + kept + rope.cache_bytes(model, loaded)[0]
         gaps[name] = m["weights_gib"] - kb / GIB
     assert all(g >= -0.005 for g in gaps.values()), {n: round(g, 4) for n, g in gaps.items() if g < -0.005}

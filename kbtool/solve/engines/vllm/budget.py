@@ -23,7 +23,7 @@ from kbtool.solve.engines.vllm import planning as vllm_planning
 from kbtool.solve.engines.vllm import pool as vllm_pool
 from kbtool.solve.engines.vllm import rope as vllm_rope
 from kbtool.solve.engines.vllm.kvcache import UNBOUNDED_CTX, KvModel, kv_model, max_context
-from kbtool.solve.weights import Fit, weight_bytes
+from kbtool.solve.weights import WEIGHT_BYTES, Fit, expert_bias_params, expert_shape, weight_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -63,6 +63,51 @@ def mxfp4_kept_scales(model: Model | ModelV, weights: str | None, acct: vllm_poo
                   f"{acct.release} keeps the checkpoint's MXFP4 scales beside their swizzled copy on Hopper)")
 
 
+def mxfp4_hopper_layout(model: Model | ModelV, weights: str | None, acct: vllm_pool.Accounting, sm: str | None,
+                        tp: int = 1) -> tuple[int, str]:
+    """What the OAI Triton MXFP4 MoE path (the one a Hopper GPU takes, see mxfp4_kept_scales) holds beyond the
+    checkpoint's bytes once it has swizzled the experts, over all `tp` ranks, and its words; (0, "") elsewhere or
+    where the release's record does not say.
+
+    - Scale padding (`acct.mxfp4_scale_align`): each expert's block-scale matrix, rows = the projection's outputs
+      (gate/up 2 x width, down hidden) and one E8M0 byte per 32 inputs, is padded to whole swizzle tiles by
+      triton_kernels' HopperMXScaleLayout (layout_details/hopper_scale.py:25-29: rows to 2 x 8 warps x 2 x 8 = 256,
+      the _swizzle_mxfp4 default num_warps=8 in quantization/utils/mxfp4_utils.py:36) after vLLM 0.26.0 on pads the
+      groups to a multiple of 4 (mxfp4_utils.py:90-95 at ffd46bfab); gpt-oss-120b: 2 x 128 x 36 x ~23.4 KB.
+    - Biases (`acct.mxfp4_bias_fp32`): the path converts the experts' biases to float32 (oracle/mxfp4.py:1139-1142
+      at ffd46bfab), 2 B per value above the checkpoint's bf16 (weights.expert_bias_params counts those)."""
+    if sm != "sm90" or (weights or model.weight_dtype) != "mxfp4" or (not acct.mxfp4_scale_align
+                                                                      and not acct.mxfp4_bias_fp32):
+        return 0, ""
+    shape = expert_shape(model)
+    if shape is None:
+        return 0, ""
+    layers, routed, width, hidden = shape
+    out, words = 0, []
+    if acct.mxfp4_scale_align:
+        rows, groups = acct.mxfp4_scale_align
+        w = math.ceil(width / tp)  # FusedMoE splits each expert's width over the tensor-parallel ranks
+
+        def up(x: int, m: int) -> int:
+            return -(-x // m) * m
+
+        per_expert = (up(2 * w, rows) * up(hidden // 32, groups) - 2 * w * (hidden // 32)
+                      + up(hidden, rows) * up(w // 32, groups) - hidden * (w // 32))
+        pad = layers * routed * per_expert * tp
+        if pad:
+            out += pad
+            words.append(f"expert scales padded to the Hopper swizzle tiles {pad / 1e9:,.2f} GB (rows to {rows}, "
+                         f"scale groups to {groups})")
+    bias = expert_bias_params(model)
+    if acct.mxfp4_bias_fp32 and bias:
+        extra = int(bias * (4 - WEIGHT_BYTES[model.unquantized_dtype or "bf16"]))
+        out += extra
+        words.append(f"expert biases held as fp32 {extra / 1e9:,.2f} GB more")
+    if not out:
+        return 0, ""
+    return out, f" + {' + '.join(words)} (vLLM {acct.release}'s Triton MXFP4 path on Hopper)"
+
+
 def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *, batch: int = 1, tp: int = 1,
         utilization: float = 0.9, weights: str | None = None, reserve: int | None = None,
         batched_tokens: int, max_num_seqs: int, mla_format: str | None = None,
@@ -95,7 +140,8 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         kv.notes.append(f"pipeline parallel {pp}: each stage holds 1/{pp} of the layers (KV and weights per GPU)")
     wtotal, whow = weight_bytes(model, weights, text_only=text_only)
     kept, khow = mxfp4_kept_scales(model, weights, acct, sm)
-    wtotal, whow = wtotal + kept, whow + khow
+    tiles, thow = mxfp4_hopper_layout(model, weights, acct, sm, tp)
+    wtotal, whow = wtotal + kept + tiles, whow + khow + thow
     # each GPU builds the model's whole rope cache (vllm_rope): the load counts it, tensor parallel does not split it
     rope, rope_how = vllm_rope.cache_bytes(model, weights)
     wgpu = math.ceil(wtotal / (tp * pp)) + rope

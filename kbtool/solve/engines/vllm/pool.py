@@ -92,6 +92,8 @@ class Accounting:
       sampler.py:162-168: no copy without logprobs, which the profile run does not ask for).
     - `mxfp4_scales_kept`: its OAI Triton MXFP4 MoE path keeps the checkpoint's expert scales beside their
       swizzled copy (budget.mxfp4_kept_scales counts them).
+    - `mxfp4_scale_align` (rows, scale groups per row) and `mxfp4_bias_fp32`: how the same path on Hopper pads the
+      expert block scales it swizzles and holds the expert biases (budget.mxfp4_hopper_layout counts them).
     - `recheck`: with the extensible KV cache the start-up check runs again after warm-up, on the block count the
       cache was sized to from measured memory (0.34.0 v1/core/kv_cache_planning.py:1827-1861), worded for it.
 
@@ -104,7 +106,8 @@ class Accounting:
     How "GPU KV cache size" is computed is the planning line's (planning.Planning.tokens).
     """
 
-    __slots__ = ("graph_estimate", "graphs", "mxfp4_scales_kept", "recheck", "release", "v2", "v2_sampler")
+    __slots__ = ("graph_estimate", "graphs", "mxfp4_bias_fp32", "mxfp4_scale_align", "mxfp4_scales_kept", "recheck",
+                 "release", "v2", "v2_sampler")
 
     def __init__(self, release: str, row: dict[str, Any]) -> None:
         acct, d = row.get("accounting") or {}, row["defaults"]
@@ -116,6 +119,9 @@ class Accounting:
         self.release, self.graphs = release, str(acct["graphs"][0])
         self.v2_sampler = SAMPLER_BYTES[acct["v2_sampler"][0]]
         self.mxfp4_scales_kept = bool((acct.get("mxfp4_scales_kept") or (False,))[0])
+        rows, groups = ((acct.get(f"mxfp4_scale_{k}_align") or (None,))[0] for k in ("rows", "groups"))
+        self.mxfp4_scale_align = (int(rows), int(groups)) if rows and groups else None
+        self.mxfp4_bias_fp32 = bool((acct.get("mxfp4_bias_fp32") or (False,))[0])
         self.recheck = bool((acct.get("recheck_after_warmup") or (False,))[0])
         est = (acct.get("graph_estimate_gib") or (None,))[0]
         self.graph_estimate = round(float(est) * GIB) if est is not None else None  # its own boots' mean, else None
