@@ -115,3 +115,24 @@ def test_the_room_is_the_slack_to_the_request(img) -> None:  # type: ignore[no-u
     ok = sglang_pool.fit(m, "bf16", cap, ctx, mem_fraction_static=msf, page_size=1, max_running_requests=n)
     over = sglang_pool.fit(m, "bf16", cap, ctx, mem_fraction_static=msf, page_size=1, max_running_requests=n + 1)
     assert ok[2] is None and over[2] is not None and "allocating the KV cache" in over[2]
+
+
+def test_the_text_names_the_error_and_the_fixes_with_the_tables_size() -> None:
+    """`kb query` words it: SGLang's error on the verdict line, the fixes on the `to fit:` line, each with the table
+    it leaves (the numbers from the JSON answer of the same question)."""
+    import json
+
+    from tests.util import run_kb
+
+    line = _line("https://github.com/sgl-project/sglang/issues/5755")
+    got = run_kb("query", "--json", "--gpu", "h100", "--sglang-args", line)
+    assert got.code == 0
+    m = json.loads(got.out)["memory"]
+    text = " ".join(run_kb("query", "--gpu", "h100", "--sglang-args", line).out.split())
+    assert text.startswith("verdict: no — nvidia-h100-sxm x8: SGLang 0.5.23 would stop at start-up: "
+                           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 80.04 GiB for SGLang's "
+                           "request-to-token table (ReqToTokenPool.req_to_token, (max_running_requests 2,048 + 1) x "
+                           "(context_len 10,485,760 + 4) x 4 B), with "), text[:400]
+    fixes = "; ".join(f"{o['change']} (starts: request-to-token table {o['req_to_token_bytes'] / 1e9:,.1f} GB)"
+                      for o in m["to_fit"])
+    assert f"to fit: {fixes} " in text, text
