@@ -451,8 +451,10 @@ def _fit_options(a: Answer, m: Any) -> str:
     opts = []
     for o in getattr(m, "to_fit", None) or []:
         n = o.get("max_sequences")
-        at = ctx if not o["change"].startswith("--ctx") else None  # a shorter ctx: one sequence of that length
-        opts.append(o["change"] + (f" ({n:,} sequence{'s' if n != 1 else ''} of {at:,})" if n and at else ""))
+        at = ctx if not o["change"].startswith(("--ctx", "--context-length")) else None  # a shorter ctx: one of it
+        table = o.get("req_to_token_bytes")  # SGLang's request-to-token table: the change makes it fit
+        opts.append(o["change"] + (f" ({n:,} sequence{'s' if n != 1 else ''} of {at:,})" if n and at else "")
+                    + (f" (starts: request-to-token table {table / 1e9:,.1f} GB)" if table else ""))
     if not opts:
         return "nothing kb can change fits (shorter ctx, fp8 KV or weights, up to 64 GPUs)"
     return "; ".join(opts)

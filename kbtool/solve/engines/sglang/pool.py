@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 
 from kbtool.solve.engines.results import Pool as EnginePool
+from kbtool.solve.engines.sglang import reqtable
 from kbtool.solve.engines.sglang.plan import Cell, plan
 from kbtool.solve.parts import Memory
 from kbtool.solve.weights import Fit, fp32_loaded_as, tower_bytes, weight_bytes
@@ -122,12 +123,13 @@ class Pool:
     def __init__(self, *, tokens: int, cell_bytes: float, budget_bytes: int, mem_fraction_static: float,
                  page_size: int, max_running_requests: int, mla: bool, kv_dtype: str, full_layers: int,
                  swa_layers: int, left_out: list[str], state_slots: int | None = None,
-                 swa_tokens: int | None = None, release: str | None = None) -> None:
+                 swa_tokens: int | None = None, release: str | None = None, table_bytes: int = 0) -> None:
         self.tokens, self.cell_bytes, self.budget_bytes = tokens, cell_bytes, budget_bytes
         self.mem_fraction_static, self.page_size = mem_fraction_static, page_size
         self.max_running_requests, self.mla, self.kv_dtype = max_running_requests, mla, kv_dtype
         self.full_layers, self.swa_layers, self.left_out = full_layers, swa_layers, left_out
         self.state_slots, self.swa_tokens, self.release = state_slots, swa_tokens, release
+        self.table_bytes = table_bytes  # SGLang's request-to-token table beside the pool (reqtable.py)
 
     def as_dict(self, ctx: int | None) -> dict[str, Any]:
         gb = GIB  # SGLang prints GB as bytes / 2**30 (memory_pool.py); the boots' K + V sizes add up so
@@ -246,8 +248,11 @@ def fit(model: Any, kv_dtype: str, capacity: int, ctx: int | None, *, mem_fracti
         batch: int = 1, tp: int = 1, weights: str | None = None, max_total_tokens: int | None = None,
         max_running_requests: int | None = None, mamba_slots: int = 5,
         dsa_backends: tuple[str | None, str | None] = (None, None),
-        reserve_gib: float = 0.0, release: str | None = None) -> tuple[Fit, Pool | None, str | None]:
-    """(kb's memory fit, SGLang's pool, SGLang's start-up error or None) for one GPU of `tp`."""
+        reserve_gib: float = 0.0, release: str | None = None,
+        draft_tokens: int = 0) -> tuple[Fit, Pool | None, str | None]:
+    """(kb's memory fit, SGLang's pool, SGLang's start-up error or None) for one GPU of `tp`: the pool as plan.py
+    plans it, then the request-to-token table SGLang allocates beside it (reqtable.py), which must fit in what the
+    pool's budget leaves of the memory free after the load."""
     wtotal, whow = weight_bytes(model, weights)
     wgpu = math.ceil(wtotal / tp)
     pre = capacity - CONTEXT_BYTES
@@ -259,14 +264,25 @@ def fit(model: Any, kv_dtype: str, capacity: int, ctx: int | None, *, mem_fracti
              max_total_tokens=max_total_tokens, reserve_gib=reserve_gib)
     budget = p.rest_bytes
     error = f"{p.error}: {p.message}" if p.error else None
+    table_line, table_bytes = None, 0
+    if p.error is None:  # the table, built before the pool (kv_cache_configurator.py _init_pools; reqtable.py)
+        t = reqtable.table(p.max_running_requests, context_len, draft_tokens)
+        free = pre - wgpu
+        room = free - budget - ((p.state_slots + 1) * c.state_per_request if p.state_slots is not None else 0)
+        refused = reqtable.refusal(t, free_bytes=free, room_bytes=room, mem_fraction_static=mem_fraction_static)
+        table_bytes = t.bytes
+        if refused is not None:
+            error = f"{refused[0]}: {refused[1]}"
+        table_line = (f"req_to_token = {t.shape()} = {t.bytes:,} B, allocated before the pool out of the {room:,} B "
+                      "the budget leaves outside it" + ("" if refused is None else ": it does not fit"))
     pool = None
     tokens = p.tokens
-    if p.error is None:
+    if error is None:
         pool = Pool(tokens=tokens, cell_bytes=cell, budget_bytes=budget, mem_fraction_static=mem_fraction_static,
                     page_size=page_size, max_running_requests=p.max_running_requests,
                     mla=any(g.type == "mla" for g in model.layers), kv_dtype=kv_dtype, full_layers=nfull,
                     swa_layers=nswa, left_out=left, state_slots=p.state_slots, swa_tokens=p.swa_tokens,
-                    release=release)
+                    release=release, table_bytes=table_bytes)
     need_bytes = math.ceil(batch * ctx * cell) if ctx else 0
     fits = None if ctx is None else (pool is not None and batch * ctx <= tokens)
     seqs = (tokens // ctx if ctx else None) if pool is not None else (0 if ctx else None)
@@ -282,6 +298,8 @@ def fit(model: Any, kv_dtype: str, capacity: int, ctx: int | None, *, mem_fracti
              f"budget = pre-load free x mem_fraction_static {mem_fraction_static:g} - weights {wgpu:,} B "
              f"({whow}{tp_txt}) = {budget:,} B",
              f"max_total_num_tokens = budget // cell, whole pages of {page_size} = {tokens:,}"]
+    if table_line:
+        lines.append(table_line)
     notes = [f"not modelled: {x}" for x in left]
     return (Fit(fits=fits, kv_bytes=need_bytes, kv_bytes_per_token=cell, weights_bytes=wgpu,
                 weights_dtype=weights or model.weight_dtype, reserve_bytes=capacity - int(pre * mem_fraction_static),
@@ -337,8 +355,10 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
                          reserve_gib=multimodal_reserve_gib(model, rel, cc=env.get("cc"),
                                                             gpu_mib=capacity / 2**20,
                                                             max_running_requests=args.get("max_running_requests")),
-                         release=rel)
-    to_fit = _to_fit(cx, acc, env, f, kv, ctx, batch, page, args) if f.fits is False and release is None else []
+                         release=rel, draft_tokens=int(args.get("speculative_num_draft_tokens") or 0))
+    table_refused = bool(error and error.startswith(reqtable.OOM))
+    to_fit = _to_fit(cx, acc, env, f, kv, ctx, batch, page, args, table_refused) \
+        if f.fits is False and release is None else []
     report = pool.as_dict(ctx) if pool is not None else {"basis": "estimated"}
     if error:
         report["error"] = error
@@ -371,10 +391,12 @@ LOW = ("bf16", "fp16", "fp32")  # what fp8 would halve (KV) or shrink (weights)
 
 
 def _to_fit(cx: Any, acc: Any, env: dict[str, Any], f: Fit, kv: str, ctx: int | None, batch: int,
-            page: int, args: dict[str, Any]) -> list[dict[str, Any]]:
+            page: int, args: dict[str, Any], table_refused: bool = False) -> list[dict[str, Any]]:
     """The changes that make SGLang's pool hold the request, each planned again by the same pool (fit, plan.py)
     with SGLang's mem_fraction_static for the changed line: a shorter --context-length, an fp8 KV cache, fp8
-    weights, or more GPUs (--tp-size, doubling up to 64). [{"change", "max_sequences", "max_ctx"}]."""
+    weights, or more GPUs (--tp-size, doubling up to 64). Where SGLang's request-to-token table does not fit
+    (reqtable.py), the longest --context-length at which it starts and the most --max-running-requests it starts
+    with come first, as SGLang's flags. [{"change", "max_sequences", "max_ctx"}]."""
     from kbtool.solve.engines.sglang import facts as sf
     from kbtool.solve.engines.sglang import resolve as sr
     from kbtool.solve.engines.sglang.serverargs import args_for
@@ -382,7 +404,10 @@ def _to_fit(cx: Any, acc: Any, env: dict[str, Any], f: Fit, kv: str, ctx: int | 
     q, model = cx.q, cx.model
     capacity = acc.capacity_bytes()
 
-    def on(gpus: int, kv_as: str | None = None, weights_as: str | None = None, ctx_as: int | None = None) -> Fit:
+    draft = int(args.get("speculative_num_draft_tokens") or 0)
+
+    def on(gpus: int, kv_as: str | None = None, weights_as: str | None = None, ctx_as: int | None = None,
+           requests: int | None = None) -> Fit:
         line = dict(args_for(q, model), tp_size=gpus)
         if ctx_as:
             line["context_length"] = ctx_as
@@ -393,20 +418,26 @@ def _to_fit(cx: Any, acc: Any, env: dict[str, Any], f: Fit, kv: str, ctx: int | 
             msf = r.get("mem_fraction_static")
         if msf is None:
             return f
-        got, _pool, _err = fit(model, kv_as or kv, capacity, ctx_as or ctx, mem_fraction_static=float(msf),
+        got, pool, _err = fit(model, kv_as or kv, capacity, ctx_as or ctx, mem_fraction_static=float(msf),
                                page_size=page, batch=batch, tp=gpus, weights=weights_as or q.weights,
                                max_total_tokens=args.get("max_total_tokens"),
-                               max_running_requests=args.get("max_running_requests"), mamba_slots=mamba_slots(args),
+                               max_running_requests=requests or args.get("max_running_requests"),
+                               mamba_slots=mamba_slots(args), draft_tokens=draft,
                                reserve_gib=multimodal_reserve_gib(model, q.release, cc=env.get("cc"),
                                                                   gpu_mib=capacity / 2**20,
-                                                                  max_running_requests=args.get("max_running_requests")))
+                                                                  max_running_requests=requests or args.get(
+                                                                      "max_running_requests")))
+        if pool is not None:
+            got.table_bytes = pool.table_bytes  # type: ignore[attr-defined]  # what _table_fixes reports
         return got
 
     def offer(change: str, g: Fit) -> dict[str, Any]:
         return {"change": change, "max_sequences": g.max_sequences, "max_ctx": g.max_ctx}
 
     out: list[dict[str, Any]] = []
-    if f.ctx_limit == "memory" and f.max_ctx and ctx and f.max_ctx < ctx:
+    if table_refused and ctx:
+        out += _table_fixes(on, f, ctx, q.gpus, offer)
+    elif f.ctx_limit == "memory" and f.max_ctx and ctx and f.max_ctx < ctx:
         g = on(q.gpus, ctx_as=f.max_ctx)
         if g.fits:
             out.append(offer(f"--ctx {f.max_ctx}", g))
@@ -425,6 +456,40 @@ def _to_fit(cx: Any, acc: Any, env: dict[str, Any], f: Fit, kv: str, ctx: int | 
             out.append(offer(f"--gpus {p}", g))
             break
         p *= 2
+    return out
+
+
+def _table_fixes(on: Any, f: Fit, ctx: int, gpus: int, offer: Any) -> list[dict[str, Any]]:
+    """Where the request-to-token table stops SGLang: the longest --context-length at which it starts and its pool
+    holds the request, and the most --max-running-requests its table fits with (with the longest context the pool
+    holds where the asked one is longer), each found by planning the changed line again (fit)."""
+    out: list[dict[str, Any]] = []
+    lo, hi = 0, min(ctx - 1, f.max_ctx_memory or ctx - 1)  # fits at `lo`; the pool binds beyond max_ctx_memory
+    while lo < hi:  # the table grows with the context (its rows shrink only until 2,048 + 1: plan.py)
+        mid = (lo + hi + 1) // 2
+        if on(gpus, ctx_as=mid).fits:
+            lo = mid
+        else:
+            hi = mid - 1
+    if lo:
+        g = on(gpus, ctx_as=lo)
+        out.append(dict(offer(f"--context-length {lo}", g), req_to_token_bytes=getattr(g, "table_bytes", None)))
+    at = ctx if f.max_ctx_memory >= ctx else f.max_ctx_memory
+    base = on(gpus, ctx_as=at, requests=1)
+    if base.fits:
+        lo, hi = 1, max(1, int(base.pool_tokens) // 2)  # SGLang caps it at max_total_num_tokens // 2
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if on(gpus, ctx_as=at, requests=mid).fits:
+                lo = mid
+            else:
+                hi = mid - 1
+        g = on(gpus, ctx_as=at, requests=lo)
+        change = f"--max-running-requests {lo}" if at == ctx else f"--context-length {at} --max-running-requests {lo}"
+        o = offer(change, g)
+        o["max_sequences"] = min(lo, g.max_sequences or 0)
+        o["req_to_token_bytes"] = getattr(g, "table_bytes", None)
+        out.append(o)
     return out
 
 
