@@ -123,9 +123,18 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     extensible = bool(margins) and not kv_cache_memory
     mm, mm_notes = encoder_pass(model, acct, run, dict(mm_settings or {}), batched_tokens, max_num_seqs,
                                 ctx or model.max_context, tp, text_only) if reserve is None else (None, [])
+    mm_first = 0  # what the encoder pass adds to the profile peak that only the first start-up check plans on
     if reserve is None:
+        # With the extensible KV cache the cache is sized after warm-up on the transient peak of its sizing steps,
+        # which run no encoder (0.34.0 v1/worker/gpu/warmup.py:483-545, their requests carry mm_features=[]; the
+        # peak is recorded over them, gpu_worker.py:1022-1092): the pass weighs only on the first check's capacity.
         res, rhow = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct, run=run,
-                                      extensible=extensible, mm=mm)
+                                      extensible=extensible, mm=None if extensible else mm)
+        if mm is not None and extensible:
+            mm_first = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct,
+                                         run=run, extensible=extensible, mm=mm)[0] - res
+            rhow += (f"; {mm.words}: {mm_first / 1e9:,.2f} GB more profile peak for the first start-up check only "
+                     "(the sizing warm-up that sizes the extensible cache runs no encoder)")
     else:
         res, rhow = reserve, "given with --reserve"
     # tensor/pipeline parallel: what the release's process groups allocate, and when (vllm_parallel)
@@ -141,7 +150,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         # The extensible cache gets min(utilization x memory - non-KV use, headroom - margin) less the transient
         # peak (0.34.0 v1/worker/extensible_kv_cache.py:613-617): the margin takes only what the utilization
         # does not already leave free (at the default 1.0, all of it; at 0.9 of 24 GB, none).
-        act, _how = vllm_pool.activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run, mm=mm)
+        act, _how = vllm_pool.activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run)
         margin = max(int(margins["floor_bytes"]), int(act * float(margins["fraction"])))
         # what the process groups allocated before the snapshot is not free either (vllm_parallel)
         pre = par.before if par is not None else 0
@@ -150,7 +159,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
             # before warm-up: utilization x memory - weights - the profile's peak and non-torch memory, with no
             # graph estimate where the graphs are measured after capture (gpu_worker.py:771-780, 0.34.0)
             graphs = vllm_pool.graph_bytes(acct, run, eager) if acct.graphs == "measured" else 0
-            before = usable - wgpu - (res - graphs)
+            before = usable - wgpu - (res - graphs) - mm_first
             rhow += ("; not modelled: the CUDA context held before vLLM's first memory snapshot (the measured "
                      "headroom leaves it out) and any transient of the sizing warm-up above the profile run's peak")
         res += binding
