@@ -133,6 +133,31 @@ TOWERS = {
 }
 
 
+QWEN_VIT = frozenset({"Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration",
+                      "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"})
+
+
+def profile_shape(arch: str, v: dict[str, Any], text_hidden: int, top: dict[str, Any]) -> dict[str, Any] | None:
+    """The shapes that size vLLM's start-up encoder pass (kbtool/solve/engines/vllm/encoder_pass.py), for the towers
+    whose module code kb read for it: SigLIP (Gemma 3; its image tokens are config.mm_tokens_per_image, 256 by
+    default, vLLM gemma3_mm.py get_num_image_tokens with pan-and-scan off) and Qwen3_VisionTransformer (Qwen3-VL,
+    Qwen3.5; the pixel limits are the processor files', not config.json's, so they stay out here). None for others
+    (Qwen2.5-VL's windowed tower, Llama 4, Pixtral, MoonViT: not read for the pass)."""
+    if arch == "Gemma3ForConditionalGeneration":
+        return {"family": "siglip", "hidden_size": int(v["hidden_size"]),
+                "intermediate_size": int(v["intermediate_size"]), "patch_size": int(v["patch_size"]),
+                "output_size": int(text_hidden), "image_size": int(v.get("image_size", 224)),
+                "tokens_per_image": int(top.get("mm_tokens_per_image") or 256)}
+    if arch in QWEN_VIT:
+        deep = len(v.get("deepstack_visual_indexes") or [])
+        return {"family": "qwen-vit", "hidden_size": int(v["hidden_size"]),
+                "intermediate_size": int(v["intermediate_size"]), "patch_size": int(v["patch_size"]),
+                "temporal_patch_size": int(v.get("temporal_patch_size", 2)),
+                "merge_size": int(v.get("spatial_merge_size", 2)),
+                "output_size": int(v["out_hidden_size"]) * (1 + deep)}
+    return None
+
+
 def vision_encoder(data: dict[str, Any], text_hidden: int) -> dict[str, Any] | None:
     """{"modality": "vision", "parameters": N, "tower": vLLM's classes, "modalities": [...]} for a config with a
     vision_config of a family kb models; None for any other config (text-only, or a tower kb does not model)."""
@@ -146,5 +171,12 @@ def vision_encoder(data: dict[str, Any], text_hidden: int) -> dict[str, Any] | N
         n = pixtral_mistral3(v, text_hidden, data) if fn is None else fn(v, text_hidden)
     except (KeyError, TypeError):
         return None  # a vision_config without the fields the family needs: left out, not guessed
-    return {"modality": "vision", "parameters": int(n), "tower": tower,
-            "modalities": list(TOWER_MODALITIES[arch])}
+    out: dict[str, Any] = {"modality": "vision", "parameters": int(n), "tower": tower,
+                           "modalities": list(TOWER_MODALITIES[arch])}
+    try:
+        shape = profile_shape(arch, v, text_hidden, data)
+    except (KeyError, TypeError, ValueError):
+        shape = None
+    if shape:
+        out["profile"] = shape
+    return out

@@ -160,6 +160,11 @@ class Accounting(Strict):
         default=None, description="The CUDA-graph memory estimate vLLM logged on this release's own recorded boots "
         "(graphs on, the runner whose estimate it subtracts), their mean in GiB: what kb takes off where `graphs` "
         "subtracts an estimate; absent: 1 GiB, kb's round figure")
+    encoder_pass: Fact[Literal["none", "V1", "all"]] | None = Field(
+        default=None, description="Which model runners' profile run first encodes the largest dummy batch of a "
+        "multimodal model's encoder budget and keeps the outputs through the text forward and sampler (unless "
+        "--skip-mm-profiling): 'none', 'V1' (the V2 runner's profile run has no encoder pass), 'all'; absent: 'V1', "
+        "the line of vLLM 0.24.0, marked not read")
     measured: BoolFact | None = Field(
         default=None, description="kb's reserve constants were read against recorded boots of this release; a "
         "query that names no release is sized as this release (one vLLM record says true)")

@@ -112,6 +112,33 @@ class ParameterGroups(Strict):
         return [(k, v) for k, v in self.model_dump(exclude_none=True).items() if v]
 
 
+class EncoderProfile(Strict):
+    """The tower's shapes that size vLLM's start-up encoder pass (kbtool/solve/engines/vllm/encoder_pass.py): the
+    largest dummy item of its modality, run through the tower before the text forward. Filled from vision_config by
+    the importer; the dynamic-resolution towers' pixel limits live in the checkpoint's preprocessor files, not in
+    config.json, so they are added with their source (`pixels_source`), or left out (the pass is then not sized)."""
+
+    family: Literal["siglip", "qwen-vit"] = Field(
+        description="Which module code sizes the peak: 'siglip' (SiglipEncoder, fixed resolution), 'qwen-vit' "
+        "(Qwen3_VisionTransformer, dynamic resolution)")
+    hidden_size: int = Field(ge=1, description="The tower's width")
+    intermediate_size: int = Field(ge=1, description="The tower's MLP width")
+    patch_size: int = Field(ge=1, description="Pixels per patch side")
+    temporal_patch_size: int = Field(default=1, ge=1, description="Frames per patch (an image is repeated to it)")
+    merge_size: int = Field(default=1, ge=1, description="Patches merged per side into one output token")
+    output_size: int = Field(ge=1, description="Width of one output embedding (the text hidden size x (1 + the "
+                             "deepstack mergers))")
+    image_size: int | None = Field(default=None, ge=1, description="Fixed-resolution towers: pixels per image side")
+    tokens_per_image: int | None = Field(default=None, ge=1, description="Fixed-resolution towers: embeddings per "
+                                         "image (Gemma 3's mm_tokens_per_image; pan-and-scan off, vLLM's default)")
+    max_pixels: int | None = Field(default=None, ge=1, description="Dynamic-resolution towers: the image "
+                                   "processor's size.longest_edge (pixels per image)")
+    video_max_pixels: int | None = Field(default=None, ge=1, description="Dynamic-resolution towers: the video "
+                                         "processor's size.longest_edge (pixels per clip)")
+    pixels_source: str | None = Field(default=None, description="Where max_pixels / video_max_pixels come from "
+                                      "(the processor files' address)")
+
+
 class Encoder(Strict):
     """A multimodal model's encoder (tower and projector), loaded beside the text model unless the serve line turns
     its modalities off (kbtool/model/encoder.py)."""
@@ -121,6 +148,9 @@ class Encoder(Strict):
     tower: str = Field(description="vLLM's classes for it (SiglipVisionModel + Gemma3MultiModalProjector)")
     modalities: list[str] = Field(min_length=1, description="The --limit-mm-per-prompt modalities that load it "
                                   "(vLLM skips it when every one is 0, or under --language-model-only)")
+    profile: EncoderProfile | None = Field(
+        default=None, description="The shapes that size vLLM's start-up encoder pass; absent: a tower kb does not "
+        "size that pass for")
 
 
 class Model(_Record):

@@ -146,3 +146,41 @@ def test_an_unmodelled_tower_is_left_out_not_guessed() -> None:
 def test_recorded_multimodal_models_carry_their_tower(rid: str) -> None:
     rec = _records()[rid]
     assert rec.encoders and rec.encoders[0].modality == "vision" and rec.encoders[0].parameters > 1e8
+
+
+def test_the_encoder_pass_shapes_follow_vision_config() -> None:
+    """The shapes vLLM's start-up encoder pass is sized from (kbtool/solve/engines/vllm/encoder_pass.py): Gemma 3's
+    fixed 896-pixel images at mm_tokens_per_image (256 unless the config says), Qwen3-VL's widths with the output
+    widened by each deepstack merger (qwen3_vl.py: torch.cat of the merger and deepstack features); the processors'
+    pixel limits are not in config.json and stay out."""
+    g = vision_encoder({"architectures": ["Gemma3ForConditionalGeneration"], "vision_config": SIGLIP}, 2560)
+    assert g is not None and g["profile"] == {"family": "siglip", "hidden_size": 1152, "intermediate_size": 4304,
+                                              "patch_size": 14, "output_size": 2560, "image_size": 896,
+                                              "tokens_per_image": 256}
+    q = vision_encoder({"architectures": ["Qwen3VLForConditionalGeneration"], "vision_config": QWEN3_VL}, 4096)
+    assert q is not None and q["profile"]["output_size"] == 4096 * 4 and "max_pixels" not in q["profile"]
+    assert "profile" not in (vision_encoder({"architectures": ["Qwen2_5_VLForConditionalGeneration"],
+                                             "vision_config": QWEN2_5_VL}, 3584) or {})
+
+
+def test_recorded_encoder_pass_shapes_are_the_imported_ones() -> None:
+    """Every record's `profile` is what the importer derives from its config.json, plus the processor limits a
+    record adds with their source."""
+    recs = _records()
+    seen = 0
+    for rid, rec in recs.items():
+        encs = getattr(rec, "encoders", None)
+        if not encs:
+            continue
+        data = json.loads((ROOT / "tests" / "data" / "hf-configs" / rid / "config.json").read_text(encoding="utf-8"))
+        enc = vision_encoder(data, int(rec.hidden_size))
+        got = encs[0].profile.model_dump(exclude_none=True, exclude_defaults=False) if encs[0].profile else None
+        if got is not None:
+            seen += 1
+            extra = {k: got.pop(k) for k in ("max_pixels", "video_max_pixels", "pixels_source") if k in got}
+            assert not extra or extra.get("pixels_source"), rid
+        want = (enc or {}).get("profile")
+        if want is not None:
+            want = {"temporal_patch_size": 1, "merge_size": 1, **want}
+        assert got == want, rid
+    assert seen >= 15  # 2 Gemma 3, 13 Qwen3-VL / Qwen3.5 / Qwen3.6

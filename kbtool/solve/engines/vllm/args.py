@@ -36,7 +36,9 @@ QUANT_WEIGHTS = {"fp8": "fp8", "fbgemm_fp8": "fp8", "ptpc_fp8": "fp8", "awq": "i
                  "bitsandbytes": "int4"}
 """--quantization methods whose weight bytes per parameter kb knows (kbtool/solve/weights.py WEIGHT_BYTES)."""
 _SWITCHES = {"--enforce-eager": "enforce_eager", "--language-model-only": "language_model_only",
-             "--enable-mm-embeds": "enable_mm_embeds"}  # flags without a value
+             "--enable-mm-embeds": "enable_mm_embeds",
+             "--skip-mm-profiling": "skip_mm_profiling"}  # flags without a value
+# (--skip-mm-profiling: vLLM's profile run skips the encoder pass, gpu_model_runner.py:6243 in 0.24.0; encoder_pass.py)
 _PREFIX = {"--enable-prefix-caching": True, "--no-enable-prefix-caching": False}
 # (--enable-prefix-caching on a hybrid Mamba/GDN model turns the state cache to mamba_cache_mode "align", two state
 # pages per request: vllm/model_executor/models/config.py:417-432 MambaModelConfig.verify_and_update_config, vLLM
@@ -63,6 +65,7 @@ class ServeArgs:
         self.enforce_eager = False
         self.language_model_only = False
         self.enable_mm_embeds = False
+        self.skip_mm_profiling = False
         self.limit_mm_per_prompt: str | None = None
         self.enable_prefix_caching: bool | None = None  # None: the release's default
         self.quantization: str | None = None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 
+from kbtool.solve.engines.vllm import encoder_pass as vllm_encoder_pass
 from kbtool.solve.engines.vllm import parallel as vllm_parallel
 from kbtool.solve.engines.vllm import planning as vllm_planning
 from kbtool.solve.engines.vllm import pool as vllm_pool
@@ -106,6 +107,23 @@ def mxfp4_hopper_layout(model: Model | ModelV, weights: str | None, acct: vllm_p
     if not out:
         return 0, ""
     return out, f" + {' + '.join(words)} (vLLM {acct.release}'s Triton MXFP4 path on Hopper)"
+def encoder_pass(model: Model | ModelV, acct: vllm_pool.Accounting, run: str, settings: dict[str, Any],
+                 batched_tokens: int, max_num_seqs: int, max_model_len: int | None, tp: int,
+                 text_only: str | None) -> tuple[vllm_encoder_pass.Pass | None, list[str]]:
+    """The encoder pass `acct`'s release makes in its profile run for this model on runner `run`, and the notes
+    that say what is not sized; (None, []) for a text-only model or deployment."""
+    if text_only or not getattr(model, "encoders", None):
+        return None, []
+    if not vllm_encoder_pass.applies(acct.encoder_pass, run, settings):
+        return None, []
+    mm, why = vllm_encoder_pass.encoder_pass(model, settings, batched_tokens, max_num_seqs, max_model_len, tp=tp)
+    notes = [why] if why else []
+    if mm is not None:
+        notes.append("the start-up encoder pass is estimated from vLLM's module code (the tower's activations, "
+                     "the dummy pixels and the kept outputs; the attention kernel's workspace is not counted)"
+                     + ("" if acct.encoder_pass_where else f"; that vLLM {acct.release} makes it on the {run} runner "
+                        "is not read in its code (carried from vLLM 0.24.0)"))
+    return mm, notes
 
 
 def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *, batch: int = 1, tp: int = 1,
@@ -116,7 +134,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         sm: str | None = None, margins: Mapping[str, Any] | None = None, run: str | None = None,
         text_only: str | None = None, acct: vllm_pool.Accounting | None = None,
         plan: vllm_planning.Planning | None = None, prefix_caching: bool | None = None,
-        rows: Mapping[str, Any] | None = None) -> Fit:
+        rows: Mapping[str, Any] | None = None, mm_settings: Mapping[str, Any] | None = None) -> Fit:
     """Whether `batch` sequences of `ctx` tokens fit in the KV pool of each of `tp` GPUs, and how many do, as vLLM
     `release` sizes that pool (vllm_pool.accounting); `kv_cache_memory` (--kv-cache-memory-bytes) is the pool;
     `formats`: the KV layouts the records size (kvcache.kv_model); `sm`: the GPU's architecture (the Mamba state
@@ -130,7 +148,8 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     records tree); `prefix_caching`: --enable-prefix-caching / --no-enable-prefix-caching as given (None: the
     release's default), which sets a hybrid model's state mode (vllm_planning.state_mode); `rows`: vLLM's
     engine-release rows of the query image, whose `parallel` lines size tensor/pipeline parallel (vllm_parallel; None:
-    the records tree's)."""
+    the records tree's); `mm_settings`: the serve line's multimodal settings (--limit-mm-per-prompt,
+    --skip-mm-profiling), which size the encoder pass of the profile run (vllm_encoder_pass)."""
     acct = acct or vllm_pool.accounting(release)
     run = run or vllm_pool.runner(model, acct)
     kv: KvModel = kv_model(model, kv_dtype, tp, batched_tokens=batched_tokens, mla_format=mla_format, formats=formats)
@@ -146,9 +165,20 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     rope, rope_how = vllm_rope.cache_bytes(model, weights)
     wgpu = math.ceil(wtotal / (tp * pp)) + rope
     extensible = bool(margins) and not kv_cache_memory
+    mm, mm_notes = encoder_pass(model, acct, run, dict(mm_settings or {}), batched_tokens, max_num_seqs,
+                                ctx or model.max_context, tp, text_only) if reserve is None else (None, [])
+    mm_first = 0  # what the encoder pass adds to the profile peak that only the first start-up check plans on
     if reserve is None:
+        # With the extensible KV cache the cache is sized after warm-up on the transient peak of its sizing steps,
+        # which run no encoder (0.34.0 v1/worker/gpu/warmup.py:483-545, their requests carry mm_features=[]; the
+        # peak is recorded over them, gpu_worker.py:1022-1092): the pass weighs only on the first check's capacity.
         res, rhow = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct, run=run,
-                                      extensible=extensible)
+                                      extensible=extensible, mm=None if extensible else mm)
+        if mm is not None and extensible:
+            mm_first = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct,
+                                         run=run, extensible=extensible, mm=mm)[0] - res
+            rhow += (f"; {mm.words}: {mm_first / 1e9:,.2f} GB more profile peak for the first start-up check only "
+                     "(the sizing warm-up that sizes the extensible cache runs no encoder)")
     else:
         res, rhow = reserve, "given with --reserve"
     # tensor/pipeline parallel: what the release's process groups allocate, and when (vllm_parallel)
@@ -173,7 +203,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
             # before warm-up: utilization x memory - weights - the profile's peak and non-torch memory, with no
             # graph estimate where the graphs are measured after capture (gpu_worker.py:771-780, 0.34.0)
             graphs = vllm_pool.graph_bytes(acct, run, eager) if acct.graphs == "measured" else 0
-            before = usable - wgpu - (res - graphs)
+            before = usable - wgpu - (res - graphs) - mm_first
             rhow += ("; not modelled: the CUDA context held before vLLM's first memory snapshot (the measured "
                      "headroom leaves it out) and any transient of the sizing warm-up above the profile run's peak")
         res += binding
@@ -254,7 +284,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     if before is not None and before > 0:
         lines.append(f"vLLM {acct.release}'s start-up check plans first on {before:,} B ({_gb(before)}) before "
                      "warm-up (no graphs, no margin), then again on the blocks of the pool above")
-    notes = list(dict.fromkeys(kv.notes))
+    notes = list(dict.fromkeys(kv.notes)) + mm_notes
     if par is not None:  # the part of the reserve no boot measured (vllm_parallel)
         kind = f"tensor parallel {tp}" if tp > 1 else f"pipeline parallel {pp}"
         notes.append(f"{kind}: the non-torch memory of vLLM's process groups is estimated: " + (

@@ -90,7 +90,7 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
                    kv_cache_memory=kv_memory, formats=cx.img.kv_formats, sm=env.get("sm"),
                    margins=d.margins if d.extensible_kv_cache and not kv_memory else None, run=d.runner(model),
                    text_only=towers_off, acct=acct, plan=plan, prefix_caching=settings.get("prefix_caching"),
-                   rows=rows)
+                   rows=rows, mm_settings=settings)
 
     f = on(q.gpus)
     if settings.get("ctx_auto") and f.fits is False and f.max_ctx > 0 and f.ctx_limit == "memory":

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from kbtool.model import Model
+    from kbtool.solve.engines.vllm.encoder_pass import Pass as EncoderPass
     from kbtool.solve.image import ModelV
 
 GIB = 1 << 30
@@ -94,6 +95,9 @@ class Accounting:
       swizzled copy (budget.mxfp4_kept_scales counts them).
     - `mxfp4_scale_align` (rows, scale groups per row) and `mxfp4_bias_fp32`: how the same path on Hopper pads the
       expert block scales it swizzles and holds the expert biases (budget.mxfp4_hopper_layout counts them).
+    - `encoder_pass`: which model runners' profile run first encodes the largest dummy multimodal batch and keeps
+      its outputs through the text forward ("none", "V1", "all"; encoder_pass.py); `encoder_pass_where` cites the
+      release's code, None where the value is carried from another release.
     - `recheck`: with the extensible KV cache the start-up check runs again after warm-up, on the block count the
       cache was sized to from measured memory (0.34.0 v1/core/kv_cache_planning.py:1827-1861), worded for it.
 
@@ -106,8 +110,8 @@ class Accounting:
     How "GPU KV cache size" is computed is the planning line's (planning.Planning.tokens).
     """
 
-    __slots__ = ("graph_estimate", "graphs", "mxfp4_bias_fp32", "mxfp4_scale_align", "mxfp4_scales_kept", "recheck",
-                 "release", "v2", "v2_sampler")
+    __slots__ = ("encoder_pass", "encoder_pass_where", "graph_estimate", "graphs", "mxfp4_bias_fp32",
+                 "mxfp4_scale_align", "mxfp4_scales_kept", "recheck", "release", "v2", "v2_sampler")
 
     def __init__(self, release: str, row: dict[str, Any]) -> None:
         acct, d = row.get("accounting") or {}, row["defaults"]
@@ -123,6 +127,11 @@ class Accounting:
         self.mxfp4_scale_align = (int(rows), int(groups)) if rows and groups else None
         self.mxfp4_bias_fp32 = bool((acct.get("mxfp4_bias_fp32") or (False,))[0])
         self.recheck = bool((acct.get("recheck_after_warmup") or (False,))[0])
+        # which runners' profile run encodes the dummy multimodal batch first (encoder_pass.py); absent: 0.24.0's
+        # line, not read in this release
+        enc = acct.get("encoder_pass")
+        self.encoder_pass = str(enc[0]) if enc else "V1"
+        self.encoder_pass_where = str(enc[1]) if enc and enc[1] else None  # its citation; None: not read
         est = (acct.get("graph_estimate_gib") or (None,))[0]
         self.graph_estimate = round(float(est) * GIB) if est is not None else None  # its own boots' mean, else None
         listed: list[str] = (d.get("model_runner_v2_architectures") or ([], ""))[0]
@@ -194,9 +203,21 @@ def moe_workspace_bytes(model: Model | ModelV, batched_tokens: int, tp: int = 1)
 
 
 def activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, tp: int = 1,
-                     acct: Accounting | None = None, run: str | None = None) -> tuple[int, str]:
+                     acct: Accounting | None = None, run: str | None = None, *,
+                     mm: EncoderPass | None = None) -> tuple[int, str]:
     """The torch peak of vLLM's profile run (an estimate), and how it was computed; `run`: the model runner the
-    release's record gives this model (defaults.Defaults.runner), else the accounting line's."""
+    release's record gives this model (defaults.Defaults.runner), else the accounting line's; `mm`: the encoder pass
+    the release's profile run makes first (encoder_pass.py), whose outputs stay alive through the text steps."""
+    act, how = _text_activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run)
+    if mm is None:
+        return act, how
+    peak = mm.profile_peak(act)
+    sets = "the encoder pass sets it" if mm.peak > act + mm.outputs else "the text steps with the outputs set it"
+    return peak, (f"max({mm.words}; text steps {how} = {act / 1e9:,.2f} GB + the kept outputs): {sets}")
+
+
+def _text_activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, tp: int,
+                           acct: Accounting | None, run: str | None) -> tuple[int, str]:
     acct = acct or accounting(None)
     vocab = model.vocab_size or 128_000
     moe = moe_workspace_bytes(model, batched_tokens, tp)
@@ -280,12 +301,13 @@ def graph_words(acct: Accounting) -> str:
 
 def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp: int = 1,
             eager: bool = False, acct: Accounting | None = None, run: str | None = None,
-            extensible: bool = False) -> tuple[int, str]:
+            extensible: bool = False, mm: EncoderPass | None = None) -> tuple[int, str]:
     """What vLLM takes off the budget besides the weights: activation peak + non-torch + graphs where applied;
-    `extensible`: the release's extensible KV cache is on (graphs "measured": captured after warm-up)."""
+    `extensible`: the release's extensible KV cache is on (graphs "measured": captured after warm-up); `mm`: the
+    encoder pass of the profile run (activation_bytes)."""
     acct = acct or accounting(None)
     run = run or runner(model, acct)
-    act, how = activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run)
+    act, how = activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run, mm=mm)
     graphs = graph_bytes(acct, run, eager)
     words = f"{how} = {act / 1e9:,.2f} GB; non-torch {NON_TORCH_BYTES / 1e9:.2f} GB"
     if graphs and acct.graphs == "measured" and extensible:
