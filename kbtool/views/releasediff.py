@@ -353,8 +353,13 @@ def diff(kb: KB, img: Any, engine: str, a: str, b: str, gpu: str | None = None,
                              fix=f"record it with `kb probe sweep --lib {engine} --releases {v}`, or compare two "
                              f"recorded releases: {', '.join(known) or 'none'}")
     ra, rb = _record(kb, engine, a), _record(kb, engine, b)
-    notes = [f"{v}: no engine-release record (records/engine-releases); its defaults are not compared"
-             for v, r in ((a, ra), (b, rb)) if r is None]
+    if ra is None and rb is None and not any(r.engine == engine for r in kb.of_kind("engine-release")):
+        # an engine whose defaults live in its own recorded resolution, not in engine-release records (SGLang)
+        notes = [f"{eng.label} keeps no engine-release records: its defaults are compared under launch defaults, "
+                 "from its own recorded resolution"]
+    else:
+        notes = [f"{v}: no engine-release record (records/engine-releases); its defaults are not compared"
+                 for v, r in ((a, ra), (b, rb)) if r is None]
     defaults = defaults_diff(ra, rb, kb) if ra is not None and rb is not None else []
     out = ReleaseDiff(engine=engine, label=eng.label, a=a, b=b, records={a: ra is not None, b: rb is not None},
                       defaults=defaults, changes=eng.release_changes(img, a, b),

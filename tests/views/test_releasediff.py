@@ -257,6 +257,11 @@ def test_sglang_diff_from_its_recordings() -> None:
     sel = {c["key"]: c for c in d["changes"] if c["group"] == "selection"}
     assert set(sel) >= {"sm80", "sm90", "sm100", "mi300x"}
     assert all(0 < c["count"] <= c["of_total"] for c in sel.values())
+    # SGLang keeps its defaults in its recorded resolution, compared as launch defaults: the note says so, and does
+    # not claim they go uncompared
+    assert d["notes"] == ["SGLang keeps no engine-release records: its defaults are compared under launch "
+                          "defaults, from its own recorded resolution"]
+    assert "defaults" in groups  # the launch defaults of its own resolution, per accelerator and model
 
 def test_0_20_to_0_21_names_what_moved_the_reported_pool() -> None:
     """Issue 46's done-when: with both releases recorded (engine-release records and planning lines of their own),
