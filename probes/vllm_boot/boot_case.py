@@ -595,6 +595,11 @@ def main() -> int:
     # the budget is total x utilization, so no release before 0.34.0 pays it from the pool; 0.34.0's extensible
     # cache, sized from measured free memory, does (v1/worker/extensible_kv_cache.py:592-618 at 62d4bc3c7)
     s["held_before_snapshot_gib"] = held_before_snapshot(ip)
+    # the model's own tensors (tensor_bytes, KV cache left out) beside vLLM's "Model loading took" (weights_gib): on
+    # gpt-oss-120b / 0.26.0 the load's allocated blocks exceeded the tensors by 0.37 GiB (allocator granularity)
+    tb = ip.get("tensor_bytes") or {}
+    kv = sum(g["bytes"] for g in tb.get("groups", []) if ".kv_cache:" in g["group"])
+    s["module_tensors_gib"] = round((tb["total_bytes"] - kv) / GiB, 4) if tb.get("total_bytes") else None
     s["cudagraph_actual_gib"] = logs["cudagraph_actual_gib"]
     s["graph_capture_s"] = logs["graph_capture_s"]
     s["block_size"] = ip.get("block_size")
