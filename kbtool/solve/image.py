@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-IMAGE_VERSION = 28  # 28: models' encoders carry `profile`; 27: models' experts carry `bias`; 26: models' `group_dtypes`,
-# `kept_unquantized`
+IMAGE_VERSION = 28  # 28: models' encoders carry `profile`; 27: models' experts carry `bias`
+# 26: models' `group_dtypes` and `kept_unquantized`
 # 25: boot_errors carry their row's quantity; 24: models' `rope_scaling` and `rotary_dim`
 # 22: claims' `handles`; 21: vLLM's engine-release defaults beside kernel calls and two-part claims;
 # 20: a two-part claim's status is its weakest part's; 19: backends carry kernel calls
