@@ -142,9 +142,26 @@ def test_mm_prefix_axis_is_dense_only_and_only_where_the_release_has_it() -> Non
     from tests.util import load_module
 
     g = load_module("_vllm_grid", ROOT / "probes" / "_vllm_grid.py")
-    assert g._sink_mm("dense", True) == [(False, False), (False, True), (True, False), (True, True)]
-    assert g._sink_mm("mla", True) == [(False, False)] == g._sink_mm("sparse", True)
-    assert g._sink_mm("dense", False) == [(False, False), (True, False)]
+    assert g._sink_mm_swa("dense", True, False, "bfloat16", 16) == [
+        (False, False, False), (False, True, False), (True, False, False), (True, True, False)]
+    assert g._sink_mm_swa("mla", True, False, "bfloat16", None) == [(False, False, False)]
+    assert g._sink_mm_swa("sparse", True, False, "float16", 16) == [(False, False, False)]
+    assert g._sink_mm_swa("dense", False, False, "bfloat16", None) == [(False, False, False), (True, False, False)]
+
+
+def test_sliding_window_axis_only_where_the_release_has_it() -> None:
+    """has_sliding_window (issue 46) is asked True as well at every dense point and at MLA points of bfloat16 without
+    a block size, where the release's AttentionSelectorConfig has the field; elsewhere the grid is as before."""
+    from tests.util import load_module
+
+    g = load_module("_vllm_grid", ROOT / "probes" / "_vllm_grid.py")
+    dense = g._sink_mm_swa("dense", True, True, "float16", 64)
+    assert len(dense) == 8 and {w for _, _, w in dense} == {False, True}
+    assert {(s, m) for s, m, w in dense if w} == {(s, m) for s, m, w in dense if not w}
+    for layout in ("mla", "sparse"):
+        assert g._sink_mm_swa(layout, False, True, "bfloat16", None) == [(False, False, False), (False, False, True)]
+        assert g._sink_mm_swa(layout, False, True, "bfloat16", 64) == [(False, False, False)]
+        assert g._sink_mm_swa(layout, False, True, "float16", None) == [(False, False, False)]
 
 
 def test_judge_holds_claims_at_the_mm_prefix_false_points() -> None:
