@@ -167,6 +167,16 @@ def test_grid_changes_count_new_removed_and_moved(tmp_path: Path, monkeypatch: p
     assert [(c.group, c.note) for c in missing] == [("missing", "no recorded selector grid for 2.0.0")]
 
 
+def test_grid_rows_with_a_window_are_not_compared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A grid of probe version 5 asks has_sliding_window as well (a 13th column): the release comparison reads the
+    rows without a window, which an older grid has too; a pick that differs only with a window is no change."""
+    _grid(tmp_path, "1.0.0", ["A", "B"], [_row(64, "A")])
+    _grid(tmp_path, "1.1.0", ["A", "B"], [[*_row(64, "A"), False, False], [*_row(64, "B"), False, True]])
+    monkeypatch.setattr(grid, "folders", lambda: [tmp_path])
+    got = {c.group: c for c in releasediff.grid_changes("1.0.0", "1.1.0")}
+    assert "selection" not in got or got["selection"].count == 0
+
+
 @pytest.mark.parametrize(("ranges", "want"), [
     ([VersionRange(library="vllm", introduced="0.30.0")], "introduced"),
     ([VersionRange(library="vllm", fixed="0.30.0")], "fixed"),
