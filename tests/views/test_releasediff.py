@@ -238,7 +238,7 @@ def test_gates_name_the_claims_whose_outcome_changed(d33_34: str) -> None:
     from tests.util import load_kb
 
     kb = load_kb(ROOT / "records")
-    assert tl.release_evidence(kb)["0.34.0"][0].id == "2026-12-06-no-gpu-vllm-0-34-0-vllm-selector-2"
+    assert tl.release_evidence(kb)["0.34.0"][0].id == "2026-12-07-no-gpu-vllm-0-34-0-vllm-selector-2"  # v5, issue 46
     first = kb.get("2026-12-06-no-gpu-vllm-0-34-0-vllm-selector").data["outcomes"]
     assert first["vllm-flash-attn-block-size"]["outcome"] == "unattributed"
 
