@@ -40,6 +40,14 @@ LAYOUTS = [("dense", False, False), ("mla", True, False), ("sparse", True, True)
 # use_mm_prefix: vLLM sets it for multimodal prefix-LM models (ModelConfig.is_mm_prefix_lm: Gemma 3, PaliGemma,
 # Molmo2, ...; model_executor/layers/attention/attention.py passes it); only dense layers read it (issue 44)
 MM_PREFIX = {"dense": (False, True), "mla": (False,), "sparse": (False,)}
+# has_sliding_window: vLLM 0.26.0 on passes it for a layer with a window (attention.py: `sliding_window is not None`)
+# and each backend's validate_configuration refuses it unless the backend declares supports_sliding_window (issue
+# 46). Asked wherever the release's AttentionSelectorConfig has the field: at every dense point (sliding-window
+# models are dense: Gemma 2/3, gpt-oss with sinks, Mistral; Gemma 3 also with use_mm_prefix), and at MLA and sparse
+# MLA points at bfloat16 without a block size only (the refusal is a class-level flag, read beside the other
+# axes; no recorded model has a windowed MLA layer), so the grid grows by 3,392 points a compute capability, not 5,120
+SLIDING = {"dense": (False, True), "mla": (False, True), "sparse": (False, True)}
+SLIDING_MLA_AT = {"dtype": "bfloat16", "block": None}
 NUM_HEADS = {"dense": 32, "mla": 128, "sparse": 128}  # passed to the priority lists (they read it for sparse)
 WORKSPACE_MODULES = ["vllm.v1.attention.backends.mla.cutlass_mla", "vllm.v1.attention.backends.mla.flashinfer_mla"]
 DRIVER_SYMBOLS_EXTRA = ["cuInit", "cuDeviceGetCount", "cuDeviceGet", "cuGetProcAddress", "cuDriverGetVersion"]
@@ -208,6 +216,7 @@ def run(out_path: str, ccs: list[tuple[int, int]]) -> None:
 
     prio_params = set(inspect.signature(cuda_mod._get_backend_priorities).parameters)
     cfg_fields = set(AttentionSelectorConfig._fields)
+    has_swa = "has_sliding_window" in cfg_fields
     names = sorted(classes)
     import_errors = {n: c for n, c in classes.items() if isinstance(c, str)}
     rows = []
@@ -225,11 +234,12 @@ def run(out_path: str, ccs: list[tuple[int, int]]) -> None:
                         for dt in DTYPES:
                             for kv in kvs:
                                 for block in BLOCKS:
-                                    for sink, mm in _sink_mm(layout, "use_mm_prefix" in cfg_fields):
+                                    for sink, mm, swa in _sink_mm_swa(layout, "use_mm_prefix" in cfg_fields,
+                                                                      has_swa, dt, block):
                                         cfg = AttentionSelectorConfig(**_accepted(
                                             cfg_fields, head_size=head, dtype=torch_dtype[dt], kv_cache_dtype=kv,
                                             block_size=block, use_mla=use_mla, has_sink=sink,
-                                            use_sparse=use_sparse, use_mm_prefix=mm))
+                                            use_sparse=use_sparse, use_mm_prefix=mm, has_sliding_window=swa))
                                         per = []
                                         for n in names:
                                             c = classes[n]
@@ -252,8 +262,9 @@ def run(out_path: str, ccs: list[tuple[int, int]]) -> None:
                                             chosen = _first(valid)
                                         except Exception as exc:
                                             chosen = f"raised {type(exc).__name__}"
-                                        rows.append([f"{major}.{minor}", trtllm, layout, head, dt, kv, block,
-                                                     sink, chosen, intern("priorities", tuple(prio)), per, mm])
+                                        row = [f"{major}.{minor}", trtllm, layout, head, dt, kv, block, sink,
+                                               chosen, intern("priorities", tuple(prio)), per, mm]
+                                        rows.append([*row, swa] if has_swa else row)
     doc = {
         "vllm": vllm.__version__,
         "commit": getattr(vllm, "__commit_id__", None) or _commit(),
@@ -261,14 +272,15 @@ def run(out_path: str, ccs: list[tuple[int, int]]) -> None:
         "backends": names,
         "import_errors": import_errors,
         "columns": ["cc", "trtllm", "layout", "head_size", "dtype", "kv", "block", "sink", "selected",
-                    "priority", "reasons", "mm_prefix"],
+                    "priority", "reasons", "mm_prefix", *(["sliding_window"] if has_swa else [])],
         "reasons": [k[0] for k in tables["reasons"]],
         "reason_sets": [list(k) for k in tables["reason_sets"]],
         "priorities": [list(k) for k in tables["priorities"]],
         "grid": {"cc": [f"{a}.{b}" for a, b in ccs], "head_size": HEAD_SIZES, "dtype": DTYPES,
                  "kv_dense": KV_DENSE, "kv_mla": KV_MLA, "block": BLOCKS, "layout": [x[0] for x in LAYOUTS],
                  "num_heads": NUM_HEADS, "sink": "dense only", "trtllm": [False, True],
-                 "mm_prefix": ("dense only" if "use_mm_prefix" in cfg_fields else "not a selector field")},
+                 "mm_prefix": ("dense only" if "use_mm_prefix" in cfg_fields else "not a selector field"),
+                 **({"sliding_window": SLIDING_AXIS} if has_swa else {})},
         "seconds": round(time.time() - t0, 1),
         "rows": rows,
     }
@@ -282,12 +294,21 @@ def run(out_path: str, ccs: list[tuple[int, int]]) -> None:
         Path(out_path).write_text(text)
 
 
-def _sink_mm(layout: str, has_mm: bool) -> list[tuple[bool, bool]]:
-    """(has_sink, use_mm_prefix) pairs asked at a point: sinks and the multimodal prefix mask are dense-only axes;
-    use_mm_prefix only where the release's AttentionSelectorConfig has the field (False is then its default)."""
+SLIDING_AXIS = "dense: every point; mla, sparse: bfloat16, block None"
+"""How the grid asks has_sliding_window (the grid's `sliding_window` entry; the solver reads it to know a point
+off these was not asked)."""
+
+
+def _sink_mm_swa(layout: str, has_mm: bool, has_swa: bool, dtype: str,
+                 block: int | None) -> list[tuple[bool, bool, bool]]:
+    """(has_sink, use_mm_prefix, has_sliding_window) asked at a point: sinks and the multimodal prefix mask are
+    dense-only axes; use_mm_prefix and has_sliding_window only where the release's AttentionSelectorConfig has the
+    field (False is then its default); a sliding window at every dense point, at MLA points at SLIDING_MLA_AT."""
     sinks = (False, True) if layout == "dense" else (False,)
     mms = MM_PREFIX[layout] if has_mm else (False,)
-    return [(s, m) for s in sinks for m in mms]
+    swas = SLIDING[layout] if has_swa and (layout == "dense" or (
+        dtype == SLIDING_MLA_AT["dtype"] and block == SLIDING_MLA_AT["block"])) else (False,)
+    return [(s, m, w) for s in sinks for m in mms for w in swas]
 
 
 def _first(valid: list) -> str | None:

@@ -142,19 +142,75 @@ def test_mm_prefix_axis_is_dense_only_and_only_where_the_release_has_it() -> Non
     from tests.util import load_module
 
     g = load_module("_vllm_grid", ROOT / "probes" / "_vllm_grid.py")
-    assert g._sink_mm("dense", True) == [(False, False), (False, True), (True, False), (True, True)]
-    assert g._sink_mm("mla", True) == [(False, False)] == g._sink_mm("sparse", True)
-    assert g._sink_mm("dense", False) == [(False, False), (True, False)]
+    assert g._sink_mm_swa("dense", True, False, "bfloat16", 16) == [
+        (False, False, False), (False, True, False), (True, False, False), (True, True, False)]
+    assert g._sink_mm_swa("mla", True, False, "bfloat16", None) == [(False, False, False)]
+    assert g._sink_mm_swa("sparse", True, False, "float16", 16) == [(False, False, False)]
+    assert g._sink_mm_swa("dense", False, False, "bfloat16", None) == [(False, False, False), (True, False, False)]
+
+
+def test_sliding_window_axis_only_where_the_release_has_it() -> None:
+    """has_sliding_window (issue 46) is asked True as well at every dense point and at MLA points of bfloat16 without
+    a block size, where the release's AttentionSelectorConfig has the field; elsewhere the grid is as before."""
+    from tests.util import load_module
+
+    g = load_module("_vllm_grid", ROOT / "probes" / "_vllm_grid.py")
+    dense = g._sink_mm_swa("dense", True, True, "float16", 64)
+    assert len(dense) == 8 and {w for _, _, w in dense} == {False, True}
+    assert {(s, m) for s, m, w in dense if w} == {(s, m) for s, m, w in dense if not w}
+    for layout in ("mla", "sparse"):
+        assert g._sink_mm_swa(layout, False, True, "bfloat16", None) == [(False, False, False), (False, False, True)]
+        assert g._sink_mm_swa(layout, False, True, "bfloat16", 64) == [(False, False, False)]
+        assert g._sink_mm_swa(layout, False, True, "float16", None) == [(False, False, False)]
 
 
 def test_judge_holds_claims_at_the_mm_prefix_false_points() -> None:
     """A grid with the axis: the judge's points are the use_mm_prefix False ones, as many as a grid without it has."""
     doc = vs.load(ROOT / "tests" / "data" / "vllm" / "0.33.0" / "cc9.0.json.gz")
-    assert doc["columns"][-1] == "mm_prefix" and doc["grid"]["mm_prefix"] == "dense only"
+    assert doc["columns"][-2] == "mm_prefix" and doc["grid"]["mm_prefix"] == "dense only"
     plain, mm, every = vs_judge.rows(doc), vs_judge.rows(doc, mm_prefix=True), vs_judge.rows(doc, mm_prefix=None)
     assert all(p["mm_prefix"] is False for p in plain) and all(p["layout"] == "dense" for p in mm)
     assert len(plain) + len(mm) == len(every) == len(doc["rows"])
-    assert len(plain) == len(vs_judge.rows(vs.load(ROOT / "tests" / "data" / "vllm" / "0.32.0" / "cc9.0.json.gz")))
+    # without the sliding-window points, as many as a grid of the same axes without use_mm_prefix (0.25.1: v4)
+    older = vs_judge.rows(vs.load(ROOT / "tests" / "data" / "vllm" / "0.25.1" / "cc9.0.json.gz"))
+    assert len([p for p in plain if not p["sliding"]]) == len(older)
+
+
+def test_judge_reads_the_sliding_window_axis() -> None:
+    """A grid of probe version 5 (issue 46): each point says whether it was asked with a sliding window; the judge's
+    environment gives sliding_window 1 there and 0 elsewhere; a grid without the axis leaves it unknown. vLLM's
+    refusal words are the SLIDING_WINDOW kind, never unattributed."""
+    doc = vs.load(CC90_034)
+    assert doc["columns"][-1] == "sliding_window" and doc["grid"]["sliding_window"].startswith("dense: every point")
+    pts = vs_judge.rows(doc, mm_prefix=None)
+    on = [p for p in pts if p["sliding"]]
+    assert len(on) == 3200 + 2 * 96 and {p["sliding"] for p in pts} == {False, True}
+    assert {vs_judge.grid_env(p)["sliding_window"] for p in on} == {1}
+    assert {vs_judge.grid_env(p)["sliding_window"] for p in pts if not p["sliding"]} == {0}
+    old = vs_judge.rows(vs.load(ROOT / "tests" / "data" / "vllm" / "0.25.1" / "cc9.0.json.gz"))
+    assert {p["sliding"] for p in old} == {None} and "sliding_window" not in vs_judge.grid_env(old[0])
+    assert vs_judge.reason_kinds("sliding window not supported", "0.34.0") == frozenset({"SLIDING_WINDOW"})
+    refused = {b for p in on for b, rs in p["reasons"].items() if "sliding window not supported" in rs}
+    assert {"FLASHMLA", "CUTLASS_MLA", "TURBOQUANT"} <= refused
+    assert not refused & {"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "TRITON_MLA",
+                          "FLASH_ATTN_DIFFKV"}
+
+
+def test_sliding_window_claims_are_held_at_the_sliding_points() -> None:
+    """A sliding-window claim is confirmed by the points asked with a window, and contradicted where vLLM accepts a
+    window it says is refused (TRITON_MLA of 0.34.0 is the release that began to serve one)."""
+    claims = [c for c in vs_judge.engine_claims() if c["id"] in ("vllm-flashmla-no-sliding-window",
+                                                                 "vllm-triton-mla-no-sliding-window")]
+    assert len(claims) == 2
+    pts = vs_judge.rows(vs.load(CC90_034))
+    got = by_claim(vs_judge.judge_grid(claims, pts, "0.34.0", any_scope=True))
+    assert got["vllm-flashmla-no-sliding-window"]["seen"] > 0
+    assert not got["vllm-flashmla-no-sliding-window"]["ran"] and not got["vllm-flashmla-no-sliding-window"]["refused"]
+    ran = got["vllm-triton-mla-no-sliding-window"]["ran"]
+    assert ran and all(p["sliding"] and p["layout"] == "mla" for p in ran)
+    outcomes = vs_judge.release_outcomes(pts, "0.34.0")
+    assert outcomes["vllm-triton-mla-no-sliding-window"]["outcome"] == "fails"
+    assert outcomes["vllm-flashmla-no-sliding-window"]["outcome"] == "holds"
 
 
 CC90_034 = ROOT / "tests" / "data" / "vllm" / "0.34.0" / "cc9.0.json.gz"

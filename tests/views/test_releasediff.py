@@ -167,6 +167,16 @@ def test_grid_changes_count_new_removed_and_moved(tmp_path: Path, monkeypatch: p
     assert [(c.group, c.note) for c in missing] == [("missing", "no recorded selector grid for 2.0.0")]
 
 
+def test_grid_rows_with_a_window_are_not_compared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A grid of probe version 5 asks has_sliding_window as well (a 13th column): the release comparison reads the
+    rows without a window, which an older grid has too; a pick that differs only with a window is no change."""
+    _grid(tmp_path, "1.0.0", ["A", "B"], [_row(64, "A")])
+    _grid(tmp_path, "1.1.0", ["A", "B"], [[*_row(64, "A"), False, False], [*_row(64, "B"), False, True]])
+    monkeypatch.setattr(grid, "folders", lambda: [tmp_path])
+    got = {c.group: c for c in releasediff.grid_changes("1.0.0", "1.1.0")}
+    assert "selection" not in got or got["selection"].count == 0
+
+
 @pytest.mark.parametrize(("ranges", "want"), [
     ([VersionRange(library="vllm", introduced="0.30.0")], "introduced"),
     ([VersionRange(library="vllm", fixed="0.30.0")], "fixed"),
@@ -228,7 +238,7 @@ def test_gates_name_the_claims_whose_outcome_changed(d33_34: str) -> None:
     from tests.util import load_kb
 
     kb = load_kb(ROOT / "records")
-    assert tl.release_evidence(kb)["0.34.0"][0].id == "2026-12-06-no-gpu-vllm-0-34-0-vllm-selector-2"
+    assert tl.release_evidence(kb)["0.34.0"][0].id == "2026-12-07-no-gpu-vllm-0-34-0-vllm-selector-2"  # v5, issue 46
     first = kb.get("2026-12-06-no-gpu-vllm-0-34-0-vllm-selector").data["outcomes"]
     assert first["vllm-flash-attn-block-size"]["outcome"] == "unattributed"
 

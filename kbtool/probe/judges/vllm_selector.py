@@ -57,6 +57,7 @@ REASON_KIND = {
     "BLOCK_SIZE": ("block_size",),
     "ARCH": ("compute capability", "only supported on", "requires SM", "requires sm_"),
     "SINKS": ("sink",),
+    "SLIDING_WINDOW": ("sliding window",),  # "sliding window not supported" (0.26.0 on; backend.py, issue 46)
 }
 
 
@@ -129,9 +130,12 @@ SPEC = ProbeSpec(
     # a kernel one backend runs, `supports` claims of a gated kind; any point against a claim contradicts it (design
     # §5: no `partial`); the grid imports FLASHINFER_MLA of 0.19.1 (its workspace goes to the meta device).
     # 4: the grid asks use_mm_prefix True as well at dense points (a `mm_prefix` column, issue 44); the claims
-    # are held at the mm_prefix False points only, as before
-    version=4,
-    rejudges=(1, 2, 3),
+    # are held at the mm_prefix False points only, as before. 5: the grid asks has_sliding_window as well (a
+    # `sliding_window` column, where the release's AttentionSelectorConfig has the field, issue 46); the claims are
+    # held at the sliding points too, which carry sliding_window > 0 (a refusal "sliding window not supported" is
+    # SLIDING_WINDOW); version 4's grids have no such point and judge as before
+    version=5,
+    rejudges=(1, 2, 3, 4),
     order=5,
     title="vLLM attention-backend selector (no GPU)",
     claims=[c["id"] for c in engine_claims()],
@@ -150,7 +154,9 @@ def rows(doc: dict[str, Any], mm_prefix: bool | None = False) -> list[dict[str, 
     """The grid points as dicts: params, the selected backend, and vLLM's reasons per backend. `mm_prefix`: the
     points of that use_mm_prefix only (False, the default: the points every claim is about; no claim reads the
     multimodal prefix mask), or None for all. A grid recorded before the axis (probe version < 4, no `mm_prefix`
-    column) has mm_prefix None at every point: not asked, so vLLM's default (False) is what ran."""
+    column) has mm_prefix None at every point: not asked, so vLLM's default (False) is what ran. `sliding`: the
+    13th column, has_sliding_window (probe version 5, where the release's selector has the field), else None: not
+    asked (the release's selector does not read it, or the grid predates the axis); every point is returned."""
     names, reasons, sets = doc["backends"], doc["reasons"], doc["reason_sets"]
     heads = (doc.get("grid") or {}).get("num_heads") or {}
     texts = [tuple(reasons[i] for i in s) for s in sets]  # one shared tuple per reason set
@@ -163,6 +169,7 @@ def rows(doc: dict[str, Any], mm_prefix: bool | None = False) -> list[dict[str, 
         out.append({"cc": cc, "trtllm": trt, "layout": layout, "head_size": head, "dtype": dt, "kv": kv,
                     "block": block, "sink": sink, "num_heads": heads.get(layout), "selected": chosen,
                     "priority": doc["priorities"][prio], "mm_prefix": mm,
+                    "sliding": r[12] if len(r) > 12 else None,
                     "reasons": {n: texts[s] for n, s in zip(names, per, strict=True) if s >= 0}})
     return out
 
@@ -256,7 +263,7 @@ def grid_env(p: dict[str, Any], archs: dict[str, str | None] | None = None) -> d
 
     return vllm_env(float(p["cc"]), dtype=p["dtype"], kv=p["kv"], head_size=p["head_size"], block=p["block"],
                     layout=p["layout"], sink=p["sink"], trtllm=p["trtllm"], archs=archs or architectures(),
-                    num_heads=p.get("num_heads"))
+                    num_heads=p.get("num_heads"), sliding=p.get("sliding"))
 
 
 def _mask(indices: list[int], n: int) -> int:
@@ -430,7 +437,8 @@ def _scope_has(claim: dict[str, Any], version: str) -> bool:
 def _label(p: dict[str, Any]) -> str:
     blk = p["block"] if p["block"] is not None else "-"
     return (f"cc{p['cc']} {p['layout']} hd{p['head_size']} {p['dtype']} kv {p['kv']} block {blk}"
-            f"{' sinks' if p['sink'] else ''}{' trtllm' if p['trtllm'] else ''}")
+            f"{' sinks' if p['sink'] else ''}{' sliding window' if p.get('sliding') else ''}"
+            f"{' trtllm' if p['trtllm'] else ''}")
 
 
 def _points(observations: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:

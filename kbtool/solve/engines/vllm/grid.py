@@ -10,7 +10,7 @@ one's own choice, named, and "not swept" — never another release's answer in i
 
 from __future__ import annotations
 
-from kbtool.solve.conditions import neighbours, version_key
+from kbtool.solve.conditions import compare_versions, neighbours, version_key
 
 TYPE_CHECKING = False  # selection.py imports this module on every vLLM query: pathlib, gzip, json where a grid is read
 if TYPE_CHECKING:
@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from kbtool.solve.image import Image
 
 LAYOUT_OF = {"gqa": "dense", "mha": "dense", "mqa": "dense", "mla": "mla", "sparse-mla": "sparse"}
+SLIDING_FROM = "0.26.0"
+"""The first release whose selector reads a layer's sliding window (AttentionSelectorConfig.has_sliding_window,
+vllm/v1/attention/selector.py; each backend's validate_configuration refuses it unless supports_sliding_window):
+read in the 0.26.0, 0.33.0 and 0.34.0 wheels; 0.24.0's and 0.25.1's selector.py have no such field (issue 46)."""
 DTYPE_OF = {"bf16": "bfloat16", "fp16": "float16"}
 ROCM_ARCH = "gfx942"
 
@@ -91,9 +95,14 @@ def point(version: str, env: dict[str, Any], platform: str = "cuda") -> dict[str
             DTYPE_OF.get(str(env.get("dtype") or "bf16")), str(env.get("kv_cache_dtype") or "auto"),
             env.get("block_size"), bool(env.get("sinks", False))]
     mm = bool(env.get("mm_prefix", False))
+    swa = sliding(env)
+    asked = "sliding_window" in (doc.get("columns") or [])
     for r in doc["rows"]:
-        # the 12th column, use_mm_prefix (probe version 4, issue 44); a row without it ran vLLM's default, False
-        if r[:8] == want and bool(r[11] if len(r) > 11 else False) == mm:
+        # the 12th column, use_mm_prefix (probe version 4, issue 44); a row without it ran vLLM's default, False.
+        # The 13th, has_sliding_window (version 5, issue 46), where the release's selector has the field; a grid
+        # without it is read at the model's window only where the release's selector does not read one (unasked)
+        if r[:8] == want and bool(r[11] if len(r) > 11 else False) == mm and (
+                not asked or bool(r[12]) == swa):
             sets, reasons = doc["reason_sets"], doc["reasons"]
             per = {n: [reasons[i] for i in sets[s]] for n, s in zip(doc["backends"], r[10], strict=True) if s >= 0}
             return {"selected": r[8], "priority": list(doc["priorities"][r[9]]), "reasons": per,
@@ -113,6 +122,28 @@ def has_mm_axis(version: str, env: dict[str, Any], platform: str = "cuda") -> bo
         return False
     doc = _load(path)
     return "mm_prefix" in (doc.get("columns") or []) and (doc.get("grid") or {}).get("mm_prefix") == "dense only"
+
+
+def sliding(env: dict[str, Any]) -> bool:
+    """Whether the query's layers have a sliding window (the model's `sliding_window`, 0 or absent: none)."""
+    w = env.get("sliding_window")
+    return isinstance(w, (int, float)) and w > 0
+
+
+def sliding_unasked(version: str, env: dict[str, Any], platform: str = "cuda") -> bool:
+    """Whether the query has a sliding window that the release's selector reads (SLIDING_FROM on) but its recorded
+    grid for the query's device does not ask (a grid of probe version < 5, or the ROCm grid): there the grid's
+    point is not vLLM's, and the answer depends on the sweep that records it."""
+    from kbtool.solve.conditions import compare_versions
+
+    if not sliding(env) or compare_versions(version, SLIDING_FROM) < 0:
+        return False
+    if platform == "rocm":
+        path = _file(version, f"rocm-{ROCM_ARCH}.json.gz")
+    else:
+        cc = env.get("cc")
+        path = _file(version, f"cc{float(cc):.1f}.json.gz") if isinstance(cc, (int, float)) else None
+    return path is not None and "sliding_window" not in (_load(path).get("columns") or [])
 
 
 def select_unrecorded(img: Image, env: dict[str, Any], version: str, requested: str | None,
@@ -158,6 +189,13 @@ def from_grid(img: Image, env: dict[str, Any], version: str, requested: str | No
         source += ", at use_mm_prefix True"
     if eid and (over := installs.install_overrides(eid)):  # the release's own pins did not resolve (issue 46)
         source += f", installed with override {', '.join(over)}"
+    if sliding_unasked(version, env, platform):
+        fix = f"run `kb probe sweep --lib vllm --releases {version} --force` to record it"
+        return Selection(version, [], {}, None, requested,
+                         f"depends on has_sliding_window (the model's sliding-window layers), which vLLM {version}'s "
+                         f"selector reads and its recorded grid does not ask; {fix}", source=fix)
+    if sliding(env) and point(version, env, platform) is not None and compare_versions(version, SLIDING_FROM) >= 0:
+        source += ", at has_sliding_window True"
     p = point(version, env, platform)
     if p is None:
         return Selection(version, [], {}, None, requested,

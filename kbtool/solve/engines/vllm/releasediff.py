@@ -89,8 +89,9 @@ def _point(axes: list[Any]) -> str:
 
 def _plain(doc: dict[str, Any]) -> list[list[Any]]:
     """The rows both releases' grids have: use_mm_prefix False (a grid of probe version 4 asks True as well at
-    dense points, in a 12th column; one recorded before has only the default)."""
-    return [r for r in doc["rows"] if not (len(r) > 11 and r[11])]
+    dense points, in a 12th column; one recorded before has only the default) and has_sliding_window False (version
+    5, a 13th column where the release's selector has the field, issue 46)."""
+    return [r for r in doc["rows"] if not (len(r) > 11 and r[11]) and not (len(r) > 12 and r[12])]
 
 
 def _selected(doc: dict[str, Any]) -> dict[tuple[Any, ...], str | None]:

@@ -155,11 +155,19 @@ def _select_mm_prefix(img: Image, env: dict[str, Any], version: str, requested: 
                      f"{version}'s recorded selector grid does not ask; {fix}", source=fix)
 
 
+GRID_WINDOW = 1
+"""The sliding_window of a grid point asked with has_sliding_window True: vLLM's selector reads only whether a
+layer has a window (vllm/model_executor/layers/attention/attention.py: `sliding_window is not None`), so any window
+> 0 stands for every one."""
+
+
 def vllm_env(cc: float, *, dtype: str, kv: str, head_size: int, block: int | None, layout: str,
-             sink: bool, trtllm: bool, archs: dict[str, str | None], num_heads: int | None = None) -> dict[str, Any]:
+             sink: bool, trtllm: bool, archs: dict[str, str | None], num_heads: int | None = None,
+             sliding: bool | None = None) -> dict[str, Any]:
     """The query environment for one vLLM selector configuration (the probe's grid point). `archs` is
     {architecture id: compute capability} as the architecture records give it (Image.cc): `sm` is the record
-    whose compute capability is `cc`, and is left out where none is."""
+    whose compute capability is `cc`, and is left out where none is. `sliding`: has_sliding_window as the grid
+    asked it (sliding_window GRID_WINDOW or 0), or None where it did not (sliding_window left unknown)."""
 
     d = DTYPE_OF_VLLM.get(dtype, dtype)
     env: dict[str, Any] = {
@@ -175,6 +183,8 @@ def vllm_env(cc: float, *, dtype: str, kv: str, head_size: int, block: int | Non
         env["block_size"] = block
     if num_heads is not None:
         env["num_heads"] = num_heads
+    if sliding is not None:
+        env["sliding_window"] = GRID_WINDOW if sliding else 0
     return env
 
 
@@ -347,7 +357,7 @@ def preflight(engine: dict[str, Any], memory: Any, ctx: int | None, batch: int |
                 "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.")
     if engine.get("between"):
         return f"vLLM {engine['vllm']} is not recorded: {engine['between']}"
-    if str(engine.get("error") or "").startswith("depends on use_mm_prefix"):
+    if str(engine.get("error") or "").startswith(("depends on use_mm_prefix", "depends on has_sliding_window")):
         return f"vLLM {engine['vllm']}'s choice {engine['error']}"
     if engine.get("error"):
         if engine.get("requested"):

@@ -30,13 +30,13 @@ def ask(img: Any, **kw: Any) -> Any:
     return solve(img, build_query(engine="vllm", **kw))
 
 
-def recorded_point(release: str, cc: str, mm: bool) -> dict[str, Any]:
+def recorded_point(release: str, cc: str, mm: bool, sliding: bool | None = True) -> dict[str, Any]:
     """The recorded grid point of a Gemma 3 layer (head 128, bf16, KV auto, vLLM's block, no sinks, TRT-LLM
-    kernels available) at use_mm_prefix `mm`."""
+    kernels available) at use_mm_prefix `mm`, with a sliding window (`sliding`; None: a grid without the axis)."""
     doc = vs_judge.load(DATA / release / f"cc{cc}.json.gz")
     found = [p for p in vs_judge.rows(doc, mm_prefix=mm) if p["layout"] == "dense" and p["head_size"] == 128
              and p["dtype"] == "bfloat16" and p["kv"] == "auto" and p["block"] is None and not p["sink"]
-             and p["trtllm"]]
+             and p["trtllm"] and p["sliding"] is sliding]
     assert len(found) == 1, found
     return found[0]
 
@@ -108,25 +108,40 @@ def test_other_models_are_unchanged(img: Any) -> None:
     assert "use_mm_prefix" not in (a.engine.get("source") or "")
 
 
-def test_a_grid_without_the_axis_answers_conditional(img: Any) -> None:
-    """vLLM 0.30.0's grid was recorded before the axis (no mm_prefix column): its choice depends on use_mm_prefix,
-    and the answer names the sweep that records it."""
-    assert not grid.has_mm_axis("0.30.0", {"cc": 9.0})
+@pytest.fixture()
+def before_the_axis(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A release (named 0.30.0) whose recorded grid predates the axis: 0.24.0's grid (probe version 3, no
+    mm_prefix column) in a folder of its own. The shipped 0.30.0 grid was recorded again with the axis (issue 46)."""
+    import shutil
+
+    (tmp_path / "0.30.0").mkdir()
+    shutil.copy(DATA / "0.24.0" / "cc9.0.json.gz", tmp_path / "0.30.0" / "cc9.0.json.gz")
+    shutil.copytree(DATA / "0.33.0", tmp_path / "0.33.0")
+    monkeypatch.setattr(grid, "folders", lambda: [tmp_path])
+    monkeypatch.setattr(grid, "_MEMO", {})
+    return "0.30.0"
+
+
+def test_a_grid_without_the_axis_answers_conditional(img: Any, before_the_axis: str) -> None:
+    """A grid recorded before the axis (no mm_prefix column): the choice depends on use_mm_prefix, and the answer
+    names the sweep that records it."""
+    rel = before_the_axis
+    assert not grid.has_mm_axis(rel, {"cc": 9.0})
     assert grid.has_mm_axis("0.33.0", {"cc": 9.0})
-    a = ask(img, gpu="h100", model="gemma-3-27b", vllm="0.30.0", ctx="8k")
+    a = ask(img, gpu="h100", model="gemma-3-27b", vllm=rel, ctx="8k")
     assert a.verdict == "conditional" and a.engine["state"] == "depends"
     assert "use_mm_prefix" in a.engine["error"]
-    assert "kb probe sweep --lib vllm --releases 0.30.0" in a.engine["error"]
+    assert f"kb probe sweep --lib vllm --releases {rel}" in a.engine["error"]
     assert "use_mm_prefix" in answer_summary(a)
 
 
-def test_old_grid_rows_are_read_as_not_asked() -> None:
+def test_old_grid_rows_are_read_as_not_asked(before_the_axis: str) -> None:
     """A row without the column ran vLLM's default (False): the reader finds it for a text model."""
-    doc = vs_judge.load(DATA / "0.30.0" / "cc9.0.json.gz")
+    doc = vs_judge.load(DATA / "0.24.0" / "cc9.0.json.gz")
     assert "mm_prefix" not in doc["columns"]
     pts = vs_judge.rows(doc)
     assert pts and all(p["mm_prefix"] is None for p in pts)
     assert vs_judge.rows(doc, mm_prefix=True) == []
     env = {"cc": 9.0, "attention": "gqa", "head_dim": 128, "dtype": "bf16", "kv_cache_dtype": "auto"}
-    assert grid.point("0.30.0", env) is not None
-    assert grid.point("0.30.0", dict(env, mm_prefix=True)) is None
+    assert grid.point(before_the_axis, env) is not None
+    assert grid.point(before_the_axis, dict(env, mm_prefix=True)) is None
