@@ -353,7 +353,8 @@ def diff(kb: KB, img: Any, engine: str, a: str, b: str, gpu: str | None = None,
                              fix=f"record it with `kb probe sweep --lib {engine} --releases {v}`, or compare two "
                              f"recorded releases: {', '.join(known) or 'none'}")
     ra, rb = _record(kb, engine, a), _record(kb, engine, b)
-    if ra is None and rb is None and not any(r.engine == engine for r in kb.of_kind("engine-release")):
+    recs: list[Any] = kb.of_kind("engine-release")
+    if ra is None and rb is None and not any(r.engine == engine for r in recs):
         # an engine whose defaults live in its own recorded resolution, not in engine-release records (SGLang)
         notes = [f"{eng.label} keeps no engine-release records: its defaults are compared under launch defaults, "
                  "from its own recorded resolution"]
