@@ -62,7 +62,8 @@ def test_the_items_fill_the_budget_unless_the_requests_and_limits_cap_them() -> 
 def test_the_modality_with_the_most_tokens_is_profiled_among_those_allowed() -> None:
     """get_modality_with_max_tokens over the modalities whose limit is above 0 (unset: 999)."""
     wide = QWEN36.model_copy(deep=True)
-    wide.encoders[0].profile.video_max_pixels = 234881024  # a video processor wider than the image one
+    prof = wide.encoders[0].profile  # a video processor wider than the image one
+    wide.encoders[0].profile = prof.model_copy(update={"video_max_pixels": 234881024})
     got = ep.encoder_pass(wide, {}, 8192, 1, 262144)[0]
     assert got.modality == "video" and got.tokens > 16384
     assert ep.encoder_pass(wide, {"limit_mm_per_prompt": '{"video": 0}'}, 8192, 1, 262144)[0].modality == "image"
