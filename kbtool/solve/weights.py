@@ -114,11 +114,17 @@ def _weight_bytes(model: Model | ModelV, deploy: str | None = None) -> tuple[int
     return total, how
 
 
+def experts_of(model: Model | ModelV) -> dict[str, Any]:
+    """The model's `experts` block as a dict ({} for a dense model): a dict in the query image, the pydantic block
+    on a Model."""
+    raw: Any = getattr(model, "experts", None)
+    return (raw.model_dump() if hasattr(raw, "model_dump") else raw) or {}
+
+
 def expert_shape(model: Model | ModelV) -> tuple[int, int, int, int] | None:
     """(MoE layers, routed experts, expert width, hidden size) of an MoE model whose record has them, else None.
     The width is kb's intermediate_size (the MLP width a token passes through) over the experts a token uses."""
-    raw: Any = getattr(model, "experts", None)  # a dict in the query image, the pydantic block on a Model
-    ex: dict[str, Any] = (raw.model_dump() if hasattr(raw, "model_dump") else raw) or {}
+    ex = experts_of(model)
     active, shared = int(ex.get("active") or 0), int(ex.get("shared") or 0)
     inter, hidden = getattr(model, "intermediate_size", None), getattr(model, "hidden_size", None)
     if not active or not inter or not hidden:
@@ -129,9 +135,7 @@ def expert_shape(model: Model | ModelV) -> tuple[int, int, int, int] | None:
 def expert_bias_params(model: Model | ModelV) -> int:
     """The biases of a model whose routed experts carry them (`experts.bias`: gate/up 2 x width and down hidden per
     expert per MoE layer), which the parameter groups leave out; 0 otherwise."""
-    raw: Any = getattr(model, "experts", None)
-    ex: dict[str, Any] = (raw.model_dump() if hasattr(raw, "model_dump") else raw) or {}
-    shape = expert_shape(model) if ex.get("bias") else None
+    shape = expert_shape(model) if experts_of(model).get("bias") else None
     if shape is None:
         return 0
     layers, routed, width, hidden = shape

@@ -107,6 +107,8 @@ def mxfp4_hopper_layout(model: Model | ModelV, weights: str | None, acct: vllm_p
     if not out:
         return 0, ""
     return out, f" + {' + '.join(words)} (vLLM {acct.release}'s Triton MXFP4 path on Hopper)"
+
+
 def encoder_pass(model: Model | ModelV, acct: vllm_pool.Accounting, run: str, settings: dict[str, Any],
                  batched_tokens: int, max_num_seqs: int, max_model_len: int | None, tp: int,
                  text_only: str | None) -> tuple[vllm_encoder_pass.Pass | None, list[str]]:

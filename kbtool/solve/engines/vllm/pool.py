@@ -37,6 +37,7 @@ from kbtool.errors import KbError
 from kbtool.solve.engines.vllm import mamba as vllm_mamba
 from kbtool.solve.engines.vllm import planning as vllm_planning
 from kbtool.solve.engines.vllm.planning import Group, Planning, Point
+from kbtool.solve.weights import experts_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -186,8 +187,7 @@ def moe_workspace_bytes(model: Model | ModelV, batched_tokens: int, tp: int = 1)
     MLP; I + I when not gated); gpt-oss's mxfp4 experts (experts/gpt_oss_triton_kernels_moe.py:671-686) hold M*K +
     M*topk*I.
     """
-    raw: Any = getattr(model, "experts", None)  # a dict in the query image, the pydantic block on a Model
-    ex: dict[str, Any] = (raw.model_dump() if hasattr(raw, "model_dump") else raw) or {}
+    ex = experts_of(model)
     active, shared = int(ex.get("active") or 0), int(ex.get("shared") or 0)
     width, hidden = getattr(model, "intermediate_size", None), getattr(model, "hidden_size", None)
     if not active or not width or not hidden:
