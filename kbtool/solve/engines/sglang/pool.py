@@ -305,7 +305,7 @@ def fit(model: Any, kv_dtype: str, capacity: int, ctx: int | None, *, mem_fracti
                 weights_dtype=weights or model.weight_dtype, reserve_bytes=capacity - int(pre * mem_fraction_static),
                 pool_bytes=max(budget, 0), pool_tokens=tokens, capacity_bytes=capacity, max_ctx=max_ctx,
                 max_ctx_memory=tokens // max(1, batch), ctx_limit=limit, max_sequences=seqs,
-                formula="; ".join(lines), notes=notes), pool, error)
+                formula="; ".join(lines), notes=notes, engine_report=pool), pool, error)
 
 
 def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[str, Any], *,
@@ -418,7 +418,7 @@ def _to_fit(cx: Any, acc: Any, env: dict[str, Any], f: Fit, kv: str, ctx: int | 
             msf = r.get("mem_fraction_static")
         if msf is None:
             return f
-        got, pool, _err = fit(model, kv_as or kv, capacity, ctx_as or ctx, mem_fraction_static=float(msf),
+        got, _pool, _err = fit(model, kv_as or kv, capacity, ctx_as or ctx, mem_fraction_static=float(msf),
                                page_size=page, batch=batch, tp=gpus, weights=weights_as or q.weights,
                                max_total_tokens=args.get("max_total_tokens"),
                                max_running_requests=requests or args.get("max_running_requests"),
@@ -427,8 +427,6 @@ def _to_fit(cx: Any, acc: Any, env: dict[str, Any], f: Fit, kv: str, ctx: int | 
                                                                   gpu_mib=capacity / 2**20,
                                                                   max_running_requests=requests or args.get(
                                                                       "max_running_requests")))
-        if pool is not None:
-            got.table_bytes = pool.table_bytes  # type: ignore[attr-defined]  # what _table_fixes reports
         return got
 
     def offer(change: str, g: Fit) -> dict[str, Any]:
@@ -459,6 +457,12 @@ def _to_fit(cx: Any, acc: Any, env: dict[str, Any], f: Fit, kv: str, ctx: int | 
     return out
 
 
+def _table_bytes(g: Fit) -> int | None:
+    """The request-to-token table of a planned line (the Pool fit() hands back as the Fit's engine_report), None
+    where SGLang refused it before the pool."""
+    return g.engine_report.table_bytes if isinstance(g.engine_report, Pool) else None
+
+
 def _table_fixes(on: Any, f: Fit, ctx: int, gpus: int, offer: Any) -> list[dict[str, Any]]:
     """Where the request-to-token table stops SGLang: the longest --context-length at which it starts and its pool
     holds the request, and the most --max-running-requests its table fits with (with the longest context the pool
@@ -473,7 +477,7 @@ def _table_fixes(on: Any, f: Fit, ctx: int, gpus: int, offer: Any) -> list[dict[
             hi = mid - 1
     if lo:
         g = on(gpus, ctx_as=lo)
-        out.append(dict(offer(f"--context-length {lo}", g), req_to_token_bytes=getattr(g, "table_bytes", None)))
+        out.append(dict(offer(f"--context-length {lo}", g), req_to_token_bytes=_table_bytes(g)))
     at = ctx if f.max_ctx_memory >= ctx else f.max_ctx_memory
     base = on(gpus, ctx_as=at, requests=1)
     if base.fits:
@@ -488,7 +492,7 @@ def _table_fixes(on: Any, f: Fit, ctx: int, gpus: int, offer: Any) -> list[dict[
         change = f"--max-running-requests {lo}" if at == ctx else f"--context-length {at} --max-running-requests {lo}"
         o = offer(change, g)
         o["max_sequences"] = min(lo, g.max_sequences or 0)
-        o["req_to_token_bytes"] = getattr(g, "table_bytes", None)
+        o["req_to_token_bytes"] = _table_bytes(g)
         out.append(o)
     return out
 
