@@ -148,6 +148,11 @@ PATTERNS = [
     ("init_engine_s", r"init engine \(profile, create kv cache, warmup model\) took " + NUM + r" s"),
     ("v2_runner", r"(Using V2 Model Runner)"),
     ("max_model_len", r"Using max model len " + NUM),
+    # vLLM's CUDA-graph estimate per mode: the largest size's capture + (n - 1) x the second size's
+    # (v1/worker/gpu_model_runner.py profile_cudagraph_memory, 6576-6742 in 0.26.0; the same code in 0.24.0 and 0.33.0)
+    ("cg_profile_sizes", r"Profiling CUDA graph memory: (.*)$"),
+    ("cg_mode_estimate", r"Estimated (\w+) CUDA graph memory: " + NUM + r" MiB first-capture \+ \(" + NUM
+     + r"-1\) × " + NUM + r" MiB per-graph"),
 ]
 VERBATIM = (
     "GPU KV cache size:",
@@ -162,6 +167,8 @@ VERBATIM = (
     "Graph capturing finished",
     "Hybrid KV cache manager is disabled",
     "Memory profiling takes",
+    "Profiling CUDA graph memory",
+    "CUDA graph memory: ",
 )
 
 
@@ -171,6 +178,18 @@ def num(s: str):
         return int(s)
     except ValueError:
         return float(s)
+
+
+def cudagraph_profile(matches: dict) -> dict | None:
+    """vLLM's CUDA-graph estimate by mode, from its log lines: graphs, largest size, first capture and per graph (MiB);
+    None where it did not profile graphs (eager, or a runner that does not estimate)."""
+    modes = {}
+    for mode, first, n, per in matches.get("cg_mode_estimate", []):
+        modes[mode] = {"graphs": n, "first_capture_mib": first, "per_graph_mib": per}
+    for text in matches.get("cg_profile_sizes", [])[-1:]:
+        for mode, n, largest in re.findall(r"(\w+)=(\d+) \(largest=(\d+)\)", text):
+            modes.setdefault(mode, {"graphs": int(n)})["largest"] = int(largest)
+    return modes or None
 
 
 def parse_logs(lines: list[str]) -> dict:
@@ -211,6 +230,7 @@ def parse_logs(lines: list[str]) -> dict:
     res["padding_layers"] = [v[0] for v in out.get("padding", [])]
     res["v2_model_runner"] = bool(out.get("v2_runner"))
     res["init_engine_s"] = last("init_engine_s")
+    res["cudagraph_profile"] = cudagraph_profile(out)
     res["verbatim"] = [ln for ln in lines if any(k in ln for k in VERBATIM)]
     return res
 
@@ -601,6 +621,7 @@ def main() -> int:
     kv = sum(g["bytes"] for g in tb.get("groups", []) if ".kv_cache:" in g["group"])
     s["module_tensors_gib"] = round((tb["total_bytes"] - kv) / GiB, 4) if tb.get("total_bytes") else None
     s["cudagraph_actual_gib"] = logs["cudagraph_actual_gib"]
+    s["cudagraph_profile"] = logs["cudagraph_profile"]
     s["graph_capture_s"] = logs["graph_capture_s"]
     s["block_size"] = ip.get("block_size")
     s["num_gpu_blocks"] = ip.get("num_gpu_blocks")

@@ -30,3 +30,22 @@ def test_a_case_waits_for_the_gpu_an_earlier_case_still_holds() -> None:
     assert naps == [3, 3]
     assert probe.wait_for_gpu(limit_s=9, step_s=3, busy=lambda: 1, sleep=naps.append) == 1
     assert len(naps) == 2 + 3
+
+
+def test_the_cuda_graph_estimate_by_mode_is_read_from_vllms_debug_lines() -> None:
+    """vLLM logs its CUDA-graph estimate per mode (gpu_model_runner.py profile_cudagraph_memory): the probe keeps
+    graphs, largest size, first capture and per graph, which kb's graph term is fitted to."""
+    lines = [
+        "INFO 12-07 [gpu_model_runner.py:6611] Profiling CUDA graph memory: PIECEWISE=51 (largest=512), "
+        "FULL=35 (largest=256)",
+        "DEBUG 12-07 [gpu_model_runner.py:6688] Estimated PIECEWISE CUDA graph memory: 412.50 MiB first-capture "
+        "+ (51-1) × 1.25 MiB per-graph",
+        "DEBUG 12-07 [gpu_model_runner.py:6688] Estimated FULL CUDA graph memory: 1,024.00 MiB first-capture "
+        "+ (35-1) × 2.00 MiB per-graph",
+        "INFO 12-07 [gpu_model_runner.py:6738] Estimated CUDA graph memory: 1.08 GiB total",
+    ]
+    got = boot_case.parse_logs(lines)["cudagraph_profile"]
+    assert got == {"PIECEWISE": {"graphs": 51, "largest": 512, "first_capture_mib": 412.5, "per_graph_mib": 1.25},
+                   "FULL": {"graphs": 35, "largest": 256, "first_capture_mib": 1024, "per_graph_mib": 2}}
+    assert boot_case.parse_logs(lines[3:])["cudagraph_profile"] is None
+    assert "cudagraph_profile" in probe.KEEP

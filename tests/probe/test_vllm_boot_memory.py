@@ -59,7 +59,8 @@ def serve_line(p: dict) -> str:
     cfg = MODELS / p["model"] / "config.json"
     line = (f"serve {cfg} --max-model-len {p['max_model_len']} --gpu-memory-utilization {p['gpu_memory_utilization']}"
             f" --kv-cache-dtype {p['kv_cache_dtype']} --max-num-batched-tokens "
-            f"{(p.get('engine_args') or {}).get('max_num_batched_tokens', 8192)} --max-num-seqs 1024")
+            f"{(p.get('engine_args') or {}).get('max_num_batched_tokens', 8192)} --max-num-seqs "
+            f"{(p.get('engine_args') or {}).get('max_num_seqs', 1024)}")
     return line + (" --enforce-eager" if p.get("enforce_eager") else "")
 
 
