@@ -152,7 +152,7 @@ PATTERNS = [
     # (v1/worker/gpu_model_runner.py profile_cudagraph_memory, 6576-6742 in 0.26.0; the same code in 0.24.0 and 0.33.0)
     ("cg_profile_sizes", r"Profiling CUDA graph memory: (.*)$"),
     ("cg_mode_estimate", r"Estimated (\w+) CUDA graph memory: " + NUM + r" MiB first-capture \+ \(" + NUM
-     + r"-1\) × " + NUM + r" MiB per-graph"),
+     + r"-1\) \u00d7 " + NUM + r" MiB per-graph"),
 ]
 VERBATIM = (
     "GPU KV cache size:",

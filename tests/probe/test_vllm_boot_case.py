@@ -39,9 +39,9 @@ def test_the_cuda_graph_estimate_by_mode_is_read_from_vllms_debug_lines() -> Non
         "INFO 12-07 [gpu_model_runner.py:6611] Profiling CUDA graph memory: PIECEWISE=51 (largest=512), "
         "FULL=35 (largest=256)",
         "DEBUG 12-07 [gpu_model_runner.py:6688] Estimated PIECEWISE CUDA graph memory: 412.50 MiB first-capture "
-        "+ (51-1) × 1.25 MiB per-graph",
+        "+ (51-1) \u00d7 1.25 MiB per-graph",
         "DEBUG 12-07 [gpu_model_runner.py:6688] Estimated FULL CUDA graph memory: 1,024.00 MiB first-capture "
-        "+ (35-1) × 2.00 MiB per-graph",
+        "+ (35-1) \u00d7 2.00 MiB per-graph",
         "INFO 12-07 [gpu_model_runner.py:6738] Estimated CUDA graph memory: 1.08 GiB total",
     ]
     got = boot_case.parse_logs(lines)["cudagraph_profile"]
