@@ -622,6 +622,7 @@ def _unmodelled(cx: Ctx) -> dict[str, str]:
     if eng is None:
         return {}
     out = {f: eng.memory_flags[f] for f in cx.q.ignored if f in eng.memory_flags}
+    out.update(eng.unmodelled_memory(cx))
     for entry in cx.q.ignored:
         typed = entry.split(" ", 1)[0]
         flag = "--" + typed[2:].replace("_", "-") if typed.startswith("--") else typed
