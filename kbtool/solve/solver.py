@@ -114,6 +114,18 @@ def model_layout(model: ModelV) -> dict[str, Any]:
     return {"attention": attention, "sliding_window": max(windows) if windows else (1 if "sliding" in types else 0)}
 
 
+def backend_layout(env: dict[str, Any]) -> str | None:
+    """The attention layout an engine's backends are judged for: an MLA model with a sparse indexer is sparse MLA
+    to the engines, which offer it only their sparse backends. vLLM builds its MLA layers with use_sparse = the
+    config has index_topk (0.34.0 model_executor/models/deepseek_v2.py:1138 and :1210, layers/mla.py:136, the
+    selector asked at layers/attention/mla_attention.py:533-539), and its dense MLA backends refuse that ("sparse
+    not supported"); engines/vllm/selection.answer_for asks vLLM's lists the same way. The kernels they call still
+    compute MLA (FLASH_ATTN_MLA_SPARSE calls FA-3 with the top-k indices as its block table, 0.34.0
+    v1/attention/backends/mla/flashattn_mla_sparse.py:245-258), so kernels keep the model's layout."""
+    lay = env.get("attention")
+    return "sparse-mla" if lay == "mla" and env.get("sparse") else lay
+
+
 def phase_dims(model: ModelV, phase: str) -> tuple[int, int]:
     """(head_dim, head_dim_v) a kernel sees: MLA decode runs absorbed on the latent (576/512 for DeepSeek); a
     model whose attention layers differ in head size is checked at its widest."""
@@ -418,7 +430,7 @@ def engine_layer(cx: Ctx, envs: dict[str, dict[str, Any]],
         phases: dict[str, Outcome] = {}
         checked = False  # the engine judged this backend itself (SGLang's resolution)
         for p, env in envs.items():
-            lay = env.get("attention")
+            lay = backend_layout(env)
             o = Outcome()
             if lay is None and not set(b.attention) - set(MLA_LAYOUTS):
                 o = Outcome(status="unknown", reasons=[structural(
@@ -610,6 +622,7 @@ def _unmodelled(cx: Ctx) -> dict[str, str]:
     if eng is None:
         return {}
     out = {f: eng.memory_flags[f] for f in cx.q.ignored if f in eng.memory_flags}
+    out.update(eng.unmodelled_memory(cx))
     for entry in cx.q.ignored:
         typed = entry.split(" ", 1)[0]
         flag = "--" + typed[2:].replace("_", "-") if typed.startswith("--") else typed

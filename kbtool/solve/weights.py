@@ -142,6 +142,28 @@ def expert_bias_params(model: Model | ModelV) -> int:
     return layers * routed * (2 * width + hidden)
 
 
+def expert_bytes(model: Model | ModelV, deploy: str | None = None) -> int:
+    """Bytes of the routed experts (their parameter group and biases) at the format they are loaded in, as
+    _weight_bytes counts them; 0 for a dense model or a record without an `experts` parameter group."""
+    pg = model.parameter_groups
+    n = int((dict(pg.items()) if pg is not None else {}).get("experts") or 0)
+    if not n or (model.weight_bytes is not None and deploy is None):
+        return 0
+    fmt = deploy or model.weight_dtype
+    base = model.unquantized_dtype if fmt not in ("bf16", "fp16", "fp32") else fmt
+    mixed = getattr(model, "group_dtypes", None) or {}
+    kept_by = getattr(model, "kept_unquantized", None) or {}
+    quantized = set(QUANTIZABLE if deploy else (model.quantized or QUANTIZABLE))
+    bias = expert_bias_params(model) * WEIGHT_BYTES[base]
+    if deploy is None and (mixed or kept_by):  # _mixed_bytes: each group at its own format, no bias term
+        f = mixed.get("experts") or (fmt if "experts" in quantized else base)
+        kept = min(int(kept_by.get("experts") or 0), n) if f != base else 0
+        return int((n - kept) * WEIGHT_BYTES[f] + kept * WEIGHT_BYTES[base])
+    if fmt in ("bf16", "fp16", "fp32") or "experts" in quantized:
+        return int(n * bytes_per_param(fmt, getattr(model, "quant_group_size", None)) + bias)
+    return int(n * WEIGHT_BYTES[base] + bias)
+
+
 def _mixed_bytes(groups: dict[str, int], fmt: str, base: str, quantized: set[str], mixed: dict[str, str],
                  kept: dict[str, int]) -> tuple[int, str]:
     """A mixed-precision checkpoint as released: each group at its own format (`quantized` at `fmt`, `mixed` at

@@ -100,7 +100,7 @@ def test_sglang_prefixes_are_argparses() -> None:
 def test_a_switch_does_not_take_the_model_as_its_value() -> None:
     assert vllm_args.parse("vllm serve --trust-remote-code Qwen/Qwen3-8B -tp 2").model == "Qwen/Qwen3-8B"
     a = sglang_args.parse("sglang serve --model-path Qwen/Qwen3-8B --enable-dp-attention --tp 2")
-    assert a.fields["tp_size"] == 2 and "--enable-dp-attention" in a.unknown
+    assert a.fields["tp_size"] == 2 and a.fields["enable_dp_attention"] is True and not a.unknown
 
 
 def test_a_second_positional_word_is_listed_not_dropped() -> None:

@@ -50,6 +50,12 @@ class Engine(abc.ABC):
     retired_memory_flags: dict[str, str] = {}
     boot_error_record: str | None = None  # the derived measurement of its accounting's error against those boots
 
+    def unmodelled_memory(self, cx: Ctx) -> dict[str, str]:  # noqa: ARG002 (an engine's override reads it)
+        """Serve-line settings whose GPU memory kb does not model for this query's model (a flag modelled for one
+        kind of model and not another), flag -> what it moves; they make the answer conditional as memory_flags
+        do (default: none)."""
+        return {}
+
     def default_block_size(self, img: Image, q: Query) -> int | None:  # noqa: ARG002 (an engine's override reads them)
         """Its paged KV block for this query's release where no backend forces one (default: `block_size`)."""
         return self.block_size

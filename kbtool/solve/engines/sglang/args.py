@@ -28,6 +28,7 @@ _FLAGS: dict[str, tuple[str, str]] = {
     "--ep-size": ("ep_size", "int"), "--expert-parallel-size": ("ep_size", "int"), "--ep": ("ep_size", "int"),
     "--attn-cp-size": ("attn_cp_size", "int"), "--attention-context-parallel-size": ("attn_cp_size", "int"),
     "--attn-dp-size": ("attn_dp_size", "int"), "--attention-data-parallel-size": ("attn_dp_size", "int"),
+    "--enable-dp-attention": ("enable_dp_attention", "switch"),  # deprecated spelling of --attn-dp-size (attn_dp)
     "--context-length": ("context_length", "human"), "--mem-fraction-static": ("mem_fraction_static", "float"),
     "--kv-cache-dtype": ("kv_cache_dtype", "str"), "--page-size": ("page_size", "int"),
     "--attention-backend": ("attention_backend", "str"),
@@ -66,7 +67,7 @@ DEFAULTS: dict[str, object] = {
     "tp_size": 1, "dp_size": 1, "pp_size": 1, "ep_size": 1, "attn_cp_size": 1, "attn_dp_size": 1,
     "kv_cache_dtype": "auto", "max_prefill_tokens": 16384, "dtype": "auto", "linear_attn_backend": "triton",
     "mamba_radix_cache_strategy": "auto", "device": "cuda", "disable_cuda_graph": False,
-    "disable_radix_cache": False, "enable_deterministic_inference": False,
+    "disable_radix_cache": False, "enable_deterministic_inference": False, "enable_dp_attention": False,
 }
 CHOICES_RELEASE = "0.5.23"  # the release the choices below are read from (the newest kb records)
 _CHOICES = {  # argparse choices (0.5.23 arg_groups/choices.py and fields/model.py; 0.5.17 adds its own)
@@ -137,6 +138,19 @@ _POSITIVE = {"tp_size", "dp_size", "pp_size", "ep_size", "attn_cp_size", "attn_d
              "context_length", "max_running_requests", "max_total_tokens"}
 _PARALLEL = {"tp_size", "dp_size", "pp_size", "ep_size", "attn_cp_size", "attn_dp_size"}  # GPU counts, not tokens
 MAX_PARALLEL = 4096
+
+
+def attn_dp(fields: dict[str, object]) -> int:
+    """SGLang's attention-DP width (the attention data-parallel groups inside the TP group): --attn-dp-size, or the
+    deprecated `--dp-size N --enable-dp-attention`, which SGLang turns into attn_dp_size N and dp_size 1 (0.5.23
+    sglang/srt/arg_groups/parallel_hook.py:39-61 handle_deprecated_dp_attention; 0.5.17 server_args.py:5388 reads
+    `attn_dp_size = self.dp_size if enable_dp_attention else 1`). --enable-dp-attention without --dp-size is width
+    1: no attention DP in either release (SGLang 0.4.x set dp_size = tp_size for it; no recorded release does)."""
+    given = fields.get("attn_dp_size")
+    if isinstance(given, int) and given > 1:
+        return given
+    dp = fields.get("dp_size")
+    return dp if isinstance(dp, int) and dp > 1 and fields.get("enable_dp_attention") else 1
 
 
 def _checked(flag: str, key: str, value: object) -> object:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from kbtool.solve.parts import BackendAnswer, KernelAnswer, Memory
     from kbtool.solve.query import Query
 
+
 def _registered(img: Any, backend: Any, release: str) -> bool:
     """Whether this SGLang release registers the backend (its engine-backend record's release scope)."""
     from kbtool.solve.conditions import compare_versions
@@ -32,6 +33,26 @@ def _registered(img: Any, backend: Any, release: str) -> bool:
     scope = got[3] if got else []
     return not scope or any((lo is None or compare_versions(release, lo) >= 0)
                             and (hi is None or compare_versions(release, hi) <= 0) for lo, hi in scope)
+
+
+ATTN_DP = "--attn-dp-size"  # attention DP as the unmodelled-memory flag (or --enable-dp-attention, as typed)
+ATTN_DP_MOVES = "attention weights replicated per attention-DP group (model code) and SGLang's DP-attention reserve"
+
+
+def _check_attn_dp(fields: dict[str, Any], width: int) -> None:
+    """SGLang's own refusals of an attention-DP layout: --attn-dp-size with --dp-size both above one (0.5.23
+    arg_groups/parallel_hook.py:285-292, ValueError), and a TP size the groups do not divide (parallel_hook.py:326,
+    0.5.17 server_args.py:6464, an assert)."""
+    from kbtool.errors import UsageError
+
+    tp = int(fields.get("tp_size") or 1)
+    if int(fields.get("attn_dp_size") or 1) > 1 and int(fields.get("dp_size") or 1) > 1:
+        raise UsageError(f"--sglang-args: --dp-size {fields['dp_size']} with --attn-dp-size {fields['attn_dp_size']}:"
+                         " SGLang refuses data-parallel replicas combined with attention data parallelism",
+                         fix="drop one of them (--attn-dp-size N replaces --dp-size N --enable-dp-attention)")
+    if tp % width:
+        raise UsageError(f"--sglang-args: tp_size {tp} is not divisible by the attention-DP size {width}; SGLang "
+                         "asserts tp_size % attn_dp_size == 0", fix=f"use a TP size that is a multiple of {width}")
 
 
 class Sglang(Engine):
@@ -51,7 +72,12 @@ class Sglang(Engine):
     memory_flags = {"--cpu-offload-gb": "weights offloaded to host memory", "--speculative-algorithm": "a draft "
                     "model and its KV cache", "--enable-lora": "LoRA adapter weights", "--lora-paths": "LoRA adapter "
                     "weights", "--pp-size": "pipeline stages, each holding its share of the layers, weights and KV "
-                    "cache (kb sizes SGLang's pool for one stage holding them all)"}
+                    "cache (kb sizes SGLang's pool for one stage holding them all)",
+                    # attention DP (args.attn_dp): kb sizes the KV cell per attention-TP rank as SGLang does
+                    # (pool.fit); what it does not model is each model's own attention-weight split (e.g. 0.5.23
+                    # models/qwen3_moe.py:502-517 shards attention over attn_tp_size, models/llama.py:181-194 over
+                    # tp_size) and the DP-attention terms of SGLang's mem_fraction_static (docs/sglang-resolution.md)
+                    ATTN_DP: ATTN_DP_MOVES, "--enable-dp-attention": ATTN_DP_MOVES}
 
     def parse_line(self, text: str, release: str | None = None) -> Line:
         """kb's options an SGLang launch line names (kb's own, when given, win) and its ServerArgs fields, read with
@@ -83,6 +109,13 @@ class Sglang(Engine):
         q.settings, q.ignored = dict(line.settings), list(line.ignored)
         if int(q.settings.get("pp_size") or 1) > 1:  # read, but kb's pool is one stage's of every layer
             q.ignored.append("--pp-size")
+        from kbtool.solve.engines.sglang.args import attn_dp
+
+        width = attn_dp(q.settings)
+        if width > 1:
+            _check_attn_dp(q.settings, width)
+            deprecated = int(q.settings.get("attn_dp_size") or 1) == 1  # --dp-size N --enable-dp-attention
+            q.ignored.append("--enable-dp-attention" if deprecated else ATTN_DP)
 
     def pin_release(self, img: Image, q: Query) -> None:
         """--engine sglang: the release is --sglang, else --lib sglang=X, else the newest recorded. A release

@@ -30,6 +30,7 @@ import math
 
 from kbtool.solve.engines.results import Pool as EnginePool
 from kbtool.solve.engines.sglang import reqtable
+from kbtool.solve.engines.sglang.args import attn_dp as attn_dp_width
 from kbtool.solve.engines.sglang.plan import Cell, plan
 from kbtool.solve.parts import Memory
 from kbtool.solve.weights import Fit, fp32_loaded_as, tower_bytes, weight_bytes
@@ -249,14 +250,18 @@ def fit(model: Any, kv_dtype: str, capacity: int, ctx: int | None, *, mem_fracti
         max_running_requests: int | None = None, mamba_slots: int = 5,
         dsa_backends: tuple[str | None, str | None] = (None, None),
         reserve_gib: float = 0.0, release: str | None = None,
-        draft_tokens: int = 0) -> tuple[Fit, Pool | None, str | None]:
+        draft_tokens: int = 0, attn_dp: int = 1) -> tuple[Fit, Pool | None, str | None]:
     """(kb's memory fit, SGLang's pool, SGLang's start-up error or None) for one GPU of `tp`: the pool as plan.py
     plans it, then the request-to-token table SGLang allocates beside it (reqtable.py), which must fit in what the
-    pool's budget leaves of the memory free after the load."""
+    pool's budget leaves of the memory free after the load. With attention DP (`attn_dp` groups, args.attn_dp) the
+    cell holds the KV heads of one attention-TP rank, tp // attn_dp: SGLang sizes it with get_parallel().attn_tp_size
+    (0.5.23 model_executor/pool_configurator.py:356 and :492, attn_tp_size = tp_size // attn_dp_size // attn_cp_size
+    at runtime_context.py:73-76; 0.5.17 pool_configurator.py:197, layers/dp_attention.py:320-321)."""
     wtotal, whow = weight_bytes(model, weights)
     wgpu = math.ceil(wtotal / tp)
     pre = capacity - CONTEXT_BYTES
-    c, nfull, nswa, left = cell_of(model, kv_dtype, tp, mamba_slots=mamba_slots, dsa_backends=dsa_backends)
+    attn_tp = max(1, tp // max(1, attn_dp))
+    c, nfull, nswa, left = cell_of(model, kv_dtype, attn_tp, mamba_slots=mamba_slots, dsa_backends=dsa_backends)
     cell = c.bytes
     context_len = ctx or model.max_context or 4096
     p = plan(c, page_size=page_size, mem_fraction_static=mem_fraction_static, pre_gib=pre / GIB,
@@ -291,9 +296,10 @@ def fit(model: Any, kv_dtype: str, capacity: int, ctx: int | None, *, mem_fracti
     if model.max_context and max_ctx >= model.max_context:
         max_ctx, limit = model.max_context, "model"
     tp_txt = f" / tp {tp}" if tp > 1 else ""
+    dp_txt = f", KV heads of one attention-TP rank: tp {tp} / attention DP {attn_dp}" if attn_tp != tp else ""
     lines = [f"cell = {cell:,.0f} B per token ({nfull} full-attention layers"
              + (f" + {SWA_FULL_TOKENS_RATIO:g} x {nswa} sliding-window layers" if nfull and nswa else
-                (f", {nswa} sliding-window layers holding every token" if nswa else "")) + f", {kv_dtype})",
+                (f", {nswa} sliding-window layers holding every token" if nswa else "")) + f", {kv_dtype}{dp_txt})",
              f"pre-load free = {capacity:,} B - {CONTEXT_BYTES:,} B CUDA context (estimate) = {pre:,} B",
              f"budget = pre-load free x mem_fraction_static {mem_fraction_static:g} - weights {wgpu:,} B "
              f"({whow}{tp_txt}) = {budget:,} B",
@@ -355,7 +361,8 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
                          reserve_gib=multimodal_reserve_gib(model, rel, cc=env.get("cc"),
                                                             gpu_mib=capacity / 2**20,
                                                             max_running_requests=args.get("max_running_requests")),
-                         release=rel, draft_tokens=int(args.get("speculative_num_draft_tokens") or 0))
+                         release=rel, draft_tokens=int(args.get("speculative_num_draft_tokens") or 0),
+                         attn_dp=attn_dp_width(args))
     table_refused = bool(error and error.startswith(reqtable.OOM))
     to_fit = _to_fit(cx, acc, env, f, kv, ctx, batch, page, args, table_refused) \
         if f.fits is False and release is None else []
@@ -405,6 +412,7 @@ def _to_fit(cx: Any, acc: Any, env: dict[str, Any], f: Fit, kv: str, ctx: int | 
     capacity = acc.capacity_bytes()
 
     draft = int(args.get("speculative_num_draft_tokens") or 0)
+    width = attn_dp_width(args)  # the attention-DP groups stay as the line sets them
 
     def on(gpus: int, kv_as: str | None = None, weights_as: str | None = None, ctx_as: int | None = None,
            requests: int | None = None) -> Fit:
@@ -423,6 +431,7 @@ def _to_fit(cx: Any, acc: Any, env: dict[str, Any], f: Fit, kv: str, ctx: int | 
                                max_total_tokens=args.get("max_total_tokens"),
                                max_running_requests=requests or args.get("max_running_requests"),
                                mamba_slots=mamba_slots(args), draft_tokens=draft,
+                               attn_dp=width if gpus % width == 0 else 1,
                                reserve_gib=multimodal_reserve_gib(model, q.release, cc=env.get("cc"),
                                                                   gpu_mib=capacity / 2**20,
                                                                   max_running_requests=requests or args.get(

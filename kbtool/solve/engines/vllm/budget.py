@@ -24,7 +24,7 @@ from kbtool.solve.engines.vllm import planning as vllm_planning
 from kbtool.solve.engines.vllm import pool as vllm_pool
 from kbtool.solve.engines.vllm import rope as vllm_rope
 from kbtool.solve.engines.vllm.kvcache import UNBOUNDED_CTX, KvModel, kv_model, max_context
-from kbtool.solve.weights import WEIGHT_BYTES, Fit, expert_bias_params, expert_shape, weight_bytes
+from kbtool.solve.weights import WEIGHT_BYTES, Fit, expert_bias_params, expert_bytes, expert_shape, weight_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         sm: str | None = None, margins: Mapping[str, Any] | None = None, run: str | None = None,
         text_only: str | None = None, acct: vllm_pool.Accounting | None = None,
         plan: vllm_planning.Planning | None = None, prefix_caching: bool | None = None,
-        rows: Mapping[str, Any] | None = None, mm_settings: Mapping[str, Any] | None = None) -> Fit:
+        rows: Mapping[str, Any] | None = None, mm_settings: Mapping[str, Any] | None = None, dp: int = 1) -> Fit:
     """Whether `batch` sequences of `ctx` tokens fit in the KV pool of each of `tp` GPUs, and how many do, as vLLM
     `release` sizes that pool (vllm_pool.accounting); `kv_cache_memory` (--kv-cache-memory-bytes) is the pool;
     `formats`: the KV layouts the records size (kvcache.kv_model); `sm`: the GPU's architecture (the Mamba state
@@ -166,6 +166,16 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     # each GPU builds the model's whole rope cache (vllm_rope): the load counts it, tensor parallel does not split it
     rope, rope_how = vllm_rope.cache_bytes(model, weights)
     wgpu = math.ceil(wtotal / (tp * pp)) + rope
+    moe_dp = ""
+    if dp > 1:
+        # data parallel: vLLM shards every MoE layer's experts over all dp x tp GPUs (tensor-parallel slices of each
+        # expert without --enable-expert-parallel, whole experts with it), while the rest stays per replica
+        # (0.34.0 model_executor/layers/fused_moe/config.py:1143-1151 flatten_tp_across_dp_and_pcp and :1235-1263
+        # make; the same in 0.24.0 at :1099-1105 and 0.26.0)
+        experts = expert_bytes(model, weights) + kept + tiles
+        if experts:
+            wgpu = math.ceil((wtotal - experts) / (tp * pp) + experts / (tp * pp * dp)) + rope
+            moe_dp = f", the experts' {_gb(experts)} over tp x dp {tp * dp} GPUs"
     extensible = bool(margins) and not kv_cache_memory
     mm, mm_notes = encoder_pass(model, acct, run, dict(mm_settings or {}), batched_tokens, max_num_seqs,
                                 ctx or model.max_context, tp, text_only) if reserve is None else (None, [])
@@ -279,7 +289,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         lines.append(f"KV = {need:,} B ({_gb(need)}) for ctx {ctx:,} x batch {batch}" + (engine_need or
                      f" (whole {kv.block}-token blocks)"))
     lines.append(f"budget = {capacity:,} B x {utilization:g} = {usable:,} B ({_gb(usable)})")
-    lines.append(f"- weights {wgpu:,} B ({_gb(wgpu)}) = {whow}{tp_txt}" + (f" + {rope_how}" if rope else ""))
+    lines.append(f"- weights {wgpu:,} B ({_gb(wgpu)}) = {whow}{tp_txt}{moe_dp}" + (f" + {rope_how}" if rope else ""))
     lines.append(f"- reserve {res:,} B ({_gb(res)}): {rhow}")
     lines.append(f"= KV pool {pool:,} B ({_gb(pool)})" + (f" = {pool_tokens:,} tokens" if 0 < pool_tokens <
                                                            UNBOUNDED_CTX else "") + given)

@@ -47,6 +47,19 @@ class Vllm(Engine):
     boot_probe = "vllm-boot"  # probes/vllm_boot
     boot_error_record = "vllm-boot-estimate-error"  # boots.RECORD_ID, written by kbtool/probe/boot_error.py
 
+    def unmodelled_memory(self, cx: Ctx) -> dict[str, str]:
+        """Data parallel on an MoE model: kb shards the experts' weights over every GPU of the replicas as vLLM does
+        (budget.fit), but not the MoE layers' activations, whose tokens vLLM gathers from every data-parallel rank
+        before the experts run (0.34.0's default all2all_backend allgather_reducescatter, config/parallel.py:229,
+        takes AgRsAll2AllManager at distributed/device_communicators/cuda_communicator.py:213-217, whose dispatch
+        all-gathers the hidden states and router logits, all2all.py:104-109); a dense model's replicas are
+        independent and sized as shown."""
+        dp = int(cx.q.settings.get("dp") or 1) if cx.q.engine == self.name else 1
+        if dp > 1 and cx.model is not None and getattr(cx.model, "experts", None):
+            return {"--data-parallel-size": "the MoE layers' activations over the tokens gathered from every "
+                                            "data-parallel rank; kb shards the experts' weights as vLLM does"}
+        return {}
+
     def default_block_size(self, img: Image, q: Query) -> int | None:
         """The asked release's CacheConfig.DEFAULT_BLOCK_SIZE (16 up to 0.33.0, 64 in 0.34.0), from its
         engine-release record."""

@@ -71,8 +71,12 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
     pp, dp = settings.get("pp") or 1, settings.get("dp") or 1
     kv_memory = settings.get("kv_cache_memory")
     if pp > 1 or dp > 1:
+        moe = dp > 1 and bool(getattr(model, "experts", None))
         notes_in.append(f"{q.gpus * pp} GPUs per replica (tp {q.gpus} x pp {pp})"
-                        + (f"; {dp} data-parallel replicas, each sized as shown" if dp > 1 else ""))
+                        + (f"; {dp} data-parallel replicas, each sized as shown" if dp > 1 and not moe else "")
+                        + (f"; {dp} data-parallel replicas, each sized as shown but for the MoE experts, which vLLM "
+                           f"shards over all {q.gpus * dp} GPUs of the replicas (model_executor/layers/fused_moe/"
+                           "config.py flatten_tp_across_dp_and_pcp)" if moe else ""))
 
     towers_off = mmprefix.towers_off(model, settings)
     if getattr(model, "encoders", None):  # the weights' encoders on the assumed: line (kbtool/model/encoder.py)
@@ -90,7 +94,7 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
                    kv_cache_memory=kv_memory, formats=cx.img.kv_formats, sm=env.get("sm"),
                    margins=d.margins if d.extensible_kv_cache and not kv_memory else None, run=d.runner(model),
                    text_only=towers_off, acct=acct, plan=plan, prefix_caching=settings.get("prefix_caching"),
-                   rows=rows, mm_settings=settings)
+                   rows=rows, mm_settings=settings, dp=dp)
 
     f = on(q.gpus)
     if settings.get("ctx_auto") and f.fits is False and f.max_ctx > 0 and f.ctx_limit == "memory":
