@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.probe.judges.vllm_selector import ROOT, SPEC, judge, judge_inputs, load, summarize
+from kbtool.probe.recorded import keep_superseded
 
 __all__ = ['SPEC', 'cases', 'judge', 'judge_inputs', 'run', 'summarize']
 
@@ -90,7 +91,9 @@ def grid_env_vars() -> dict[str, str]:
 
 def keep_or_copy(new: Path, dest: Path) -> None:
     """Copy a fresh grid to `dest`, unless `dest` already holds the same grid (rows, reasons, backends): a
-    release run again (a sweep with --force) leaves its recorded file, and the tests that read it, byte for byte."""
+    release run again (a sweep with --force) leaves its recorded file, and the tests that read it, byte for byte.
+    A different grid there (a newer grid version) is kept first under its digest (superseded/<sha256>-<name>,
+    kbtool.probe.recorded), where the evidence of the run that wrote it still reads it."""
     if dest.exists():
         try:
             old, fresh = load(dest), load(new)
@@ -99,6 +102,7 @@ def keep_or_copy(new: Path, dest: Path) -> None:
         same = ("vllm", "backends", "reasons", "reason_sets", "priorities", "rows")
         if all(old.get(k) == fresh.get(k) for k in same):
             return
+        keep_superseded(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(new, dest)
 

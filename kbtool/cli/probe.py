@@ -218,6 +218,15 @@ def probe_seed(
     root = _records(kb)
     entries = seeds.build(_load_kb(kb))
     old = seeds.stale(root, entries)
+    kept = seeds.held(entries)
+    if kept:
+        from kbtool.probe.recorded import SUPERSEDED
+
+        ids = sorted(kept)
+        out.print(f"{len(ids)} evidence records keep their own verdicts ({SUPERSEDED}: a later run of the release "
+                  f"replaced the grid they name and no copy is kept): {', '.join(ids[:10])}"
+                  f"{' ...' if len(ids) > 10 else ''}\n  fix: restore the grids they ran (python "
+                  "probes/_restore_superseded.py), then run this again")
     if write:
         from kbtool.store.writer import atomic_write
 

@@ -154,6 +154,8 @@ def _write(out: Path, root: Path, task: Task, files: dict[str, bytes]) -> list[s
         dest = under(base, sub)
         _mkdir(dest.parent)
         dest = under(base, sub)  # a folder made above cannot have led out
+        if base is not out and dest.is_file() and dest.read_bytes() != data:
+            _keep(base, dest)  # a grid another run wrote: its evidence reads the kept copy (kbtool.probe.recorded)
         tmp = dest.with_name(dest.name + ".part")
         try:
             tmp.write_bytes(data)
@@ -163,6 +165,21 @@ def _write(out: Path, root: Path, task: Task, files: dict[str, bytes]) -> list[s
             raise _cannot(dest, exc) from None
         written.append(str(dest))
     return written
+
+
+def _keep(base: Path, dest: Path) -> None:
+    """Keep the grid at `dest` under its digest before a task's grid replaces it; the copy checked to stay in
+    `base` as every written path is."""
+    from kbtool.probe.recorded import digest, keep_superseded, kept_copy
+
+    kept = kept_copy(dest, digest(dest))
+    under(base, kept.relative_to(base).as_posix())
+    _mkdir(kept.parent)
+    under(base, kept.relative_to(base).as_posix())  # a folder made above cannot have led out
+    try:
+        keep_superseded(dest)
+    except OSError as exc:
+        raise _cannot(kept, exc) from None
 
 
 def _cannot(path: Path, exc: OSError) -> WriteError:

@@ -133,6 +133,7 @@ def as_extended(kb: Any, changes: list[ScopeChange], pending: dict[str, set[str]
     citations to. Only the pending evidence of the release-grid probe is judged, in memory; nothing is written."""
     from kbtool.model import Evidence
     from kbtool.probe.judges import vllm_selector as vs
+    from kbtool.probe.recorded import GridSuperseded
     from kbtool.probe.rejudge import observations
 
     scopes = {ch.claim: ch.new for ch in changes if not ch.held_back or (first and ch.claim in pending)}
@@ -142,7 +143,11 @@ def as_extended(kb: Any, changes: list[ScopeChange], pending: dict[str, set[str]
         ev = kb.get(eid)
         if not isinstance(ev, Evidence) or ev.probe.id != vs.SPEC.id:
             continue
-        for v in vs.judge_as(claims, observations(ev)):
+        try:
+            judged = vs.judge_as(claims, observations(ev))
+        except GridSuperseded:
+            continue  # its grid was replaced by a later run: it says nothing here, so nothing cites it anew
+        for v in judged:
             if eid in pending.get(v["claim"], ()):
                 out.setdefault(v["claim"], {})[eid] = v["verdict"]
     return out

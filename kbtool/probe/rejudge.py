@@ -4,8 +4,9 @@ An evidence record keeps the cases of a real run and never changes; the verdicts
 that day said. The same cases judged by today's judge (a better judge, or claims whose conditions were edited)
 may say more. A record is judged again only by a probe of the same id and version (same cases, same `run`), or one that
 declares the record's version in `rejudges`;
-otherwise, or if the judge fails, its own verdicts stand. Pure apart from importing the judge modules
-(kbtool/probe/judges/); no probe program is imported.
+otherwise, or if the judge fails, its own verdicts stand. They stand too when a recorded file its cases name (a raw
+grid) no longer holds what that run wrote (kbtool.probe.recorded): a record is never judged against another run's
+grid. Pure apart from importing the judge modules (kbtool/probe/judges/); no probe program is imported.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from kbtool.errors import ProbeError
 from kbtool.model import Claim, Evidence
 from kbtool.model.evidence import VerdictEntry
 from kbtool.probe.evidence import clean_verdicts
+from kbtool.probe.recorded import GridSuperseded
 from kbtool.probe.spec import Judge, judges
 
 
@@ -51,15 +53,25 @@ def judge_env(ev: Evidence, claims: Mapping[str, Any], probe: Judge,
 def rejudge(ev: Evidence, claims: Mapping[str, Any], probes: Mapping[str, Judge],
             kb: dict[str, Any] | None = None) -> Evidence:
     """`ev` with the verdicts today's judge gives its cases, or `ev` itself when it cannot be judged again."""
+    return rejudged(ev, claims, probes, kb)[0]
+
+
+def rejudged(ev: Evidence, claims: Mapping[str, Any], probes: Mapping[str, Judge],
+             kb: dict[str, Any] | None = None) -> tuple[Evidence, str | None]:
+    """As `rejudge`, with why the record kept its own verdicts where that is worth telling: a recorded file its
+    cases name was replaced by a later run (kbtool.probe.recorded: "grid superseded, not re-judged"). None
+    otherwise (judged again, or a probe that does not judge this version again)."""
     probe = probes.get(ev.probe.id)
     if probe is None or ev.probe.version not in (probe.spec.version, *probe.spec.rejudges):
-        return ev
+        return ev, None
     try:
         raw = probe.judge(observations(ev), judge_env(ev, claims, probe, kb))
         verdicts = clean_verdicts(raw, probe.spec.claims)
+    except GridSuperseded as exc:  # never judged against a grid it did not run: its own verdicts stand
+        return ev, str(exc).split("\n", 1)[0]
     except Exception:  # a judge that cannot read an old record leaves the record's own verdicts
-        return ev
-    return ev.model_copy(update={"verdicts": [VerdictEntry.model_validate(v) for v in verdicts]})
+        return ev, None
+    return ev.model_copy(update={"verdicts": [VerdictEntry.model_validate(v) for v in verdicts]}), None
 
 
 def reads(ev: Evidence, probe: Judge | None) -> dict[str, list[str]]:

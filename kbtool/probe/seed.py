@@ -6,8 +6,10 @@ The seed (`<records>/.verdicts.json.gz`, written by `kb probe seed --write`) hol
 verdicts today's judge gave with the digests of everything it read: the judge's own code (kbtool.probe.judge_code:
 the probe module and what it imports, not every kbtool file), the claims and records it was handed, the files it
 opened (paths relative to the checkout). An entry is used only when all of them still match, so an edit that
-reaches a judge judges that probe's records again, and nothing else. CI runs `kb probe seed --check`: every entry
-is judged again from scratch and must agree, and every judged record must have one.
+reaches a judge judges that probe's records again, and nothing else. An entry whose record kept its own verdicts
+because a grid it names is gone (a later run replaced it and no copy was kept: kbtool.probe.recorded) says so
+(`held`: "grid superseded, not re-judged"). CI runs `kb probe seed --check`: every entry is judged again from
+scratch and must agree, and every judged record must have one.
 """
 
 from __future__ import annotations
@@ -98,9 +100,19 @@ class Seed:
                 "files": [local(f) for f in r["files"]]}
 
 
-def entry(ev_id: str, code: str, reads: dict[str, Any], verdicts: list[dict[str, Any]]) -> dict[str, Any]:
+def entry(ev_id: str, code: str, reads: dict[str, Any], verdicts: list[dict[str, Any]],
+          held: str | None = None) -> dict[str, Any]:
+    """A seed entry; `held`: why the record kept its own verdicts (kbtool.probe.rejudge.rejudged), when it did."""
     files = {portable(f): d for f, d in reads["files"].items()}
-    return {"evidence": ev_id, "code": code, "reads": {**reads, "files": files}, "verdicts": verdicts}
+    out = {"evidence": ev_id, "code": code, "reads": {**reads, "files": files}, "verdicts": verdicts}
+    if held:
+        out["held"] = held
+    return out
+
+
+def held(entries: dict[str, Any]) -> dict[str, str]:
+    """evidence id -> why it was not judged again ("grid superseded, not re-judged"), of the entries that say so."""
+    return {str(e["evidence"]): str(e["held"]) for e in entries.values() if isinstance(e, dict) and e.get("held")}
 
 
 def dump(entries: dict[str, Any]) -> bytes:
@@ -112,7 +124,7 @@ def dump(entries: dict[str, Any]) -> bytes:
 def build(kb: Any) -> dict[str, Any]:
     """Every evidence record of `kb` judged again from scratch (no cache, no seed), as seed entries."""
     from kbtool.model import Claim, Evidence
-    from kbtool.probe.rejudge import probes_by_id, reads, rejudge
+    from kbtool.probe.rejudge import probes_by_id, reads, rejudged
     from kbtool.probe.verdict_cache import Inputs, evidence_key, file_digest
 
     probes = probes_by_id()
@@ -123,13 +135,14 @@ def build(kb: Any) -> dict[str, Any]:
         probe, digest = probes.get(ev.probe.id), code.digest(ev.probe.id)
         if probe is None or digest is None:
             continue  # not judged again: its own verdicts stand, no seed needed
-        verdicts = [v.model_dump(mode="json") for v in rejudge(ev, claims, probes).verdicts]
+        again, why = rejudged(ev, claims, probes)
+        verdicts = [v.model_dump(mode="json") for v in again.verdicts]
         deps = reads(ev, probe)
         got = {"claims": deps["claims"], "claims_digest": inputs.contexts(deps["claims"]),
                "subjects": deps["subjects"], "subjects_digest": inputs.subjects(deps["subjects"]),
                "kinds": deps["kinds"], "kinds_digest": inputs.kinds(deps["kinds"]),
                "files": {f: file_digest(f) for f in deps["files"]}}
-        out[evidence_key(ev)] = entry(ev.id, digest, got, verdicts)
+        out[evidence_key(ev)] = entry(ev.id, digest, got, verdicts, why)
     return out
 
 

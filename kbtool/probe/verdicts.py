@@ -339,7 +339,9 @@ def _block(
         if v["status"] in agree:
             ids += [i for i in v["evidence"] if i not in ids]
     if status == "disputed" or status == str(original.verification.status):
-        ids = list(dict.fromkeys([*old.get("evidence", []), *ids]))  # earlier evidence for the same status stays
+        # earlier evidence for the same status stays (in its order), unless it was judged again now and no longer
+        # says so (a record whose grid a later run replaced, read as it ran: kbtool.probe.recorded)
+        ids = list(dict.fromkeys([*(i for i in old.get("evidence", []) if i not in applied or i in ids), *ids]))
     block: dict[str, Any] = {"status": status, "evidence": ids}
     lines = [f"{_scope_text(v['scope'])}: {v['status']}" for v in verdicts]
     block["reason"] = ("; ".join(lines) + (" | " + verdicts[-1]["reason"] if verdicts else ""))[:1500]

@@ -205,3 +205,16 @@ def test_a_later_engine_run_replaces_the_verdict_of_its_scope_instead_of_adding_
     second, _ = run([again], [engine_evidence("contradicted", "e2")])
     verdicts = second[0].verification["verdicts"]
     assert len(verdicts) == 1 and verdicts[0]["status"] == "refuted" and verdicts[0]["evidence"] == ["e2"]
+
+
+def test_earlier_evidence_judged_again_that_no_longer_says_so_is_dropped() -> None:
+    """A record cited for a verdict and judged again now without it (its recorded grid read as its run wrote it,
+    not as a later run replaced it: kbtool.probe.recorded) is no longer cited; one not judged again stays."""
+    old = {"status": "verified", "evidence": ["e9", "e0", "e1"], "checked": "2026-11-01",
+           "verdicts": [{"scope": {"sm": "sm90"}, "status": "verified", "evidence": ["e0", "e1"], "reason": "r"}]}
+    ups, _ = run([claim("k", verification=old)],
+                 [evidence([("k", "inconclusive")], id_="e0"), evidence([("k", "confirmed")], id_="e1")])
+    (u,) = ups
+    assert u.new_status == "verified"
+    assert u.verification["evidence"] == ["e9", "e1"]
+    assert [v["evidence"] for v in u.verification["verdicts"]] == [["e1"]]

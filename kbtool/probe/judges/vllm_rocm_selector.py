@@ -18,6 +18,7 @@ from collections import Counter
 from typing import Any
 
 from kbtool.probe.judges.vllm_selector import _raw, load, rows
+from kbtool.probe.recorded import GridSuperseded, verified
 from kbtool.probe.spec import ProbeSpec
 
 SPEC = ProbeSpec(
@@ -43,7 +44,10 @@ def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[s
         m = obs.get("metrics") or {}
         if obs.get("outcome") != "OK" or not m.get("raw"):
             continue
-        doc = load(_raw(m["raw"]))
+        try:
+            doc = load(verified(_raw(m["raw"]), m.get("sha256"), str(m["raw"])))
+        except GridSuperseded:
+            return {}  # replaced by a later run: the record's own summary, written when it ran, holds
         version = version or str(doc["vllm"])
         sel = Counter((p["cc"], p["layout"], str(p["selected"])) for p in rows(doc))
         for (arch, layout, chosen), n in sorted(sel.items()):

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.probe.judges import REPO
+from kbtool.probe.recorded import GridSuperseded, resolved, verified
 from kbtool.probe.spec import ProbeSpec
 
 ROOT = REPO
@@ -442,12 +443,15 @@ def _label(p: dict[str, Any]) -> str:
 
 
 def _points(observations: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
+    """The release and the grid points of the cases' recorded grids, each as the bytes its case's run wrote (the
+    case's sha256): the named file, or the copy kept when a later run of the release replaced it; GridSuperseded
+    (kbtool.probe.recorded) when neither is there, so a record is never judged against a grid it did not run."""
     version, points = None, []
     for obs in observations:
         m = obs.get("metrics") or {}
         if obs.get("outcome") != "OK" or not m.get("raw"):
             continue
-        doc = load(_raw(m["raw"]))
+        doc = load(verified(_raw(m["raw"]), m.get("sha256"), str(m["raw"])))
         version = version or str(doc["vllm"])
         points += rows(doc)
     return version, points
@@ -487,13 +491,20 @@ def judge_as(claims: list[dict[str, Any]], observations: list[dict[str, Any]]) -
 
 def judge_inputs(observations: list[dict[str, Any]]) -> dict[str, list[str]]:
     """What `judge` reads besides its cases (the verdict cache's key, kbtool.probe.rejudge.reads): the claims of every
-    subject it may judge as a vLLM backend, the engine-backend records, and the recorded grids the cases name."""
-    raw = [str(_raw(m["raw"])) for o in observations if (m := o.get("metrics") or {}).get("raw")]
+    subject it may judge as a vLLM backend, the engine-backend records, and the recorded grids the cases name (the
+    kept copy where a later run replaced one: kbtool.probe.recorded)."""
+    raw = [str(resolved(_raw(m["raw"]), m.get("sha256"))) for o in observations
+           if (m := o.get("metrics") or {}).get("raw")]
     return {"subjects": sorted(backends_of()), "kinds": ["engine-backend"], "files": raw}
 
 
 def summarize(observations: list[dict[str, Any]], env: dict[str, Any]) -> dict[str, Any]:
-    version, points = _points(observations)
+    """The selection table and per-claim outcomes of the run's grids; {} when a grid was replaced since (the
+    record's own summary, written when it ran, is the one that holds)."""
+    try:
+        version, points = _points(observations)
+    except GridSuperseded:
+        return {}
     if version is None:
         return {}
     sel = Counter((p["cc"], p["layout"], str(p["selected"])) for p in points)
