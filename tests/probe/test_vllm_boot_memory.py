@@ -375,7 +375,8 @@ def test_a_v2_answer_with_graphs_says_the_compiled_peak_is_not_modelled() -> Non
 
 def test_the_graph_estimate_is_the_mean_of_the_releases_own_boots() -> None:
     """A release's `accounting.graph_estimate_gib` is the mean CUDA-graph estimate its own recorded boots logged
-    (graphs on): it follows the boots, so a new boot of that release moves it here first."""
+    (graphs on, vLLM's default max_num_seqs): it follows the boots, so a new boot of that release moves it here
+    first. Boots at a smaller max_num_seqs capture fewer graphs; kb scales the mean to them (pool.graph_shape)."""
     from statistics import mean
 
     import yaml
@@ -387,7 +388,32 @@ def test_the_graph_estimate_is_the_mean_of_the_releases_own_boots() -> None:
             continue
         release = path.stem.removeprefix("vllm-")
         seen = [m["cudagraph_estimate_gib"] for _n, p, m, env in BOOTS if env["libraries"]["vllm"] == release
-                and not p.get("enforce_eager") and (m.get("cudagraph_estimate_gib") or 0) > 0]
+                and not p.get("enforce_eager") and (m.get("cudagraph_estimate_gib") or 0) > 0
+                and "max_num_seqs" not in (p.get("engine_args") or {})]
         assert len(seen) >= 3 and abs(fact["value"] - mean(seen)) < 0.001, (release, fact["value"], seen)
         recorded += 1
     assert recorded >= 1
+
+
+def test_the_graph_estimate_follows_vllms_capture_sizes() -> None:
+    """Every boot that logged vLLM's estimate per mode: kb's capture sizes give its graph counts and largest sizes
+    (PIECEWISE at every size, FULL up to max_num_seqs), vLLM's total is max(first captures) + (n - 1) x per graph
+    per mode, and the shape kb scales by (pool.graph_shape) is within 5% of Qwen3-30B-A3B's logged totals."""
+    seen = 0
+    for name, p, m, _env in BOOTS:
+        prof = m.get("cudagraph_profile")
+        if not prof:
+            continue
+        seqs = (p.get("engine_args") or {}).get("max_num_seqs", 1024)
+        largest = min(8192, seqs * 2, 512)
+        sizes = vllm_pool.capture_sizes(largest, 8192)
+        full = [x for x in sizes if x <= seqs]
+        assert (prof["PIECEWISE"]["graphs"], prof["PIECEWISE"]["largest"]) == (len(sizes), sizes[-1]), name
+        assert (prof["FULL"]["graphs"], prof["FULL"]["largest"]) == (len(full), full[-1]), name
+        total = max(v["first_capture_mib"] for v in prof.values()) + sum(
+            v["per_graph_mib"] * (v["graphs"] - 1) for v in prof.values())
+        assert total / 1024 == pytest.approx(m["cudagraph_estimate_gib"], abs=0.001), name
+        if p["model"] == "qwen3-30b-a3b":
+            assert vllm_pool.graph_shape(largest, seqs, 8192) == pytest.approx(total, rel=0.05), name
+        seen += 1
+    assert seen >= 3

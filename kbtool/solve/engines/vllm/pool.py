@@ -111,8 +111,9 @@ class Accounting:
     How "GPU KV cache size" is computed is the planning line's (planning.Planning.tokens).
     """
 
-    __slots__ = ("encoder_pass", "encoder_pass_where", "graph_estimate", "graphs", "mxfp4_bias_fp32",
-                 "mxfp4_scale_align", "mxfp4_scales_kept", "recheck", "release", "v2", "v2_sampler")
+    __slots__ = ("capture_by_architecture", "capture_ceiling", "encoder_pass", "encoder_pass_where",
+                 "graph_estimate", "graphs", "mxfp4_bias_fp32", "mxfp4_scale_align", "mxfp4_scales_kept", "recheck",
+                 "release", "v2", "v2_sampler")
 
     def __init__(self, release: str, row: dict[str, Any]) -> None:
         acct, d = row.get("accounting") or {}, row["defaults"]
@@ -135,6 +136,9 @@ class Accounting:
         self.encoder_pass_where = str(enc[1]) if enc and enc[1] else None  # its citation; None: not read
         est = (acct.get("graph_estimate_gib") or (None,))[0]
         self.graph_estimate = round(float(est) * GIB) if est is not None else None  # its own boots' mean, else None
+        # the largest CUDA-graph capture size's rule (defaults.capture_max), which sets how many graphs vLLM captures
+        self.capture_ceiling = int((d.get("cudagraph_capture_ceiling") or (512,))[0])
+        self.capture_by_architecture: dict[str, int] = dict((d.get("cudagraph_capture_by_architecture") or ({},))[0])
         listed: list[str] = (d.get("model_runner_v2_architectures") or ([], ""))[0]
         self.v2: frozenset[str] | str = "all" if d["model_runner"][0] == "V2" else frozenset(listed)
 
@@ -224,8 +228,15 @@ def _text_activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_s
     moe_words = f" + MoE workspace {moe / 1e9:,.2f} GB" if moe else ""
     if (run or runner(model, acct)) == "V2":
         return v2_activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, moe)
-    return int(max_num_seqs * vocab * V1_SAMPLER_BYTES + moe), (f"V1 runner: sampler {max_num_seqs} x {vocab:,} x "
-                                                                f"15 B{moe_words}")
+    # V1's profile run is the same forward over max_num_batched_tokens, then the sampler over max_num_seqs rows: the
+    # larger sets the peak. At vLLM's default 1,024 rows the sampler does for every recorded model; at 1 or 32 rows
+    # the forward did (Qwen3-30B-A3B on 0.26.0: 0.87 GiB logged, evidence 2026-12-07-nvidia-h100-sxm-vllm-boot-4/-5)
+    samp = int(max_num_seqs * vocab * V1_SAMPLER_BYTES + moe)
+    fwd, fwd_words = forward_bytes(model, batched_tokens, tp, moe)
+    words = f"sampler {max_num_seqs} x {vocab:,} x 15 B{moe_words}"
+    if fwd > samp:
+        return fwd, f"V1 runner: max(forward: {fwd_words} = {fwd / 1e9:,.2f} GB, {words} = {samp / 1e9:,.2f} GB)"
+    return samp, f"V1 runner: {words}"
 
 
 def v2_activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, tp: int, acct: Accounting,
@@ -253,27 +264,36 @@ def v2_activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs
     Gemma-3-12B 1.03 -> 1.99 GiB, DeepSeek-V2-Lite none: tests/probe/test_vllm_boot_memory.py)."""
     arch = getattr(model, "architecture", None)
     hidden = int(model.hidden_size or 4096)
-    inter = math.ceil((model.intermediate_size or 4 * hidden) / tp)
     vocab = model.vocab_size or 128_000
     t, r = batched_tokens, max_num_seqs
-    quant = getattr(model, "weight_dtype", None)
-    cublas = quant in (None, "bf16", "fp16", "fp32")
-    live = hidden_live(arch)
-    fwd = ACT_BYTES * t * (3 * inter + live * hidden) + (CUBLAS_WORKSPACE_BYTES if cublas else 0) + moe
-    quant_words = ""
-    if quant in ("fp8", "fp8_e4m3"):
-        fwd += t * inter + t * (inter // 128) * 4
-        quant_words = " + fp8 copy of [T,I]"
+    fwd, fwd_words = forward_bytes(model, batched_tokens, tp, moe)
     per = max(acct.v2_sampler, 2.0 * ACT_BYTES) if arch in LOGIT_SOFTCAP else acct.v2_sampler
     if acct.v2_sampler == V1_SAMPLER_BYTES:  # "full": the V1 runner's sampler, whose constant holds all of it
         samp = r * vocab * per
     else:
         samp = r * vocab * per + ACT_BYTES * (t + r) * hidden + CUBLAS_WORKSPACE_BYTES
-    moe_words = f" + MoE workspace {moe / 1e9:,.2f} GB" if moe else ""
-    words = (f"V2 runner: max(forward: MLP {t:,} x (3 x {inter:,} + {live} x {hidden:,}) x 2 B{quant_words}"
-             f"{' + cuBLAS workspace' if cublas else ''}{moe_words} = {fwd / 1e9:,.2f} GB, sampler: logits {r} x "
+    words = (f"V2 runner: max(forward: {fwd_words} = {fwd / 1e9:,.2f} GB, sampler: logits {r} x "
              f"{vocab:,} x {per:g} B + hidden states = {samp / 1e9:,.2f} GB)")
     return int(max(fwd, samp)), words
+
+
+def forward_bytes(model: Model | ModelV, batched_tokens: int, tp: int, moe: int = 0) -> tuple[int, str]:
+    """The profile forward's peak over T = max_num_batched_tokens (v2_activation_bytes says what it holds), and how
+    it was computed; `moe`: the fused-MoE workspace (moe_workspace_bytes)."""
+    hidden = int(model.hidden_size or 4096)
+    inter = math.ceil((model.intermediate_size or 4 * hidden) / tp)
+    t = batched_tokens
+    quant = getattr(model, "weight_dtype", None)
+    cublas = quant in (None, "bf16", "fp16", "fp32")
+    live = hidden_live(getattr(model, "architecture", None))
+    fwd = ACT_BYTES * t * (3 * inter + live * hidden) + (CUBLAS_WORKSPACE_BYTES if cublas else 0) + moe
+    quant_words = ""
+    if quant in ("fp8", "fp8_e4m3"):
+        fwd += t * inter + t * (inter // 128) * 4
+        quant_words = " + fp8 copy of [T,I]"
+    moe_words = f" + MoE workspace {moe / 1e9:,.2f} GB" if moe else ""
+    return int(fwd), (f"MLP {t:,} x (3 x {inter:,} + {live} x {hidden:,}) x 2 B{quant_words}"
+                      f"{' + cuBLAS workspace' if cublas else ''}{moe_words}")
 
 
 def hidden_live(arch: str | None) -> int:
@@ -284,12 +304,62 @@ def hidden_live(arch: str | None) -> int:
     return 5 if arch in GEMMA_NORM else HIDDEN_LIVE_DEFAULT
 
 
-def graph_bytes(acct: Accounting, run: str, eager: bool) -> int:
+def capture_sizes(largest: int, batched_tokens: int) -> list[int]:
+    """vLLM's default CUDA-graph capture sizes up to `largest`: 1, 2, 4, every 8 below 256, every 16 from 256, and
+    max_num_batched_tokens where it is within (config/vllm.py:1819-1844 in 0.26.0)."""
+    sizes = [i for i in (1, 2, 4) if i <= largest]
+    if largest >= 8:
+        sizes += range(8, min(largest + 1, 256), 8)
+    if largest >= 256:
+        sizes += range(256, largest + 1, 16)
+    if batched_tokens <= largest:
+        sizes.append(batched_tokens)
+    return sorted(set(sizes))
+
+
+# vLLM's CUDA-graph estimate (v1/worker/gpu_model_runner.py profile_cudagraph_memory, 6576-6742 in 0.26.0; the same
+# code in 0.24.0 and 0.33.0): per mode, the largest size's capture plus (n - 1) x the second largest's, FULL and
+# PIECEWISE overlaid (the larger first capture counts once). Its terms as Qwen3-30B-A3B's three 0.26.0 H100 boots
+# logged them (evidence 2026-12-07-nvidia-h100-sxm-vllm-boot-4 and -5, max_num_seqs 1, 32 and 1024): PIECEWISE's
+# first capture 42 MiB at 2 tokens to 102 MiB at 512, 6 MiB per further graph; FULL's 2, 18 and 258 MiB at 1, 32
+# and 512 tokens, 2 MiB per further graph. Only their shape is used (graph_bytes): one model's, so it scales a
+# release's own mean, never replaces it.
+GRAPH_SHAPE_MIB = {"piecewise_first": 42.0, "piecewise_first_per_token": 0.117, "piecewise_per_graph": 6.0,
+                   "full_first_per_token": 0.5, "full_per_graph": 2.0}
+DEFAULT_CAPTURE = (512, 1024, 8192)  # largest size, max_num_seqs, max_num_batched_tokens of the boots the mean is of
+
+
+def graph_shape(largest: int, max_num_seqs: int, batched_tokens: int) -> float:
+    """vLLM's estimate in MiB for these capture sizes, with GRAPH_SHAPE_MIB's terms: PIECEWISE graphs at every size,
+    FULL ones at the sizes up to max_num_seqs (v1/cudagraph_dispatcher.py:189-231 in 0.26.0)."""
+    c = GRAPH_SHAPE_MIB
+    pw = capture_sizes(largest, batched_tokens)
+    full = [x for x in pw if x <= max_num_seqs]
+    first = max(c["piecewise_first"] + c["piecewise_first_per_token"] * pw[-1],
+                c["full_first_per_token"] * (full[-1] if full else 0))
+    return first + c["piecewise_per_graph"] * (len(pw) - 1) + c["full_per_graph"] * max(len(full) - 1, 0)
+
+
+def capture_largest(acct: Accounting, model: Model | ModelV | None, max_num_seqs: int, batched_tokens: int) -> int:
+    """The largest capture size vLLM resolves (defaults.capture_max, without the cc 10.x prefill line)."""
+    own = acct.capture_by_architecture.get(str(getattr(model, "architecture", None) or ""))
+    if own is not None:
+        return min(batched_tokens, own)
+    return min(batched_tokens, max_num_seqs * 2, acct.capture_ceiling)
+
+
+def graph_bytes(acct: Accounting, run: str, eager: bool, capture: tuple[int, int, int] | None = None) -> int:
     """The CUDA-graph memory vLLM takes off before the KV pool is final: kb's estimate (GRAPH_ESTIMATE_BYTES) where
-    the release subtracts graphs for this runner, estimated or measured after capture ("measured"); 0 eager."""
+    the release subtracts graphs for this runner, estimated or measured after capture ("measured"); 0 eager.
+    `capture` (largest size, max_num_seqs, max_num_batched_tokens): where the release's own boots give its mean,
+    that mean is scaled to these capture sizes by vLLM's estimate's shape (graph_shape), never above it."""
     if eager or acct.graphs not in ("all", "measured", run):
         return 0
-    return acct.graph_estimate if acct.graph_estimate is not None else GRAPH_ESTIMATE_BYTES
+    if acct.graph_estimate is None:
+        return GRAPH_ESTIMATE_BYTES
+    if capture is None:
+        return acct.graph_estimate
+    return round(acct.graph_estimate * min(1.0, graph_shape(*capture) / graph_shape(*DEFAULT_CAPTURE)))
 
 
 def graph_words(acct: Accounting) -> str:
@@ -308,12 +378,18 @@ def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp
     acct = acct or accounting(None)
     run = run or runner(model, acct)
     act, how = activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run, mm=mm)
-    graphs = graph_bytes(acct, run, eager)
+    capture = (capture_largest(acct, model, max_num_seqs, batched_tokens), max_num_seqs, batched_tokens)
+    graphs = graph_bytes(acct, run, eager, capture)
     words = f"{how} = {act / 1e9:,.2f} GB; non-torch {NON_TORCH_BYTES / 1e9:.2f} GB"
     if graphs and acct.graphs == "measured" and extensible:
         words += (f"; CUDA graphs {graph_words(acct)} (vLLM {acct.release} measures the graphs it captures after "
                   "warm-up and takes them off the extensible cache, not off the capacity its first start-up check "
                   "plans on)")
+    elif graphs and acct.graph_estimate is not None and graphs < acct.graph_estimate:
+        n = len(capture_sizes(capture[0], batched_tokens))
+        words += (f"; CUDA graphs {graphs / GIB:.2f} GiB: {graph_words(acct)}, scaled to the {n} capture sizes up to "
+                  f"{capture[0]} as vLLM's estimate scales on Qwen3-30B-A3B's boots ({run} runner: vLLM "
+                  f"{acct.release} subtracts its estimate)")
     elif graphs:
         words += f"; CUDA graphs {graph_words(acct)} ({run} runner: vLLM {acct.release} subtracts its estimate)"
     elif eager:
