@@ -12,9 +12,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-TUNED = ("-instruct-2507", "-thinking-2507", "-instruct", "-thinking", "-chat", "-it", "-base", "-hf")
+TUNED = ("-instruct", "-thinking", "-chat", "-it", "-base", "-hf")
 """Name endings of a release tuned from (or the base of) a model with the same config shapes: Qwen/Qwen3-Next-80B-
-A3B-Instruct is qwen3-next-80b-a3b. Quantized releases (-FP8, -AWQ) are QUANT_TOKENS below: their weights differ."""
+A3B-Instruct is qwen3-next-80b-a3b. Quantized releases (-FP8, -AWQ) are QUANT_TOKENS below: their weights differ.
+A release named by its year and month (`-Instruct-2507`) is not a tuning ending: see `release_at`."""
 
 QUANT_TOKENS: dict[str, str | None] = {
     "fp8": "fp8", "nvfp4": "nvfp4", "fp4": "nvfp4", "mxfp4": "mxfp4",
@@ -163,27 +164,49 @@ def exact(names: dict[str, str], ids: Iterable[str], plain: Iterable[str]) -> tu
     return None
 
 
-def revision_at(low: str) -> int | None:
-    """Where a dated re-release ending starts in `low` (its '-'), else None: MMDD (DeepSeek-R1-0528,
-    DeepSeek-V3-0324) or YYMM from 2024 to 2029 (-2507, -2501)."""
+def _dated(low: str) -> tuple[int, bool] | None:
+    """(where a date ending starts in `low`, whether it is YYMM) for a name ending in -MMDD or -YYMM, else None."""
     head, sep, tail = low.rpartition("-")
     if not sep or len(tail) != 4 or not (tail.isascii() and tail.isdigit()):
         return None
     a, b = int(tail[:2]), int(tail[2:])
-    return len(head) if (1 <= a <= 12 and 1 <= b <= 31) or (24 <= a <= 29 and 1 <= b <= 12) else None
+    if 1 <= a <= 12 and 1 <= b <= 31:
+        return len(head), False
+    return (len(head), True) if 24 <= a <= 29 and 1 <= b <= 12 else None
+
+
+def revision_at(low: str) -> int | None:
+    """Where a dated ending starts in `low` (its '-'), else None: MMDD (DeepSeek-R1-0528, DeepSeek-V3-0324) or YYMM
+    from 2024 to 2029 (-2507, -2501)."""
+    got = _dated(low)
+    return got[0] if got else None
+
+
+def release_at(low: str) -> int | None:
+    """Where a year-and-month release ending (-YYMM, 2024 to 2029: Qwen3-30B-A3B-Instruct-2507,
+    Mistral-Small-3.1-24B-Instruct-2503) starts in `low`, else None. Such a name is a new version of the model, not a
+    checkpoint of the same config: Qwen3's 2507 releases have a 262,144-token native context where Qwen3-30B-A3B and
+    Qwen3-235B-A22B have 40,960 (the 2507 model card; the records' configs), and Mistral-Small-3.1-2503 adds a vision
+    tower to 3-2501's text model. So `untuned` never takes it off: such a name answers from a record only where the
+    record names it (an alias), and kbtool/solve/modelref.py refuses the rest, naming the config to fetch
+    (`dated_release`). A month-and-day ending (-0528, -0324) is DeepSeek's name for an updated checkpoint of the
+    same architecture, taken off as before."""
+    got = _dated(low)
+    return got[0] if got and got[1] else None
 
 
 def untuned(low: str) -> list[str]:
-    """`low` and what is left of it as tuning endings and a dated revision are taken off one by one
-    (`llama-2-7b-chat-hf` -> `llama-2-7b-chat` -> `llama-2-7b`; `deepseek-r1-0528` -> `deepseek-r1`)."""
+    """`low` and what is left of it as tuning endings and a month-and-day revision are taken off one by one
+    (`llama-2-7b-chat-hf` -> `llama-2-7b-chat` -> `llama-2-7b`; `deepseek-r1-0528` -> `deepseek-r1`). A year-and-
+    month release ending (`-2507`) stops it (`release_at`)."""
     out = [low]
     while True:
         tail = next((t for t in TUNED if out[-1].endswith(t) and len(out[-1]) > len(t)), None)
         if tail is None:
-            at = revision_at(out[-1])
-            if not at:
+            got = _dated(out[-1])
+            if not got or got[1]:
                 return out
-            out.append(out[-1][:at])
+            out.append(out[-1][:got[0]])
             continue
         out.append(out[-1][:-len(tail)])
 
@@ -221,4 +244,26 @@ def stripped(names: dict[str, str], plain: Iterable[str]) -> tuple[str, str, str
                 rid = names.get(cand) or by_tail.get(cand)
                 if rid is not None and (ending is not None or cand != text.lower()):
                     return rid, text, fmt, ending
+    return None
+
+
+def dated_release(names: dict[str, str], plain: Iterable[str]) -> tuple[str, str, str] | None:
+    """(record id, the name, its release ending, e.g. '-2507') for the first name that would name a record once a
+    year-and-month release ending (and the tuning endings and quantization ending around it) were taken off: the
+    record of an earlier version, which kb does not answer for this one (`release_at`)."""
+    by_tail = tails(names)
+    for text in plain:
+        low = text.lower()
+        got = quant_ending(low)
+        if got is not None:
+            low = low[:got[0]]
+        for spelled in spellings(low):
+            for cand in untuned(spelled):
+                at = release_at(cand)
+                if at is None:
+                    continue
+                for base in untuned(cand[:at]):
+                    rid = names.get(base) or by_tail.get(base)
+                    if rid is not None:
+                        return rid, text, cand[at:]
     return None

@@ -113,6 +113,27 @@ def _quantized(img: Models, rid: str, fmt: str | None, ending: str | None, how: 
     return img.add_model(row, origin=f"{rid} with {fmt} weights (the name's '{ending}'){how}")
 
 
+def _dated_refusal(img: Models, texts: list[str], what: str, fetch: str) -> None:
+    """Raise UsageError where a name is a year-and-month release (`-2507`) of a model kb records only in an earlier
+    version (kbtool/solve/modelname.py `release_at`): kb does not answer from the earlier version's config, whose
+    context (and more) the release may have changed; the error names both and the config to fetch."""
+    from kbtool.errors import UsageError
+    from kbtool.solve.modelname import dated_release
+
+    hit = dated_release(img.names("model"), texts)
+    if hit is None:
+        return
+    rid, text, ending = hit
+    ctx = img.model_row(rid).get("max_context")
+    held = f" ({ctx:,} tokens of context)" if isinstance(ctx, int) else ""
+    raise UsageError(f"--model: {what}: '{text}' is the {ending} release of a model kb records as {rid}{held}, but a "
+                     f"release named by year and month is a new version whose config.json can differ from the earlier "
+                     f"one's (Qwen3-30B-A3B-Instruct-2507 has a 262,144-token context where Qwen3-30B-A3B has 40,960), "
+                     f"so kb does not answer from {rid}'s",
+                     fix=f"{fetch} into the Hugging Face cache (on a machine with network), then ask again; or give "
+                     f"--model PATH/config.json; --model {rid} answers for {rid}'s own config")
+
+
 def _cached(img: Models, row_of: RowOf, ids: list[str], names: list[str], how: str) -> str | None:
     """A config the standard Hugging Face cache holds for one of the ids, else for a repository of that name."""
     from kbtool.store.hfcache import cached_repos
@@ -155,8 +176,9 @@ def _path_elsewhere(img: Models, key: str, row_of: RowOf) -> str:
     if near is not None:
         rid, text, fmt, ending = near
         return _quantized(img, rid, fmt, ending, how(text))
-    tried = ", ".join(f"'{t}'" for t in [*ids, *names])
     fetch = f"`hf download {fetch_id(parts)} config.json`"
+    _dated_refusal(img, names, f"{key} {here}", fetch)
+    tried = ", ".join(f"'{t}'" for t in [*ids, *names])
     raise UsageError(f"--model: {key} {here}, and its folder names ({tried}) match no KB record or "
                      f"alias, with or without a quantization ending, nor a model in the Hugging Face cache "
                      f"({hub_cache()})", fix="give --model ID (`kb list model` lists them), or the model's "
@@ -168,12 +190,17 @@ def _hf_id(img: Models, key: str, row_of: RowOf) -> str:
     the Hub; where neither has it, a record whose ORG/NAME alias has the same NAME under another org (a re-upload:
     NousResearch/, unsloth/, RedHatAI/), else a record its name names once a quantization ending is taken off."""
     from kbtool.errors import UsageError
-    from kbtool.solve.modelname import untuned
+    from kbtool.solve.modelname import revision_at, untuned
 
     names = img.names("model")
     last = key.rsplit("/", 1)[-1].lower()
-    for cand in untuned(last):  # an instruction-tuned or base release has its base model's shapes
+    steps = untuned(last)
+    for i, cand in enumerate(steps):  # an instruction-tuned or base release has its base model's shapes
         if cand in names:
+            if any(revision_at(s) is not None for s in steps[:i]):  # a month-and-day checkpoint: say so
+                rid = names[cand]
+                img.note_origin(rid, f"{rid}, recognised from the name {key} as a dated checkpoint of the same "
+                                f"architecture: {rid}'s config assumed (`hf download {key} config.json` gives its own)")
             return names[cand]
     from kbtool.store.hub import fetch_config
 
@@ -193,6 +220,8 @@ def _hf_id(img: Models, key: str, row_of: RowOf) -> str:
             return hit[0]
         near = stripped(names, [key.rsplit("/", 1)[-1]])
         if near is None:
+            _dated_refusal(img, [key.rsplit("/", 1)[-1]], f"{key} is not in the Hugging Face cache and kb is offline "
+                           "or could not fetch it", f"`hf download {key} config.json`")
             raise
         rid, _, fmt, ending = near
         return _quantized(img, rid, fmt, ending, f", recognised from the name {key}: {why}")
@@ -225,4 +254,5 @@ def resolve_model(img: Models, name: str, row_of: RowOf) -> str | None:
     near = stripped(img.names("model"), [key])
     if near is not None:
         return _quantized(img, near[0], near[2], near[3], f", recognised from the name '{key}'; --model ID overrides")
+    _dated_refusal(img, [key], f"'{key}' names no record", f"`hf download ORG/{key} config.json`")
     return None

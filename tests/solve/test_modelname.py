@@ -80,7 +80,11 @@ NAMES = {"qwen3-30b-a3b": "qwen3-30b-a3b", "qwen/qwen3-30b-a3b": "qwen3-30b-a3b"
     ("Llama-3.3-70B-Instruct.quantized", None),
     # tuning endings and a dated re-release, one after another, with no quantization ending
     ("Llama-3.3-70B-Instruct-chat-hf", ("llama-3.3-70b", "Llama-3.3-70B-Instruct-chat-hf", None, None)),
-    ("Qwen3-30B-A3B-2507", ("qwen3-30b-a3b", "Qwen3-30B-A3B-2507", None, None)),
+    # a year-and-month release (-2507) is a new version, not the record's config (release_at): no match; a
+    # month-and-day checkpoint (-0528) still is the record's
+    ("Qwen3-30B-A3B-2507", None),
+    ("Qwen3-30B-A3B-Instruct-2507-FP8", None),
+    ("Qwen3-30B-A3B-0528", ("qwen3-30b-a3b", "Qwen3-30B-A3B-0528", None, None)),
     ("Qwen3-31B-A3B-FP8", None),
     ("Qwen3-30B-A3B", None),  # a name that is a record needs no stripping: exact() takes it
 ])
@@ -100,6 +104,39 @@ def test_untuned_takes_endings_off_one_by_one() -> None:
     assert untuned("llama-2-7b-chat-hf") == ["llama-2-7b-chat-hf", "llama-2-7b-chat", "llama-2-7b"]
     assert untuned("deepseek-r1-0528") == ["deepseek-r1-0528", "deepseek-r1"]
     assert untuned("qwen3-8b") == ["qwen3-8b"] and untuned("x-1234") == ["x-1234"]  # 1234: not a date
+    assert untuned("qwen3-30b-a3b-instruct-2507") == ["qwen3-30b-a3b-instruct-2507"]  # YYMM: a new version
+
+
+@pytest.mark.parametrize("model", [
+    "/mnt/general/models/Qwen3-30B-A3B-Instruct-2507-FP8",  # vllm#22306's folder
+    "Qwen/Qwen3-30B-A3B-Instruct-2507", "Qwen/Qwen3-30B-A3B-Thinking-2507-FP8",
+    "Qwen/Qwen3-235B-A22B-Instruct-2507", "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "Qwen3-30B-A3B-Instruct-2507",
+])
+def test_a_2507_release_is_not_answered_from_the_original_record(model: str) -> None:
+    """Qwen3's 2507 releases have a 262,144-token native context (the Qwen3-30B-A3B-Instruct-2507 model card) where
+    the records of Qwen3-30B-A3B and Qwen3-235B-A22B hold their originals' 40,960: answered from those records, kb
+    refused vllm#22306's --max-model-len 64000 for a model that takes it. Offline with no config of the release, kb
+    now refuses and names the record it will not assume and the config to fetch."""
+    r = run_kb("query", "--gpu", "h100", "--gpus", "8", "--model", model, "--vllm-args",
+               f"serve {model} --max-model-len 64000", "--json", env=OFFLINE)
+    assert r.code == 2, r.out
+    err = r.err
+    assert "-2507 release of a model kb records as qwen3-" in err and "40,960 tokens of context" in err, err
+    assert "\n  fix: `hf download " in err and "-2507" in err.split("fix:")[1], err
+
+
+def test_a_2507_release_answers_from_its_own_config_in_the_cache(tmp_path: Path) -> None:
+    """With the release's own config.json in the Hugging Face cache, the name is read from it (its context), not
+    from the original's record."""
+    cfg = json.loads((ROOT / "tests/data/hf-configs/qwen3-30b-a3b/config.json").read_text(encoding="utf-8"))
+    cfg["max_position_embeddings"] = 262144  # the release's context; everything else as the original's
+    hf_cache(tmp_path, "Qwen/Qwen3-30B-A3B-Instruct-2507", {"config.json": json.dumps(cfg).encode()})
+    r = run_kb("query", "--gpu", "h100", "--gpus", "8", "--model", "Qwen/Qwen3-30B-A3B-Instruct-2507",
+               "--vllm-args", "serve Qwen/Qwen3-30B-A3B-Instruct-2507 --max-model-len 64000", "--json",
+               env={**OFFLINE, "HF_HUB_CACHE": str(tmp_path)})
+    assert r.code == 0, r.err
+    a = json.loads(r.out)
+    assert a["query"]["model"] != "qwen3-30b-a3b" and a["verdict"] == "yes", a["verdict"]
 
 
 def _query(model: str, env: dict[str, str] | None = None) -> tuple[int, dict, str]:
