@@ -20,7 +20,7 @@ KEEP = ("attention_backend", "attention_backends_all", "mla_prefill_backend", "f
         "weights_gib", "activation_peak_gib", "non_torch_gib", "cudagraph_estimate_gib", "cudagraph_actual_gib",
         "requested_gib", "available_kv_gib", "block_size", "num_gpu_blocks", "kv_cache_tokens", "max_concurrency",
         "kv_cache_groups", "padding_lines", "kv_tokens_line", "concurrency_line", "graph_capture_s",
-        "held_before_snapshot_gib", "module_tensors_gib", "cudagraph_profile")
+        "held_before_snapshot_gib", "module_tensors_gib", "cudagraph_profile", "encoder_profile")
 
 
 def cases() -> list[dict[str, Any]]:

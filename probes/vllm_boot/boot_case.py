@@ -151,6 +151,10 @@ PATTERNS = [
     # vLLM's CUDA-graph estimate per mode: the largest size's capture + (n - 1) x the second size's
     # (v1/worker/gpu_model_runner.py profile_cudagraph_memory, 6576-6742 in 0.26.0; the same code in 0.24.0 and 0.33.0)
     ("cg_profile_sizes", r"Profiling CUDA graph memory: (.*)$"),
+    # the V1 runner's start-up encoder pass (v1/worker/gpu_model_runner.py:6396-6403 in 0.26.0); the V2 runner's
+    # profile run makes none (v1/worker/gpu/model_runner.py:673-688) and logs no such line
+    ("encoder_profile", r"Encoder cache will be initialized with a budget of " + NUM + r" tokens, and profiled with "
+     + NUM + r" (\w+) items of the maximum feature size"),
     ("cg_mode_estimate", r"Estimated (\w+) CUDA graph memory: " + NUM + r" MiB first-capture \+ \(" + NUM
      + r"-1\) \u00d7 " + NUM + r" MiB per-graph"),
 ]
@@ -169,6 +173,7 @@ VERBATIM = (
     "Memory profiling takes",
     "Profiling CUDA graph memory",
     "CUDA graph memory: ",
+    "Encoder cache will be initialized",
 )
 
 
@@ -231,6 +236,9 @@ def parse_logs(lines: list[str]) -> dict:
     res["v2_model_runner"] = bool(out.get("v2_runner"))
     res["init_engine_s"] = last("init_engine_s")
     res["cudagraph_profile"] = cudagraph_profile(out)
+    enc = out.get("encoder_profile")
+    res["encoder_profile"] = ({"budget_tokens": enc[-1][0], "items": enc[-1][1], "modality": enc[-1][2]}
+                              if enc else None)
     res["verbatim"] = [ln for ln in lines if any(k in ln for k in VERBATIM)]
     return res
 
@@ -530,6 +538,35 @@ def as_real_checkpoint(mdir: Path) -> tuple[Path, str | None]:
     return tmp, "quantization_config.modules_in_block_to_quantize = " + ",".join(GPTQ_BLOCK_LAYERS)
 
 
+def llm_kwargs(case: dict, mdir: Path) -> dict:
+    """The LLM(...) keyword arguments a case boots with: dummy weights, no tokenizer, the case's memory settings, and
+    its engine_args on top.
+
+    A multimodal case (its folder holds the checkpoint's processor and tokenizer files) sets two of them there, both
+    read in vLLM 0.26.0 and tried on a CPU (probes/vllm_boot/mm_profile.py):
+      skip_tokenizer_init false: the processors place the image tokens of the profile run's dummy prompt with the
+        tokenizer (models/qwen3_vl.py:1430, models/gemma3_mm.py:382 call ctx.get_tokenizer(), which raises "You
+        cannot pass text prompts when `skip_tokenizer_init=True`", multimodal/processing/context.py:103-107);
+      mm_processor_cache_gb 0: with the processor cache on (the default, 4; multimodal/registry.py:278), the dummy
+        item is processed text first and alone (multimodal/processing/processor.py:1474 -> 1287 -> 1188), and
+        transformers 5.24 (the bundle's) refuses a prompt holding an image token with no image ("Found 1
+        <|image_pad|> tokens in the text but no images were passed", processing_utils.py:806; 5.5.3 has no such
+        check). The cache is host memory: the GPU's numbers do not depend on it."""
+    kwargs = dict(
+        model=str(mdir),
+        load_format="dummy",
+        skip_tokenizer_init=True,
+        max_model_len=case.get("max_model_len", 8192),
+        gpu_memory_utilization=case.get("gpu_memory_utilization", 0.9),
+        kv_cache_dtype=case.get("kv_cache_dtype", "auto"),
+        enforce_eager=case.get("enforce_eager", True),
+        max_num_batched_tokens=8192,
+        max_num_seqs=1024,
+    )
+    kwargs.update(case.get("engine_args", {}))
+    return kwargs
+
+
 def main() -> int:
     if len(sys.argv) != 3:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
@@ -565,18 +602,7 @@ def main() -> int:
             result["gpu"] = torch.cuda.get_device_name(0)
         except Exception:
             pass
-        kwargs = dict(
-            model=str(mdir),
-            load_format="dummy",
-            skip_tokenizer_init=True,
-            max_model_len=case.get("max_model_len", 8192),
-            gpu_memory_utilization=case.get("gpu_memory_utilization", 0.9),
-            kv_cache_dtype=case.get("kv_cache_dtype", "auto"),
-            enforce_eager=case.get("enforce_eager", True),
-            max_num_batched_tokens=8192,
-            max_num_seqs=1024,
-        )
-        kwargs.update(case.get("engine_args", {}))
+        kwargs = llm_kwargs(case, mdir)
         result["flags"] = jsonable(kwargs)
         from vllm import LLM
 
@@ -622,6 +648,7 @@ def main() -> int:
     s["module_tensors_gib"] = round((tb["total_bytes"] - kv) / GiB, 4) if tb.get("total_bytes") else None
     s["cudagraph_actual_gib"] = logs["cudagraph_actual_gib"]
     s["cudagraph_profile"] = logs["cudagraph_profile"]
+    s["encoder_profile"] = logs["encoder_profile"]
     s["graph_capture_s"] = logs["graph_capture_s"]
     s["block_size"] = ip.get("block_size")
     s["num_gpu_blocks"] = ip.get("num_gpu_blocks")

@@ -29,7 +29,7 @@ PIECE_BYTES=${PIECE_BYTES:-44000000}
 XZ_THREADS=${XZ_THREADS:-2}
 PRUNE_FATBIN=${PRUNE_FATBIN:-1}
 
-# 54 wheels besides vllm itself (pip's resolution of vllm==0.24.0 for cp312, these versions).
+# 54 wheels besides vllm itself (pip's resolution of vllm==0.24.0 for cp312, these versions; 0.26.0 adds torchvision).
 # typing_extensions: pydantic 2.14 needs >= 4.16, which the host's copy may not be.
 WHEELS=(
   aiohappyeyeballs==2.7.1 aiohttp==3.14.5 aiosignal==1.4.0 annotated-doc==0.0.7 annotated-types==0.8.0
@@ -52,6 +52,11 @@ case $REL in
   WHEELS=("${WHEELS[@]/#apache-tvm-ffi==0.1.9/apache-tvm-ffi==0.1.10}")
   WHEELS=("${WHEELS[@]/#cachetools==8.0.2/cachetools==8.0.3}")
   WHEELS=("${WHEELS[@]/#xgrammar==0.2.3/xgrammar==0.2.7}")
+  # torchvision (vLLM 0.26.0 pins 0.26.0, which pins torch 2.11, the host's): the multimodal cases need it, since
+  # transformers 5.24 builds Qwen3-VL's video processor only with torchvision (video_processing_utils.py
+  # BaseVideoProcessor @requires torchvision; without it AutoProcessor raises ImportError at start-up, Gemma 3 falls
+  # back to its PIL image processor); the host's package list names none. 7.5 MB as a wheel.
+  WHEELS+=(torchvision==0.26.0)
   ;;
 *)
   echo "no pinned wheel list for vllm $REL: find it as for 0.24.0 (see the header) and add a case" >&2

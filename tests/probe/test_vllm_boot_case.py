@@ -49,3 +49,43 @@ def test_the_cuda_graph_estimate_by_mode_is_read_from_vllms_debug_lines() -> Non
                    "FULL": {"graphs": 35, "largest": 256, "first_capture_mib": 1024, "per_graph_mib": 2}}
     assert boot_case.parse_logs(lines[3:])["cudagraph_profile"] is None
     assert "cudagraph_profile" in probe.KEEP
+
+
+def test_the_v1_runners_encoder_pass_line_is_read() -> None:
+    """vLLM's V1 runner logs the encoder pass it makes before the profile run's text step (gpu_model_runner.py
+    profile_run); the boot keeps budget, items and modality. The V2 runner logs none: None, not zeros."""
+    lines = ["INFO 12-07 [gpu_model_runner.py:6396] Encoder cache will be initialized with a budget of 16384 tokens, "
+             "and profiled with 1 image items of the maximum feature size."]
+    got = boot_case.parse_logs(lines)
+    assert got["encoder_profile"] == {"budget_tokens": 16384, "items": 1, "modality": "image"}
+    assert got["verbatim"] == lines
+    assert boot_case.parse_logs(["INFO GPU KV cache size: 1,000 tokens"])["encoder_profile"] is None
+    assert "encoder_profile" in probe.KEEP
+
+
+def test_multimodal_cases_boot_with_the_tokenizer_and_no_processor_cache() -> None:
+    """A case whose folder holds a processor config is multimodal: vLLM 0.26.0 needs its tokenizer to build the
+    profile run's dummy prompt and, under transformers 5.24, the processor cache off (boot_case.llm_kwargs). Text
+    cases keep booting without a tokenizer. Each multimodal folder is listed in SOURCES.md and stays small (a device
+    call carries the whole checkout)."""
+    import json
+
+    models = ROOT / "probes" / "vllm_boot" / "models"
+    cases = json.loads((ROOT / "probes" / "vllm_boot" / "cases.json").read_text(encoding="utf-8"))
+    sources = (models / "SOURCES.md").read_text(encoding="utf-8")
+    mm = [c for c in cases if (models / c["model"] / "preprocessor_config.json").is_file()]
+    assert {c["model"] for c in mm} >= {"qwen3-vl-4b", "gemma-3-4b"}
+    for c in cases:
+        kw = boot_case.llm_kwargs(c, models / c["model"])
+        assert kw["load_format"] == "dummy" and kw["model"].endswith(c["model"])
+        if c in mm:
+            assert kw["skip_tokenizer_init"] is False and kw["mm_processor_cache_gb"] == 0, c["id"]
+            assert (models / c["model"] / "tokenizer_config.json").is_file(), c["id"]
+            assert f"| {c['model']} |" in sources, c["model"]
+        else:
+            assert kw["skip_tokenizer_init"] is True and "mm_processor_cache_gb" not in kw, c["id"]
+    # both runners: 0.26.0's V2 (the default for these dense models) makes no encoder pass, V1 does
+    runners = {(c["model"], (c.get("env") or {}).get("VLLM_USE_V2_MODEL_RUNNER")) for c in mm}
+    assert {("qwen3-vl-4b", None), ("qwen3-vl-4b", "0"), ("gemma-3-4b", None), ("gemma-3-4b", "0")} <= runners
+    size = sum(f.stat().st_size for m in {c["model"] for c in mm} for f in (models / m).iterdir())
+    assert size < 8 * 2**20, size
