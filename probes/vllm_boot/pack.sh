@@ -16,8 +16,9 @@
 # *.dist-info folders, since vLLM reads some versions through importlib.metadata).
 #
 # Environment: WORK (scratch, default /tmp/vllm-boot-RELEASE), PY312 (a python3.12, used for pip install
-# --target so cp312 tags are accepted), PIECE_BYTES (default 44000000: a device call carries the checkout,
-# about 14 MB on disk as the device tool counts it (whole 4 KiB blocks), plus the piece, within 64 MiB), XZ_THREADS (2), PRUNE_FATBIN (1: zero the
+# --target so cp312 tags are accepted), PIECE_BYTES (default 17000000: a device call carries the checkout,
+# about 43 MB on disk as the device tool counts it (whole 4 KiB blocks) since the superseded selector grids and the
+# multimodal model folders, plus the piece and .whl-run (4 MB), within 64 MiB), XZ_THREADS (2), PRUNE_FATBIN (1: zero the
 # non-sm90 device code, see prune_fatbin.py; 0 keeps it and the bundle grows by about 90 MB).
 set -euo pipefail
 REL=${1:-0.24.0}
@@ -25,7 +26,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(git -C "$HERE" rev-parse --show-toplevel)
 WORK=${WORK:-/tmp/vllm-boot-$REL}
 PY312=${PY312:-/root/.pyenv/versions/3.12.1/bin/python3.12}
-PIECE_BYTES=${PIECE_BYTES:-44000000}
+PIECE_BYTES=${PIECE_BYTES:-17000000}
 XZ_THREADS=${XZ_THREADS:-2}
 PRUNE_FATBIN=${PRUNE_FATBIN:-1}
 
