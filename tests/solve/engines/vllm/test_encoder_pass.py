@@ -171,3 +171,35 @@ def test_the_extensible_cache_of_0_34_0_is_sized_without_the_pass() -> None:
     acct = vllm_pool.accounting("0.34.0")
     act, _ = vllm_pool.activation_bytes(model, 4096, 32, acct=acct, run="V2")
     assert first_skip - first == mm.profile_peak(act) - act > 0
+
+
+def _mm_profile_rows() -> list[dict[str, Any]]:
+    import json
+
+    cases = {c["id"]: c for c in json.loads((ROOT / "probes/vllm_boot/cases.json").read_text(encoding="utf-8"))}
+    path = ROOT / "tests/probe/fixtures/vllm_mm_profile/0.26.0.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [dict(r, model=cases[r["id"]]["model"]) for r in rows]
+
+
+@pytest.mark.parametrize("row", _mm_profile_rows(), ids=lambda r: r["id"])
+def test_the_pass_is_the_dummy_batch_vllm_builds_for_the_models_folder(row: dict[str, Any]) -> None:
+    """vLLM 0.26.0's own MultiModalBudget and dummy-input builder, run on a CPU on each multimodal boot case's model
+    folder (probes/vllm_boot/mm_profile.py; tests/probe/fixtures/vllm_mm_profile/README.md): kb's pass, sized from
+    the model record alone, profiles the same modality with the same tokens per item, items and tower sequence length,
+    and counts the same pixel values per patch. Qwen3-VL-4B's record needs the processors' pixel limits for this (the
+    checkpoint's size.longest_edge, qwen2_vl.py:948-1010 and qwen3_vl.py:947-973 in 0.26.0)."""
+    model = MODELS[row["model"]]
+    kw = row["kwargs"]
+    got, why = ep.encoder_pass(model, {}, kw["max_num_batched_tokens"], kw["max_num_seqs"], kw["max_model_len"])
+    assert got is not None, why
+    p = model.encoders[0].profile.model_dump()
+    assert {m: n for m, n in ep.tokens_per_item(p).items() if n} == row["tokens_per_item"]
+    assert (got.modality, got.items, got.tokens) == (row["modality"], row["items"],
+                                                     row["tokens_per_item"][row["modality"]])
+    assert max(kw["max_num_batched_tokens"], got.tokens) == row["encoder_budget"]
+    assert got.patches == row["patches"]
+    pixels = row["item_tensors"]["pixel_values"]
+    assert pixels["dtype"] == "bfloat16"  # ACT_BYTES: the pixels in the model dtype
+    per_patch = pixels["shape"][1] if len(pixels["shape"]) == 2 else 3 * p["patch_size"] ** 2
+    assert per_patch == 3 * p["temporal_patch_size"] * p["patch_size"] ** 2
