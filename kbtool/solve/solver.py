@@ -35,9 +35,9 @@ if TYPE_CHECKING:
     from typing import Any
 
     from kbtool.kb import KB
+    from kbtool.solve.engines.results import Pick
     from kbtool.solve.image import AcceleratorV, ClaimV, KernelV, ModelV
     from kbtool.solve.parts import KernelStatus, Memory
-    from kbtool.solve.engines.results import Pick
 
 MLA_LAYOUTS = ("mla", "sparse-mla")
 MLA_ONLY = frozenset(MLA_LAYOUTS)
