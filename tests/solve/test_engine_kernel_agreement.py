@@ -65,3 +65,21 @@ def test_another_backends_call_does_not_clear_the_picked_backends_refusal(monkey
 
 def _picked(a: Any) -> Any:
     return next(b for b in a.backends if a.engine and b.id == a.engine["selected"])
+
+
+def test_a_head_size_doubt_needs_the_picked_backends_own_head_size_refusal() -> None:
+    """DeepSeek-V3.2 on 8 H200s under vLLM 0.24.0: vLLM picks FLASHMLA_SPARSE (flashmla-sparse-decode, flashmla-prefill).
+    kb's claims refuse flashmla-prefill on sm90 for architecture only; FLASHMLA_SPARSE's own engine-layer check at the
+    prefill head size (192) was merged into that kernel's answer as HEAD_DIM, and the old check read it there and
+    said "kb's kernel claims refuse this head size" for flashmla-prefill: a doubt about a head size no kernel claim
+    refuses. A non-head-size refusal is not the doubt this check words (decision.py), so the engine's answer stands."""
+    a = solve(image(), build_query(gpu="h200", gpus=8, model="deepseek-v3.2", ctx="4096", engine="vllm",
+                                   vllm="0.24.0"))
+    picked = _picked(a)
+    assert picked.id == "vllm-flashmla-sparse" and picked.kernels.get("flashmla-prefill") == "rejected"
+    prefill = next(k for k in a.kernels if k.id == "flashmla-prefill")
+    assert any(r.code == "HEAD_DIM" and r.layer == "engine" for r in prefill.reasons)  # the engine's, merged in
+    assert not any(r.code == "HEAD_DIM" and r.layer == "kernel" for r in prefill.reasons)
+    assert a.decision is not None and "kernels" not in a.decision.caveats
+    assert not any(r.code == "KERNELS_DOUBTED" for r in a.caveats)
+    assert a.verdict == "yes"
