@@ -17,7 +17,8 @@ The cases, in the order they bind (the first that holds decides; `CASES` names e
 - ENGINE_KERNELS_REFUSE: the engine starts a backend whose every kernel is refused for this head size by claims
   about the build the engine calls, judged on the call it makes (kbtool/solve/calls.py): conditional (expect a
   failure at first use). Where the refusing claims are about no build the engine is recorded to call, the engine's
-  answer stands (ENGINE) with a "kernels" caveat naming the doubt.
+  answer stands (ENGINE) with a "kernels" caveat naming the doubt. Both read the picked backend's own judgement of
+  its kernels (`runs`), never another backend's call of the same kernel.
 - ENGINE: the engine starts (yes; conditional with the picked backend's engine caveats or hardware caveats).
 - NO_KERNEL_COVERS, REJECTED, DISPUTED, UNKNOWN, DEPENDS, CAVEATS, YES: the kernel layer alone (no engine pick).
 """
@@ -96,8 +97,12 @@ def _memory_state(memory: Memory | None, pool: Pool | None, utilization: float) 
 def decide(*, where: str, phases: list[str], kernels: list[KernelAnswer], rec: dict[str, list[str]],
            memory: Memory | None, utilization: float, over: tuple[int, int, str] | None, held: list[Reason],
            glob_caveats: list[Reason], pick: Pick | None, backends: list[BackendAnswer],
-           long_context: str | None, unmodelled: dict[str, str] | None = None) -> Decision:
-    """The one verdict for one accelerator (see the module docstring for the cases, in order)."""
+           long_context: str | None, unmodelled: dict[str, str] | None = None,
+           runs: dict[str, list[str]] | None = None) -> Decision:
+    """The one verdict for one accelerator (see the module docstring for the cases, in order). `runs`: the picked
+    backend's own judgement of each kernel it runs, as reason codes (solver.picked_refusals): its recorded call's
+    outcome here, or the kernel layer's plain one where it records no call. The kernel check reads these, never the
+    kernel's answer, which takes the best call of every backend that runs the kernel."""
     from kbtool.solve.gates import best
 
     per_phase: dict[str, str | None] = {
@@ -144,9 +149,8 @@ def decide(*, where: str, phases: list[str], kernels: list[KernelAnswer], rec: d
             called = {c["kernel"] for c in picked.calls}
             if called:  # its recorded calls say which of its kernels it runs here: only those can fail here
                 refused = [k for k in refused if k in called]
-            by_id = {k.id: k for k in kernels}
-            shape = bool(refused) and all(any(r.code == "HEAD_DIM" for r in by_id[k].reasons)
-                                          for k in refused if k in by_id)
+            own = runs or {}  # a doubt or a failure is about the kernels this backend calls, as it calls them
+            shape = bool(refused) and all("HEAD_DIM" in own.get(k, ()) for k in refused)
             if shape and any(r.code == "KERNELS_REJECTED" for r in picked.reasons):
                 detail["kernels"] = refused
                 # a failure is predicted only where claims about the build the engine calls refuse its call

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from kbtool.kb import KB
+    from kbtool.solve.engines.results import Pick
     from kbtool.solve.image import AcceleratorV, ClaimV, KernelV, ModelV
     from kbtool.solve.parts import KernelStatus, Memory
 
@@ -567,7 +568,7 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
                       over=(*over, cx.model.id) if over is not None and cx.model is not None else None,
                       held=_merge(glob_out.reasons), glob_caveats=glob_caveats, pick=pick, backends=backends,
                       long_context=eng.long_context if eng is not None else None,
-                      unmodelled=_unmodelled(cx))
+                      unmodelled=_unmodelled(cx), runs=picked_refusals(cx, pick, kstat))
     first = _picked_caveats(decision, backends)
     if first:
         glob_caveats = _merge(first + glob_caveats)
@@ -580,6 +581,19 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
                   claims_used=sorted(used), depends_on=depends, backends=backends, caveats=glob_caveats,
                   assumed=assumed, notes=list(cx.notes), ranking=ranking, recommended=rec,
                   engine=pick.to_dict() if pick is not None else None, decision=decision)
+
+
+def picked_refusals(cx: Ctx, pick: Pick | None, kstat: dict[str, tuple[dict[str, KernelStatus], Outcome]]) -> dict[
+        str, list[str]]:
+    """The picked backend's own judgement of each kernel it runs here, as reason codes: its recorded call's outcome
+    in each phase it is called (kbtool/solve/calls.py), or, where it records no call of the kernel, the kernel
+    layer's plain outcome. Not the kernel's answer: that takes the best call of every backend that runs the kernel,
+    so another backend's call could hide this one's refusal, or lend it one it does not have."""
+    if pick is None or pick.selected not in cx.called:
+        return {}
+    bk = cx.called[pick.selected]
+    return {k: sorted({r.code for o in bk.outcomes[k].values() for r in o.reasons}) if k in bk.outcomes
+            else sorted({r.code for r in kstat[k][1].reasons}) for k in bk.status}
 
 
 def _as_called(cx: Ctx, kid: str, bs: list[str], statuses: dict[str, KernelStatus],

@@ -82,7 +82,7 @@ def test_head_dims_between_256_and_512_on_h100_fail_in_vllms_bundled_fa4(head_di
     assert "expect a failure at first use" in answer_summary(a)
 
 
-def _decision(calls: list[dict[str, Any]]) -> Decision:
+def _decision(calls: list[dict[str, Any]], runs: dict[str, list[str]] | None = None) -> Decision:
     from kbtool.solve.parts import BackendAnswer, KernelAnswer, Reason
 
     reason = Reason(claim="fa3-head-dims", code="HEAD_DIM", message="m", verification="verified", layer="kernel")
@@ -96,7 +96,8 @@ def _decision(calls: list[dict[str, Any]]) -> Decision:
     pick = Pick.__new__(Pick)
     pick._set(state="selected", selected="b", decode="B", label="E 1.0")
     return decide(where="gpu", phases=["decode"], kernels=[kernel], rec={}, memory=None, utilization=0.9, over=None,
-                  held=[], glob_caveats=[], pick=pick, backends=[backend], long_context=None)
+                  held=[], glob_caveats=[], pick=pick, backends=[backend], long_context=None,
+                  runs={"flash-attention-3": ["HEAD_DIM"]} if runs is None else runs)
 
 
 def test_a_failure_is_predicted_only_from_claims_about_the_build_called() -> None:
@@ -105,6 +106,16 @@ def test_a_failure_is_predicted_only_from_claims_about_the_build_called() -> Non
     assert _decision([scoped]).case == "ENGINE_KERNELS_REFUSE"
     d = _decision([])  # no call recorded: the refusal is about no particular build
     assert d.case == "ENGINE" and d.verdict == "conditional" and "kernels" in d.caveats
+
+
+def test_the_kernel_check_reads_the_picked_backends_own_judgement() -> None:
+    """The kernel's answer carries HEAD_DIM (another backend's call of it, say), but the picked backend refuses it
+    for another reason: no head-size doubt, no predicted failure. The head-size refusal is the picked backend's."""
+    scoped = {"kernel": "flash-attention-3", "phase": "decode", "build": "vllm-flash-attn-3", "version": "0.24.0",
+              "status": "rejected", "scoped": True}
+    assert _decision([scoped], runs={"flash-attention-3": ["KV_DTYPE"]}).case == "ENGINE"
+    d = _decision([], runs={"flash-attention-3": ["KV_DTYPE"]})
+    assert d.case == "ENGINE" and "kernels" not in d.caveats and d.verdict == "yes"
 
 
 # ---- every recorded engine grid point ------------------------------------------------------------
