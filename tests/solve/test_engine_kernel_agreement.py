@@ -68,7 +68,8 @@ def _picked(a: Any) -> Any:
 
 
 def test_a_head_size_doubt_needs_the_picked_backends_own_head_size_refusal() -> None:
-    """DeepSeek-V3.2 on 8 H200s under vLLM 0.24.0: vLLM picks FLASHMLA_SPARSE (flashmla-sparse-decode, flashmla-prefill).
+    """DeepSeek-V3.2 on 8 H200s under vLLM 0.24.0: vLLM picks FLASHMLA_SPARSE (flashmla-sparse-decode,
+    flashmla-prefill).
     kb's claims refuse flashmla-prefill on sm90 for architecture only; FLASHMLA_SPARSE's own engine-layer check at the
     prefill head size (192) was merged into that kernel's answer as HEAD_DIM, and the old check read it there and
     said "kb's kernel claims refuse this head size" for flashmla-prefill: a doubt about a head size no kernel claim
