@@ -9,6 +9,7 @@ from kbtool.findings import Finding
 from kbtool.kb import KB
 from kbtool.model import Accelerator, Architecture, Claim, Kernel
 from kbtool.model.common import All, AnyOf, Condition, Fact, Leaf, Not
+from kbtool.model.engine_backend import EngineBackend
 from kbtool.model.engine_priority import EnginePriority
 from kbtool.model.engine_release import EngineRelease
 from kbtool.vocab import VARS
@@ -51,7 +52,8 @@ def find_unsourced_facts(kb: KB) -> list[Finding]:
 
 def _indexed_sources(kb: KB, r: Any) -> list[Finding]:
     """KB301 for the sourced parts of a record that are not facts (an engine-priority record's MLA prefill orders
-    and calls, a kernel's KV formats and CUDA toolkits): each `source` is one of the record's sources."""
+    and calls, an engine backend's kernel calls, a kernel's KV formats and CUDA toolkits): each `source` is one of
+    the record's sources."""
     at: list[tuple[tuple[str | int, ...], int]] = []
     if isinstance(r, EnginePriority) and r.mla_prefill is not None:
         at += [(("mla_prefill", "lists", i), pl.source) for i, pl in enumerate(r.mla_prefill.lists)]
@@ -64,6 +66,8 @@ def _indexed_sources(kb: KB, r: Any) -> list[Finding]:
         at += [(("batch", i), t.source) for i, t in enumerate(r.batch)]
         at += [(("extensible_margins",), r.extensible_margins.source)] if r.extensible_margins is not None else []
         at += [(("startup_checks", i), c.source) for i, c in enumerate(r.startup_checks)]
+    if isinstance(r, EngineBackend):  # each call the backend makes cites the engine's file it was read in
+        at += [(("calls", i), c.source) for i, c in enumerate(r.calls)]
     if isinstance(r, Kernel):
         at += [(("kv_formats", i), f.source) for i, f in enumerate(r.kv_formats)]
         at += [(("cuda_toolkits",), r.cuda_toolkits.source)] if r.cuda_toolkits is not None else []
