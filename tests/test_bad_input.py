@@ -86,3 +86,17 @@ def test_query_refuses_records_that_do_not_validate(tmp_path: Path) -> None:
     assert r.code == 2 and r.out == ""
     assert "do not validate" in r.err and "nvidia-h100-sxm.yaml:" in r.err and "$.memory_gb" in r.err
     assert "GB usable" not in r.err
+
+
+def test_a_malformed_vllm_backend_record_does_not_stop_the_selector_judge(tmp_path: Path) -> None:
+    """The vllm-selector judge reads the engine-backend records itself (when it re-judges, e.g. a stale seed): one
+    that is not YAML raised out of it, an internal error of the whole tree's validation; it is skipped there (the
+    validator reports the file as KB100) and the others are read."""
+    from kbtool.probe.judges import vllm_selector
+
+    root = _tree(tmp_path)
+    backend = root / "engine-backends" / "vllm-flash-attn-mla.yaml"
+    backend.write_text(backend.read_text() + "id: x\n  bad: [\n")
+    got = vllm_selector.backends_of(root)
+    assert not any(rid == "vllm-flash-attn-mla" for pairs in got.values() for rid, _name in pairs)
+    assert any(rid == "vllm-flash-attn" for pairs in got.values() for rid, _name in pairs)

@@ -63,10 +63,15 @@ REASON_KIND = {
 
 
 def _load_yaml(path: Path) -> Any:
+    """The record's data, or None where it is not YAML (`kb validate` reports that file as KB100; the judge reads
+    the rest rather than stopping the whole tree's validation with an internal error)."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where built: the claims are read on every judge
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+    try:
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+    except (yaml.YAMLError, UnicodeDecodeError):
+        return None
 
 
 JUDGED_EFFECTS = ("reject", "supports")
@@ -291,7 +296,8 @@ def judge_grid(claims: list[dict[str, Any]], points: list[dict[str, Any]], versi
     vLLM scope holds the release, or with `any_scope` every claim with a vLLM scope or none."""
     from kbtool.solve.conditions import condition_vars, evaluate
 
-    records = {p.stem: _load_yaml(p) for p in (_records() / "engine-backends").glob("*.yaml")}
+    records = {p.stem: r for p in (_records() / "engine-backends").glob("*.yaml")
+               if isinstance(r := _load_yaml(p), dict)}
     name_of = {k: r.get("backend_name") for k, r in records.items()}
     layouts = {k: list(r.get("attention") or ["mha", "gqa"]) for k, r in records.items()}
     compiled = [(c, _condition(c.get("when")), _condition(c.get("requires"))) for c in claims
