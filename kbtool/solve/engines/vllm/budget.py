@@ -214,8 +214,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         if acct.recheck:
             # before warm-up: utilization x memory - weights - the profile's peak and non-torch memory, with no
             # graph estimate where the graphs are measured after capture (gpu_worker.py:771-780, 0.34.0)
-            capture = (vllm_pool.capture_largest(acct, model, max_num_seqs, batched_tokens), max_num_seqs,
-                       batched_tokens)
+            capture = vllm_pool.capture_of(acct, model, max_num_seqs, batched_tokens)
             graphs = vllm_pool.graph_bytes(acct, run, eager, capture) if acct.graphs == "measured" else 0
             before = usable - wgpu - (res - graphs) - mm_first
             rhow += ("; not modelled: the CUDA context held before vLLM's first memory snapshot (the measured "

@@ -36,6 +36,7 @@ import math
 from kbtool.errors import KbError
 from kbtool.solve.engines.vllm import mamba as vllm_mamba
 from kbtool.solve.engines.vllm import planning as vllm_planning
+from kbtool.solve.engines.vllm.defaults import capture_max
 from kbtool.solve.engines.vllm.planning import Group, Planning, Point
 from kbtool.solve.weights import experts_of
 
@@ -111,9 +112,8 @@ class Accounting:
     How "GPU KV cache size" is computed is the planning line's (planning.Planning.tokens).
     """
 
-    __slots__ = ("capture_by_architecture", "capture_ceiling", "encoder_pass", "encoder_pass_where",
-                 "graph_estimate", "graphs", "mxfp4_bias_fp32", "mxfp4_scale_align", "mxfp4_scales_kept", "recheck",
-                 "release", "v2", "v2_sampler")
+    __slots__ = ("capture_rule", "encoder_pass", "encoder_pass_where", "graph_estimate", "graphs",
+                 "mxfp4_bias_fp32", "mxfp4_scale_align", "mxfp4_scales_kept", "recheck", "release", "v2", "v2_sampler")
 
     def __init__(self, release: str, row: dict[str, Any]) -> None:
         acct, d = row.get("accounting") or {}, row["defaults"]
@@ -136,9 +136,7 @@ class Accounting:
         self.encoder_pass_where = str(enc[1]) if enc and enc[1] else None  # its citation; None: not read
         est = (acct.get("graph_estimate_gib") or (None,))[0]
         self.graph_estimate = round(float(est) * GIB) if est is not None else None  # its own boots' mean, else None
-        # the largest CUDA-graph capture size's rule (defaults.capture_max), which sets how many graphs vLLM captures
-        self.capture_ceiling = int((d.get("cudagraph_capture_ceiling") or (512,))[0])
-        self.capture_by_architecture: dict[str, int] = dict((d.get("cudagraph_capture_by_architecture") or ({},))[0])
+        self.capture_rule: dict[str, Any] = d  # the release's defaults, which defaults.capture_max reads
         listed: list[str] = (d.get("model_runner_v2_architectures") or ([], ""))[0]
         self.v2: frozenset[str] | str = "all" if d["model_runner"][0] == "V2" else frozenset(listed)
 
@@ -350,12 +348,12 @@ def graph_shape(largest: int, max_num_seqs: int, batched_tokens: int) -> float:
     return first + c["piecewise_per_graph"] * (len(pw) - 1) + c["full_per_graph"] * max(len(full) - 1, 0)
 
 
-def capture_largest(acct: Accounting, model: Model | ModelV | None, max_num_seqs: int, batched_tokens: int) -> int:
-    """The largest capture size vLLM resolves (defaults.capture_max, without the cc 10.x prefill line)."""
-    own = acct.capture_by_architecture.get(str(getattr(model, "architecture", None) or ""))
-    if own is not None:
-        return min(batched_tokens, own)
-    return min(batched_tokens, max_num_seqs * 2, acct.capture_ceiling)
+def capture_of(acct: Accounting, model: Model | ModelV | None, max_num_seqs: int,
+               batched_tokens: int) -> tuple[int, int, int]:
+    """(largest capture size, max_num_seqs, max_num_batched_tokens), what graph_bytes scales by: the largest size as
+    defaults.capture_max resolves it, without the cc 10.x prefill line."""
+    largest = capture_max(acct.capture_rule, batched_tokens, max_num_seqs, "", getattr(model, "architecture", None))
+    return largest, max_num_seqs, batched_tokens
 
 
 def graph_bytes(acct: Accounting, run: str, eager: bool, capture: tuple[int, int, int] | None = None) -> int:
@@ -388,7 +386,7 @@ def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp
     acct = acct or accounting(None)
     run = run or runner(model, acct)
     act, how = activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run, mm=mm)
-    capture = (capture_largest(acct, model, max_num_seqs, batched_tokens), max_num_seqs, batched_tokens)
+    capture = capture_of(acct, model, max_num_seqs, batched_tokens)
     graphs = graph_bytes(acct, run, eager, capture)
     words = f"{how} = {act / 1e9:,.2f} GB; non-torch {NON_TORCH_BYTES / 1e9:.2f} GB"
     if graphs and acct.graphs == "measured" and extensible:
