@@ -41,12 +41,16 @@ class Margins(Strict):
 
 
 class StartupCheck(Strict):
-    """One check the release runs on its resolved settings while it builds its config, whose failure stops it
-    before anything loads. The test itself is the engine module's, keyed by `check`; its words and its place are
-    the release's own."""
+    """One check the release runs on its resolved settings, whose failure stops it: while it builds its config,
+    before anything loads ("max_num_batched_tokens>=max_num_seqs"), or once its KV cache is sized, as the model
+    runner settles its CUDA-graph mode ("max_num_seqs<=mamba_blocks"). The test itself is kb's replay of the
+    engine module's, keyed by `check`; its words and its place are the release's own."""
 
-    check: Literal["max_num_batched_tokens>=max_num_seqs"] = Field(
-        description="Which check: the resolved max_num_batched_tokens must be at least the resolved max_num_seqs")
+    check: Literal["max_num_batched_tokens>=max_num_seqs", "max_num_seqs<=mamba_blocks"] = Field(
+        description="Which check: max_num_batched_tokens>=max_num_seqs, the resolved max_num_batched_tokens must be "
+        "at least the resolved max_num_seqs; max_num_seqs<=mamba_blocks, with full CUDA graphs a model with Mamba "
+        "(or other recurrent-state) layers needs one KV cache block per decode sequence, so max_num_seqs must not "
+        "exceed the cache's num_blocks")
     raises: str = Field(description="The exception the user sees, as the release raises it (e.g. pydantic's "
                         "ValidationError for SchedulerConfig, wrapping the ValueError)")
     message: str = Field(description="The release's message, with {field} where it formats a resolved value")

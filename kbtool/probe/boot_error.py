@@ -28,7 +28,10 @@ def serve_line(c: dict[str, Any], config: Path) -> str:
     line = (f"serve {config} --max-model-len {c['max_model_len']} --gpu-memory-utilization "
             f"{c['gpu_memory_utilization']} --kv-cache-dtype {c['kv_cache_dtype']} --max-num-batched-tokens "
             f"{c['max_num_batched_tokens']} --max-num-seqs {c['max_num_seqs']}")
-    return line + (" --enforce-eager" if c.get("enforce_eager") else "")
+    line += " --enforce-eager" if c.get("enforce_eager") else ""
+    # a boot that forced the model runner ran with VLLM_USE_V2_MODEL_RUNNER set before the command
+    runner = c.get("model_runner")
+    return f"VLLM_USE_V2_MODEL_RUNNER={int(runner == 'V2')} vllm {line}" if runner in ("V1", "V2") else line
 
 
 def errors(image: Any, models: Path = MODELS) -> list[dict[str, Any]]:

@@ -108,7 +108,11 @@ def measured(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if facts is None:
             continue
         flags = m.get("flags") or {}
-        rows.append({"quantity": "kv_cache_tokens", "value": int(m["kv_cache_tokens"]), "unit": "tokens",
+        # a case that forces the model runner (VLLM_USE_V2_MODEL_RUNNER in its env) is matched only by a line that
+        # forces it too; the others run the release's default runner and carry no such condition
+        forced = (p.get("env") or {}).get("VLLM_USE_V2_MODEL_RUNNER")
+        runner = {} if forced is None else {"model_runner": "V2" if int(forced) else "V1"}
+        rows.append({**runner, "quantity": "kv_cache_tokens", "value": int(m["kv_cache_tokens"]), "unit": "tokens",
                      "case": p.get("id"), "model": model, **facts, "vllm": m.get("release"),
                      "max_model_len": p.get("max_model_len"), "gpu_memory_utilization": p.get("gpu_memory_utilization"),
                      "kv_cache_dtype": p.get("kv_cache_dtype"), "enforce_eager": bool(p.get("enforce_eager")),

@@ -76,6 +76,26 @@ class ServeArgs:
         self.spelled: dict[str, str] = {}  # field -> the flag as the user typed it (-tp, --dtype)
         self.read_with: str | None = None  # the recorded release whose flag table read the line
         self.refused: list[str] = []  # flags as typed that release's parser does not know (vLLM exits on them)
+        self.model_runner: str | None = None  # "V1" / "V2" where the line sets VLLM_USE_V2_MODEL_RUNNER=0 / 1
+
+
+def runner_env(words: list[str]) -> str | None:
+    """The model runner a line's leading environment assignments force: VLLM_USE_V2_MODEL_RUNNER, which vLLM reads
+    with maybe_convert_bool (bool(int(value)): 0 is V1, any other integer V2; envs.py:1922-1924 in 0.26.0) and which
+    decides the runner before the model's default (config/vllm.py:550-553 in 0.26.0, :523 in 0.24.0). None where
+    the line does not set it (or sets a value vLLM cannot read)."""
+    for w in words:
+        name, eq, value = w.partition("=")
+        if not eq or name.startswith("-"):
+            if w in ("env", "sudo", "nohup", "exec"):
+                continue
+            return None  # the command: assignments only come before it
+        if name == "VLLM_USE_V2_MODEL_RUNNER":
+            try:
+                return "V2" if int(value) else "V1"
+            except ValueError:
+                return None
+    return None
 
 
 _HUMAN = {"max_model_len", "max_num_batched_tokens", "kv_cache_memory"}  # vLLM reads these with human_readable_int
@@ -125,12 +145,14 @@ def parse(text: str, release: str | None = None) -> ServeArgs:
         words = split(text)
     except ValueError as exc:
         raise UsageError(f"--vllm-args: cannot split the command: {exc}", fix="quote it as one shell word") from None
+    runner = runner_env(words)
     words = command(words, ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.cli.main"))
     if words[:1] == ["vllm"]:
         words = words[1:]
     if words[:1] == ["serve"]:
         words = words[1:]
     out = ServeArgs()
+    out.model_runner = runner
     tbl = table("vllm", "--vllm-args", release)
     out.read_with = tbl.release if tbl is not None else None
     i, positional = 0, False

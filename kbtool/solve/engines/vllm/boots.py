@@ -54,7 +54,7 @@ def matches(img: Image, acc: str, model: ModelV, flags: dict[str, Any]) -> list[
         if b_acc != acc or not _same_model(c, model):
             continue
         if all(c.get(k) == flags.get(k) for k in ("max_model_len", "kv_cache_dtype", "enforce_eager",
-                                                  "max_num_batched_tokens", "max_num_seqs")) \
+                                                  "max_num_batched_tokens", "max_num_seqs", "model_runner")) \
                 and abs(float(c.get("gpu_memory_utilization") or 0) - float(flags["gpu_memory_utilization"])) < 1e-6:
             out.append(row)
     return out

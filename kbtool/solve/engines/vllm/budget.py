@@ -128,6 +128,26 @@ def encoder_pass(model: Model | ModelV, acct: vllm_pool.Accounting, run: str, se
     return mm, notes
 
 
+def state_blocks(report: vllm_pool.Report, max_num_seqs: int, graphs_mode: str | None, capacity: int | None,
+                 release: str, rows: Mapping[str, Any] | None, refuse: bool = True) -> None:
+    """The model runner's check of a Mamba-style model's state blocks against max_num_seqs once the KV cache is
+    sized (vllm_planning.state_blocks_check, where `release`'s record has it): marks `report` as refused with the
+    release's text (`refuse` False: keeps the text as a warning only, for an answer that names no engine). The
+    blocks it compares are the cache's num_blocks; where the extensible KV cache is on, the capacity the runner is
+    given before warm-up (gpu/model_runner.py:644-662 and :792-799 in 0.34.0)."""
+    from kbtool.solve.engines.vllm import records
+
+    got = records.lines(dict(rows)) if rows is not None else records.recorded()
+    row = got[records.line_release(release, got, "planning")]
+    blocks = capacity // vllm_planning.bytes_per_block(report.groups) if capacity is not None else report.num_blocks
+    failed = vllm_planning.state_blocks_check(blocks, max_num_seqs, any(g.kind == "mamba" for g in report.groups),
+                                              "FULL" in (graphs_mode or ""), row.get("checks") or [])
+    if failed is not None and refuse:
+        report.starts, report.error, report.refused_by, report.state_blocks = False, failed[1], "state_blocks", blocks
+    elif failed is not None:
+        report.warning, report.state_blocks = failed[1], blocks
+
+
 def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *, batch: int = 1, tp: int = 1,
         utilization: float = 0.9, weights: str | None = None, reserve: int | None = None,
         batched_tokens: int, max_num_seqs: int, mla_format: str | None = None,
@@ -136,7 +156,8 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         sm: str | None = None, margins: Mapping[str, Any] | None = None, run: str | None = None,
         text_only: str | None = None, acct: vllm_pool.Accounting | None = None,
         plan: vllm_planning.Planning | None = None, prefix_caching: bool | None = None,
-        rows: Mapping[str, Any] | None = None, mm_settings: Mapping[str, Any] | None = None, dp: int = 1) -> Fit:
+        rows: Mapping[str, Any] | None = None, mm_settings: Mapping[str, Any] | None = None, dp: int = 1,
+        graphs_mode: str | None = None, engine_named: bool = True) -> Fit:
     """Whether `batch` sequences of `ctx` tokens fit in the KV pool of each of `tp` GPUs, and how many do, as vLLM
     `release` sizes that pool (vllm_pool.accounting); `kv_cache_memory` (--kv-cache-memory-bytes) is the pool;
     `formats`: the KV layouts the records size (kvcache.kv_model); `sm`: the GPU's architecture (the Mamba state
@@ -151,7 +172,10 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     release's default), which sets a hybrid model's state mode (vllm_planning.state_mode); `rows`: vLLM's
     engine-release rows of the query image, whose `parallel` lines size tensor/pipeline parallel (vllm_parallel; None:
     the records tree's); `mm_settings`: the serve line's multimodal settings (--limit-mm-per-prompt,
-    --skip-mm-profiling), which size the encoder pass of the profile run (vllm_encoder_pass)."""
+    --skip-mm-profiling), which size the encoder pass of the profile run (vllm_encoder_pass); `graphs_mode`: the
+    CUDA-graph mode the release resolves (None under --enforce-eager), on which its check of the Mamba state blocks
+    against max_num_seqs depends (state_blocks); `engine_named`: the query names vLLM (else that check only
+    warns: the answer is sized with vLLM's accounting but not bound to its defaults)."""
     acct = acct or vllm_pool.accounting(release)
     run = run or vllm_pool.runner(model, acct)
     kv: KvModel = kv_model(model, kv_dtype, tp, batched_tokens=batched_tokens, mla_format=mla_format, formats=formats)
@@ -247,6 +271,8 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
                                     v2=run == "V2", mamba_mode=mode, checkpoint_blocks=ckpt)
         report = vllm_pool.report(pool, grouped, block, point, acct, plan, capacity_bytes=before,
                                   utilization=utilization, extensible=not kv_cache_memory)
+        if report.starts:
+            state_blocks(report, max_num_seqs, graphs_mode, before, release or acct.release, rows, engine_named)
     need = math.ceil(batch * kv.per_sequence(ctx)) if ctx else 0
     fits = None if ctx is None else (pool > 0 and need <= pool)
     mem_ctx = max_context(kv, pool, batch) if pool > 0 else 0

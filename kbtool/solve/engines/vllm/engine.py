@@ -103,7 +103,7 @@ class Vllm(Engine):
             "language_model_only": serve.language_model_only or None,
             "enable_mm_embeds": serve.enable_mm_embeds or None, "limit_mm_per_prompt": serve.limit_mm_per_prompt,
             "skip_mm_profiling": serve.skip_mm_profiling or None,
-            "prefix_caching": serve.enable_prefix_caching,
+            "prefix_caching": serve.enable_prefix_caching, "model_runner": serve.model_runner,
         }
         return Line(self.name, options, {k: v for k, v in settings.items() if v is not None}, serve.ignored,
                     serve.read_with, tuple(serve.refused))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kbtool.errors import KbError
+from kbtool.solve.conditions import compare_versions
 from kbtool.solve.engines.results import Pool
 from kbtool.solve.engines.vllm import defaults as vd
 from kbtool.solve.engines.vllm import mmprefix
@@ -12,6 +13,8 @@ from kbtool.solve.engines.vllm.pool import accounting
 from kbtool.solve.engines.vllm.records import lines, measured
 from kbtool.solve.parts import Memory
 from kbtool.solve.weights import Fit, fp32_loaded_as
+
+V1_RUNNER_GONE = "0.34.0"  # the first release without the V1 model runner (records/engine-releases/vllm-0.34.0.yaml)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -66,6 +69,15 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
                             "_get_and_verify_dtype, 'Upcasting')" if model.weight_dtype != "fp32" else
                             "_resolve_auto_dtype, 'Downcast for float32 models')"))
     eager = bool(settings.get("enforce_eager"))
+    # VLLM_USE_V2_MODEL_RUNNER before the command picks the runner where the release still has both (config/vllm.py
+    # use_v2_model_runner reads the variable before the model's default: :523 in 0.24.0, :551 in 0.26.0, :747 in
+    # 0.33.0); from 0.34.0 the V1 runner is gone (its engine-release record's defaults.model_runner note)
+    forced = settings.get("model_runner") if compare_versions(d.release, V1_RUNNER_GONE) < 0 else None
+    run = forced or d.runner(model)
+    if forced:
+        assumed["model runner"] = f"{forced} (VLLM_USE_V2_MODEL_RUNNER={int(forced == 'V2')} in the line)"
+    elif settings.get("model_runner"):
+        notes_in.append(f"VLLM_USE_V2_MODEL_RUNNER: vLLM {d.release} has only the V2 model runner")
     block = env.get("block_size") if isinstance(env.get("block_size"), int) else None
     reserve = q.reserve
     pp, dp = settings.get("pp") or 1, settings.get("dp") or 1
@@ -87,14 +99,15 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
                                    f"{gb:,.2f} GB in the weights (vLLM loads it)")
 
     def on(tp: int, *, kv_as: str | None = None, weights_as: str | None = None, ctx_as: int | None = None,
-           batch_as: int | None = None) -> Fit:
+           batch_as: int | None = None, seqs_as: int | None = None) -> Fit:
         return fit(model, kv_as or kv, capacity, ctx_as or ctx, batch=batch_as or batch, tp=tp,
                    utilization=utilization, weights=weights_as or weights, reserve=reserve, batched_tokens=tokens,
-                   max_num_seqs=seqs, eager=eager, block_size=block, pp=pp, release=release,
+                   max_num_seqs=seqs_as or seqs, eager=eager, block_size=block, pp=pp, release=release,
                    kv_cache_memory=kv_memory, formats=cx.img.kv_formats, sm=env.get("sm"),
-                   margins=d.margins if d.extensible_kv_cache and not kv_memory else None, run=d.runner(model),
+                   margins=d.margins if d.extensible_kv_cache and not kv_memory else None, run=run,
                    text_only=towers_off, acct=acct, plan=plan, prefix_caching=settings.get("prefix_caching"),
-                   rows=rows, mm_settings=settings, dp=dp)
+                   rows=rows, mm_settings=settings, dp=dp, graphs_mode=None if eager else d.cudagraph_mode,
+                   engine_named=release is not None)
 
     f = on(q.gpus)
     if settings.get("ctx_auto") and f.fits is False and f.max_ctx > 0 and f.ctx_limit == "memory":
@@ -119,16 +132,18 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
                  engine_report=_held_to_boots(cx, acc, _report(f.engine_report, acct.release), {
                      "max_model_len": ctx, "kv_cache_dtype": _vllm_kv(kv, env), "enforce_eager": eager,
                      "gpu_memory_utilization": utilization, "max_num_batched_tokens": tokens,
-                     "max_num_seqs": seqs, "tp": q.gpus, "pp": pp}, release, kv_memory))
+                     "max_num_seqs": seqs, "tp": q.gpus, "pp": pp, "model_runner": forced}, release, kv_memory))
     r = mem.engine_report
-    if r is not None and not eager and r.get("basis") != "measured" and d.runner(model) == "V2":
+    if r is not None and not eager and r.get("basis") != "measured" and run == "V2":
         _graph_rise(cx, acc, r)
     if r is not None:
         if q.ctx:  # the words the answer shows (at the asked ctx only)
             r["text"] = report_text(r, q.ctx)
         # vLLM's start-up check, replayed as its release plans the pool (vllm_planning.check: the per-group block
         # counts, the null block, its exact error text)
-        starts = None if not q.ctx else bool(r["starts"])
+        # (without --ctx the pool is checked at the model's context, which the answer does not claim vLLM refuses;
+        # the check of a Mamba model's state blocks against max_num_seqs hardly depends on the context: it stands)
+        starts = bool(r["starts"]) if q.ctx or r.get("refused_by") == "state_blocks" else None
         mem.pool = Pool(engine="vllm", label=f"vLLM {r.get('accounting')}", release=r.get("accounting"),
                         tokens=r["kv_cache_tokens"], concurrency=r["max_concurrency"], starts=starts,
                         error=r.get("startup_error") if starts is False else None,
@@ -295,6 +310,10 @@ def _to_fit(f: Fit, on: Any, gpus: int, kv: str, ctx: int | None, batch: int,
     more GPUs alone do not): [{"change": "--kv fp8", "max_sequences": 4, "max_ctx": 131072}, ...]."""
     low_kv, low_weights = kv in LOW_DTYPES, f.weights_dtype in LOW_DTYPES
     tries: list[tuple[str, dict[str, Any]]] = []
+    r = f.engine_report
+    if r is not None and r.refused_by == "state_blocks" and r.state_blocks:
+        # the fix vLLM's own message names: max_num_seqs down to the Mamba state blocks
+        tries.append((f"--max-num-seqs {r.state_blocks} (a vLLM flag: --vllm-args)", {"seqs_as": r.state_blocks}))
     if f.ctx_limit == "memory" and f.max_ctx and ctx and f.max_ctx < ctx:
         tries.append((f"--ctx {f.max_ctx}", {"ctx_as": f.max_ctx}))
     if batch > 1 and f.max_sequences:
@@ -338,5 +357,7 @@ def _report(r: Report | None, accounting: str) -> dict[str, Any] | None:
                                                    for g in r.groups],
             "padding": list(r.padding), "basis": "estimated", "accounting": accounting,
             "planning": r.planning, "starts": r.starts, "startup_error": r.error, "blocks_per_request": r.per_request,
+            **({"refused_by": r.refused_by} if r.refused_by else {}),
+            **({"warning": r.warning} if r.warning else {}),
             **({"mamba_state": {"mode": r.state[0], "pages_per_request": r.state[1]}} if r.state else {})}
 

@@ -238,6 +238,21 @@ def check(gs: Sequence[Group], block: int, available: int, plan: Planning, pt: P
             f"({gib(memory)} GiB). {estimated}{tail}{DOCS}")
 
 
+def state_blocks_check(num_blocks: int, max_num_seqs: int, recurrent: bool, full_graphs: bool,
+                       checks: Sequence[tuple[str, str, str, str]]) -> tuple[str, str, str] | None:
+    """The check the model runner makes once the KV cache is sized, where the release has it (its record's
+    startup_checks "max_num_seqs<=mamba_blocks"): with full CUDA graphs (a FULL decode mode: not --enforce-eager)
+    a model with Mamba-style state layers needs one cache block per decode sequence, so max_num_seqs above the
+    cache's num_blocks raises ValueError (config/compilation.py resolve_cudagraph_mode_and_sizes, e.g. 0.26.0
+    :1480-1497). (raises, message, source) where it fails, else None."""
+    if not (recurrent and full_graphs and max_num_seqs > num_blocks):
+        return None
+    for check, raises, message, source in checks:
+        if check == "max_num_seqs<=mamba_blocks":
+            return raises, message.format(max_num_seqs=max_num_seqs, num_blocks=num_blocks), source
+    return None
+
+
 def estimate_max_model_len(gs: Sequence[Group], block: int, memory: int, plan: Planning, pt: Point) -> int:
     """vLLM's binary search for the longest max_model_len whose need fits `memory` (0: not even one token)."""
     per = bytes_per_block(gs)
