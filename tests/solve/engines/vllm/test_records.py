@@ -106,8 +106,8 @@ def test_the_image_carries_the_lines_of_the_records() -> None:
     assert {r: row["planning"] for r, row in rows.items()} == {r: row["planning"] for r, row in
                                                                vrec.recorded().items()}
     assert all(row["planning"] for row in rows.values())
-    assert {r for r, row in rows.items() if row["accounting"]} == {"0.19.1", "0.24.0", "0.25.0", "0.26.0", "0.28.0",
-                                                                   "0.29.0", "0.33.0", "0.34.0"}
+    assert {r for r, row in rows.items() if row["accounting"]} == {"0.19.1", "0.21.0", "0.24.0", "0.25.0", "0.26.0",
+                                                                   "0.28.0", "0.29.0", "0.33.0", "0.34.0"}
 
 
 def test_hybrid_prefix_caching_is_the_records_defaults_one() -> None:
@@ -142,6 +142,8 @@ def test_a_record_value_changes_the_answer() -> None:
     ("0.25.1", "0.25.1", "0.25.0"),  # a patch release: its own record and planning line, 0.25.0's accounting
     ("0.25.0", "0.25.0", "0.25.0"),
     ("0.24.0", "0.24.0", "0.24.0"),
+    ("0.23.0", "0.23.0", "0.21.0"),
+    ("0.21.0", "0.21.0", "0.21.0"),  # its own line: the V1 runner's CUDA-graph estimate now comes off (below)
     ("0.20.2", "0.20.0", "0.19.1"),
     ("0.10.0", "0.19.1", "0.19.1"),  # older than all: the oldest
     (None, "0.24.0", "0.24.0"),      # no release: the one kb's reserve was measured on
@@ -150,6 +152,20 @@ def test_which_line_a_release_takes(release: str | None, planning: str, accounti
     assert vllm_planning.planning(release).release == planning
     assert vllm_pool.accounting(release).release == accounting
     assert vrec.measured(vrec.recorded()) == "0.24.0"
+
+
+def test_the_v1_runner_subtracts_its_graph_estimate_from_0_21_0() -> None:
+    """vLLM 0.19.1 defaults VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS to "0" and only logs the estimate; 0.21.0 turns it
+    on (envs.py:1768-1770, "Enabled by default as of v0.21.0") and takes the V1 runner's estimate off the KV budget
+    (v1/worker/gpu_worker.py:401-446), which its log says ("CUDA graph memory profiling is enabled (default since
+    v0.21.0)", e.g. LMCache/LMCache#3430 on 0.21.0). kb sized 0.21.0-0.23.0 with 0.19.1's line, so their V1 answers
+    kept the graphs in the pool."""
+    for release in ("0.21.0", "0.22.1", "0.23.0"):
+        acct = vllm_pool.accounting(release)
+        assert acct.release == "0.21.0" and acct.graphs == "V1", release
+        assert vllm_pool.graph_bytes(acct, "V1", False) > 0
+        assert vllm_pool.graph_bytes(acct, "V2", False) == 0  # the V2 runner's estimate is 0 until 0.29.0
+    assert vllm_pool.graph_bytes(vllm_pool.accounting("0.20.0"), "V1", False) == 0
 
 
 def test_the_v2_runner_estimates_its_graphs_from_0_29_0() -> None:
