@@ -278,18 +278,24 @@ def test_sglang_diff_from_its_recordings() -> None:
 
 def test_0_20_to_0_21_names_what_moved_the_reported_pool() -> None:
     """Issue 46's done-when: with both releases recorded (engine-release records and planning lines of their own),
-    gemma-3-27b on an A100 keeps its defaults, reserve and blocks, and the reported pool moves because 0.21.0 logs
+    gemma-3-27b on an A100 keeps its defaults and blocks per request, and the reported pool moves because 0.21.0 logs
     "GPU KV cache size" as concurrency x max_model_len (kv_cache_utils.py:1708) where 0.20.0 logged
-    num_blocks // groups x block: the diff names that, not a default."""
+    num_blocks // groups x block: the diff names that, not a default. 0.21.0 also turns the CUDA-graph estimate on
+    (envs.py:1768, taken off the budget in v1/worker/gpu_worker.py:401-446; 0.19.1's line only logs it), so the
+    reserve grows by kb's graph estimate, named as the accounting, not a default (a boot-log review found 0.21.0 sized
+    with 0.19.1's line)."""
     r = run_kb("diff", "--vllm", "0.20.0", "0.21.0", "--model", "gemma-3-27b", "--gpu", "a100")
     assert r.code == 0, r.err
     assert "no engine-release record" not in r.out
-    changed = r.out.split("\ndefaults", 1)[1].split("\n\n", 1)[0]  # the planning line, cited, and no default
+    changed = r.out.split("\ndefaults", 1)[1].split("\n\n", 1)[0]  # planning and accounting lines, cited, no default
     assert "planning.tokens: blocks per group -> concurrency  vllm/v1/core/kv_cache_utils.py:1708" in changed
-    assert changed.count("\n  ") == 1, changed
+    assert "accounting.graphs: none -> V1  vllm/v1/worker/gpu_worker.py:401" in changed
+    lines = [ln for ln in changed.splitlines()[1:] if ln.startswith("  ") and not ln.startswith("    ")]
+    assert lines and all(ln.startswith(("  planning.", "  accounting.")) for ln in lines), changed  # no default moved
     moved = r.out.split("what moved", 1)[1]
     assert "tokens reported per block" in moved and "(planning 0.20.0 -> 0.21.0" in moved
-    assert "reserve" not in moved and "gpu_memory_utilization" not in moved
+    assert "reserve 1.27 GB -> 2.35 GB (+1,073,741,824 B): no changed default behind it (the accounting)" in moved
+    assert "gpu_memory_utilization" not in moved
 
 
 def test_sglang_pool_messages_do_not_change_with_the_workers_temporary_folder(

@@ -106,8 +106,8 @@ def test_the_image_carries_the_lines_of_the_records() -> None:
     assert {r: row["planning"] for r, row in rows.items()} == {r: row["planning"] for r, row in
                                                                vrec.recorded().items()}
     assert all(row["planning"] for row in rows.values())
-    assert {r for r, row in rows.items() if row["accounting"]} == {"0.19.1", "0.24.0", "0.25.0", "0.26.0", "0.28.0",
-                                                                   "0.33.0", "0.34.0"}
+    assert {r for r, row in rows.items() if row["accounting"]} == {"0.19.1", "0.21.0", "0.24.0", "0.25.0", "0.26.0",
+                                                                   "0.28.0", "0.29.0", "0.33.0", "0.34.0"}
 
 
 def test_hybrid_prefix_caching_is_the_records_defaults_one() -> None:
@@ -135,11 +135,15 @@ def test_a_record_value_changes_the_answer() -> None:
     ("0.34.1", "0.34.0", "0.34.0"),  # unrecorded: the newest line at or below it
     ("0.34.0", "0.34.0", "0.34.0"),  # its own accounting line (vllm-0.34.0.yaml `accounting:`), no longer 0.33.0's
     ("0.33.1", "0.33.0", "0.33.0"),
+    ("0.30.0", "0.30.0", "0.29.0"),
+    ("0.29.0", "0.29.0", "0.29.0"),  # its own line: the V2 runner's CUDA-graph estimate (below)
     ("0.28.0", "0.28.0", "0.28.0"),
     ("0.27.1", "0.27.1", "0.26.0"),  # recorded planning, borrowed accounting
     ("0.25.1", "0.25.1", "0.25.0"),  # a patch release: its own record and planning line, 0.25.0's accounting
     ("0.25.0", "0.25.0", "0.25.0"),
     ("0.24.0", "0.24.0", "0.24.0"),
+    ("0.23.0", "0.23.0", "0.21.0"),
+    ("0.21.0", "0.21.0", "0.21.0"),  # its own line: the V1 runner's CUDA-graph estimate now comes off (below)
     ("0.20.2", "0.20.0", "0.19.1"),
     ("0.10.0", "0.19.1", "0.19.1"),  # older than all: the oldest
     (None, "0.24.0", "0.24.0"),      # no release: the one kb's reserve was measured on
@@ -148,6 +152,45 @@ def test_which_line_a_release_takes(release: str | None, planning: str, accounti
     assert vllm_planning.planning(release).release == planning
     assert vllm_pool.accounting(release).release == accounting
     assert vrec.measured(vrec.recorded()) == "0.24.0"
+
+
+def test_the_v1_runner_subtracts_its_graph_estimate_from_0_21_0() -> None:
+    """vLLM 0.19.1 defaults VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS to "0" and only logs the estimate; 0.21.0 turns it
+    on (envs.py:1768-1770, "Enabled by default as of v0.21.0") and takes the V1 runner's estimate off the KV budget
+    (v1/worker/gpu_worker.py:401-446), which its log says ("CUDA graph memory profiling is enabled (default since
+    v0.21.0)", e.g. LMCache/LMCache#3430 on 0.21.0). kb sized 0.21.0-0.23.0 with 0.19.1's line, so their V1 answers
+    kept the graphs in the pool."""
+    for release in ("0.21.0", "0.22.1", "0.23.0"):
+        acct = vllm_pool.accounting(release)
+        assert acct.release == "0.21.0" and acct.graphs == "V1", release
+        assert vllm_pool.graph_bytes(acct, "V1", False) > 0
+        assert vllm_pool.graph_bytes(acct, "V2", False) == 0  # the V2 runner's estimate is 0 until 0.29.0
+    assert vllm_pool.graph_bytes(vllm_pool.accounting("0.20.0"), "V1", False) == 0
+
+
+def test_the_v2_runner_estimates_its_graphs_from_0_29_0() -> None:
+    """vLLM 0.28.0's V2 runner returns 0 from profile_cudagraph_memory (v1/worker/gpu/model_runner.py:843-845); 0.29.0
+    captures them on a throwaway pool and returns their memory (model_runner.py:896-898, gpu/cudagraph_utils.py:718),
+    which v1/worker/gpu_worker.py:565-610 takes off the KV budget. So a V2-runner answer of 0.29.0-0.32.0 loses the
+    graph estimate before the pool, where 0.28.0's does not (seen on eugr/spark-vllm-docker#396: vLLM 0.29.1rc1 logs
+    the estimate for MiniMax-M2.7 on the V2 runner)."""
+    for release in ("0.29.0", "0.30.0", "0.32.0"):
+        acct = vllm_pool.accounting(release)
+        assert acct.graphs == "all", release
+        assert vllm_pool.graph_bytes(acct, "V2", False) > 0, release
+        assert vllm_pool.graph_bytes(acct, "V2", True) == 0  # eager: no graphs
+    old = vllm_pool.accounting("0.28.0")
+    assert old.graphs == "V1" and vllm_pool.graph_bytes(old, "V2", False) == 0
+    assert vllm_pool.graph_bytes(old, "V1", False) > 0
+    from kbtool.solve.request import build_query
+    from kbtool.solve.solver import solve
+
+    def pool(release: str) -> int:
+        a = solve(image(), build_query(engine="vllm", vllm=release, gpu="h100", model="qwen3-8b", ctx="32k"))
+        assert a.memory is not None
+        return a.memory.available_bytes
+
+    assert pool("0.29.0") < pool("0.28.0")  # the same dense model on the V2 runner: 0.29.0 takes the graphs off
 
 
 def test_an_answer_names_the_release_whose_accounting_line_it_borrows() -> None:
