@@ -87,16 +87,37 @@ def _check_shapes(c: Cfg) -> None:
                                   fix=f"give `{part}` as an object, e.g. {{\"no_op\": false}}")
 
 
+INTERNVL = frozenset({"InternVLChatModel", "InternVLForConditionalGeneration"})
+
+
 def _check_unmodelled(c: Cfg) -> None:
-    """Refuse a KV layout the mapping would size wrongly rather than answer from it: DeepSeek-V4's compressed
+    """Refuse a layout the mapping would size wrongly rather than answer from it: DeepSeek-V4's compressed
     attention (`compress_ratios`: per layer, KV kept for 1 token in 4 or in 128 beside the sliding window) read as
-    plain sliding-window layers would undercount its KV cache by orders of magnitude at long context."""
+    plain sliding-window layers would undercount its KV cache by orders of magnitude at long context; Llama 3.2
+    Vision's cross-attention layers (mllama `cross_attention_layers`: their K/V come from the image's tiles, not the
+    text, and its vision tower is not counted) read as self-attention layers would size both wrongly; InternVL's
+    InternViT tower (InternViT-300M or InternViT-6B, beside the language model in `llm_config`) is one kb does not
+    count, so the weights would be the language model's alone."""
     ratios = c.get("compress_ratios")
     if isinstance(ratios, list) and any(r for r in ratios if isinstance(r, (int, float))):
         raise ConfigError(f"{c.where}: compress_ratios (compressed attention, model_type "
                           f"'{c.get('model_type')}') is a KV layout kb does not model; its KV cache would be "
                           "sized as sliding-window layers only", fix="no workaround in kb yet: the model's KV "
                           "bytes per token need a compressed-attention layer kind (see CONTRIBUTING, Add a model)")
+    cross = c.get("cross_attention_layers")
+    if isinstance(cross, list) and cross:
+        raise ConfigError(f"{c.where}: cross_attention_layers ({len(cross)} cross-attention layers, model_type "
+                          f"'{c.top.get('model_type') or c.get('model_type')}') is a layout kb does not model: "
+                          "their KV cache holds the image's tokens, not the text's, and the vision tower "
+                          "is not counted", fix="no workaround in kb yet: a cross-attention layer kind and the "
+                          "Mllama vision tower need modelling first (see CONTRIBUTING, Add a model)")
+    arch = c.top.get("architectures")
+    arch = arch[0] if isinstance(arch, list) and arch and isinstance(arch[0], str) else None
+    if arch in INTERNVL and isinstance(c.top.get("vision_config"), dict):
+        raise ConfigError(f"{c.where}: {arch}'s vision tower (InternViT, vision_config) is one kb does not count; "
+                          "the weights would be the language model's alone", fix="no workaround in kb yet: the "
+                          "InternViT tower needs a function in kbtool/model/encoder.py (see CONTRIBUTING, Add a "
+                          "model)")
 
 
 # ---- layers -------------------------------------------------------------------------------------

