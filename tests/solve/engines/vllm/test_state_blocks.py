@@ -25,6 +25,7 @@ RAISE_LINE = {"0.21.0": 1435, "0.22.1": 1452, "0.23.0": 1461, "0.24.0": 1450, "0
               "0.26.0": 1491, "0.27.1": 1506, "0.28.0": 1507, "0.29.0": 1513, "0.30.0": 1535, "0.31.0": 1524,
               "0.32.0": 1518, "0.33.0": 1525, "0.34.0": 1674}
 BOOTS = ROOT / "records" / "evidence" / "2026-12-07-nvidia-h100-sxm-vllm-boot-6.yaml"
+EDGE = ROOT / "records" / "evidence" / "2026-12-07-nvidia-h100-sxm-vllm-boot-8.yaml"  # at 0.94 and 0.95
 TEXT = re.compile(r"max_num_seqs \((\d+)\) exceeds available Mamba cache blocks \((\d+)\)\. Each decode sequence "
                   r"requires one Mamba cache block, so CUDA graph capture cannot proceed\. Please lower max_num_seqs "
                   r"to at most (\d+) or increase gpu_memory_utilization\.")
@@ -35,8 +36,8 @@ def img() -> Any:
     return query_cli.image()
 
 
-def boot(case: str) -> dict[str, Any]:
-    doc = yaml.safe_load(Path(BOOTS).read_text(encoding="utf-8"))
+def boot(case: str, path: Path = BOOTS) -> dict[str, Any]:
+    doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     [c] = [c for c in doc["cases"] if c["params"]["id"] == case]
     return c
 
@@ -120,3 +121,35 @@ def test_an_answer_that_names_no_engine_warns_instead_of_refusing(img: Any) -> N
     named = solve(img, build_query(gpu="b200", model="qwen3-next-80b-a3b", ctx="128k", kv="bf16", engine="vllm",
                                    vllm="0.24.0"))
     assert named.verdict == "no" and named.memory.pool.error == warning
+
+
+# kb's blocks for this model run a constant ~11 above vLLM's (767/756 at 0.9, 1031/1020 at 0.94, 1097/1086 at
+# 0.95): the load holds 0.10 GiB besides the parameters ("Model loading took" 58.92 GiB against 58.82 GiB of module
+# tensors, which kb's weights equal), not found in nemotron_h.py / mamba_mixer2.py (test_vllm_boot_memory LOAD_KNOWN)
+EDGE_BAND = 0.015
+
+
+@pytest.mark.parametrize(("case", "path", "util"), [
+    ("nemotron-3-nano-30b-a3b-graphs-kvauto-u90-c8k", BOOTS, "0.9"),
+    ("nemotron-3-nano-30b-a3b-graphs-kvauto-u94-c8k", EDGE, "0.94"),
+    ("nemotron-3-nano-30b-a3b-graphs-kvauto-u95-c8k", EDGE, "0.95"),
+])
+def test_kb_agrees_with_the_boots_at_the_boundary_wherever_its_error_band_allows(img: Any, case: str, path: Path,
+                                                                                 util: str) -> None:
+    """Three boots around the boundary (1,024 sequences): vLLM's blocks are its message's where it refused, the pool
+    over the per-block bytes where it started. kb's blocks stay within EDGE_BAND of them, and kb's start/refuse is
+    vLLM's wherever 1,024 lies outside that band; at 0.94 (vLLM 1,020, kb 1,031) it does not, and kb says it starts."""
+    c = boot(case, path)
+    a = solve(img, build_query(gpu="h100", engine="vllm", vllm="0.26.0", ctx="8k",
+                               vllm_args=f"serve nemotron-3-nano-30b-a3b --gpu-memory-utilization {util}"))
+    r = a.memory.engine_report
+    kb_blocks = r["num_blocks"]
+    if c["outcome"] == "ERROR":
+        blocks = int(TEXT.search(c["message"]).group(2))  # type: ignore[union-attr]
+    else:
+        blocks = c["metrics"]["num_gpu_blocks"]
+    assert 0 <= kb_blocks / blocks - 1 < EDGE_BAND, (kb_blocks, blocks)
+    started = c["outcome"] == "OK"
+    if not blocks * (1 - EDGE_BAND) <= 1024 <= blocks * (1 + EDGE_BAND):
+        assert (a.verdict == "yes") == started
+        assert r["starts"] is started
