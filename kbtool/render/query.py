@@ -216,9 +216,8 @@ def render_answer(target: Sink, a: Answer, *, explain: bool = False) -> None:
         if m.fits is False:
             used += _lines(sink, "  to fit: " + _fit_options(a, m), width)
         report = m.engine_report
-        if report and report.get("warning"):  # no engine named: vLLM's own defaults would stop it at start-up
-            used += _lines(sink, f"  but vLLM {report.get('accounting')} at its defaults stops at start-up: "
-                           + report["warning"], width, "", "    ")
+        if report and report.get("warning"):  # no engine named: the engine's own defaults would stop it
+            used += _lines(sink, "  but " + report["warning"], width, "", "    ")
         if a.engine and report and report.get("text"):  # what the engine prints at start-up (its log lines)
             used += _lines(sink, "  " + report["text"], width, "", "    ")
     ignored = a.query.get("ignored")

@@ -358,6 +358,6 @@ def _report(r: Report | None, accounting: str) -> dict[str, Any] | None:
             "padding": list(r.padding), "basis": "estimated", "accounting": accounting,
             "planning": r.planning, "starts": r.starts, "startup_error": r.error, "blocks_per_request": r.per_request,
             **({"refused_by": r.refused_by} if r.refused_by else {}),
-            **({"warning": r.warning} if r.warning else {}),
+            **({"warning": f"vLLM {r.planning} at its defaults stops at start-up: {r.warning}"} if r.warning else {}),
             **({"mamba_state": {"mode": r.state[0], "pages_per_request": r.state[1]}} if r.state else {})}
 

@@ -116,8 +116,8 @@ def test_an_answer_that_names_no_engine_warns_instead_of_refusing(img: Any) -> N
     a B200 fits 3 requests of 128k, and the answer says that vLLM's default max_num_seqs would stop it."""
     a = solve(img, build_query(gpu="b200", model="qwen3-next-80b-a3b", ctx="128k", kv="bf16"))
     assert a.verdict == "yes" and a.memory.fits is True
-    warning = a.memory.engine_report["warning"]
-    assert TEXT.fullmatch(warning) and warning.startswith("max_num_seqs (1024) ")
+    lead, _, warning = a.memory.engine_report["warning"].partition(" at its defaults stops at start-up: ")
+    assert lead == "vLLM 0.24.0" and TEXT.fullmatch(warning) and warning.startswith("max_num_seqs (1024) ")
     named = solve(img, build_query(gpu="b200", model="qwen3-next-80b-a3b", ctx="128k", kv="bf16", engine="vllm",
                                    vllm="0.24.0"))
     assert named.verdict == "no" and named.memory.pool.error == warning
