@@ -102,3 +102,19 @@ def test_flashmla_fp8_kv_on_hopper_runs_vllms_dense_fp8_extension() -> None:
     b = solve(image(), build_query(gpu="h200", gpus=8, model="deepseek-r1", ctx="4096", kv="bf16", engine="vllm",
                                    kernel=["flashmla-dense-decode"]))
     assert b.verdict in ("yes", "conditional")  # a bf16 cache is the plain call (vllm-flashmla), not the extension
+
+
+@pytest.mark.parametrize(("kw", "builds"), [
+    ({"model": "mimo-v2-flash", "gpus": 8, "ctx": "4096"}, {"vllm-flash-attn-4"}),  # sinks, 192/128
+    ({"head_dim": 80, "kv": "fp8", "ctx": "32k"}, {"vllm-flash-attn-4"}),
+])
+def test_flash_attn_on_blackwell_calls_fa4_not_fa2(kw: dict[str, Any], builds: set[str]) -> None:
+    """On cc 10.x vLLM's FLASH_ATTN prefers FA-4 (fa_utils.py:102-104 at 0.34.0, :81 at 0.24.0) and keeps it at head
+    sizes up to 128 and at 192/128 (the TMEM fallback to FA-2 at :193-208). kb recorded no call there and judged the
+    backend by FA-2 alone: refused for sinks (MiMo-V2-Flash) or an fp8 KV cache, so every kernel it runs looked
+    refused. FA-2 is not what vLLM calls in these cases."""
+    a = solve(image(), build_query(gpu="b200", engine="vllm", **kw))
+    picked = _picked(a)
+    assert picked.id == "vllm-flash-attn"
+    assert {c["build"] for c in picked.calls} == builds and picked.kernels["flash-attention-4"] == "ok"
+    assert a.verdict == "yes"
