@@ -118,3 +118,16 @@ def test_flash_attn_on_blackwell_calls_fa4_not_fa2(kw: dict[str, Any], builds: s
     assert picked.id == "vllm-flash-attn"
     assert {c["build"] for c in picked.calls} == builds and picked.kernels["flash-attention-4"] == "ok"
     assert a.verdict == "yes"
+
+
+def test_a_release_no_call_was_read_in_is_judged_as_without_calls() -> None:
+    """FLASH_ATTN's FA-3 call is recorded from 0.24.0, the first wheel read (fa_utils.py:146 at 4ba787ec9). Under
+    vLLM 0.20.0 no call of FA-3 was read, and the backend was judged as calling no FA-3 at all: on an H200 with fp8
+    KV only FA-2 was left, refused for its dtypes, so every kernel looked refused (887 answers over 0.19.1-0.23.0 in
+    the release sweep). A release outside every call's scope is one kb has not read: the plain judgement holds."""
+    a = solve(image(), build_query(gpu="h200", model="llama-3.1-8b", kv="fp8", ctx="4096", engine="vllm",
+                                   vllm="0.20.0"))
+    picked = _picked(a)
+    assert picked.id == "vllm-flash-attn" and not picked.calls
+    assert picked.kernels["flash-attention-3"] in ("ok", "caveat")
+    assert a.verdict == "yes"
