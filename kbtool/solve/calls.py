@@ -5,7 +5,8 @@ that would refuse the call becomes a caveat naming both builds, never a refusal:
 about the build the engine runs.
 
 A backend with no call recorded for a kernel (or none read in the query's engine release) keeps the kernel layer's
-plain judgement, and the refusal it may give is likewise about no particular build (`Called.scoped` false): the verdict then says so instead of predicting a failure.
+plain judgement, and the refusal it may give is likewise about no particular build (`Called.scoped` false): the
+verdict then says so instead of predicting a failure.
 """
 
 from __future__ import annotations
