@@ -4,8 +4,9 @@ that call: on the call's own head dims, and only the claims whose scope names th
 that would refuse the call becomes a caveat naming both builds, never a refusal: "expect a failure" needs a claim
 about the build the engine runs.
 
-A backend with no call recorded for a kernel keeps the kernel layer's plain judgement, and the refusal it may give is
-likewise about no particular build (`Called.scoped` false): the verdict then says so instead of predicting a failure.
+A backend with no call recorded for a kernel (or none read in the query's engine release) keeps the kernel layer's
+plain judgement, and the refusal it may give is likewise about no particular build (`Called.scoped` false): the
+verdict then says so instead of predicting a failure.
 """
 
 from __future__ import annotations
@@ -96,6 +97,13 @@ def matching(backend: BackendV, kernel: str, env: dict[str, Any], engine: str | 
     return None
 
 
+def read_in(c: CallV, release: Any) -> bool:
+    """The call was read in this engine release (its scope holds it; no scope or no release: yes). A release outside
+    every call's scope is one whose code kb has not read: the backend is judged there as one with no call recorded,
+    not as one that calls none of the kernel."""
+    return not c.scope or release is None or any(_in_range(str(release), r) for r in c.scope)
+
+
 def call_env(c: CallV, env: dict[str, Any]) -> dict[str, Any]:
     """The environment as the call sees it: the shape it passes in place of the model's plain head dims."""
     e = dict(env)
@@ -149,11 +157,12 @@ def backend_kernels(backend: BackendV, envs: dict[str, dict[str, Any]], plain: d
     from kbtool.solve.gates import SEVERITY
 
     out = BackendKernels()
+    release = next((e.get(engine) for e in envs.values() if engine and e.get(engine)), None)
     for k in backend.kernels:
         if k not in plain:
             continue
-        if not any(c.kernel == k for c in backend.calls):
-            out.status[k] = plain[k][1].status
+        if not any(c.kernel == k and read_in(c, release) for c in backend.calls):
+            out.status[k] = plain[k][1].status  # no call recorded, or none read in this release: plain judgement
             continue
         worst_seen = -1
         for p, env in envs.items():

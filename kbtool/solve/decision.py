@@ -14,11 +14,12 @@ The cases, in the order they bind (the first that holds decides; `CASES` names e
   means this check passes, so a "fits" verdict where the engine refuses to start cannot be made.
 - NO_FIT: the KV cache (or the weights) do not fit: no.
 - ENGINE_NOT_RECORDED: the engine release is not recorded: conditional.
-- ENGINE_KERNELS_REFUSE: the engine starts a backend whose every kernel is refused for this head size by claims
-  about the build the engine calls, judged on the call it makes (kbtool/solve/calls.py): conditional (expect a
-  failure at first use). Where the refusing claims are about no build the engine is recorded to call, the engine's
-  answer stands (ENGINE) with a "kernels" caveat naming the doubt. Both read the picked backend's own judgement of
-  its kernels (`runs`), never another backend's call of the same kernel.
+- ENGINE_KERNELS_REFUSE: the engine starts a backend whose every kernel is refused (for any reason: head size,
+  architecture, KV dtype, sinks, ...) by claims about the build the engine calls, judged on the call it makes
+  (kbtool/solve/calls.py): conditional (expect a failure at first use). Where the refusing claims are about no
+  build the engine is recorded to call, the engine's answer stands (ENGINE) with a "kernels" caveat naming the
+  doubt and the refusing claims. Both read the picked backend's own judgement of its kernels (`runs`), never
+  another backend's call of the same kernel.
 - ENGINE: the engine starts (yes; conditional with the picked backend's engine caveats or hardware caveats).
 - NO_KERNEL_COVERS, REJECTED, DISPUTED, UNKNOWN, DEPENDS, CAVEATS, YES: the kernel layer alone (no engine pick).
 """
@@ -100,9 +101,10 @@ def decide(*, where: str, phases: list[str], kernels: list[KernelAnswer], rec: d
            long_context: str | None, unmodelled: dict[str, str] | None = None,
            runs: dict[str, list[str]] | None = None) -> Decision:
     """The one verdict for one accelerator (see the module docstring for the cases, in order). `runs`: the picked
-    backend's own judgement of each kernel it runs, as reason codes (solver.picked_refusals): its recorded call's
-    outcome here, or the kernel layer's plain one where it records no call. The kernel check reads these, never the
-    kernel's answer, which takes the best call of every backend that runs the kernel."""
+    backend's own judgement of each kernel it runs, as its reasons, "CODE (claim)" (solver.picked_refusals): its
+    recorded call's outcome here, or the kernel layer's plain one where it records no call. The kernel check reads
+    these, never the kernel's answer, which takes the best call of every backend that runs the kernel. Any refusal
+    counts, whatever its reason."""
     from kbtool.solve.gates import best
 
     per_phase: dict[str, str | None] = {
@@ -150,9 +152,11 @@ def decide(*, where: str, phases: list[str], kernels: list[KernelAnswer], rec: d
             if called:  # its recorded calls say which of its kernels it runs here: only those can fail here
                 refused = [k for k in refused if k in called]
             own = runs or {}  # a doubt or a failure is about the kernels this backend calls, as it calls them
-            shape = bool(refused) and all("HEAD_DIM" in own.get(k, ()) for k in refused)
-            if shape and any(r.code == "KERNELS_REJECTED" for r in picked.reasons):
+            # any refusal counts, not only a head size: architecture, KV dtype, sinks, a window refuse a call too
+            refusing = bool(refused) and all(own.get(k) for k in refused)
+            if refusing and any(r.code == "KERNELS_REJECTED" for r in picked.reasons):
                 detail["kernels"] = refused
+                detail["refusals"] = sorted({c for k in refused for c in own[k]})
                 # a failure is predicted only where claims about the build the engine calls refuse its call
                 scoped = {c["kernel"] for c in picked.calls if c["status"] == "rejected" and c["scoped"]}
                 if set(refused) <= scoped:

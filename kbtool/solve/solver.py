@@ -585,15 +585,21 @@ def solve_one(cx: Ctx, acc: AcceleratorV) -> Answer:
 
 def picked_refusals(cx: Ctx, pick: Pick | None, kstat: dict[str, tuple[dict[str, KernelStatus], Outcome]]) -> dict[
         str, list[str]]:
-    """The picked backend's own judgement of each kernel it runs here, as reason codes: its recorded call's outcome
-    in each phase it is called (kbtool/solve/calls.py), or, where it records no call of the kernel, the kernel
-    layer's plain outcome. Not the kernel's answer: that takes the best call of every backend that runs the kernel,
-    so another backend's call could hide this one's refusal, or lend it one it does not have."""
+    """The picked backend's own judgement of each kernel it runs here, as its reasons ("ARCH (claim-id)"): its
+    recorded call's outcome in each phase it is called (kbtool/solve/calls.py), or, where it records no call of the
+    kernel, the kernel layer's plain outcome. Not the kernel's answer: that takes the best call of every backend
+    that runs the kernel, so another backend's call could hide this one's refusal, or lend it one it does not
+    have."""
     if pick is None or pick.selected not in cx.called:
         return {}
     bk = cx.called[pick.selected]
-    return {k: sorted({r.code for o in bk.outcomes[k].values() for r in o.reasons}) if k in bk.outcomes
-            else sorted({r.code for r in kstat[k][1].reasons}) for k in bk.status}
+    return {k: sorted({_refusal(r) for o in bk.outcomes[k].values() for r in o.reasons}) if k in bk.outcomes
+            else sorted({_refusal(r) for r in kstat[k][1].reasons}) for k in bk.status}
+
+
+def _refusal(r: Reason) -> str:
+    """A reason as the verdict names it: its code and the claim that gives it."""
+    return f"{r.code} ({r.claim})" if r.claim else r.code
 
 
 def _as_called(cx: Ctx, kid: str, bs: list[str], statuses: dict[str, KernelStatus],
@@ -647,7 +653,7 @@ def _unmodelled(cx: Ctx) -> dict[str, str]:
 
 def _picked_caveats(d: Decision, backends: list[BackendAnswer]) -> list[Reason]:
     """The caveats to show first: the picked backend's engine-layer ones, and where the engine starts a backend
-    whose kernels kb refuses for this head size, that refusal."""
+    whose kernels kb refuses here (head size, architecture, KV dtype, ...), that refusal."""
     pick = d.pick
     picked = next((b for b in backends if pick is not None and b.id == pick.selected), None)
     if picked is None or pick is None:
@@ -661,8 +667,9 @@ def _picked_caveats(d: Decision, backends: list[BackendAnswer]) -> list[Reason]:
                                    "--explain): expect a failure at first use", "engine", subject=picked.id))
     elif d.detail.get("unscoped"):
         names = ", ".join(d.detail["unscoped"])
+        codes = "; ".join(d.detail.get("refusals") or [])
         first.insert(0, structural("KERNELS_DOUBTED", f"{pick.label} validates this backend; kb's kernel claims refuse "
-                                   f"this head size for {names}, but kb has no claim about the build {pick.label} "
+                                   f"{names} here ({codes}), but kb has no claim about the build {pick.label} "
                                    "calls that refuses it (no call recorded, or the claims are about another build; "
                                    "--explain): a doubt, not a predicted failure", "engine", subject=picked.id))
     return first

@@ -67,20 +67,67 @@ def _picked(a: Any) -> Any:
     return next(b for b in a.backends if a.engine and b.id == a.engine["selected"])
 
 
-def test_a_head_size_doubt_needs_the_picked_backends_own_head_size_refusal() -> None:
-    """DeepSeek-V3.2 on 8 H200s under vLLM 0.24.0: vLLM picks FLASHMLA_SPARSE (flashmla-sparse-decode,
-    flashmla-prefill).
-    kb's claims refuse flashmla-prefill on sm90 for architecture only; FLASHMLA_SPARSE's own engine-layer check at the
-    prefill head size (192) was merged into that kernel's answer as HEAD_DIM, and the old check read it there and
-    said "kb's kernel claims refuse this head size" for flashmla-prefill: a doubt about a head size no kernel claim
-    refuses. A non-head-size refusal is not the doubt this check words (decision.py), so the engine's answer stands."""
-    a = solve(image(), build_query(gpu="h200", gpus=8, model="deepseek-v3.2", ctx="4096", engine="vllm",
-                                   vllm="0.24.0"))
+def test_flashmla_sparse_on_hopper_is_judged_on_the_calls_vllm_makes() -> None:
+    """DeepSeek-V3.2 on 8 H200s under vLLM 0.24.0 picks FLASHMLA_SPARSE. Its prefill is flash_mla_sparse_fwd and its
+    fp8 decode flash_mla_with_kvcache(is_fp8_kvcache=True, indices=...) on the FlashMLA fork in the wheel
+    (flashmla_sparse.py:846 and :803 at 0.24.0; :1469 and :1357 at 0.34.0). kb's claims that refuse them on sm90 are
+    about upstream FlashMLA: dense (MHA-mode) prefill on SM100 only (flashmla-prefill-dense-sm100) and seed 001's
+    2026.09.30 release (flashmla-requires-sm100-cuda-13-1); neither covers the bundled build, so the calls are
+    caveats and the engine's yes stands for the backend vLLM runs."""
+    q = build_query(gpu="h200", gpus=8, model="deepseek-v3.2", ctx="4096", kv="fp8", engine="vllm", vllm="0.24.0")
+    a = solve(image(), q)
     picked = _picked(a)
-    assert picked.id == "vllm-flashmla-sparse" and picked.kernels.get("flashmla-prefill") == "rejected"
-    prefill = next(k for k in a.kernels if k.id == "flashmla-prefill")
-    assert any(r.code == "HEAD_DIM" and r.layer == "engine" for r in prefill.reasons)  # the engine's, merged in
-    assert not any(r.code == "HEAD_DIM" and r.layer == "kernel" for r in prefill.reasons)
-    assert a.decision is not None and "kernels" not in a.decision.caveats
-    assert not any(r.code == "KERNELS_DOUBTED" for r in a.caveats)
+    assert picked.id == "vllm-flashmla-sparse"
+    assert {(c["kernel"], c["build"]) for c in picked.calls} == {("flashmla-sparse-decode", "vllm-flashmla"),
+                                                                 ("flashmla-prefill", "vllm-flashmla")}
+    assert picked.kernels == {"flashmla-sparse-decode": "caveat", "flashmla-prefill": "caveat"}
+    assert a.verdict == "yes" and not any(r.code.startswith("KERNELS_") for r in a.caveats)
+
+    assert solve(image(), build_query(gpu="h200", gpus=8, model="deepseek-v3.2", ctx="4096", kv="fp8",
+                                      engine="vllm", vllm="0.34.0")).verdict == "yes"
+
+
+def test_flashmla_fp8_kv_on_hopper_runs_vllms_dense_fp8_extension() -> None:
+    """DeepSeek-R1 with an fp8 KV cache on 8 H200s under vLLM 0.34.0 picks FLASHMLA. FlashMLA's dense decode takes no
+    fp8 KV (flashmla-dense-decode-kv-dtype), but vLLM does not call it there: a quantized cache goes to its own dense
+    FP8 extension, _flashmla_extension_C.fwd_kvcache_mla_fp8 (flashmla.py:310-322 at 0.34.0, :315 at 0.24.0), which
+    the vllm-flashmla probe ran on an H200 (evidence 2026-12-01-nvidia-h200-sxm-vllm-flashmla, dense-fp8 cases OK).
+    The refusal is about another build: a caveat, and the engine's yes stands."""
+    a = solve(image(), build_query(gpu="h200", gpus=8, model="deepseek-r1", ctx="4096", kv="fp8", engine="vllm"))
+    picked = _picked(a)
+    assert picked.id == "vllm-flashmla"
+    assert [(c["kernel"], c["build"]) for c in picked.calls] == [("flashmla-dense-decode", "vllm-flashmla-extension")]
+    assert picked.kernels == {"flashmla-dense-decode": "caveat"}
+    assert a.verdict == "yes"
+    b = solve(image(), build_query(gpu="h200", gpus=8, model="deepseek-r1", ctx="4096", kv="bf16", engine="vllm",
+                                   kernel=["flashmla-dense-decode"]))
+    assert b.verdict in ("yes", "conditional")  # a bf16 cache is the plain call (vllm-flashmla), not the extension
+
+
+@pytest.mark.parametrize(("kw", "builds"), [
+    ({"model": "mimo-v2-flash", "gpus": 8, "ctx": "4096"}, {"vllm-flash-attn-4"}),  # sinks, 192/128
+    ({"head_dim": 80, "kv": "fp8", "ctx": "32k"}, {"vllm-flash-attn-4"}),
+])
+def test_flash_attn_on_blackwell_calls_fa4_not_fa2(kw: dict[str, Any], builds: set[str]) -> None:
+    """On cc 10.x vLLM's FLASH_ATTN prefers FA-4 (fa_utils.py:102-104 at 0.34.0, :81 at 0.24.0) and keeps it at head
+    sizes up to 128 and at 192/128 (the TMEM fallback to FA-2 at :193-208). kb recorded no call there and judged the
+    backend by FA-2 alone: refused for sinks (MiMo-V2-Flash) or an fp8 KV cache, so every kernel it runs looked
+    refused. FA-2 is not what vLLM calls in these cases."""
+    a = solve(image(), build_query(gpu="b200", engine="vllm", **kw))
+    picked = _picked(a)
+    assert picked.id == "vllm-flash-attn"
+    assert {c["build"] for c in picked.calls} == builds and picked.kernels["flash-attention-4"] == "ok"
+    assert a.verdict == "yes"
+
+
+def test_a_release_no_call_was_read_in_is_judged_as_without_calls() -> None:
+    """FLASH_ATTN's FA-3 call is recorded from 0.24.0, the first wheel read (fa_utils.py:146 at 4ba787ec9). Under
+    vLLM 0.20.0 no call of FA-3 was read, and the backend was judged as calling no FA-3 at all: on an H200 with fp8
+    KV only FA-2 was left, refused for its dtypes, so every kernel looked refused (887 answers over 0.19.1-0.23.0 in
+    the release sweep). A release outside every call's scope is one kb has not read: the plain judgement holds."""
+    a = solve(image(), build_query(gpu="h200", model="llama-3.1-8b", kv="fp8", ctx="4096", engine="vllm",
+                                   vllm="0.20.0"))
+    picked = _picked(a)
+    assert picked.id == "vllm-flash-attn" and not picked.calls
+    assert picked.kernels["flash-attention-3"] in ("ok", "caveat")
     assert a.verdict == "yes"

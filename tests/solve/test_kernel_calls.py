@@ -109,13 +109,26 @@ def test_a_failure_is_predicted_only_from_claims_about_the_build_called() -> Non
 
 
 def test_the_kernel_check_reads_the_picked_backends_own_judgement() -> None:
-    """The kernel's answer carries HEAD_DIM (another backend's call of it, say), but the picked backend refuses it
-    for another reason: no head-size doubt, no predicted failure. The head-size refusal is the picked backend's."""
+    """The kernel's answer carries HEAD_DIM (another backend's call of it, say), but the picked backend's own call
+    passes: no doubt, no predicted failure. The refusal that counts is the picked backend's."""
     scoped = {"kernel": "flash-attention-3", "phase": "decode", "build": "vllm-flash-attn-3", "version": "0.24.0",
               "status": "rejected", "scoped": True}
-    assert _decision([scoped], runs={"flash-attention-3": ["KV_DTYPE"]}).case == "ENGINE"
-    d = _decision([], runs={"flash-attention-3": ["KV_DTYPE"]})
+    d = _decision([scoped], runs={"flash-attention-3": []})
     assert d.case == "ENGINE" and "kernels" not in d.caveats and d.verdict == "yes"
+
+
+def test_a_refusal_for_any_reason_is_the_kernel_checks_business() -> None:
+    """Not only a head size: the picked backend's own call refused for its KV dtype (or its architecture, sinks...)
+    by a claim about the build it calls predicts a failure; with no call recorded it is a doubt that names the
+    claim. Before, only HEAD_DIM counted and both were a plain yes."""
+    scoped = {"kernel": "flash-attention-3", "phase": "decode", "build": "vllm-flash-attn-3", "version": "0.24.0",
+              "status": "rejected", "scoped": True}
+    refusal = {"flash-attention-3": ["KV_DTYPE (fa3-fp8-kv)"]}
+    d = _decision([scoped], runs=refusal)
+    assert d.case == "ENGINE_KERNELS_REFUSE" and d.verdict == "conditional"
+    d = _decision([], runs=refusal)
+    assert d.case == "ENGINE" and d.verdict == "conditional" and "kernels" in d.caveats
+    assert d.detail["refusals"] == ["KV_DTYPE (fa3-fp8-kv)"] and d.detail["unscoped"] == ["flash-attention-3"]
 
 
 # ---- every recorded engine grid point ------------------------------------------------------------
