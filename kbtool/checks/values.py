@@ -59,7 +59,7 @@ def _indexed_sources(kb: KB, r: Any) -> list[Finding]:
         at += [(("mla_prefill", "lists", i), pl.source) for i, pl in enumerate(r.mla_prefill.lists)]
         at += [(("mla_prefill", "calls", name), c.source) for name, c in r.mla_prefill.calls.items()]
     if isinstance(r, EngineRelease):  # its facts sit in sections; tiers and margins cite sources too
-        for section in ("defaults", "planning", "accounting"):  # vLLM's planning and accounting lines too
+        for section in ("defaults", "planning", "accounting", "speculative"):  # vLLM's lines too
             block = getattr(r, section)
             at += [((section, name), f.source) for name in (type(block).model_fields if block is not None else ())
                    if isinstance(f := getattr(block, name), Fact) and f.source is not None]

@@ -174,6 +174,29 @@ class Accounting(Strict):
         "query that names no release is sized as this release (one vLLM record says true)")
 
 
+class Speculative(Strict):
+    """vLLM: what the release's MTP speculative draft (`--speculative-config '{"method": "mtp", ...}'`) does to GPU
+    memory, where it was read (kbtool/solve/engines/vllm/spec.py sizes it with these). A release without this line
+    leaves every speculative draft unmodelled: the answer is conditional and names the flag."""
+
+    mtp_methods: Fact[list[str]] = Field(
+        description="The speculative methods the release takes as its MTP draft: 'mtp' and the model-specific names "
+        "(MTPModelTypes in config/speculative.py) it warns are deprecated and replaces with 'mtp'")
+    mtp_architectures: Fact[list[str]] = Field(
+        description="Target architectures whose config the release turns into an MTP draft of the checkpoint's own "
+        "MTP layers (SpeculativeConfig.hf_config_override), and that kb sizes (the model record's `mtp_layers`, "
+        "`mtp_parameters`); another architecture's MTP draft stays unmodelled")
+    state_blocks: BoolFact = Field(
+        description="A Mamba/GDN layer holds num_speculative_tokens more state pages per request (MambaSpec "
+        "num_speculative_blocks, set from num_speculative_tokens by the Mamba layer's get_kv_cache_spec)")
+    shares_embeddings: BoolFact = Field(
+        description="The MTP draft takes the target's lm_head (and its embedding where identical or absent) instead "
+        "of loading its own: only the MTP layers' weights add to the model's")
+    capture_decode_len: BoolFact = Field(
+        description="The default CUDA-graph capture ceiling is max_num_seqs x (1 + num_speculative_tokens) x 2 "
+        "(the decode query length times two) instead of max_num_seqs x 2")
+
+
 class Parallel(Strict):
     """vLLM: what its process groups allocate under tensor and pipeline parallel, and whether the KV pool sees it
     (kbtool/solve/engines/vllm/parallel.py), where the release's code was read; a release without this section takes
@@ -232,6 +255,9 @@ class EngineRelease(Record):
     accounting: Accounting | None = Field(
         default=None, description="vLLM: how the release sizes what it takes off before the KV pool, where it was "
         "read; a release without one borrows the newest at or below it that has one")
+    speculative: Speculative | None = Field(
+        default=None, description="vLLM: what the release's MTP speculative draft does to memory, where it was read; "
+        "a release without one leaves speculative drafts unmodelled")
     parallel: Parallel | None = Field(
         default=None, description="vLLM: what its process groups allocate under tensor/pipeline parallel and "
         "whether the KV pool sees it, where it was read; a release without one borrows the newest at or below it "

@@ -398,6 +398,29 @@ def parameters(c: Cfg, kinds: list[str], groups: list[dict[str, Any]], heads: in
     return out
 
 
+def mtp_parameters(c: Cfg, groups: list[dict[str, Any]], heads: int, layers: int) -> int | None:
+    """Parameters of the config's `layers` multi-token-prediction layers, as vLLM builds each (Qwen3.5's
+    qwen3_5_mtp.py and Qwen3-Next's qwen3_next_mtp.py: a full-attention decoder layer and `fc`, a projection of
+    the concatenated embedding and hidden state, 2 x hidden -> hidden; DeepSeek's deepseek_mtp.py: a decoder layer
+    and `eh_proj`, the same shape): one layer's attention of the model's full or MLA type, its MLP (the experts
+    where the model is MoE: the MTP layer sits past the dense prefix) and that projection. Embeddings and lm_head
+    are left out: vLLM's draft shares the model's (v1/spec_decode/llm_base_proposer.py _maybe_share_embeddings /
+    _maybe_share_lm_head, "Detected MTP model"). None where the model has no attention layer of those types."""
+    hidden = int_field(c, "hidden_size", "the model width")
+    g = next((g for g in groups if g["type"] == "mla"), None) or next((g for g in groups if g["type"] == "full"),
+                                                                      None)
+    if g is None:
+        return None
+    mats = 2 if c.get("mlp_hidden_act") == "relu2" else 3
+    moe = _moe(c)
+    if moe:
+        routed, _, width, shared = moe
+        mlp = routed * mats * hidden * width + mats * hidden * shared + hidden * routed
+    else:
+        mlp = mats * hidden * int(c.get("intermediate_size") or c.need("intermediate_size", "the MLP width"))
+    return layers * (_attn_params(c, g, heads, hidden) + mlp + 2 * hidden * hidden)
+
+
 # ---- weights ------------------------------------------------------------------------------------
 
 
@@ -453,9 +476,10 @@ def to_record(data: dict[str, Any], rid: str, *, where: str, name: str | None = 
     elif c.nested:
         notes.append("the text model of a multimodal config (text_config); the vision tower is not counted")
     mtp = c.get("num_nextn_predict_layers") or c.get("mtp_num_hidden_layers") or c.get("num_mtp_modules")
+    mtp_params = mtp_parameters(c, groups, heads, int(mtp)) if mtp else None
     if mtp:
-        notes.append(f"{mtp} multi-token-prediction layer(s) in the checkpoint are not counted (vLLM loads them "
-                     "only for speculative decoding)")
+        notes.append(f"{mtp} multi-token-prediction layer(s) in the checkpoint are not counted in `parameters` "
+                     "(vLLM loads them only for speculative decoding; counted in `mtp_layers` and `mtp_parameters`)")
     rec: dict[str, Any] = {
         "id": rid, "kind": "model", "name": name or rid, "family": str(c.get("model_type") or rid),
         **({"architecture": str(arch[0])} if isinstance(arch := c.get("architectures"), list) and arch
@@ -488,6 +512,10 @@ def to_record(data: dict[str, Any], rid: str, *, where: str, name: str | None = 
         blocks = c.get("block_configs")
         if not inter and isinstance(blocks, list) and hidden:
             inter = max(_ffn_width(c, i, int(hidden)) for i in range(len(blocks)))
+    if mtp:
+        rec["mtp_layers"] = int(mtp)
+        if mtp_params:
+            rec["mtp_parameters"] = int(mtp_params)
     rec.update({"num_heads": heads, "head_dim": int(head_dim)})
     if hidden:
         rec["hidden_size"] = int(hidden)

@@ -200,6 +200,14 @@ class Model(_Record):
     softcap: float | None = Field(default=None, gt=0, description="Attention logit softcap (None = none)")
     alibi: bool = Field(default=False, description="ALiBi position biases")
     experts: Experts | None = Field(default=None, description="MoE expert counts")
+    mtp_layers: int | None = Field(
+        default=None, ge=1, description="Multi-token-prediction (MTP / NextN) decoder layers the checkpoint carries "
+        "beside the model (the config's mtp_num_hidden_layers, num_nextn_predict_layers or num_mtp_modules): "
+        "not in `parameters`; an engine loads them as a speculative draft")
+    mtp_parameters: int | None = Field(
+        default=None, ge=1, description="Parameters of those MTP layers, derived from the config's shapes: per "
+        "layer one decoder layer of the model's attention type with its MLP or experts, and the projection of the "
+        "concatenated embedding and hidden state (2 x hidden -> hidden); embeddings and lm_head are the model's")
     layers: list[LayerGroup] = Field(min_length=1, description="Layer groups by attention type")
 
     @model_validator(mode="after")

@@ -139,7 +139,8 @@ LAYER_FIELDS = ("type", "count", "kv_heads", "head_dim", "head_dim_v", "window",
 MODEL_FIELDS = ("id", "architecture", "parameters", "parameter_groups", "weight_dtype", "unquantized_dtype",
                 "quantized", "quant_group_size", "group_dtypes", "kept_unquantized", "weight_bytes", "weight_bytes_f32",
                 "num_heads", "head_dim", "hidden_size", "intermediate_size", "vocab_size", "max_context", "softcap",
-                "alibi", "layers", "experts", "encoders", "rope_scaling", "rotary_dim")
+                "alibi", "layers", "experts", "encoders", "rope_scaling", "rotary_dim", "mtp_layers",
+                "mtp_parameters")
 
 
 class LayerV:
@@ -200,6 +201,8 @@ class ModelV:
         softcap: float | None
         alibi: bool
         layers: list[LayerV]
+        mtp_layers: int | None
+        mtp_parameters: int | None
         sinks: bool
         sparse: bool
 

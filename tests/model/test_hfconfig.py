@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from kbtool.model.hfconfig import ConfigError, to_record
 from kbtool.model.model_card import Model
@@ -271,3 +272,19 @@ def test_fields_of_the_wrong_shape_are_located_errors(tmp_path: Path, change: di
         read_config(str(path), "x")
     assert str(e.value).splitlines()[0] == f"{path}: {message}"
     assert e.value.exit_code == 2
+
+
+def test_mtp_layers_are_kept_with_their_parameters() -> None:
+    """The MTP layer count comes from the config (Qwen3.5 text_config.mtp_num_hidden_layers, DeepSeek-V3
+    num_nextn_predict_layers) and its parameters are one full-attention decoder layer with its MLP plus the 2H -> H
+    projection (vLLM 0.24.0 model_executor/models/qwen3_5_mtp.py:90-107: fc, and one Qwen3_5DecoderLayer of
+    layer_type full_attention); a model without the field has none."""
+    r = rec("qwen3.5-27b")
+    h, heads, kvh, hd, inter = 5120, 24, 4, 256, 17408
+    attn = h * heads * hd * 2 + 2 * h * kvh * hd + heads * hd * h  # q_proj is doubled by the output gate
+    assert r["mtp_layers"] == 1 and r["mtp_parameters"] == attn + 3 * h * inter + 2 * h * h
+    assert rec("deepseek-v3")["mtp_layers"] == 1 and rec("deepseek-v3")["mtp_parameters"] > 11e9  # MLA + experts
+    assert "mtp_layers" not in rec("qwen3-8b")
+    for name in ("qwen3.5-27b", "deepseek-v3", "glm-4.5"):  # the records keep what the importer derives
+        kept = yaml.safe_load((RECORDS / "models" / f"{name}.yaml").read_text())
+        assert (kept["mtp_layers"], kept["mtp_parameters"]) == (rec(name)["mtp_layers"], rec(name)["mtp_parameters"])

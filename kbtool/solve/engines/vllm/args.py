@@ -7,9 +7,10 @@ id or alias, or a config path), --kv-cache-dtype, --attention-backend, --max-mod
 --enable-prefix-caching / --no-enable-prefix-caching (a hybrid model's state pages per request),
 --limit-mm-per-prompt, --language-model-only and --enable-mm-embeds (a text-only serve), --quantization
 (the weights' bytes), -pp / --pipeline-parallel-size (layers and weights per stage), -dp /
---data-parallel-size (replicas: the memory per GPU does not change) and --kv-cache-memory-bytes (the pool itself,
-per GPU); `--max-model-len auto` (or -1) lets vLLM fit the context to memory. Numbers are read as vLLM reads
-them (32k = 32,000; 32K = 32,768). Other flags are ignored and listed, so the answer can say what it did not
+--data-parallel-size (replicas: the memory per GPU does not change), --kv-cache-memory-bytes (the pool itself,
+per GPU) and --speculative-config (an MTP draft: spec.py); `--max-model-len auto` (or -1) lets vLLM fit the
+context to memory. Numbers are read as vLLM reads them (32k = 32,000; 32K = 32,768). Other flags are ignored and
+listed, so the answer can say what it did not
 consider.
 """
 
@@ -28,7 +29,7 @@ _FLAGS = {
     "--max-num-seqs": "max_num_seqs", "--quantization": "quantization", "-q": "quantization",
     "--pipeline-parallel-size": "pp", "-pp": "pp", "--data-parallel-size": "dp", "-dp": "dp",
     "--kv-cache-memory-bytes": "kv_cache_memory", "--kv-cache-memory": "kv_cache_memory",
-    "--limit-mm-per-prompt": "limit_mm_per_prompt",
+    "--limit-mm-per-prompt": "limit_mm_per_prompt", "--speculative-config": "speculative_config",
 }
 _INTS = {"max_model_len", "tp", "block_size", "max_num_batched_tokens", "max_num_seqs", "pp", "dp", "kv_cache_memory"}
 QUANT_WEIGHTS = {"fp8": "fp8", "fbgemm_fp8": "fp8", "ptpc_fp8": "fp8", "awq": "int4", "awq_marlin": "int4",
@@ -72,6 +73,7 @@ class ServeArgs:
         self.pp: int | None = None
         self.dp: int | None = None
         self.kv_cache_memory: int | None = None
+        self.speculative_config: str | None = None  # the JSON value, read by spec.read
         self.ignored: list[str] = []
         self.spelled: dict[str, str] = {}  # field -> the flag as the user typed it (-tp, --dtype)
         self.read_with: str | None = None  # the recorded release whose flag table read the line

@@ -24,7 +24,15 @@ from kbtool.solve.engines.vllm import planning as vllm_planning
 from kbtool.solve.engines.vllm import pool as vllm_pool
 from kbtool.solve.engines.vllm import rope as vllm_rope
 from kbtool.solve.engines.vllm.kvcache import UNBOUNDED_CTX, KvModel, kv_model, max_context
-from kbtool.solve.weights import WEIGHT_BYTES, Fit, expert_bias_params, expert_bytes, expert_shape, weight_bytes
+from kbtool.solve.weights import (
+    WEIGHT_BYTES,
+    Fit,
+    bytes_per_param,
+    expert_bias_params,
+    expert_bytes,
+    expert_shape,
+    weight_bytes,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,6 +40,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from kbtool.model import Model
+    from kbtool.solve.engines.vllm.spec import Draft
     from kbtool.solve.image import ModelV
 
 GIB = 1 << 30
@@ -148,6 +157,19 @@ def state_blocks(report: vllm_pool.Report, max_num_seqs: int, graphs_mode: str |
         report.warning, report.state_blocks = failed[1], blocks
 
 
+def draft_bytes(model: Model | ModelV, weights: str | None, draft: Draft) -> tuple[int, str]:
+    """The MTP draft's weights: its layers' parameters at the checkpoint's format (as the release loads the draft
+    with the target's quantization, config/speculative.py "Align the quantization of draft model"), 0 where the
+    record's exact checkpoint bytes already hold them (the safetensors headers list the MTP tensors too)."""
+    if model.weight_bytes is not None and (weights is None or weights == model.weight_dtype == "fp32"):
+        return 0, " (the MTP draft's layers are in the checkpoint's exact bytes)"
+    fmt = weights or model.weight_dtype
+    per = WEIGHT_BYTES[fmt] if fmt in ("bf16", "fp16", "fp32") else bytes_per_param(
+        fmt, getattr(model, "quant_group_size", None))
+    n = int(draft.parameters * per)
+    return n, f" + MTP draft {draft.parameters / 1e9:,.2f}B params x {per:g} B ({fmt})"
+
+
 def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *, batch: int = 1, tp: int = 1,
         utilization: float = 0.9, weights: str | None = None, reserve: int | None = None,
         batched_tokens: int, max_num_seqs: int, mla_format: str | None = None,
@@ -157,7 +179,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         text_only: str | None = None, acct: vllm_pool.Accounting | None = None,
         plan: vllm_planning.Planning | None = None, prefix_caching: bool | None = None,
         rows: Mapping[str, Any] | None = None, mm_settings: Mapping[str, Any] | None = None, dp: int = 1,
-        graphs_mode: str | None = None, engine_named: bool = True) -> Fit:
+        graphs_mode: str | None = None, engine_named: bool = True, draft: Draft | None = None) -> Fit:
     """Whether `batch` sequences of `ctx` tokens fit in the KV pool of each of `tp` GPUs, and how many do, as vLLM
     `release` sizes that pool (vllm_pool.accounting); `kv_cache_memory` (--kv-cache-memory-bytes) is the pool;
     `formats`: the KV layouts the records size (kvcache.kv_model); `sm`: the GPU's architecture (the Mamba state
@@ -175,7 +197,9 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     --skip-mm-profiling), which size the encoder pass of the profile run (vllm_encoder_pass); `graphs_mode`: the
     CUDA-graph mode the release resolves (None under --enforce-eager), on which its check of the Mamba state blocks
     against max_num_seqs depends (state_blocks); `engine_named`: the query names vLLM (else that check only
-    warns: the answer is sized with vLLM's accounting but not bound to its defaults)."""
+    warns: the answer is sized with vLLM's accounting but not bound to its defaults); `draft`: the line's MTP
+    speculative draft as the release builds it (spec.py): its weights, its attention layers in the KV cache
+    groups, its state pages per request and its CUDA-graph capture ceiling."""
     acct = acct or vllm_pool.accounting(release)
     run = run or vllm_pool.runner(model, acct)
     kv: KvModel = kv_model(model, kv_dtype, tp, batched_tokens=batched_tokens, mla_format=mla_format, formats=formats)
@@ -187,6 +211,10 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
     kept, khow = mxfp4_kept_scales(model, weights, acct, sm)
     tiles, thow = mxfp4_hopper_layout(model, weights, acct, sm, tp)
     wtotal, whow = wtotal + kept + tiles, whow + khow + thow
+    if draft is not None:
+        dbytes, dhow = draft_bytes(model, weights, draft)
+        wtotal, whow = wtotal + dbytes, whow + dhow
+    decode_len = draft.decode_len if draft is not None else 1
     # each GPU builds the model's whole rope cache (vllm_rope): the load counts it, tensor parallel does not split it
     rope, rope_how = vllm_rope.cache_bytes(model, weights)
     wgpu = math.ceil(wtotal / (tp * pp)) + rope
@@ -209,10 +237,10 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         # which run no encoder (0.34.0 v1/worker/gpu/warmup.py:483-545, their requests carry mm_features=[]; the
         # peak is recorded over them, gpu_worker.py:1022-1092): the pass weighs only on the first check's capacity.
         res, rhow = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct, run=run,
-                                      extensible=extensible, mm=None if extensible else mm)
+                                      extensible=extensible, mm=None if extensible else mm, decode_len=decode_len)
         if mm is not None and extensible:
             mm_first = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct,
-                                         run=run, extensible=extensible, mm=mm)[0] - res
+                                         run=run, extensible=extensible, mm=mm, decode_len=decode_len)[0] - res
             rhow += (f"; {mm.words}: {mm_first / 1e9:,.2f} GB more profile peak for the first start-up check only "
                      "(the sizing warm-up that sizes the extensible cache runs no encoder)")
     else:
@@ -238,7 +266,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         if acct.recheck:
             # before warm-up: utilization x memory - weights - the profile's peak and non-torch memory, with no
             # graph estimate where the graphs are measured after capture (gpu_worker.py:771-780, 0.34.0)
-            capture = vllm_pool.capture_of(acct, model, max_num_seqs, batched_tokens)
+            capture = vllm_pool.capture_of(acct, model, max_num_seqs, batched_tokens, decode_len)
             graphs = vllm_pool.graph_bytes(acct, run, eager, capture) if acct.graphs == "measured" else 0
             before = usable - wgpu - (res - graphs) - mm_first
             rhow += ("; not modelled: the CUDA context held before vLLM's first memory snapshot (the measured "
@@ -264,11 +292,13 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
                                             prefix_caching)
     # no pool at all (the weights and reserve take the memory): the answer says that, not vLLM's "No available
     # memory for the cache blocks" it would end with
+    layers = draft.layers if draft is not None else 0
+    spec_blocks = draft.tokens if draft is not None and draft.state_blocks else 0
     grouped = vllm_pool.groups(model, kv_dtype, block, tp, pp, vllm_planning.checkpoint_alignment(arch, ckpt),
-                               plan.sliding_v) if ctx and max(pool, before or 0) > 0 else None
+                               plan.sliding_v, layers) if ctx and max(pool, before or 0) > 0 else None
     if grouped is not None and ctx:
         point = vllm_planning.Point(ctx, batched_tokens, async_scheduling=True, pp=pp,
-                                    v2=run == "V2", mamba_mode=mode, checkpoint_blocks=ckpt)
+                                    v2=run == "V2", mamba_mode=mode, checkpoint_blocks=ckpt, draft_blocks=spec_blocks)
         report = vllm_pool.report(pool, grouped, block, point, acct, plan, capacity_bytes=before,
                                   utilization=utilization, extensible=not kv_cache_memory)
         if report.starts:
@@ -289,7 +319,8 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
             mem_ctx = vllm_planning.estimate_max_model_len(report.groups, report.block_size, memory, plan,
                                                            vllm_planning.Point(UNBOUNDED_CTX, batched_tokens, pp=pp,
                                                                                v2=point.v2, mamba_mode=mode,
-                                                                               checkpoint_blocks=ckpt))
+                                                                               checkpoint_blocks=ckpt,
+                                                                               draft_blocks=spec_blocks))
     model_max = model.max_context
     mctx, limit = mem_ctx, "memory"
     if model_max and mem_ctx >= model_max:

@@ -34,9 +34,11 @@ class Vllm(Engine):
     long_context = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, which vLLM warns against"  # vllm/config/model.py
     # flags whose GPU memory kb does not model, named by what each flag is for; they only make an answer
     # conditional (no number rests on them). Not yet read against vllm/engine/arg_utils.py for a release.
-    memory_flags = {"--cpu-offload-gb": "weights offloaded to host memory", "--speculative-config": "a draft model "
-                    "and its KV cache", "--enable-lora": "LoRA adapter weights", "--num-gpu-blocks-override": "the "
-                    "KV pool's size", "--kv-transfer-config": "a KV connector's buffers: LMCache, NIXL, offloading",
+    # --speculative-config is read (spec.py): an MTP draft the release's record covers is sized, any other draft
+    # makes the answer conditional through unmodelled_memory.
+    memory_flags = {"--cpu-offload-gb": "weights offloaded to host memory", "--enable-lora": "LoRA adapter weights",
+                    "--num-gpu-blocks-override": "the KV pool's size",
+                    "--kv-transfer-config": "a KV connector's buffers: LMCache, NIXL, offloading",
                     # 0.33.0 engine/arg_utils.py:1453 and 2330: the size becomes an offloading kv_transfer_config
                     "--kv-offloading-size": "a CPU offloading connector's buffers"}
     # vLLM's draft-model flag before --speculative-config took it over: the server form of speculative_model in the
@@ -54,11 +56,21 @@ class Vllm(Engine):
         takes AgRsAll2AllManager at distributed/device_communicators/cuda_communicator.py:213-217, whose dispatch
         all-gathers the hidden states and router logits, all2all.py:104-109); a dense model's replicas are
         independent and sized as shown."""
+        out = {}
+        if cx.q.engine == self.name and cx.q.settings.get("speculative") is not None:
+            from kbtool.solve.engines.vllm import spec
+            from kbtool.solve.engines.vllm.defaults import record_for
+
+            found = record_for(cx.img, cx.q.release)
+            rows = {found[0]: found[1]} if found else {}
+            why = spec.draft(cx.q.settings, cx.model, found[0] if found else None, rows)[1]
+            if why:
+                out[spec.FLAG] = why
         dp = int(cx.q.settings.get("dp") or 1) if cx.q.engine == self.name else 1
         if dp > 1 and cx.model is not None and getattr(cx.model, "experts", None):
-            return {"--data-parallel-size": "the MoE layers' activations over the tokens gathered from every "
-                                            "data-parallel rank; kb shards the experts' weights as vLLM does"}
-        return {}
+            out["--data-parallel-size"] = ("the MoE layers' activations over the tokens gathered from every "
+                                           "data-parallel rank; kb shards the experts' weights as vLLM does")
+        return out
 
     def default_block_size(self, img: Image, q: Query) -> int | None:
         """The asked release's CacheConfig.DEFAULT_BLOCK_SIZE (16 up to 0.33.0, 64 in 0.34.0), from its
@@ -77,6 +89,7 @@ class Vllm(Engine):
         """kb's options a `vllm serve` line names (kb's own, when given, win) and its vLLM-only settings, read with
         `release`'s flag table."""
         from kbtool.solve.engines.vllm.args import QUANT_WEIGHTS, parse
+        from kbtool.solve.engines.vllm.spec import read as spec_read
 
         serve = parse(text, release)
         weights = None
@@ -104,6 +117,7 @@ class Vllm(Engine):
             "enable_mm_embeds": serve.enable_mm_embeds or None, "limit_mm_per_prompt": serve.limit_mm_per_prompt,
             "skip_mm_profiling": serve.skip_mm_profiling or None,
             "prefix_caching": serve.enable_prefix_caching, "model_runner": serve.model_runner,
+            "speculative": spec_read(serve.speculative_config),
         }
         return Line(self.name, options, {k: v for k, v in settings.items() if v is not None}, serve.ignored,
                     serve.read_with, tuple(serve.refused))

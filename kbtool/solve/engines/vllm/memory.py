@@ -90,6 +90,14 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
                            f"shards over all {q.gpus * dp} GPUs of the replicas (model_executor/layers/fused_moe/"
                            "config.py flatten_tp_across_dp_and_pcp)" if moe else ""))
 
+    # an MTP speculative draft the release's record covers (spec.py); any other draft leaves the answer conditional
+    # (Vllm.unmodelled_memory names it)
+    from kbtool.solve.engines.vllm import spec as vllm_spec
+
+    mtp = vllm_spec.draft(settings, model, d.release, rows)[0]
+    if mtp is not None:
+        assumed["draft"] = vllm_spec.words(mtp)
+
     towers_off = mmprefix.towers_off(model, settings)
     if getattr(model, "encoders", None):  # the weights' encoders on the assumed: line (kbtool/model/encoder.py)
         from kbtool.solve.weights import tower_bytes
@@ -107,7 +115,7 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
                    margins=d.margins if d.extensible_kv_cache and not kv_memory else None, run=run,
                    text_only=towers_off, acct=acct, plan=plan, prefix_caching=settings.get("prefix_caching"),
                    rows=rows, mm_settings=settings, dp=dp, graphs_mode=None if eager else d.cudagraph_mode,
-                   engine_named=release is not None)
+                   engine_named=release is not None, draft=mtp)
 
     f = on(q.gpus)
     if settings.get("ctx_auto") and f.fits is False and f.max_ctx > 0 and f.ctx_limit == "memory":

@@ -89,13 +89,15 @@ class Point:
     """The settings a plan depends on besides memory and the groups: max_model_len, max_num_batched_tokens, async
     scheduling, pipeline stages, the V2 model runner, the Mamba state mode and its prefill checkpoint pages."""
 
-    __slots__ = ("async_scheduling", "batched_tokens", "checkpoint_blocks", "mamba_mode", "max_model_len", "pp",
-                 "v2")
+    __slots__ = ("async_scheduling", "batched_tokens", "checkpoint_blocks", "draft_blocks", "mamba_mode",
+                 "max_model_len", "pp", "v2")
 
     def __init__(self, max_model_len: int, batched_tokens: int, *, async_scheduling: bool = True, pp: int = 1,
-                 v2: bool = True, mamba_mode: str = "none", checkpoint_blocks: int = 0) -> None:
+                 v2: bool = True, mamba_mode: str = "none", checkpoint_blocks: int = 0, draft_blocks: int = 0) -> None:
         self.max_model_len, self.batched_tokens, self.async_scheduling = max_model_len, batched_tokens, async_scheduling
         self.pp, self.v2, self.mamba_mode, self.checkpoint_blocks = pp, v2, mamba_mode, checkpoint_blocks
+        # an MTP draft's speculative tokens: one more state page each per Mamba layer (spec.Draft.state_blocks)
+        self.draft_blocks = draft_blocks
 
 
 GDN = frozenset({"Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"})
@@ -172,10 +174,10 @@ class Group:
 def group_blocks(g: Group, block: int, length: int, plan: Planning, pt: Point) -> int:
     """Blocks one request of `length` tokens holds in group `g` (at the group's own block where vLLM widened it)."""
     block = g.block or block
-    if g.kind == "mamba":
+    if g.kind == "mamba":  # + num_speculative_blocks (MambaSpec.max_memory_usage_bytes; the release's record)
         if pt.mamba_mode == "align":
-            return 2 + (pt.checkpoint_blocks if plan.checkpoints else 0)
-        return 1
+            return 2 + pt.draft_blocks + (pt.checkpoint_blocks if plan.checkpoints else 0)
+        return 1 + pt.draft_blocks
     if g.kind == "sliding" and g.window:
         return math.ceil(min(g.window - 1 + in_flight_tokens(plan, pt), length) / block) + 1
     if g.kind == "chunked" and g.window:

@@ -349,11 +349,15 @@ def graph_shape(largest: int, max_num_seqs: int, batched_tokens: int) -> float:
 
 
 def capture_of(acct: Accounting, model: Model | ModelV | None, max_num_seqs: int,
-               batched_tokens: int) -> tuple[int, int, int]:
+               batched_tokens: int, decode_len: int = 1) -> tuple[int, int, int]:
     """(largest capture size, max_num_seqs, max_num_batched_tokens), what graph_bytes scales by: the largest size as
-    defaults.capture_max resolves it, without the cc 10.x prefill line."""
-    largest = capture_max(acct.capture_rule, batched_tokens, max_num_seqs, "", getattr(model, "architecture", None))
-    return largest, max_num_seqs, batched_tokens
+    defaults.capture_max resolves it, without the cc 10.x prefill line. `decode_len`: a speculative decode step's
+    query length (1 + num_speculative_tokens where the release sizes its capture ceiling by it, spec.Draft): the
+    ceiling is max_num_seqs x decode_len x 2, and a uniform decode batch (FULL graphs) holds max_num_seqs x
+    decode_len tokens."""
+    seqs = max_num_seqs * decode_len
+    largest = capture_max(acct.capture_rule, batched_tokens, seqs, "", getattr(model, "architecture", None))
+    return largest, seqs, batched_tokens
 
 
 def graph_bytes(acct: Accounting, run: str, eager: bool, capture: tuple[int, int, int] | None = None) -> int:
@@ -379,14 +383,15 @@ def graph_words(acct: Accounting) -> str:
 
 def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp: int = 1,
             eager: bool = False, acct: Accounting | None = None, run: str | None = None,
-            extensible: bool = False, mm: EncoderPass | None = None) -> tuple[int, str]:
+            extensible: bool = False, mm: EncoderPass | None = None, decode_len: int = 1) -> tuple[int, str]:
     """What vLLM takes off the budget besides the weights: activation peak + non-torch + graphs where applied;
     `extensible`: the release's extensible KV cache is on (graphs "measured": captured after warm-up); `mm`: the
-    encoder pass of the profile run (activation_bytes)."""
+    encoder pass of the profile run (activation_bytes); `decode_len`: a speculative decode step's query length
+    (capture_of)."""
     acct = acct or accounting(None)
     run = run or runner(model, acct)
     act, how = activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run, mm=mm)
-    capture = capture_of(acct, model, max_num_seqs, batched_tokens)
+    capture = capture_of(acct, model, max_num_seqs, batched_tokens, decode_len)
     graphs = graph_bytes(acct, run, eager, capture)
     words = f"{how} = {act / 1e9:,.2f} GB; non-torch {NON_TORCH_BYTES / 1e9:.2f} GB"
     if graphs and acct.graphs == "measured" and extensible:
@@ -526,13 +531,15 @@ def _split(s: Any, tp: int) -> list[int]:
 
 
 def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: int = 1,
-           checkpoint_alignment: int = 1, sliding_v: bool = True) -> Grouped | None:
+           checkpoint_alignment: int = 1, sliding_v: bool = True, draft_layers: int = 0) -> Grouped | None:
     """vLLM's KV cache groups for this model (None where kb does not model them: mixed page sizes, Mamba layers
     without attention layers or with several state sizes), with the padding warnings vLLM logs and the attention
     block vLLM uses (`block`, widened for Mamba state: vllm_mamba, in steps of `checkpoint_alignment` too in state
-    mode "align"); with pipeline parallel `pp`, one stage's; `sliding_v` as the release's Planning line says."""
+    mode "align"); with pipeline parallel `pp`, one stage's; `sliding_v` as the release's Planning line says;
+    `draft_layers`: an MTP draft's attention layers (spec.Draft), each one more layer of the model's first full or
+    MLA group's type and page (vLLM registers the draft's layers beside the model's before it groups them)."""
     if any(indexer_head(g) for g in model.layers):
-        return _sparse_groups(model, kv_dtype, block, pp)
+        return None if draft_layers else _sparse_groups(model, kv_dtype, block, pp)
     by_type: dict[tuple[str, int | None, int], int] = {}
     mamba = [g for g in model.layers if g.type == "linear"]
     attention = [g for g in model.layers if g.type != "linear"]
@@ -555,6 +562,11 @@ def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: in
             return None
         key = (g.type, g.window if g.type == "sliding" else g.chunk if g.type == "chunked" else None, page)
         by_type[key] = by_type.get(key, 0) + math.ceil(g.count / pp)  # the stage with the most layers
+        if draft_layers and g.type in ("full", "mla"):
+            by_type[key] += draft_layers
+            draft_layers = 0
+    if draft_layers:  # no full or MLA layer to take the draft's type from
+        return None
     pages = {k[2] for k in by_type}
     own: dict[tuple[str, int | None, int], int | None] = dict.fromkeys(by_type)
     if len(pages) != 1:

@@ -56,7 +56,8 @@ def releases(by_kind: dict[str, list[Any]]) -> dict[str, Any]:
         out[r.release] = {"id": r.id, "release": r.release, "defaults": defaults, "batch": batch,
                           "margins": margins, "evidence": list(r.evidence), "checks": checks,
                           "planning": _facts(r, r.planning), "accounting": _facts(r, r.accounting),
-                          "parallel": _facts(r, getattr(r, "parallel", None))}
+                          "parallel": _facts(r, getattr(r, "parallel", None)),
+                          "speculative": _facts(r, getattr(r, "speculative", None))}
     return out
 
 
