@@ -96,7 +96,7 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
 
     mtp = vllm_spec.draft(settings, model, d.release, rows)[0]
     if mtp is not None:
-        assumed["draft"] = vllm_spec.words(mtp)
+        assumed["speculative decoding"] = vllm_spec.words(mtp)
 
     towers_off = mmprefix.towers_off(model, settings)
     if getattr(model, "encoders", None):  # the weights' encoders on the assumed: line (kbtool/model/encoder.py)

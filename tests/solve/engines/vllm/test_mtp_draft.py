@@ -85,7 +85,7 @@ def test_the_answer_sizes_the_draft(img: Any) -> None:
     model = img.model("qwen3.5-27b")
     added = b.memory.weights_bytes - a.memory.weights_bytes
     assert added == pytest.approx(model.mtp_parameters * 0.5 / 2, rel=0.05)  # int4 over tp 2
-    assert str(b.assumed["draft"]).startswith("MTP draft (mtp, 3 speculative tokens, vLLM 0.24.0)")
+    assert str(b.assumed["speculative decoding"]).startswith("MTP draft (mtp, 3 speculative tokens, vLLM 0.24.0)")
     assert b.memory.pool.concurrency < a.memory.pool.concurrency
 
 
