@@ -9,8 +9,6 @@ reproduce vLLM's two numbers exactly.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import yaml
 
@@ -46,18 +44,21 @@ def boots(*, representative: bool = True) -> list[tuple[str, dict, dict, dict]]:
 BOOTS = boots()
 
 
-def to_record(_cfg: dict, model: str, where: str) -> dict:
+def record_of(model: str) -> dict:
     """The boot model's record data as `--model ./config.json` reads it (a field its config class defaults, such as
     Gemma 3's heads, filled from that class)."""
-    return read_config(f"{where}/config.json", model)
+    return read_config(str(MODELS / model / "config.json"), model)
+
+
+def model_of(model: str) -> Model:
+    return Model.model_validate(record_of(model))
 
 
 def test_boots_left_out_did_boot_unquantized() -> None:
     """The boots left out above really show the model-dtype weights (2 bytes per parameter), not int4."""
     left = boots(representative=False)
     for name, p, m, _env in left:
-        cfg = json.loads((MODELS / p["model"] / "config.json").read_text(encoding="utf-8"))
-        params = to_record(cfg, p["model"], where=str(MODELS / p["model"]))["parameters"]
+        params = record_of(p["model"])["parameters"]
         assert m["weights_gib"] * GIB == pytest.approx(params * 2, rel=0.05), name
 
 
@@ -185,10 +186,7 @@ def test_the_weights_as_loaded_are_the_parameters_and_the_rope_caches() -> None:
 
     gaps: dict[str, float] = {}
     for name, p, m, env in BOOTS:
-        cfg = json.loads((MODELS / p["model"] / "config.json").read_text(encoding="utf-8"))
-        rec = to_record(cfg, p["model"], where=str(MODELS / p["model"]))
-        rec["sources"] = [{"type": "doc", "url": "https://huggingface.co"}]
-        model = Model.model_validate(rec)
+        model = model_of(p["model"])
         loaded = fp32_loaded_as(model, None, None, "bf16")  # --dtype auto: a float32 checkpoint loads as bf16
         acct = vllm_pool.accounting(m["release"])
         kept = mxfp4_kept_scales(model, loaded, acct, env["architecture"])[0]
@@ -215,10 +213,7 @@ def test_the_v2_profile_peak_is_the_larger_of_its_two_steps() -> None:
     assert len({m["release"] for _n, _p, m in v2}) == 2 and len(v2) >= 30
     off = {}
     for name, p, m in v2:
-        cfg = json.loads((MODELS / p["model"] / "config.json").read_text(encoding="utf-8"))
-        rec = to_record(cfg, p["model"], where=str(MODELS / p["model"]))
-        rec["sources"] = [{"type": "doc", "url": "https://huggingface.co"}]
-        model = Model.model_validate(rec)
+        model = model_of(p["model"])
         act, _how = vllm_pool.activation_bytes(model, 8192, 1024, acct=vllm_pool.accounting(m["release"]), run="V2")
         off[name] = act / GIB - m["activation_peak_gib"]
     # Qwen3-VL-4B (0.26.0): kb 0.039 GiB above the logged 0.59 GiB; not found which step vLLM's multimodal wrapper
@@ -255,10 +250,7 @@ def test_kb_refuses_where_vllm_found_no_memory_for_the_cache() -> None:
 @pytest.mark.parametrize("name,p,m,env", BOOTS, ids=[b[0].split(":")[1] for b in BOOTS])
 def test_the_kv_manager_model_reproduces_vllm_from_its_own_available_memory(name: str, p: dict, m: dict,
                                                                             env: dict) -> None:
-    cfg = json.loads((MODELS / p["model"] / "config.json").read_text(encoding="utf-8"))
-    rec = to_record(cfg, p["model"], where=str(MODELS / p["model"]))
-    rec["sources"] = [{"type": "doc", "url": "https://huggingface.co"}]
-    model = Model.model_validate(rec)
+    model = model_of(p["model"])
     kv = {"auto": "bf16", "fp8": "fp8_e4m3"}[p["kv_cache_dtype"]]
     # a Mamba hybrid starts from FLASH_ATTN's block (16), which vLLM widens to cover the state page (vllm_mamba)
     hybrid = any(g.type == "linear" for g in model.layers)
@@ -435,9 +427,8 @@ def test_the_graph_estimate_follows_vllms_capture_sizes() -> None:
         if not prof:
             continue
         seqs = (p.get("engine_args") or {}).get("max_num_seqs", 1024)
-        rec = to_record({}, p["model"], where=str(MODELS / p["model"]))
         # min(8192, 2 x max_num_seqs, 512), or a model's own ceiling (gpt-oss: 1024 whatever max_num_seqs is)
-        largest = vllm_pool.capture_of(vllm_pool.accounting(m["release"]), Model.model_validate(rec), seqs, 8192)[0]
+        largest = vllm_pool.capture_of(vllm_pool.accounting(m["release"]), model_of(p["model"]), seqs, 8192)[0]
         sizes = vllm_pool.capture_sizes(largest, 8192)
         full = [x for x in sizes if x <= seqs]
         assert (prof["PIECEWISE"]["graphs"], prof["PIECEWISE"]["largest"]) == (len(sizes), sizes[-1]), name

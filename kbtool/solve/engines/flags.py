@@ -188,22 +188,36 @@ _WRAPPERS = frozenset(("nohup", "exec", "env"))
 `env` takes the assignments after it, as the shell's own do."""
 
 
-def command(words: list[str], modules: tuple[str, ...]) -> list[str]:
-    """The words after the command of a pasted line: leading environment assignments (`CUDA_VISIBLE_DEVICES=0,1`),
-    `sudo [OPTIONS]`, `nohup` / `exec` / `env`, `uv run`, a container wrapper (`docker run OPTIONS IMAGE`, see
-    _container) and `python[3[.x]] [interpreter options] -m MODULE` for one of the engine's `modules` (also with
-    the interpreter's name left out, `-m MODULE`: sgl-project/sglang#4708) are dropped, as the shell, sudo, the
-    container runtime and Python read them."""
-    i, start = 0, -1
+def _lead(words: list[str]) -> tuple[int, dict[str, str]]:
+    """Where the command starts past the wrappers `command` drops, and the environment assignments on the way."""
+    i, start, env = 0, -1, {}
     while i != start:
         start = i
         while i < len(words) and _assignment(words[i]):
+            name, _, value = words[i].partition("=")
+            env[name] = value
             i += 1
         if words[i:i + 1] and words[i] in _WRAPPERS and i + 1 < len(words):
             i += 1
         elif words[i:i + 2] == ["uv", "run"] and i + 2 < len(words):
             i += 2
         i = _container(words, _sudo(words, i))
+    return i, env
+
+
+def environment(words: list[str]) -> dict[str, str]:
+    """The environment assignments a pasted line sets before its command (`VLLM_USE_V2_MODEL_RUNNER=0 vllm serve`,
+    `env X=1 ...`), as the shell reads them; a word after the command is an argument, not the environment."""
+    return _lead(words)[1]
+
+
+def command(words: list[str], modules: tuple[str, ...]) -> list[str]:
+    """The words after the command of a pasted line: leading environment assignments (`CUDA_VISIBLE_DEVICES=0,1`),
+    `sudo [OPTIONS]`, `nohup` / `exec` / `env`, `uv run`, a container wrapper (`docker run OPTIONS IMAGE`, see
+    _container) and `python[3[.x]] [interpreter options] -m MODULE` for one of the engine's `modules` (also with
+    the interpreter's name left out, `-m MODULE`: sgl-project/sglang#4708) are dropped, as the shell, sudo, the
+    container runtime and Python read them."""
+    i = _lead(words)[0]
     j = i
     if j < len(words) and _python(words[j]):
         j += 1

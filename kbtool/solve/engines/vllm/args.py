@@ -17,7 +17,7 @@ consider.
 from __future__ import annotations
 
 from kbtool.errors import UsageError
-from kbtool.solve.engines.flags import MAX_HUMAN, command, human_int, number_word, split, table
+from kbtool.solve.engines.flags import MAX_HUMAN, command, environment, human_int, number_word, split, table
 
 __all__ = ["MAX_HUMAN", "QUANT_WEIGHTS", "ServeArgs", "checked", "human_int", "parse"]
 
@@ -86,18 +86,11 @@ def runner_env(words: list[str]) -> str | None:
     with maybe_convert_bool (bool(int(value)): 0 is V1, any other integer V2; envs.py:1922-1924 in 0.26.0) and which
     decides the runner before the model's default (config/vllm.py:550-553 in 0.26.0, :523 in 0.24.0). None where
     the line does not set it (or sets a value vLLM cannot read)."""
-    for w in words:
-        name, eq, value = w.partition("=")
-        if not eq or name.startswith("-"):
-            if w in ("env", "sudo", "nohup", "exec"):
-                continue
-            return None  # the command: assignments only come before it
-        if name == "VLLM_USE_V2_MODEL_RUNNER":
-            try:
-                return "V2" if int(value) else "V1"
-            except ValueError:
-                return None
-    return None
+    value = environment(words).get("VLLM_USE_V2_MODEL_RUNNER")
+    try:
+        return None if value is None else "V2" if int(value) else "V1"
+    except ValueError:
+        return None
 
 
 _HUMAN = {"max_model_len", "max_num_batched_tokens", "kv_cache_memory"}  # vLLM reads these with human_readable_int

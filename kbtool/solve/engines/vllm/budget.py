@@ -152,9 +152,9 @@ def state_blocks(report: vllm_pool.Report, max_num_seqs: int, graphs_mode: str |
     failed = vllm_planning.state_blocks_check(blocks, max_num_seqs, any(g.kind == "mamba" for g in report.groups),
                                               "FULL" in (graphs_mode or ""), row.get("checks") or [])
     if failed is not None and refuse:
-        report.starts, report.error, report.refused_by, report.state_blocks = False, failed[1], "state_blocks", blocks
+        report.starts, report.error, report.state_blocks = False, failed[1], blocks
     elif failed is not None:
-        report.warning, report.state_blocks = failed[1], blocks
+        report.warning = failed[1]
 
 
 def draft_bytes(model: Model | ModelV, weights: str | None, draft: Draft) -> tuple[int, str]:
@@ -164,8 +164,7 @@ def draft_bytes(model: Model | ModelV, weights: str | None, draft: Draft) -> tup
     if model.weight_bytes is not None and (weights is None or weights == model.weight_dtype == "fp32"):
         return 0, " (the MTP draft's layers are in the checkpoint's exact bytes)"
     fmt = weights or model.weight_dtype
-    per = WEIGHT_BYTES[fmt] if fmt in ("bf16", "fp16", "fp32") else bytes_per_param(
-        fmt, getattr(model, "quant_group_size", None))
+    per = bytes_per_param(fmt, getattr(model, "quant_group_size", None))
     n = int(draft.parameters * per)
     return n, f" + MTP draft {draft.parameters / 1e9:,.2f}B params x {per:g} B ({fmt})"
 

@@ -319,7 +319,7 @@ def _to_fit(f: Fit, on: Any, gpus: int, kv: str, ctx: int | None, batch: int,
     low_kv, low_weights = kv in LOW_DTYPES, f.weights_dtype in LOW_DTYPES
     tries: list[tuple[str, dict[str, Any]]] = []
     r = f.engine_report
-    if r is not None and r.refused_by == "state_blocks" and r.state_blocks:
+    if r is not None and r.state_blocks:
         # the fix vLLM's own message names: max_num_seqs down to the Mamba state blocks
         tries.append((f"--max-num-seqs {r.state_blocks} (a vLLM flag: --vllm-args)", {"seqs_as": r.state_blocks}))
     if f.ctx_limit == "memory" and f.max_ctx and ctx and f.max_ctx < ctx:
@@ -365,7 +365,7 @@ def _report(r: Report | None, accounting: str) -> dict[str, Any] | None:
                                                    for g in r.groups],
             "padding": list(r.padding), "basis": "estimated", "accounting": accounting,
             "planning": r.planning, "starts": r.starts, "startup_error": r.error, "blocks_per_request": r.per_request,
-            **({"refused_by": r.refused_by} if r.refused_by else {}),
+            **({"refused_by": "state_blocks"} if r.state_blocks else {}),
             **({"warning": f"vLLM {r.planning} at its defaults stops at start-up: {r.warning}"} if r.warning else {}),
             **({"mamba_state": {"mode": r.state[0], "pages_per_request": r.state[1]}} if r.state else {})}
 

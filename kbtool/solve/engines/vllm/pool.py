@@ -430,7 +430,7 @@ class Report:
     """What vLLM prints and sizes at start-up, and whether its start-up check passes (`error`: its text)."""
 
     __slots__ = ("block_size", "concurrency", "error", "groups", "num_blocks", "padding", "per_request", "planning",
-                 "refused_by", "starts", "state", "state_blocks", "tokens", "warning")
+                 "starts", "state", "state_blocks", "tokens", "warning")
 
     def __init__(self, *, num_blocks: int, block_size: int, tokens: int, concurrency: float, groups: list[Group],
                  padding: list[str], starts: bool = True, error: str | None = None, per_request: int = 0,
@@ -438,11 +438,10 @@ class Report:
         self.num_blocks, self.block_size, self.tokens, self.concurrency = num_blocks, block_size, tokens, concurrency
         self.groups, self.padding, self.starts, self.error = groups, padding, starts, error
         self.per_request, self.planning, self.state = per_request, planning, state  # state: (Mamba mode, pages)
-        # which check refused: "kv" (one request's blocks), "state_blocks" (max_num_seqs over a Mamba model's blocks
-        # under full CUDA graphs: budget.state_blocks; `state_blocks` then holds the blocks it compared)
-        self.refused_by: str | None = None if starts else "kv"
+        # the blocks of a Mamba model's state-block check where it refused (max_num_seqs above them under full CUDA
+        # graphs: budget.state_blocks), and its text as a warning where the answer names no engine
         self.state_blocks: int | None = None
-        self.warning: str | None = None  # the state-block check's text where the answer names no engine
+        self.warning: str | None = None
 
 
 def _page_bytes(g: object, kv_dtype: str, block: int, tp: int, sliding_v: bool = True) -> int | None:
