@@ -42,6 +42,22 @@ def _no_fit(d: Decision) -> str:
             f"the activation reserve (max ctx {m['max_ctx']:,})")
 
 
+def _edge(d: Decision) -> str:
+    """Why a start-up check is too close to call: kb's count, the boundary, and kb's error that spans it."""
+    m, e = d.memory or {}, d.detail["edge"]
+    b = e["band"]
+    said = "would stop at start-up" if m.get("starts") is False else "starts"
+    what = (f"{e['count']:,} KV blocks against {e['boundary']:,} for one request of the max length"
+            if e["check"] == "max_model_len" else
+            f"{e['count']:,} cache blocks for max_num_seqs {e['boundary']:,}, one per decode sequence")
+    if b.get("boots"):
+        err = (f"kb was {b['lowest']:+.1%} to {b['highest']:+.1%} off on {b['boots']} boots of {b['class']} models "
+               f"on {m.get('engine')}")
+    else:
+        err = f"no boot of {m.get('engine')} measures kb's error here, and it is within {b['highest']:.0%}"
+    return f"by kb's count {m.get('engine')} {said}, with {what}; but {err}"
+
+
 def _engine_yes(d: Decision) -> str:
     p = d.pick
     assert p is not None
@@ -83,6 +99,8 @@ def summary(d: Decision) -> str:
                  else f"it would not fit ({_no_fit(d).partition(': ')[2]})")
         return (f"{where}: memory not decided: the serve line sets {flags}, which kb does not model; without it, "
                 f"{alone}")
+    if case == "POOL_EDGE":
+        return f"{where}: too close to call: {_edge(d)}"
     if case == "POOL_REFUSES":
         m = d.memory or {}
         conc = m.get("concurrency")

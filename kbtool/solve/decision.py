@@ -10,6 +10,8 @@ The cases, in the order they bind (the first that holds decides; `CASES` names e
 - ENGINE_REFUSES / ENGINE_DEPENDS: the engine's own check raises (no), or needs an input not given (conditional).
 - UNMODELLED_MEMORY: the serve line sets a flag that moves GPU memory kb does not model (--cpu-offload-gb, a
   draft model, LoRA): conditional, the flag named, never a confident yes or no from the memory model.
+- POOL_EDGE: kb's count lies within its own measured error (the release's boots of the model's class) of the
+  boundary of the engine's start-up check: conditional, too close to call either way.
 - POOL_REFUSES: the engine's start-up check on its KV pool fails (its own count): no. Under an engine, "fits"
   means this check passes, so a "fits" verdict where the engine refuses to start cannot be made.
 - NO_FIT: the KV cache (or the weights) do not fit: no.
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
 
 CASES = {
     "HARDWARE": "no", "CTX_OVER_MODEL": "no", "ENGINE_REFUSES": "no", "ENGINE_DEPENDS": "conditional",
-    "UNMODELLED_MEMORY": "conditional", "POOL_REFUSES": "no", "NO_FIT": "no", "ENGINE_NOT_RECORDED": "conditional",
+    "UNMODELLED_MEMORY": "conditional", "POOL_EDGE": "conditional", "POOL_REFUSES": "no", "NO_FIT": "no", "ENGINE_NOT_RECORDED": "conditional",
     "ENGINE_KERNELS_REFUSE": "conditional", "ENGINE": "yes", "NO_KERNEL_COVERS": "unknown", "REJECTED": "no",
     "DISPUTED": "conditional", "UNKNOWN": "unknown", "DEPENDS": "conditional", "CAVEATS": "conditional",
     "YES": "yes",
@@ -132,6 +134,9 @@ def decide(*, where: str, phases: list[str], kernels: list[KernelAnswer], rec: d
     if unmodelled and mem is not None:
         detail["flags"] = dict(unmodelled)
         return made("UNMODELLED_MEMORY")
+    if pool is not None and pool.edge is not None:
+        detail["edge"] = dict(pool.edge)
+        return made("POOL_EDGE")
     if pool is not None and pool.starts is False:
         return made("POOL_REFUSES")
     if fits is False:

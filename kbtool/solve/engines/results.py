@@ -164,10 +164,13 @@ class Pool(_Frozen):
       SGLang's max_total_num_tokens); concurrency: sequences of the asked length it reports (None: not reported);
     - starts: whether its start-up check passes (None: not decided without a context); error: what it raises when
       it does not; basis: measured (a recorded boot of this line) or estimated;
-    - report: the engine's own data for `--json` (`memory.engine_report`), with `text`: its start-up log lines.
+    - report: the engine's own data for `--json` (`memory.engine_report`), with `text`: its start-up log lines;
+    - edge: where kb's estimate lies within its own measured error of the start-up check's boundary, what it
+      compares (check, kb's ratio to the boundary, the error band and its boots): the verdict is then too close to
+      call (None: not near, measured, or not decided).
     """
 
-    __slots__ = ("basis", "concurrency", "engine", "error", "label", "release", "report", "starts", "tokens")
+    __slots__ = ("basis", "concurrency", "edge", "engine", "error", "label", "release", "report", "starts", "tokens")
     engine: str
     label: str
     release: str | None
@@ -177,12 +180,13 @@ class Pool(_Frozen):
     error: str | None
     basis: str
     report: dict[str, Any]
+    edge: dict[str, Any] | None
 
     def __init__(self, *, engine: str, label: str, release: str | None, tokens: int | None,
                  concurrency: float | None, starts: bool | None, error: str | None = None, basis: str = "estimated",
-                 report: dict[str, Any] | None = None) -> None:
+                 report: dict[str, Any] | None = None, edge: dict[str, Any] | None = None) -> None:
         self._set(engine=engine, label=label, release=release, tokens=tokens, concurrency=concurrency, starts=starts,
-                  error=error, basis=basis, report=dict(report or {}))
+                  error=error, basis=basis, report=dict(report or {}), edge=edge)
 
 
 class ReleaseChange(_Frozen):

@@ -149,8 +149,11 @@ def state_blocks(report: vllm_pool.Report, max_num_seqs: int, graphs_mode: str |
     got = records.lines(dict(rows)) if rows is not None else records.recorded()
     row = got[records.line_release(release, got, "planning")]
     blocks = capacity // vllm_planning.bytes_per_block(report.groups) if capacity is not None else report.num_blocks
-    failed = vllm_planning.state_blocks_check(blocks, max_num_seqs, any(g.kind == "mamba" for g in report.groups),
-                                              "FULL" in (graphs_mode or ""), row.get("checks") or [])
+    recurrent, full = any(g.kind == "mamba" for g in report.groups), "FULL" in (graphs_mode or "")
+    checks = row.get("checks") or []
+    failed = vllm_planning.state_blocks_check(blocks, max_num_seqs, recurrent, full, checks)
+    if recurrent and full and any(c[0] == "max_num_seqs<=mamba_blocks" for c in checks):
+        report.state_check = (blocks, max_num_seqs)
     if failed is not None and refuse:
         report.starts, report.error, report.state_blocks = False, failed[1], blocks
     elif failed is not None:

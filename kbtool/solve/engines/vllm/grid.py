@@ -110,6 +110,30 @@ def point(version: str, env: dict[str, Any], platform: str = "cuda") -> dict[str
     return None
 
 
+def off_axis(version: str, env: dict[str, Any], platform: str = "cuda") -> tuple[str, str, str] | None:
+    """The first input of the query outside the values the release's recorded grid asks (the model dtype, the head
+    size, the KV dtype, the block size), as (name, value as asked, the values asked); None where each is asked."""
+    if platform == "rocm":
+        path = _file(version, f"rocm-{ROCM_ARCH}.json.gz")
+    else:
+        cc = env.get("cc")
+        path = _file(version, f"cc{float(cc):.1f}.json.gz") if isinstance(cc, (int, float)) else None
+    if path is None:
+        return None
+    grid = _load(path).get("grid") or {}
+    layout = LAYOUT_OF.get(str(env.get("attention") or "gqa"))
+    kvs = grid.get("kv_mla" if layout in ("mla", "sparse") else "kv_dense")
+    asked = [("the model dtype", DTYPE_OF.get(str(env.get("dtype") or "bf16"), str(env.get("dtype"))),
+              grid.get("dtype")),
+             ("head size", env.get("head_dim"), grid.get("head_size")),
+             ("KV cache dtype", str(env.get("kv_cache_dtype") or "auto"), kvs),
+             ("block size", env.get("block_size"), grid.get("block"))]
+    for name, value, values in asked:
+        if isinstance(values, list) and value not in values:
+            return name, str(value), ", ".join(str(v) for v in values)
+    return None
+
+
 def has_mm_axis(version: str, env: dict[str, Any], platform: str = "cuda") -> bool:
     """Whether the release's recorded grid for the query's device asks use_mm_prefix (a `mm_prefix` column,
     asked at dense points where the release's AttentionSelectorConfig has the field)."""
@@ -198,6 +222,12 @@ def from_grid(img: Image, env: dict[str, Any], version: str, requested: str | No
         source += ", at has_sliding_window True"
     p = point(version, env, platform)
     if p is None:
+        off = off_axis(version, env, platform)
+        if off is not None:  # an input the selector reads that the sweep did not ask: its answer depends on it
+            fix = "add the value to probes/_vllm_grid.py's grid and run `kb probe sweep --lib vllm --force`"
+            return Selection(version, [], {}, None, requested,
+                             f"depends on {off[0]} {off[1]}, which vLLM {version}'s selector reads and its recorded "
+                             f"grid does not ask (it asks {off[2]}); {fix}", source=fix)
         return Selection(version, [], {}, None, requested,
                          f"vLLM {version}'s recorded grid has no point for this configuration", source=source)
     names = list(p["priority"])

@@ -152,10 +152,13 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
         # (without --ctx the pool is checked at the model's context, which the answer does not claim vLLM refuses;
         # the check of a Mamba model's state blocks against max_num_seqs hardly depends on the context: it stands)
         starts = bool(r["starts"]) if q.ctx or r.get("refused_by") == "state_blocks" else None
+        edge = _edge(f.engine_report, r, bool(q.ctx), release is not None) if starts is not None else None
+        if edge is not None:
+            r["edge"] = edge
         mem.pool = Pool(engine="vllm", label=f"vLLM {r.get('accounting')}", release=r.get("accounting"),
                         tokens=r["kv_cache_tokens"], concurrency=r["max_concurrency"], starts=starts,
                         error=r.get("startup_error") if starts is False else None,
-                        basis=r.get("basis", "estimated"), report=r)
+                        basis=r.get("basis", "estimated"), report=r, edge=edge)
     return mem
 
 
@@ -286,6 +289,37 @@ def _held_to_boots(cx: Ctx, acc: AcceleratorV, report: dict[str, Any] | None, fl
     if err:
         report["error"] = err
     return report
+
+
+EDGE_UNBOOTED = 0.02
+"""Where no boot of the release measures kb's error for the model's class, a start-up check whose kb count lies
+within this fraction of its boundary is too close to call (the bar kb's estimates are held to on booted releases)."""
+
+
+def _edge(report: Report | None, r: dict[str, Any], ctx_asked: bool, engine_named: bool) -> dict[str, Any] | None:
+    """Where kb's estimated count lies within its own measured error of a start-up check's boundary: kb's pool was
+    `lowest` to `highest` off vLLM's on the release's boots of this class (report["error"]), so vLLM's own count is
+    kb's / (1 + e) for some e in that band, and the check may go either way when 1 + lowest <= kb's ratio to the
+    boundary <= 1 + highest. The checks: one request of max_model_len against the pool (blocks per request), and a
+    Mamba model's state blocks against max_num_seqs under full CUDA graphs (the latter refuses only where the answer
+    names vLLM). None where the report is vLLM's own (a boot of this line), or no check is near."""
+    if report is None or r.get("basis") != "estimated":
+        return None
+    err = r.get("error")
+    lo, hi = (float(err["lowest"]), float(err["highest"])) if err else (-EDGE_UNBOOTED, EDGE_UNBOOTED)
+    band = {"lowest": lo, "highest": hi, **({"boots": err.get("boots"), "vllm": err.get("vllm"),
+                                            "accelerator": err.get("accelerator"), "class": err.get("class")}
+                                           if err else {"vllm": r.get("release"), "boots": 0})}
+    near = []
+    if ctx_asked and report.per_request:
+        near.append({"check": "max_model_len", "count": report.num_blocks, "boundary": report.per_request})
+    if report.state_check is not None and engine_named:
+        near.append({"check": "max_num_seqs", "count": report.state_check[0], "boundary": report.state_check[1]})
+    for n in near:
+        n["ratio"] = round(n["count"] / n["boundary"], 4)
+    if any(n["ratio"] < 1 + lo for n in near):  # a check that fails whatever kb's error: the refusal stands
+        return None
+    return next(({**n, "band": band} for n in near if n["ratio"] <= 1 + hi), None)
 
 
 def _graph_rise(cx: Ctx, acc: AcceleratorV, r: dict[str, Any]) -> None:

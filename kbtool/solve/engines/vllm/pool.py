@@ -430,7 +430,7 @@ class Report:
     """What vLLM prints and sizes at start-up, and whether its start-up check passes (`error`: its text)."""
 
     __slots__ = ("block_size", "concurrency", "error", "groups", "num_blocks", "padding", "per_request", "planning",
-                 "starts", "state", "state_blocks", "tokens", "warning")
+                 "starts", "state", "state_blocks", "state_check", "tokens", "warning")
 
     def __init__(self, *, num_blocks: int, block_size: int, tokens: int, concurrency: float, groups: list[Group],
                  padding: list[str], starts: bool = True, error: str | None = None, per_request: int = 0,
@@ -442,6 +442,8 @@ class Report:
         # graphs: budget.state_blocks), and its text as a warning where the answer names no engine
         self.state_blocks: int | None = None
         self.warning: str | None = None
+        # (blocks, max_num_seqs) wherever that check is made, passing or not (how close kb's count is to it)
+        self.state_check: tuple[int, int] | None = None
 
 
 def _page_bytes(g: object, kv_dtype: str, block: int, tp: int, sliding_v: bool = True) -> int | None:
