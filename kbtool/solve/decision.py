@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 
 CASES = {
     "HARDWARE": "no", "CTX_OVER_MODEL": "no", "ENGINE_REFUSES": "no", "ENGINE_DEPENDS": "conditional",
-    "UNMODELLED_MEMORY": "conditional", "POOL_EDGE": "conditional", "POOL_REFUSES": "no", "NO_FIT": "no", "ENGINE_NOT_RECORDED": "conditional",
+    "UNMODELLED_MEMORY": "conditional", "POOL_EDGE": "conditional", "POOL_REFUSES": "no", "NO_FIT": "no",
+    "ENGINE_NOT_RECORDED": "conditional",
     "ENGINE_KERNELS_REFUSE": "conditional", "ENGINE": "yes", "NO_KERNEL_COVERS": "unknown", "REJECTED": "no",
     "DISPUTED": "conditional", "UNKNOWN": "unknown", "DEPENDS": "conditional", "CAVEATS": "conditional",
     "YES": "yes",
