@@ -310,16 +310,15 @@ def _edge(report: Report | None, r: dict[str, Any], ctx_asked: bool, engine_name
     band = {"lowest": lo, "highest": hi, **({"boots": err.get("boots"), "vllm": err.get("vllm"),
                                             "accelerator": err.get("accelerator"), "class": err.get("class")}
                                            if err else {"vllm": r.get("release"), "boots": 0})}
-    near = []
+    near: list[tuple[str, int, int]] = []
     if ctx_asked and report.per_request:
-        near.append({"check": "max_model_len", "count": report.num_blocks, "boundary": report.per_request})
+        near.append(("max_model_len", report.num_blocks, report.per_request))
     if report.state_check is not None and engine_named:
-        near.append({"check": "max_num_seqs", "count": report.state_check[0], "boundary": report.state_check[1]})
-    for n in near:
-        n["ratio"] = round(n["count"] / n["boundary"], 4)
-    if any(n["ratio"] < 1 + lo for n in near):  # a check that fails whatever kb's error: the refusal stands
+        near.append(("max_num_seqs", *report.state_check))
+    if any(count / boundary < 1 + lo for _c, count, boundary in near):  # fails whatever kb's error: the refusal stands
         return None
-    return next(({**n, "band": band} for n in near if n["ratio"] <= 1 + hi), None)
+    return next(({"check": check, "count": count, "boundary": boundary, "ratio": round(count / boundary, 4),
+                  "band": band} for check, count, boundary in near if count / boundary <= 1 + hi), None)
 
 
 def _graph_rise(cx: Ctx, acc: AcceleratorV, r: dict[str, Any]) -> None:
