@@ -87,3 +87,20 @@ def test_an_answer_names_the_override_the_release_was_installed_with(tmp_path, m
         assert installs.install_overrides("plain") == () and installs.install_overrides("missing") == ()
     finally:
         installs.forget()
+
+
+@pytest.mark.parametrize(("change", "name"), [({"dtype": "fp32"}, "the model dtype"), ({"head_dim": 112}, "head size"),
+                                              ({"block_size": 48}, "block size")])
+def test_an_input_the_grid_does_not_ask_is_depended_on_not_refused(change: dict, name: str) -> None:
+    """An input off the axes the release's grid asked (a float32 model, an unswept head size or block size) has no
+    recorded point: vLLM's choice depends on it, named with the values the grid asks; vLLM is not said to refuse."""
+    img = image()
+    rows = vs_judge.rows(vs.load(ROOT / "tests" / "data" / "vllm" / "0.26.0" / "cc9.0.json.gz"))
+    p = next(r for r in rows if r["layout"] == "dense" and r["selected"])
+    env = dict(vs_judge.grid_env(p), engine="vllm", vllm="0.26.0")
+    assert grid.off_axis("0.26.0", env) is None  # on the grid as recorded
+    env.update(change)
+    sel = grid.from_grid(img, env, "0.26.0", None, "cuda")
+    assert sel.selected is None and sel.error is not None
+    assert sel.error.startswith(f"depends on {name} "), sel.error
+    assert "its recorded grid does not ask" in sel.error
