@@ -23,12 +23,24 @@ RECORDS = Path(__file__).resolve().parents[2] / "records"
 RISE = "profile_peak_rise_graphs"  # the quantity of the rows graph_rises() gives (boots.graph_rise reads them)
 
 
+def extra_flags(c: dict[str, Any]) -> str:
+    """The flags of a boot's extra engine arguments (kbtool/probe/judges/vllm_boot.py conditions), as a line that
+    repeats them writes them: --dtype float32, --language-model-only, --speculative-config."""
+    line = " --dtype float32" if c.get("dtype") == "fp32" else ""
+    line += " --language-model-only" if c.get("text_only") else ""
+    if c.get("speculative"):
+        method, _, tokens = str(c["speculative"]).partition(":")
+        line += f""" --speculative-config '{{"method": "{method}", "num_speculative_tokens": {int(tokens)}}}'"""
+    return line
+
+
 def serve_line(c: dict[str, Any], config: Path) -> str:
     """The `vllm serve` line a boot's conditions stand for."""
     line = (f"serve {config} --max-model-len {c['max_model_len']} --gpu-memory-utilization "
             f"{c['gpu_memory_utilization']} --kv-cache-dtype {c['kv_cache_dtype']} --max-num-batched-tokens "
             f"{c['max_num_batched_tokens']} --max-num-seqs {c['max_num_seqs']}")
     line += " --enforce-eager" if c.get("enforce_eager") else ""
+    line += extra_flags(c)
     # a boot that forced the model runner ran with VLLM_USE_V2_MODEL_RUNNER set before the command
     runner = c.get("model_runner")
     return f"VLLM_USE_V2_MODEL_RUNNER={int(runner == 'V2')} vllm {line}" if runner in ("V1", "V2") else line

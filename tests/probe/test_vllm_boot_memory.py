@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from kbtool.model import Model
-from kbtool.probe.judges.vllm_boot import boots_unquantized
+from kbtool.probe.boot_error import extra_flags
+from kbtool.probe.judges.vllm_boot import boots_unquantized, conditions
 from kbtool.query_cli import image
 from kbtool.solve.engines.vllm import mamba as vllm_mamba
 from kbtool.solve.engines.vllm import planning as vllm_planning
@@ -69,6 +70,7 @@ def serve_line(p: dict) -> str:
             f"{(p.get('engine_args') or {}).get('max_num_batched_tokens', 8192)} --max-num-seqs "
             f"{(p.get('engine_args') or {}).get('max_num_seqs', 1024)}")
     line += " --enforce-eager" if p.get("enforce_eager") else ""
+    line += extra_flags(conditions(p.get("engine_args") or {}))  # its other engine arguments, as the record's
     forced = (p.get("env") or {}).get("VLLM_USE_V2_MODEL_RUNNER")  # a case that forces the runner, as a shell would
     return f"VLLM_USE_V2_MODEL_RUNNER={forced} vllm {line}" if forced is not None else line
 
@@ -355,6 +357,31 @@ def test_a_query_that_repeats_a_boot_is_answered_with_vllms_numbers() -> None:
     assert mem.engine_report["basis"] == "estimated"
     err = mem.engine_report["error"]  # the boot's own release: its boots' error band
     assert err["class"] == "dense" and err["boots"] >= 10 and err["vllm"] == m["release"]
+
+
+@pytest.mark.parametrize("extra", [{"dtype": "float32"}, {"language_model_only": True},
+                                   {"language_model_only": True,
+                                    "speculative_config": {"method": "mtp", "num_speculative_tokens": 2}}])
+def test_a_boots_extra_engine_arguments_are_matched_only_by_a_line_that_repeats_them(
+        extra: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A boot's extra engine arguments become its conditions (vllm_boot.conditions), written back as flags
+    (boot_error.extra_flags): a query of that line carries the same conditions, and a line without them does not,
+    so neither is answered with the other's numbers."""
+    import kbtool.solve.engines.vllm.memory as vm
+
+    model = "qwen3-8b" if "dtype" in extra else "qwen3.5-9b"
+    p = {"model": model, "max_model_len": 8192, "gpu_memory_utilization": 0.9, "kv_cache_dtype": "auto",
+         "enforce_eager": True, "engine_args": extra}
+    cond = conditions(extra)
+    assert cond and set(cond) <= {"dtype", "text_only", "speculative"}
+    seen: list[dict] = []
+    held = vm._held_to_boots
+    monkeypatch.setattr(vm, "_held_to_boots", lambda cx, acc, report, flags, *rest: (
+        seen.append(flags), held(cx, acc, report, flags, *rest))[1])
+    for line, want in ((serve_line(p), cond), (serve_line({**p, "engine_args": {}}), {})):
+        solve(image(), build_query(gpu="h100", vllm_args=line, lib=["vllm=0.26.0"]))
+        got = {k: v for k, v in seen[-1].items() if k in ("dtype", "text_only", "speculative") and v is not None}
+        assert got == want, line
 
 
 def test_the_v2_graphs_rise_is_read_from_each_releases_boots() -> None:

@@ -95,6 +95,22 @@ def boots_unquantized(model: str, metrics: dict[str, Any]) -> bool:
             and not any(d.glob("*.safetensors")))
 
 
+def conditions(engine_args: dict[str, Any]) -> dict[str, Any]:
+    """What a case's extra engine arguments change that a query must repeat to be matched by its boot: the model
+    dtype forced to float32 (`dtype`), the text-only serve (`text_only`: --language-model-only), and a speculative
+    draft (`speculative`: "method:tokens"). A case without them carries none of these keys."""
+    out: dict[str, Any] = {}
+    if str(engine_args.get("dtype")) in ("float32", "float"):
+        out["dtype"] = "fp32"
+    if engine_args.get("language_model_only"):
+        out["text_only"] = True
+    spec = engine_args.get("speculative_config")
+    if isinstance(spec, dict):
+        method = str(spec.get("method"))  # vLLM takes a model-specific name (qwen3_5_mtp, ...) as mtp
+        out["speculative"] = f"{'mtp' if 'mtp' in method else method}:{spec.get('num_speculative_tokens')}"
+    return out
+
+
 def measured(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per boot that came up as a real checkpoint would: vLLM's "GPU KV cache size" (tokens) with its
     "Maximum concurrency" and pool, under the flags and the model facts a query is matched on."""
@@ -112,7 +128,8 @@ def measured(observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
         # forces it too; the others run the release's default runner and carry no such condition
         forced = (p.get("env") or {}).get("VLLM_USE_V2_MODEL_RUNNER")
         runner = {} if forced is None else {"model_runner": "V2" if int(forced) else "V1"}
-        rows.append({**runner, "quantity": "kv_cache_tokens", "value": int(m["kv_cache_tokens"]), "unit": "tokens",
+        rows.append({**runner, **conditions(p.get("engine_args") or {}),
+                     "quantity": "kv_cache_tokens", "value": int(m["kv_cache_tokens"]), "unit": "tokens",
                      "case": p.get("id"), "model": model, **facts, "vllm": m.get("release"),
                      "max_model_len": p.get("max_model_len"), "gpu_memory_utilization": p.get("gpu_memory_utilization"),
                      "kv_cache_dtype": p.get("kv_cache_dtype"), "enforce_eager": bool(p.get("enforce_eager")),

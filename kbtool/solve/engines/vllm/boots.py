@@ -22,6 +22,13 @@ ERROR = "kv_cache_tokens_error"  # its rows per model class
 RISE = "profile_peak_rise_graphs"  # its rows of the V2 runner's profile-peak rise with CUDA graphs (boot_error.RISE)
 
 
+CONDITIONS = ("max_model_len", "kv_cache_dtype", "enforce_eager", "max_num_batched_tokens", "max_num_seqs",
+              "model_runner", "dtype", "text_only", "speculative")
+"""The flags a query must share with a boot (besides the memory utilization); the last four are absent (None) on a
+boot and a query at the release's default runner, --dtype auto, with every encoder and without a draft
+(kbtool/probe/judges/vllm_boot.py conditions)."""
+
+
 def model_class(model: ModelV) -> str:
     """The class whose recorded boots say how good kb's estimate is for this model."""
     types = {g.type for g in model.layers}
@@ -53,8 +60,7 @@ def matches(img: Image, acc: str, model: ModelV, flags: dict[str, Any]) -> list[
         b_acc, c = row[0], row[1]
         if b_acc != acc or not _same_model(c, model):
             continue
-        if all(c.get(k) == flags.get(k) for k in ("max_model_len", "kv_cache_dtype", "enforce_eager",
-                                                  "max_num_batched_tokens", "max_num_seqs", "model_runner")) \
+        if all(c.get(k) == flags.get(k) for k in CONDITIONS) \
                 and abs(float(c.get("gpu_memory_utilization") or 0) - float(flags["gpu_memory_utilization"])) < 1e-6:
             out.append(row)
     return out
