@@ -82,7 +82,11 @@ def graph_rises(records: Path = RECORDS) -> list[Row]:
     the torch.compile'd model (Inductor's buffers, not the eager ops'), which kb does not model; answers quote these
     rows instead (boots.graph_rise). The V1 runner's profile runs the same peak either way (it estimates graph
     memory separately), so only the V2 runner's boots are rows here."""
+    import json
+
     import yaml
+
+    from kbtool.probe.judges.vllm_boot import conditions
 
     seen: dict[tuple[str, str, str], dict[bool, list[float]]] = {}
     for path in sorted((records / "evidence").glob("*-vllm-boot*.yaml")):
@@ -93,7 +97,10 @@ def graph_rises(records: Path = RECORDS) -> list[Row]:
             if c.get("outcome") != "OK" or m.get("activation_peak_gib") is None or \
                     ".worker.gpu.model_runner." not in str(m.get("model_runner")):
                 continue
-            key = (acc, str(m.get("release")), str(c["params"]["model"]))
+            # a boot with other engine arguments (float32, a draft, text only) is another model's peak
+            extra = conditions(c["params"].get("engine_args") or {})
+            key = (acc, str(m.get("release")), str(c["params"]["model"]) + (
+                f" {json.dumps(extra, sort_keys=True)}" if extra else ""))
             seen.setdefault(key, {}).setdefault(bool(c["params"].get("enforce_eager")), []).append(
                 float(m["activation_peak_gib"]))
     rises: dict[tuple[str, str], list[tuple[str, float]]] = {}

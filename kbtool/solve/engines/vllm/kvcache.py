@@ -96,13 +96,18 @@ def _tp_heads(kv_heads: int, tp: int) -> int:
     return max(1, math.ceil(kv_heads / tp))
 
 
-def state_page(state: list, tp: int) -> int:  # type: ignore[type-arg]
-    """MambaSpec.page_size_bytes at tensor parallel `tp` (each tensor divided along its TP dim)."""
+def state_page(state: list, tp: int, spec_tokens: int = 0) -> int:  # type: ignore[type-arg]
+    """MambaSpec.page_size_bytes at tensor parallel `tp` (each tensor divided along its TP dim); `spec_tokens`: a
+    speculative draft's tokens, which widen the conv state to conv_kernel - 1 + num_spec columns
+    (MambaStateShapeCalculator, model_executor/layers/mamba/mamba_utils.py: :190 in 0.19.1, :226 in 0.24.0 and
+    0.26.0, :293 in 0.34.0, for the gated delta net; Mamba2 the same)."""
     total = 0
     for s in state:
         shape = list(s["shape"] if isinstance(s, dict) else s.shape)
         tp_dim = s["tp_dim"] if isinstance(s, dict) else s.tp_dim
         dtype = s["dtype"] if isinstance(s, dict) else s.dtype
+        if spec_tokens and (s["name"] if isinstance(s, dict) else s.name) == "conv":
+            shape[-1] += spec_tokens
         if tp_dim is not None:
             shape[tp_dim] = shape[tp_dim] // tp
         total += math.prod(shape) * STATE_BYTES[dtype]

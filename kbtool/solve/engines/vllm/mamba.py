@@ -45,11 +45,13 @@ def aligned_block(state_bytes: int, attn_bytes_per_token: int, block: int, kerne
     return max(block, step * math.ceil(state_bytes / (step * attn_bytes_per_token)))
 
 
-def layer_state_bytes(g: object, tp: int) -> int | None:
-    """One Mamba layer's unpadded state page on one GPU (None where kb does not know it)."""
+def layer_state_bytes(g: object, tp: int, spec_tokens: int = 0) -> int | None:
+    """One Mamba layer's unpadded state page on one GPU (None where kb does not know it); `spec_tokens`: a
+    speculative draft's tokens, which widen the conv state (kvcache.state_page; None where the record gives only
+    a total, which cannot be widened)."""
     state = getattr(g, "state", None)
     if state:
         dtypes = [s["dtype"] if isinstance(s, dict) else s.dtype for s in state]
-        return state_page(state, tp) if all(d in STATE_BYTES for d in dtypes) else None
+        return state_page(state, tp, spec_tokens) if all(d in STATE_BYTES for d in dtypes) else None
     total = getattr(g, "state_bytes", None)
-    return total // tp if total else None
+    return total // tp if total and not spec_tokens else None

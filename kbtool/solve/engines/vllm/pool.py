@@ -206,11 +206,13 @@ def moe_workspace_bytes(model: Model | ModelV, batched_tokens: int, tp: int = 1)
 
 def activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, tp: int = 1,
                      acct: Accounting | None = None, run: str | None = None, *,
-                     mm: EncoderPass | None = None) -> tuple[int, str]:
+                     mm: EncoderPass | None = None, act_bytes: int = ACT_BYTES, spec: bool = False) -> tuple[int, str]:
     """The torch peak of vLLM's profile run (an estimate), and how it was computed; `run`: the model runner the
     release's record gives this model (defaults.Defaults.runner), else the accounting line's; `mm`: the encoder pass
-    the release's profile run makes first (encoder_pass.py), whose outputs stay alive through the text steps."""
-    act, how = _text_activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run)
+    the release's profile run makes first (encoder_pass.py), whose outputs stay alive through the text steps;
+    `act_bytes`: an activation element in the model dtype vLLM runs (4 under --dtype float32); `spec`: a
+    speculative draft is configured (the V1 runner's profile then runs its rejection sampler too)."""
+    act, how = _text_activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run, act_bytes, spec)
     if mm is None:
         return act, how
     peak = mm.profile_peak(act)
@@ -219,26 +221,33 @@ def activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs: i
 
 
 def _text_activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, tp: int,
-                           acct: Accounting | None, run: str | None) -> tuple[int, str]:
+                           acct: Accounting | None, run: str | None, act_bytes: int = ACT_BYTES,
+                           spec: bool = False) -> tuple[int, str]:
     acct = acct or accounting(None)
     vocab = model.vocab_size or 128_000
     moe = moe_workspace_bytes(model, batched_tokens, tp)
     moe_words = f" + MoE workspace {moe / 1e9:,.2f} GB" if moe else ""
     if (run or runner(model, acct)) == "V2":
-        return v2_activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, moe)
+        return v2_activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, moe, act_bytes)
     # V1's profile run is the same forward over max_num_batched_tokens, then the sampler over max_num_seqs rows: the
     # larger sets the peak. At vLLM's default 1,024 rows the sampler does for every recorded model; at 1 or 32 rows
     # the forward did (Qwen3-30B-A3B on 0.26.0: 0.87 GiB logged, evidence 2026-12-07-nvidia-h100-sxm-vllm-boot-4/-5)
-    samp = int(max_num_seqs * vocab * V1_SAMPLER_BYTES + moe)
-    fwd, fwd_words = forward_bytes(model, batched_tokens, tp, moe)
-    words = f"sampler {max_num_seqs} x {vocab:,} x 15 B{moe_words}"
+    # With a speculative draft the dummy sampler run ends with the rejection sampler over fresh logits of
+    # num_reqs + one draft token per request rows, 2 x max_num_seqs (gpu_model_runner.py _dummy_sampler_run:
+    # 0.24.0 :6139, 0.26.0 :6264, 0.33.0 :5957), sized here with the sampler's own constant per element: the
+    # Qwen3.5-9B MTP boot on 0.26.0 logged 7.34 GiB against 3.55 GiB without the draft (kb: 7.10 GiB)
+    rows = 2 * max_num_seqs if spec else max_num_seqs
+    samp = int(rows * vocab * V1_SAMPLER_BYTES + moe)
+    fwd, fwd_words = forward_bytes(model, batched_tokens, tp, moe, act_bytes)
+    words = (f"sampler {max_num_seqs} x {vocab:,} x 15 B" if not spec else
+             f"rejection sampler (speculative draft) 2 x {max_num_seqs} x {vocab:,} x 15 B") + moe_words
     if fwd > samp:
         return fwd, f"V1 runner: max(forward: {fwd_words} = {fwd / 1e9:,.2f} GB, {words} = {samp / 1e9:,.2f} GB)"
     return samp, f"V1 runner: {words}"
 
 
 def v2_activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, tp: int, acct: Accounting,
-                        moe: int = 0) -> tuple[int, str]:
+                        moe: int = 0, act_bytes: int = ACT_BYTES) -> tuple[int, str]:
     """The V2 runner's profile peak: the larger of its two steps, since profile_run frees the forward's
     intermediates, all but hidden_states [T, H] and the rows it samples [R, H], before it runs the sampler (0.26.0
     v1/worker/gpu/model_runner.py:673-688 and :654-665; 0.24.0 :652-667 and :633-644). T = max_num_batched_tokens,
@@ -256,6 +265,9 @@ def v2_activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs
       and the cuBLAS workspace (the lm_head is unquantized); the full sampler ("full", 0.33.0) is V1's step as kb
       sizes it, R x V x V1_SAMPLER_BYTES, a constant read against V1 boots with the hidden states in it.
 
+    Each model-dtype element is `act_bytes` (4 under --dtype float32: the 0.26.0 boot of Qwen3-8B in float32 peaked
+    at twice its bf16 forward); the logits' one model-dtype copy with it, the fp32 copy of "logits" stays 4 B.
+
     Not modelled: with CUDA graphs (no --enforce-eager) the profile forward is the first call of the
     torch.compile'd model, compiled there by Inductor (`need_eager` only skips graph replay, model_runner.py:
     1192-1200, 1358-1361), and its peak rises by an amount the code does not give (Qwen3-8B 0.84 -> 1.29 GiB,
@@ -264,18 +276,18 @@ def v2_activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_seqs
     hidden = int(model.hidden_size or 4096)
     vocab = model.vocab_size or 128_000
     t, r = batched_tokens, max_num_seqs
-    fwd, fwd_words = forward_bytes(model, batched_tokens, tp, moe)
-    per = max(acct.v2_sampler, 2.0 * ACT_BYTES) if arch in LOGIT_SOFTCAP else acct.v2_sampler
-    if acct.v2_sampler == V1_SAMPLER_BYTES:  # "full": the V1 runner's sampler, whose constant holds all of it
-        samp = r * vocab * per
-    else:
-        samp = r * vocab * per + ACT_BYTES * (t + r) * hidden + CUBLAS_WORKSPACE_BYTES
+    fwd, fwd_words = forward_bytes(model, batched_tokens, tp, moe, act_bytes)
+    full = acct.v2_sampler == V1_SAMPLER_BYTES  # "full": the V1 runner's sampler, whose constant holds all of it
+    per = acct.v2_sampler if full else acct.v2_sampler + act_bytes - ACT_BYTES  # one model-dtype copy in each
+    per = max(per, 2.0 * act_bytes) if arch in LOGIT_SOFTCAP else per
+    samp = r * vocab * per + (0 if full else act_bytes * (t + r) * hidden + CUBLAS_WORKSPACE_BYTES)
     words = (f"V2 runner: max(forward: {fwd_words} = {fwd / 1e9:,.2f} GB, sampler: logits {r} x "
              f"{vocab:,} x {per:g} B + hidden states = {samp / 1e9:,.2f} GB)")
     return int(max(fwd, samp)), words
 
 
-def forward_bytes(model: Model | ModelV, batched_tokens: int, tp: int, moe: int = 0) -> tuple[int, str]:
+def forward_bytes(model: Model | ModelV, batched_tokens: int, tp: int, moe: int = 0,
+                  act_bytes: int = ACT_BYTES) -> tuple[int, str]:
     """The profile forward's peak over T = max_num_batched_tokens (v2_activation_bytes says what it holds), and how
     it was computed; `moe`: the fused-MoE workspace (moe_workspace_bytes)."""
     hidden = int(model.hidden_size or 4096)
@@ -291,16 +303,16 @@ def forward_bytes(model: Model | ModelV, batched_tokens: int, tp: int, moe: int 
         # (moe_workspace_bytes), allocated from the first MoE layer on, so an MLP term beside it held them twice
         # (Mixtral-8x7B -2.8% on 0.24.0's H200 boots); a model with dense layers too (DeepSeek-V2-Lite's first)
         # keeps its dense MLP term
-        fwd = ACT_BYTES * t * live * hidden + cublas_bytes + moe
-        return int(fwd), (f"{live} x [{t:,}, {hidden:,}] x 2 B{' + cuBLAS workspace' if cublas else ''} + MoE "
-                          f"workspace {moe / 1e9:,.2f} GB")
-    fwd = ACT_BYTES * t * (3 * inter + live * hidden) + cublas_bytes + moe
+        fwd = act_bytes * t * live * hidden + cublas_bytes + moe
+        return int(fwd), (f"{live} x [{t:,}, {hidden:,}] x {act_bytes} B{' + cuBLAS workspace' if cublas else ''}"
+                          f" + MoE workspace {moe / 1e9:,.2f} GB")
+    fwd = act_bytes * t * (3 * inter + live * hidden) + cublas_bytes + moe
     quant_words = ""
     if quant in ("fp8", "fp8_e4m3"):
         fwd += t * inter + t * (inter // 128) * 4
         quant_words = " + fp8 copy of [T,I]"
     moe_words = f" + MoE workspace {moe / 1e9:,.2f} GB" if moe else ""
-    return int(fwd), (f"MLP {t:,} x (3 x {inter:,} + {live} x {hidden:,}) x 2 B{quant_words}"
+    return int(fwd), (f"MLP {t:,} x (3 x {inter:,} + {live} x {hidden:,}) x {act_bytes} B{quant_words}"
                       f"{' + cuBLAS workspace' if cublas else ''}{moe_words}")
 
 
@@ -383,14 +395,16 @@ def graph_words(acct: Accounting) -> str:
 
 def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp: int = 1,
             eager: bool = False, acct: Accounting | None = None, run: str | None = None,
-            extensible: bool = False, mm: EncoderPass | None = None, decode_len: int = 1) -> tuple[int, str]:
+            extensible: bool = False, mm: EncoderPass | None = None, decode_len: int = 1,
+            act_bytes: int = ACT_BYTES) -> tuple[int, str]:
     """What vLLM takes off the budget besides the weights: activation peak + non-torch + graphs where applied;
     `extensible`: the release's extensible KV cache is on (graphs "measured": captured after warm-up); `mm`: the
     encoder pass of the profile run (activation_bytes); `decode_len`: a speculative decode step's query length
     (capture_of)."""
     acct = acct or accounting(None)
     run = run or runner(model, acct)
-    act, how = activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run, mm=mm)
+    act, how = activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run, mm=mm, act_bytes=act_bytes,
+                                spec=decode_len > 1)
     capture = capture_of(acct, model, max_num_seqs, batched_tokens, decode_len)
     graphs = graph_bytes(acct, run, eager, capture)
     words = f"{how} = {act / 1e9:,.2f} GB; non-torch {NON_TORCH_BYTES / 1e9:.2f} GB"
@@ -532,20 +546,22 @@ def _split(s: Any, tp: int) -> list[int]:
 
 
 def groups(model: Model | ModelV, kv_dtype: str, block: int, tp: int = 1, pp: int = 1,
-           checkpoint_alignment: int = 1, sliding_v: bool = True, draft_layers: int = 0) -> Grouped | None:
+           checkpoint_alignment: int = 1, sliding_v: bool = True, draft_layers: int = 0,
+           spec_tokens: int = 0) -> Grouped | None:
     """vLLM's KV cache groups for this model (None where kb does not model them: mixed page sizes, Mamba layers
     without attention layers or with several state sizes), with the padding warnings vLLM logs and the attention
     block vLLM uses (`block`, widened for Mamba state: vllm_mamba, in steps of `checkpoint_alignment` too in state
     mode "align"); with pipeline parallel `pp`, one stage's; `sliding_v` as the release's Planning line says;
     `draft_layers`: an MTP draft's attention layers (spec.Draft), each one more layer of the model's first full or
-    MLA group's type and page (vLLM registers the draft's layers beside the model's before it groups them)."""
+    MLA group's type and page (vLLM registers the draft's layers beside the model's before it groups them);
+    `spec_tokens`: the draft's speculative tokens, which widen each Mamba layer's conv state (kvcache.state_page)."""
     if any(indexer_head(g) for g in model.layers):
         return None if draft_layers else _sparse_groups(model, kv_dtype, block, pp)
     by_type: dict[tuple[str, int | None, int], int] = {}
     mamba = [g for g in model.layers if g.type == "linear"]
     attention = [g for g in model.layers if g.type != "linear"]
     if mamba:
-        state = {vllm_mamba.layer_state_bytes(g, tp) for g in mamba}
+        state = {vllm_mamba.layer_state_bytes(g, tp, spec_tokens) for g in mamba}
         one = _page_bytes(attention[0], kv_dtype, 1, tp) if attention else None
         if len(state) != 1 or None in state or not one:
             return None
