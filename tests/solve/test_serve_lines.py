@@ -27,10 +27,10 @@ LINES = DATA / "serve-lines"
 # Lowered once, by one line (branch picked-kernel-refusals), and restored (branch flashinfer-mla-wrapper): sglang#9704
 # (DeepSeek-R1-FP4 on B200, --attention-backend flashinfer) was a right yes only because the kernel check counted
 # head-size refusals alone; with kb recording SGLang's flashinfer backend as running flashinfer-fa2/fa3, whose claims
-# refuse both there (fa3: ARCH; fa2: HEAD_DIM at 576 and 192), it became a KERNELS_DOUBTED conditional. kb now records
-# FlashInfer's MLA wrapper (kernel flashinfer-mla: BatchMLAPagedAttentionWrapper, flashinfer/mla/_batch_mla/_wrapper.py:171
-# in 0.7.4) and FlashInferMLAAttnBackend's calls of it (latent 512 + rope 64, KV upcast to the model dtype, page size 1),
-# so the line is a right yes again, judged on the call SGLang makes.
+# refuse both there (fa3: ARCH; fa2: HEAD_DIM at 576 and 192), it became a KERNELS_DOUBTED conditional. kb now
+# records FlashInfer's MLA wrapper (kernel flashinfer-mla: BatchMLAPagedAttentionWrapper,
+# flashinfer/mla/_batch_mla/_wrapper.py:171 in 0.7.4) and FlashInferMLAAttnBackend's calls of it (latent 512 + rope 64,
+# KV upcast to the model dtype, page size 1), so the line is a right yes again, judged on the call SGLang makes.
 FLOOR = {"answered": 88, "verdicts": 57, "right": 33, "release_verdicts": 36, "release_right": 24}
 
 
