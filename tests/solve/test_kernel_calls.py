@@ -268,3 +268,12 @@ def test_the_mla_call_leaves_non_mla_models_to_the_plain_judgement() -> None:
     picked = _picked(a)
     assert picked.id == "sglang-flashinfer" and not picked.calls
     assert set(picked.kernels) == {"flashinfer-fa2", "flashinfer-fa3"}
+
+
+def test_the_mla_wrapper_call_is_for_dense_mla_only() -> None:
+    """DeepSeek-V3.2's sparse indexer sends its attention to SGLang's DSA backends even under --attention-backend
+    flashinfer; the recorded wrapper call is FlashInferMLAAttnBackend's dense one and is not made there."""
+    a = solve(image(), build_query(gpu="b200", sglang_args="python3 -m sglang.launch_server --model deepseek-v3.2 "
+                                   "--tp 8 --attention-backend flashinfer --context-length 32768"))
+    assert _picked(a).id == "sglang-flashinfer"
+    assert all(c["kernel"] != "flashinfer-mla" for c in _picked(a).calls)
