@@ -221,3 +221,59 @@ def test_deepseek_v3_on_h200_runs_sglangs_fa3_on_the_absorbed_mla_call(release: 
     assert call["build"] == "sgl-kernel" and call["shape"] == {"head_dim": 64, "head_dim_v": 512}
     assert call["status"] == "ok"
     assert a.verdict == "yes", answer_summary(a)
+
+
+R1_FP4_FLASHINFER = ("python3 -m sglang.launch_server --model nvidia/DeepSeek-R1-0528-FP4 --trust-remote-code "
+                     "--quantization modelopt_fp4 --attention-backend flashinfer --kv-cache-dtype fp8_e4m3 --tp-size 4")
+
+
+@pytest.mark.parametrize("release", ["0.5.17", "0.5.23"])
+def test_sglangs_flashinfer_backend_runs_flashinfers_mla_wrapper_for_deepseek(release: str) -> None:
+    """SGLang's flashinfer backend builds FlashInferMLAAttnBackend for an MLA model (attention_registry.py
+    create_flashinfer_backend), which plans BatchMLAPagedAttentionWrapper(backend="auto") with kv_lora_rank and
+    qk_rope_head_dim, page size 1 and the model dtype for q and KV, reading the cache with .to(q.dtype)
+    (flashinfer_mla_backend.py, 0.5.23 :958/:822, 0.5.17 :791/:660). sglang#9704's DeepSeek-R1-FP4 with an fp8 cache on
+    4 x B200 started; kb judges that call (bf16 KV, the latent 512 + rope 64), not FlashInfer's fa2/fa3 at 576."""
+    a = solve(image(), build_query(gpu="b200", sglang_args=R1_FP4_FLASHINFER, sglang=release))
+    assert a.engine is not None and a.engine["selected"] == "sglang-flashinfer"
+    for phase in ("prefill", "decode"):
+        c = _call(a, "flashinfer-mla", phase)
+        assert (c["build"], c["status"], c["scoped"]) == ("flashinfer", "ok", True)
+        assert c["shape"] == {"kv_dtype": "bf16", "block_size": 1}
+    assert {c["kernel"] for c in _picked(a).calls} == {"flashinfer-mla"}  # fa2/fa3 are not what it runs for MLA
+    assert a.decision is not None and a.decision.case == "ENGINE" and "kernels" not in a.decision.caveats
+    assert a.verdict == "yes", answer_summary(a)
+
+
+def test_the_mla_wrapper_refuses_what_its_backends_refuse() -> None:
+    """The wrapper's own claims, without an engine: its backends take a bf16 query with fp8 KV only on SM90 (fa2/fa3),
+    need compute capability 8.0 (fa2), and a latent width that is a multiple of 128."""
+    def status(**q: Any) -> tuple[str, set[str]]:
+        a = solve(image(), build_query(model="deepseek-r1", kernel=["flashinfer-mla"], **q))
+        k = next(k for k in a.kernels if k.id == "flashinfer-mla")
+        return k.status, {r.claim for r in k.reasons}
+
+    assert status(gpu="h100", kv="fp8")[0] == "ok"
+    assert status(gpu="b200", kv="bf16")[0] == "ok"
+    assert status(gpu="b200", kv="fp8") == ("rejected", {"flashinfer-mla-q-kv-dtypes"})
+    assert "flashinfer-mla-requires-sm80" in status(gpu="t4", kv="fp16")[1]
+    assert "flashinfer-mla-requires-nvidia" in status(gpu="mi300x", kv="bf16")[1]
+
+
+def test_the_mla_call_leaves_non_mla_models_to_the_plain_judgement() -> None:
+    """The MLA calls name flashinfer-mla for MLA only: a GQA model on SGLang's flashinfer backend records no call, and
+    its kernels are fa2/fa3 as before."""
+    a = solve(image(), build_query(gpu="h100", sglang_args="python3 -m sglang.launch_server --model "
+                                   "meta-llama/Llama-3.1-8B-Instruct --attention-backend flashinfer"))
+    picked = _picked(a)
+    assert picked.id == "sglang-flashinfer" and not picked.calls
+    assert set(picked.kernels) == {"flashinfer-fa2", "flashinfer-fa3"}
+
+
+def test_the_mla_wrapper_call_is_for_dense_mla_only() -> None:
+    """DeepSeek-V3.2's sparse indexer sends its attention to SGLang's DSA backends even under --attention-backend
+    flashinfer; the recorded wrapper call is FlashInferMLAAttnBackend's dense one and is not made there."""
+    a = solve(image(), build_query(gpu="b200", sglang_args="python3 -m sglang.launch_server --model deepseek-v3.2 "
+                                   "--tp 8 --attention-backend flashinfer --context-length 32768"))
+    assert _picked(a).id == "sglang-flashinfer"
+    assert all(c["kernel"] != "flashinfer-mla" for c in _picked(a).calls)
