@@ -58,25 +58,51 @@ def _neighbour_json(path: Path) -> dict[str, Any] | None:
 GEMMA3_TEXT = {"vocab_size": 262208, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
                "max_position_embeddings": 131072, "rope_theta": 1000000.0, "query_pre_attn_scalar": 256,
                "sliding_window_pattern": 6, "rope_local_base_freq": 10000.0}
+# Qwen2.5-VL configs saved by transformers (the -AWQ releases, most fine-tunes) keep only a few vision_config fields
+# (hidden_size, intermediate_size, out_hidden_size, patch and token fields) and leave the tower's depth, heads and
+# patch sizes to Qwen25VisionConfig, whose defaults vLLM's loader fills too: without them the tower was left out.
+QWEN2_5_VL_VISION = {"depth": 32, "hidden_size": 3584, "intermediate_size": 3420, "num_heads": 16,
+                     "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "window_size": 112,
+                     "out_hidden_size": 3584, "fullatt_block_indexes": [7, 15, 23, 31]}
 CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
-    t: {"repo": "huggingface/transformers", "path": "src/transformers/models/gemma3/configuration_gemma3.py",
-        "commit": "008f5c8c29be84d4721dc6d1e0fcd72300580be4", "section": "Gemma3TextConfig.__init__ keyword defaults",
-        "text_config": GEMMA3_TEXT}
-    for t in ("gemma3", "gemma3_text")}
+    **{t: {"repo": "huggingface/transformers", "path": "src/transformers/models/gemma3/configuration_gemma3.py",
+           "commit": "008f5c8c29be84d4721dc6d1e0fcd72300580be4",
+           "section": "Gemma3TextConfig.__init__ keyword defaults", "text_config": GEMMA3_TEXT}
+       for t in ("gemma3", "gemma3_text")},
+    "qwen2_5_vl": {"repo": "huggingface/transformers",
+                   "path": "src/transformers/models/qwen2_5_vl/configuration_qwen2_5_vl.py",
+                   "commit": "aa0dc95c2f288788c2cf06eb3e17bb182cea66d0",
+                   "section": "Qwen25VisionConfig.__init__ keyword defaults", "vision_config": QWEN2_5_VL_VISION},
+}
+
+
+def _fill(target: Any, block: Any) -> int:
+    """Set each field of `block` that `target` lacks (or holds as null); how many were set."""
+    if not isinstance(target, dict) or not isinstance(block, dict):
+        return 0
+    n = 0
+    for k, v in block.items():
+        if target.get(k) is None and v is not None:
+            target[k] = v
+            n += 1
+    return n
 
 
 def _defaults(data: dict[str, Any], side: dict[str, Any] | None) -> dict[str, Any] | None:
     """Fill the fields a published config leaves to its transformers config class, from the `defaults` block
-    of SOURCE.yaml (which cites that class), else from CLASS_DEFAULTS for the config's model type; return the
-    source of what was filled, or None when there is none."""
+    of SOURCE.yaml (which cites that class), else from CLASS_DEFAULTS for the config's model type: `text_config`
+    into the nested text_config (or the top level where there is none), `vision_config` into the vision_config.
+    Return the source of what was filled, or None when there is none or nothing was missing."""
     d = (side or {}).get("defaults") or CLASS_DEFAULTS.get(str(data.get("model_type")))
-    if not isinstance(d, dict) or not isinstance(d.get("text_config"), dict) or not d.get("repo"):
+    if not isinstance(d, dict) or not d.get("repo"):
+        return None
+    if not isinstance(d.get("text_config"), dict) and not isinstance(d.get("vision_config"), dict):
         return None
     nested = data.get("text_config")
-    target: dict[str, Any] = nested if isinstance(nested, dict) else data
-    for k, v in d["text_config"].items():
-        if target.get(k) is None and v is not None:
-            target[k] = v
+    n = _fill(nested if isinstance(nested, dict) else data, d.get("text_config"))
+    n += _fill(data.get("vision_config"), d.get("vision_config"))
+    if n == 0 and not isinstance(d.get("text_config"), dict):
+        return None  # a vision_config that names every field: nothing was taken from the class
     src: dict[str, Any] = {"type": "source-code", "repo": str(d["repo"]), "path": str(d.get("path", ""))}
     if d.get("commit"):
         src["commit"] = str(d["commit"])

@@ -253,6 +253,26 @@ def test_a_published_gemma3_config_alone_takes_its_config_class_defaults(tmp_pat
     assert sum(g["count"] for g in rec["layers"] if g["type"] == "full") == 62 // 6
 
 
+def test_a_qwen2_5_vl_config_saved_without_the_tower_shape_takes_the_vision_class_defaults(tmp_path: Path) -> None:
+    """Qwen2.5-VL configs saved by transformers (Qwen/Qwen2.5-VL-72B-Instruct-AWQ's Hub page shows one) keep only
+    hidden_size, intermediate_size, out_hidden_size and token fields in vision_config: the tower's depth, heads and
+    patch sizes come from Qwen25VisionConfig's defaults, as in vLLM's loader. kb fills them from that class (cited)
+    and counts the tower as it does for the full config; a config that names every field cites no class."""
+    full = json.loads((HF / "qwen2.5-vl-7b" / "config.json").read_text())
+    whole = read_config(str(HF / "qwen2.5-vl-7b" / "config.json"))
+    assert not any(s.get("repo") == "huggingface/transformers" for s in whole["sources"])
+    kept = ("hidden_size", "in_chans", "intermediate_size", "out_hidden_size", "spatial_patch_size",
+            "tokens_per_second")
+    short = dict(full, vision_config={k: full["vision_config"][k] for k in kept} | {"model_type": "qwen2_5_vl"})
+    assert "depth" not in short["vision_config"] and "patch_size" not in short["vision_config"]
+    (tmp_path / "config.json").write_text(json.dumps(short, indent=2))
+    rec = read_config(str(tmp_path / "config.json"))
+    assert rec.get("encoders") and rec["encoders"] == whole["encoders"]
+    assert rec["parameters"] == whole["parameters"]
+    cited = [s for s in rec["sources"] if s.get("repo") == "huggingface/transformers"]
+    assert cited and cited[0]["path"].endswith("qwen2_5_vl/configuration_qwen2_5_vl.py")
+
+
 @pytest.mark.parametrize("change, message", [
     ({"model_type": 5}, "model_type is 5, not a string"),
     ({"block_configs": 5}, "block_configs is int, not a list of blocks"),
