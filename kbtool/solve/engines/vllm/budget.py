@@ -241,11 +241,11 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         # peak is recorded over them, gpu_worker.py:1022-1092): the pass weighs only on the first check's capacity.
         res, rhow = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct, run=run,
                                       extensible=extensible, mm=None if extensible else mm, decode_len=decode_len,
-                                      act_bytes=act_bytes)
+                                      act_bytes=act_bytes, spec=draft is not None)
         if mm is not None and extensible:
             mm_first = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct,
                                          run=run, extensible=extensible, mm=mm, decode_len=decode_len,
-                                         act_bytes=act_bytes)[0] - res
+                                         act_bytes=act_bytes, spec=draft is not None)[0] - res
             rhow += (f"; {mm.words}: {mm_first / 1e9:,.2f} GB more profile peak for the first start-up check only "
                      "(the sizing warm-up that sizes the extensible cache runs no encoder)")
     else:
@@ -264,7 +264,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         # peak (0.34.0 v1/worker/extensible_kv_cache.py:613-617): the margin takes only what the utilization
         # does not already leave free (at the default 1.0, all of it; at 0.9 of 24 GB, none).
         act, _how = vllm_pool.activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run,
-                                               act_bytes=act_bytes)
+                                               act_bytes=act_bytes, spec=draft is not None)
         margin = max(int(margins["floor_bytes"]), int(act * float(margins["fraction"])))
         # what the process groups allocated before the snapshot is not free either (vllm_parallel)
         pre = par.before if par is not None else 0

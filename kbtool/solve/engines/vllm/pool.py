@@ -234,8 +234,9 @@ def _text_activation_bytes(model: Model | ModelV, batched_tokens: int, max_num_s
     # the forward did (Qwen3-30B-A3B on 0.26.0: 0.87 GiB logged, evidence 2026-12-07-nvidia-h100-sxm-vllm-boot-4/-5)
     # With a speculative draft the dummy sampler run ends with the rejection sampler over fresh logits of
     # num_reqs + one draft token per request rows, 2 x max_num_seqs (gpu_model_runner.py _dummy_sampler_run:
-    # 0.24.0 :6139, 0.26.0 :6264, 0.33.0 :5957), sized here with the sampler's own constant per element: the
-    # Qwen3.5-9B MTP boot on 0.26.0 logged 7.34 GiB against 3.55 GiB without the draft (kb: 7.10 GiB)
+    # 0.19.1 :5621, 0.21.0 :5788, 0.24.0 :6139, 0.26.0 :6264, 0.33.0 :5957), sized here with the sampler's own
+    # constant per element: the Qwen3.5-9B MTP boot on 0.26.0 logged 7.34 GiB against 3.55 GiB without the draft
+    # (kb: 7.10 GiB)
     rows = 2 * max_num_seqs if spec else max_num_seqs
     samp = int(rows * vocab * V1_SAMPLER_BYTES + moe)
     fwd, fwd_words = forward_bytes(model, batched_tokens, tp, moe, act_bytes)
@@ -396,15 +397,15 @@ def graph_words(acct: Accounting) -> str:
 def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp: int = 1,
             eager: bool = False, acct: Accounting | None = None, run: str | None = None,
             extensible: bool = False, mm: EncoderPass | None = None, decode_len: int = 1,
-            act_bytes: int = ACT_BYTES) -> tuple[int, str]:
+            act_bytes: int = ACT_BYTES, spec: bool = False) -> tuple[int, str]:
     """What vLLM takes off the budget besides the weights: activation peak + non-torch + graphs where applied;
     `extensible`: the release's extensible KV cache is on (graphs "measured": captured after warm-up); `mm`: the
     encoder pass of the profile run (activation_bytes); `decode_len`: a speculative decode step's query length
-    (capture_of)."""
+    (capture_of); `act_bytes`, `spec`: as activation_bytes takes them."""
     acct = acct or accounting(None)
     run = run or runner(model, acct)
     act, how = activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run, mm=mm, act_bytes=act_bytes,
-                                spec=decode_len > 1)
+                                spec=spec)
     capture = capture_of(acct, model, max_num_seqs, batched_tokens, decode_len)
     graphs = graph_bytes(acct, run, eager, capture)
     words = f"{how} = {act / 1e9:,.2f} GB; non-torch {NON_TORCH_BYTES / 1e9:.2f} GB"
