@@ -54,7 +54,8 @@ def _edge(d: Decision) -> str:
         err = (f"kb was {b['lowest']:+.1%} to {b['highest']:+.1%} off on {b['boots']} boots of {b['class']} models "
                f"on {m.get('engine')}")
     else:
-        err = f"no boot of {m.get('engine')} measures kb's error here, and it is within {b['highest']:.0%}"
+        err = (f"no boot of {m.get('engine')} measures kb's error here, and the count is within {b['highest']:.0%} of "
+               "the boundary")
     return f"by kb's count {m.get('engine')} {said}, with {what}; but {err}"
 
 

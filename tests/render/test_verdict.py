@@ -63,3 +63,20 @@ def test_every_case_has_its_verdict_and_words() -> None:
     assert {c: _d(c).verdict for c in ("HARDWARE", "NO_FIT", "DEPENDS")} == {
         "HARDWARE": "no", "NO_FIT": "no", "DEPENDS": "conditional"}
     assert set(CASES.values()) == {"yes", "no", "conditional", "unknown"}
+
+
+def test_a_check_too_close_to_call_names_the_count_the_boundary_and_the_error() -> None:
+    mem = {"fits": True, "starts": True, "engine": "E 1.0", "kv_bytes": 1e9, "available_bytes": 2e9}
+    band = {"lowest": -0.013, "highest": 0.014, "boots": 4, "class": "hybrid", "vllm": "1.0"}
+    d = _d("POOL_EDGE", memory=mem, detail={"edge": {"check": "max_num_seqs", "count": 1031, "boundary": 1024,
+                                                     "ratio": 1.0068, "band": band}})
+    assert d.verdict == "conditional"
+    assert summary(d) == ("gpu x2: too close to call: by kb's count E 1.0 starts, with 1,031 cache blocks for "
+                          "max_num_seqs 1,024, one per decode sequence; but kb was -1.3% to +1.4% off on 4 boots of "
+                          "hybrid models on E 1.0")
+    unbooted = {"lowest": -0.02, "highest": 0.02, "boots": 0, "vllm": "2.0"}
+    d = _d("POOL_EDGE", memory={**mem, "starts": False},
+           detail={"edge": {"check": "max_model_len", "count": 990, "boundary": 1000, "band": unbooted}})
+    assert summary(d).endswith("E 1.0 would stop at start-up, with 990 KV blocks against 1,000 for one request of "
+                               "the max length; but no boot of E 1.0 measures kb's error here, and the count is "
+                               "within 2% of the boundary")
