@@ -155,7 +155,7 @@ def state_blocks(report: vllm_pool.Report, max_num_seqs: int, graphs_mode: str |
     if recurrent and full and any(c[0] == "max_num_seqs<=mamba_blocks" for c in checks):
         report.state_check = (blocks, max_num_seqs)
     if failed is not None and refuse:
-        report.starts, report.error, report.state_blocks = False, failed[1], blocks
+        report.starts, report.error = False, failed[1]
     elif failed is not None:
         report.warning = failed[1]
 
@@ -217,6 +217,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         dbytes, dhow = draft_bytes(model, weights, draft)
         wtotal, whow = wtotal + dbytes, whow + dhow
     decode_len = draft.decode_len if draft is not None else 1
+    spec = draft is not None  # the V1 runner's profile then runs its rejection sampler too (vllm_pool)
     act_bytes = 4 if weights == "fp32" else vllm_pool.ACT_BYTES  # --dtype float32: the activations too
     # each GPU builds the model's whole rope cache (vllm_rope): the load counts it, tensor parallel does not split it
     rope, rope_how = vllm_rope.cache_bytes(model, weights)
@@ -241,11 +242,11 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         # peak is recorded over them, gpu_worker.py:1022-1092): the pass weighs only on the first check's capacity.
         res, rhow = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct, run=run,
                                       extensible=extensible, mm=None if extensible else mm, decode_len=decode_len,
-                                      act_bytes=act_bytes, spec=draft is not None)
+                                      act_bytes=act_bytes, spec=spec)
         if mm is not None and extensible:
             mm_first = vllm_pool.reserve(model, batched_tokens, max_num_seqs, tp=tp, eager=eager, acct=acct,
                                          run=run, extensible=extensible, mm=mm, decode_len=decode_len,
-                                         act_bytes=act_bytes, spec=draft is not None)[0] - res
+                                         act_bytes=act_bytes, spec=spec)[0] - res
             rhow += (f"; {mm.words}: {mm_first / 1e9:,.2f} GB more profile peak for the first start-up check only "
                      "(the sizing warm-up that sizes the extensible cache runs no encoder)")
     else:
@@ -264,7 +265,7 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
         # peak (0.34.0 v1/worker/extensible_kv_cache.py:613-617): the margin takes only what the utilization
         # does not already leave free (at the default 1.0, all of it; at 0.9 of 24 GB, none).
         act, _how = vllm_pool.activation_bytes(model, batched_tokens, max_num_seqs, tp, acct, run,
-                                               act_bytes=act_bytes, spec=draft is not None)
+                                               act_bytes=act_bytes, spec=spec)
         margin = max(int(margins["floor_bytes"]), int(act * float(margins["fraction"])))
         # what the process groups allocated before the snapshot is not free either (vllm_parallel)
         pre = par.before if par is not None else 0
@@ -298,11 +299,10 @@ def fit(model: Model | ModelV, kv_dtype: str, capacity: int, ctx: int | None, *,
                                             prefix_caching)
     # no pool at all (the weights and reserve take the memory): the answer says that, not vLLM's "No available
     # memory for the cache blocks" it would end with
-    layers = draft.layers if draft is not None else 0
-    spec_blocks = draft.tokens if draft is not None and draft.state_blocks else 0
+    layers, tokens = (draft.layers, draft.tokens) if draft is not None else (0, 0)
+    spec_blocks = tokens if draft is not None and draft.state_blocks else 0
     grouped = vllm_pool.groups(model, kv_dtype, block, tp, pp, vllm_planning.checkpoint_alignment(arch, ckpt),
-                               plan.sliding_v, layers, draft.tokens if draft is not None else 0
-                               ) if ctx and max(pool, before or 0) > 0 else None
+                               plan.sliding_v, layers, tokens) if ctx and max(pool, before or 0) > 0 else None
     if grouped is not None and ctx:
         point = vllm_planning.Point(ctx, batched_tokens, async_scheduling=True, pp=pp,
                                     v2=run == "V2", mamba_mode=mode, checkpoint_blocks=ckpt, draft_blocks=spec_blocks)

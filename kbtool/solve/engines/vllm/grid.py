@@ -78,17 +78,27 @@ def evidence_id(version: str, probe: str = "vllm-selector") -> str | None:
     return newest("vllm", version, probe)
 
 
-def point(version: str, env: dict[str, Any], platform: str = "cuda") -> dict[str, Any] | None:
-    """The recorded grid point of the query's configuration, or None (not recorded, or an axis off the grid)."""
+def _grid(version: str, env: dict[str, Any], platform: str) -> tuple[Path, str] | None:
+    """The release's recorded grid file for the query's device and the device's key in it (the ROCm arch, or the
+    compute capability as "9.0"); None where none is recorded."""
     if platform == "rocm":
-        path, key = _file(version, f"rocm-{ROCM_ARCH}.json.gz"), ROCM_ARCH
+        key = ROCM_ARCH
+        path = _file(version, f"rocm-{ROCM_ARCH}.json.gz")
     else:
         cc = env.get("cc")
         if not isinstance(cc, (int, float)):
             return None
-        path, key = _file(version, f"cc{float(cc):.1f}.json.gz"), f"{float(cc):.1f}"
-    if path is None:
+        key = f"{float(cc):.1f}"
+        path = _file(version, f"cc{key}.json.gz")
+    return (path, key) if path is not None else None
+
+
+def point(version: str, env: dict[str, Any], platform: str = "cuda") -> dict[str, Any] | None:
+    """The recorded grid point of the query's configuration, or None (not recorded, or an axis off the grid)."""
+    found = _grid(version, env, platform)
+    if found is None:
         return None
+    path, key = found
     doc = _load(path)
     want = [key, bool(env.get("trtllm_kernels", True)) and platform == "cuda",
             LAYOUT_OF.get(str(env.get("attention") or "gqa")), env.get("head_dim"),
@@ -113,14 +123,10 @@ def point(version: str, env: dict[str, Any], platform: str = "cuda") -> dict[str
 def off_axis(version: str, env: dict[str, Any], platform: str = "cuda") -> tuple[str, str, str] | None:
     """The first input of the query outside the values the release's recorded grid asks (the model dtype, the head
     size, the KV dtype, the block size), as (name, value as asked, the values asked); None where each is asked."""
-    if platform == "rocm":
-        path = _file(version, f"rocm-{ROCM_ARCH}.json.gz")
-    else:
-        cc = env.get("cc")
-        path = _file(version, f"cc{float(cc):.1f}.json.gz") if isinstance(cc, (int, float)) else None
-    if path is None:
+    found = _grid(version, env, platform)
+    if found is None:
         return None
-    grid = _load(path).get("grid") or {}
+    grid = _load(found[0]).get("grid") or {}
     layout = LAYOUT_OF.get(str(env.get("attention") or "gqa"))
     kvs = grid.get("kv_mla" if layout in ("mla", "sparse") else "kv_dense")
     asked = [("the model dtype", DTYPE_OF.get(str(env.get("dtype") or "bf16"), str(env.get("dtype"))),
@@ -137,14 +143,10 @@ def off_axis(version: str, env: dict[str, Any], platform: str = "cuda") -> tuple
 def has_mm_axis(version: str, env: dict[str, Any], platform: str = "cuda") -> bool:
     """Whether the release's recorded grid for the query's device asks use_mm_prefix (a `mm_prefix` column,
     asked at dense points where the release's AttentionSelectorConfig has the field)."""
-    if platform == "rocm":
-        path = _file(version, f"rocm-{ROCM_ARCH}.json.gz")
-    else:
-        cc = env.get("cc")
-        path = _file(version, f"cc{float(cc):.1f}.json.gz") if isinstance(cc, (int, float)) else None
-    if path is None:
+    found = _grid(version, env, platform)
+    if found is None:
         return False
-    doc = _load(path)
+    doc = _load(found[0])
     return "mm_prefix" in (doc.get("columns") or []) and (doc.get("grid") or {}).get("mm_prefix") == "dense only"
 
 
@@ -162,12 +164,8 @@ def sliding_unasked(version: str, env: dict[str, Any], platform: str = "cuda") -
 
     if not sliding(env) or compare_versions(version, SLIDING_FROM) < 0:
         return False
-    if platform == "rocm":
-        path = _file(version, f"rocm-{ROCM_ARCH}.json.gz")
-    else:
-        cc = env.get("cc")
-        path = _file(version, f"cc{float(cc):.1f}.json.gz") if isinstance(cc, (int, float)) else None
-    return path is not None and "sliding_window" not in (_load(path).get("columns") or [])
+    found = _grid(version, env, platform)
+    return found is not None and "sliding_window" not in (_load(found[0]).get("columns") or [])
 
 
 def select_unrecorded(img: Image, env: dict[str, Any], version: str, requested: str | None,

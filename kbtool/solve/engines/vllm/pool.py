@@ -445,7 +445,7 @@ class Report:
     """What vLLM prints and sizes at start-up, and whether its start-up check passes (`error`: its text)."""
 
     __slots__ = ("block_size", "concurrency", "error", "groups", "num_blocks", "padding", "per_request", "planning",
-                 "starts", "state", "state_blocks", "state_check", "tokens", "warning")
+                 "starts", "state", "state_check", "tokens", "warning")
 
     def __init__(self, *, num_blocks: int, block_size: int, tokens: int, concurrency: float, groups: list[Group],
                  padding: list[str], starts: bool = True, error: str | None = None, per_request: int = 0,
@@ -453,12 +453,16 @@ class Report:
         self.num_blocks, self.block_size, self.tokens, self.concurrency = num_blocks, block_size, tokens, concurrency
         self.groups, self.padding, self.starts, self.error = groups, padding, starts, error
         self.per_request, self.planning, self.state = per_request, planning, state  # state: (Mamba mode, pages)
-        # the blocks of a Mamba model's state-block check where it refused (max_num_seqs above them under full CUDA
-        # graphs: budget.state_blocks), and its text as a warning where the answer names no engine
-        self.state_blocks: int | None = None
-        self.warning: str | None = None
-        # (blocks, max_num_seqs) wherever that check is made, passing or not (how close kb's count is to it)
+        # a Mamba model's state-block check (max_num_seqs against the cache's blocks under full CUDA graphs:
+        # budget.state_blocks): (blocks, max_num_seqs) wherever it is made, and its text as a warning where it
+        # fails and the answer names no engine
         self.state_check: tuple[int, int] | None = None
+        self.warning: str | None = None
+
+    @property
+    def state_blocks(self) -> int | None:
+        """The blocks of the state-block check where it refused the start (it runs only on a pool that starts)."""
+        return self.state_check[0] if self.state_check is not None and not self.starts else None
 
 
 def _page_bytes(g: object, kv_dtype: str, block: int, tp: int, sliding_v: bool = True) -> int | None:
