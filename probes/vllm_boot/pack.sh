@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the vLLM boot bundle for the H200 host (no registry there; each device call carries <= 64 MiB).
 #
-#   probes/vllm_boot/pack.sh [RELEASE]          RELEASE defaults to 0.24.0 (pinned lists here: 0.24.0, 0.26.0; both pin the host's torch 2.11)
+#   probes/vllm_boot/pack.sh [RELEASE]          RELEASE defaults to 0.24.0 (pinned lists here: 0.24.0, 0.25.1, 0.26.0; each pins the host's torch 2.11)
 #
 # It downloads the cp312 manylinux x86_64 wheels of vLLM and of what `LLM(..., load_format="dummy",
 # skip_tokenizer_init=True)` imports at start-up (versions pinned below: one pip resolution of vllm==0.24.0,
@@ -47,6 +47,10 @@ WHEELS=(
 )
 case $REL in
 0.24.0) ;;
+0.25.1)
+  # 0.24.0's list (0.25.1 pins the same apache-tvm-ffi 0.1.9 and torch 2.11) with torchvision 0.26.0, which it pins too
+  WHEELS+=(torchvision==0.26.0)
+  ;;
 0.26.0)
   # 0.24.0's list with the three versions 0.26.0's resolution moved; its new requirements (nvtx, torchcodec,
   # cutlass DSL) are not imported on the offline dummy-weight path.
