@@ -68,7 +68,19 @@ CHANGED = [
 ]
 
 
-@pytest.mark.parametrize(("name", "acc"), OLD_TABLE + CHANGED)
+# Cards recorded for issue 47 (serve lines name them), by the names their drivers report: the A40 under vGPU reports
+# a profile suffix (vllm#11230: "NVIDIA A40-48Q"); the two 48 GB "6000" workstation cards must not meet
+ISSUE_47 = [
+    ("NVIDIA A40", "nvidia-a40"),
+    ("NVIDIA A40-48Q", "nvidia-a40"),
+    ("NVIDIA RTX A6000", "nvidia-rtx-a6000"),
+    ("NVIDIA RTX 6000 Ada Generation", "nvidia-rtx-6000-ada"),
+    ("NVIDIA A30", "nvidia-a30"),
+    ("Quadro RTX 6000", None),  # the Turing card: no record
+]
+
+
+@pytest.mark.parametrize(("name", "acc"), OLD_TABLE + CHANGED + ISSUE_47)
 def test_accelerator_id(name: str | None, acc: str | None) -> None:
     assert accelerator_id(name, accelerators()) == acc
 

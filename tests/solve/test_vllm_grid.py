@@ -104,3 +104,24 @@ def test_an_input_the_grid_does_not_ask_is_depended_on_not_refused(change: dict,
     assert sel.selected is None and sel.error is not None
     assert sel.error.startswith(f"depends on {name} "), sel.error
     assert "its recorded grid does not ask" in sel.error
+
+
+@pytest.mark.parametrize(("cc", "on_grid"), [(7.5, False), (7.0, False), (8.6, True), (8.9, True)])
+def test_a_compute_capability_off_the_grids_is_a_dependency_not_a_refusal(cc: float, on_grid: bool) -> None:
+    """A release answered from its recorded grids, asked for a device whose compute capability no grid covers (the
+    T4's 7.5, a V100's 7.0), says its choice depends on it and names the grids and the sweep: never "refuses", and
+    never another capability's answer. A capability with a grid is answered from it (the A40's 8.6, the RTX 6000
+    Ada's 8.9)."""
+    img = image()
+    release = "0.28.0"
+    env = {"cc": cc, "engine": "vllm", "vllm": release, "attention": "gqa", "head_dim": 128, "dtype": "bf16",
+           "kv_cache_dtype": "auto", "block_size": 16, "sinks": False, "trtllm_kernels": True}
+    sel = grid.from_grid(img, env, release, None, "cuda")
+    have = sorted(p.name[2:-8] for p in (ROOT / "tests" / "data" / "vllm" / release).glob("cc*.json.gz"))
+    if on_grid:
+        assert sel.selected is not None and not sel.error, sel.error
+        assert f"{cc:.1f}" in have
+        return
+    assert sel.selected is None and f"{cc:.1f}" not in have
+    assert str(sel.error).startswith(f"depends on compute capability {cc:.1f}, ")
+    assert all(c in str(sel.error) for c in have) and "kb probe sweep" in str(sel.error)

@@ -93,6 +93,26 @@ def _grid(version: str, env: dict[str, Any], platform: str) -> tuple[Path, str] 
     return (path, key) if path is not None else None
 
 
+GRID_FIX = "add the compute capability to probes/_vllm_grid.py's CCS and run `kb probe sweep --lib vllm --force`"
+
+
+def capabilities(version: str) -> list[str]:
+    """The compute capabilities the release's recorded CUDA grids cover, as "8.6", lowest first."""
+    found = {p.name[2:-len(".json.gz")] for f in folders() if (f / version).is_dir()
+             for p in (f / version).glob("cc*.json.gz")}
+    return sorted(found, key=lambda c: tuple(int(x) for x in c.split(".")))
+
+
+def off_grid(version: str, env: dict[str, Any]) -> str:
+    """Why a CUDA device has no recorded grid point: its compute capability (or none known) is not among the
+    release's grids. Worded as a dependency, never as vLLM's refusal: the sweep did not ask that device."""
+    cc = env.get("cc")
+    have = ", ".join(capabilities(version)) or "none"
+    what = f"compute capability {float(cc):.1f}" if isinstance(cc, (int, float)) else "the device's compute capability"
+    return (f"depends on {what}, which vLLM {version}'s selector reads and its recorded grids do not cover "
+            f"(recorded at {have}); {GRID_FIX}")
+
+
 def point(version: str, env: dict[str, Any], platform: str = "cuda") -> dict[str, Any] | None:
     """The recorded grid point of the query's configuration, or None (not recorded, or an axis off the grid)."""
     found = _grid(version, env, platform)
@@ -219,6 +239,8 @@ def from_grid(img: Image, env: dict[str, Any], version: str, requested: str | No
     if sliding(env) and point(version, env, platform) is not None and compare_versions(version, SLIDING_FROM) >= 0:
         source += ", at has_sliding_window True"
     p = point(version, env, platform)
+    if p is None and platform == "cuda" and _grid(version, env, platform) is None:
+        return Selection(version, [], {}, None, requested, off_grid(version, env), source=GRID_FIX)
     if p is None:
         off = off_axis(version, env, platform)
         if off is not None:  # an input the selector reads that the sweep did not ask: its answer depends on it

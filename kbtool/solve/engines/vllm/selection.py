@@ -357,7 +357,8 @@ def preflight(engine: dict[str, Any], memory: Any, ctx: int | None, batch: int |
                 "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.")
     if engine.get("between"):
         return f"vLLM {engine['vllm']} is not recorded: {engine['between']}"
-    if str(engine.get("error") or "").startswith(("depends on use_mm_prefix", "depends on has_sliding_window")):
+    if str(engine.get("error") or "").startswith(("depends on use_mm_prefix", "depends on has_sliding_window",
+                                                     "depends on compute capability")):
         return f"vLLM {engine['vllm']}'s choice {engine['error']}"
     if engine.get("error"):
         if engine.get("requested"):
