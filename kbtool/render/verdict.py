@@ -42,6 +42,18 @@ def _no_fit(d: Decision) -> str:
             f"the activation reserve (max ctx {m['max_ctx']:,})")
 
 
+def _short(d: Decision) -> str:
+    """'; it starts, but its pool holds N tokens, fewer than ...' where the engine starts with a pool shorter than
+    the context (Decision.detail["short"])."""
+    sh = d.detail.get("short")
+    if not sh:
+        return ""
+    m = d.memory or {}
+    return (f"; {m.get('engine')} starts, but its pool holds {sh['pool_tokens']:,} tokens, fewer than the "
+            f"{sh['context_len']:,}-token context: a request is capped at {sh['max_request']:,} tokens (input "
+            f"{sh['max_input']:,}), longer ones {sh['longer']} ({sh['source']})")
+
+
 def _edge(d: Decision) -> str:
     """Why a start-up check is too close to call: kb's count, the boundary, and kb's error that spans it."""
     m, e = d.memory or {}, d.detail["edge"]
@@ -118,7 +130,7 @@ def summary(d: Decision) -> str:
                 f"calls ({', '.join(det['builds'])}) refuse its call for every kernel it runs "
                 f"({', '.join(det['kernels'])}): expect a failure at first use")
     if case == "ENGINE":
-        return f"{where}: {_engine_yes(d)}{_fits(d)}"
+        return f"{where}: {_engine_yes(d)}{_fits(d)}{_short(d)}"
     if case == "NO_KERNEL_COVERS":
         return f"{where}: no kernel in the KB covers {', '.join(d.blocking)}"
     if case == "REJECTED":

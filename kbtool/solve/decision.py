@@ -14,7 +14,9 @@ The cases, in the order they bind (the first that holds decides; `CASES` names e
   boundary of the engine's start-up check: conditional, too close to call either way.
 - POOL_REFUSES: the engine's start-up check on its KV pool fails (its own count): no. Under an engine, "fits"
   means this check passes, so a "fits" verdict where the engine refuses to start cannot be made.
-- NO_FIT: the KV cache (or the weights) do not fit: no.
+- NO_FIT: the KV cache (or the weights) do not fit: no. Not where the engine starts anyway with a pool shorter than
+  the context the line leaves to the model (SGLang: a warning, and requests capped to the pool; the pool's
+  `short` report): its start decides, and the summary says the cap.
 - ENGINE_NOT_RECORDED: the engine release is not recorded: conditional.
 - ENGINE_KERNELS_REFUSE: the engine starts a backend whose every kernel is refused (for any reason: head size,
   architecture, KV dtype, sinks, ...) by claims about the build the engine calls, judged on the call it makes
@@ -140,8 +142,11 @@ def decide(*, where: str, phases: list[str], kernels: list[KernelAnswer], rec: d
         return made("POOL_EDGE")
     if pool is not None and pool.starts is False:
         return made("POOL_REFUSES")
-    if fits is False:
+    short = pool.report.get("short") if pool is not None and pool.starts else None
+    if fits is False and not short:
         return made("NO_FIT")
+    if short:  # the engine starts with a pool shorter than the context it assumed (not asked): it caps requests
+        detail["short"] = dict(short)
     if pick is not None and pick.state == "depends":
         return made("ENGINE_DEPENDS")
     if pick is not None and pick.state == "not_recorded":

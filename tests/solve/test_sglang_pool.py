@@ -83,3 +83,27 @@ def test_the_pool_answer_names_the_override_its_releases_evidence_was_installed_
                                 release=r)[1].as_dict(32768)["text"] for r in ("0.5.22", "0.5.23")}
     assert "installed with override cuda-tile ; sys_platform == 'never';" in texts["0.5.22"]
     assert "override" not in texts["0.5.23"]
+
+
+@pytest.mark.parametrize("release", ["0.5.23", "0.5.17"])
+def test_a_pool_shorter_than_the_assumed_context_starts_and_caps_requests(img, release: str) -> None:  # type: ignore[no-untyped-def]
+    """SGLang refuses to start only on an empty pool (pool_configurator.py:95 in 0.5.23); a pool shorter than the
+    context caps each request at min(context_len - 1, pool - 1) tokens, its input 5 fewer (tp_worker.py:552-572 in
+    0.5.23, :407-413 and :509-521 in 0.5.17). A line that leaves the context to the model is answered by that start,
+    with the cap said; asked for the model's context with --ctx, the same line does not fit it."""
+    from kbtool.render.verdict import summary
+
+    line = "python -m sglang.launch_server --model-path Qwen/Qwen2.5-0.5B-Instruct-AWQ --mem-fraction-static 0.01"
+    a = solve(img, build_query(gpu="a40", engine="sglang", sglang_args=line, lib=[f"sglang={release}"]))
+    d = a.decision
+    tokens = a.memory.pool.tokens
+    assert 0 < tokens < 32768 and a.memory.fits is False  # one request of the model's 32,768 tokens does not fit
+    assert a.verdict == "yes" and d.case == "ENGINE" and a.memory.pool.starts is True
+    assert d.detail["short"]["max_request"] == min(32768, tokens) - 1 == d.detail["short"]["max_input"] + 5
+    assert release in d.detail["short"]["source"] and f"its pool holds {tokens:,} tokens" in summary(d)
+    asked = solve(img, build_query(gpu="a40", engine="sglang", ctx="32k", sglang_args=line, lib=[f"sglang={release}"]))
+    assert asked.verdict == "no" and asked.decision.case == "NO_FIT" and "short" not in asked.decision.detail
+    # a pool that holds the context says nothing of a cap
+    roomy = solve(img, build_query(gpu="a40", engine="sglang", sglang_args=line.replace("0.01", "0.8"),
+                                   lib=[f"sglang={release}"]))
+    assert roomy.verdict in ("yes", "conditional") and "short" not in roomy.decision.detail

@@ -378,11 +378,37 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
                  utilization=float(msf), engine_report=report, to_fit=to_fit,
                  gpus_to_fit=next((int(o["change"].split()[1]) for o in to_fit if o["change"].startswith("--gpus")),
                                   None))
+    short = short_pool(pool.tokens if pool is not None else None, ctx, asked=q.ctx is not None or batch > 1,
+                       error=error, release=rel)
+    if short:
+        report["short"] = short
     mem.pool = EnginePool(engine=eng.name, label=f"SGLang {rel}", release=rel,
                           tokens=pool.tokens if pool is not None else None,
                           concurrency=round(pool.tokens / ctx, 2) if pool is not None and ctx else None,
-                          starts=False if error else None, error=error, report=report)
+                          starts=False if error else True if short else None, error=error, report=report)
     return mem
+
+
+SHORT_SOURCE = {"0.5.23": "sglang/srt/managers/tp_worker.py:552-572 in 0.5.23",
+                "0.5.17": "sglang/srt/managers/tp_worker.py:407-413 and 509-521 in 0.5.17"}
+"""Where each recorded release caps a request at the pool (read in its wheel); 0.5.23 also logs a warning."""
+
+
+def short_pool(tokens: int | None, context_len: int | None, *, asked: bool, error: str | None,
+               release: str | None = None) -> dict[str, Any] | None:
+    """Where SGLang starts with a pool shorter than the context: its start-up check refuses only an empty pool
+    ("Not enough memory", model_executor/pool_configurator.py:95 in 0.5.23); a pool of fewer tokens than
+    context_len only logs a warning and caps a request at min(context_len - 1, pool - 1) tokens, its input 5
+    fewer (managers/tp_worker.py:555-572), refusing a longer input or truncating it under --allow-auto-truncate
+    (managers/utils.py:265-285); 0.5.17 caps the same way without the warning (SHORT_SOURCE). For a line that asks
+    no context (the model's own is assumed) the verdict is then SGLang's start, with this limit said; None where the
+    pool holds the context, is empty, or a context or batch was asked (the question is then whether that fits)."""
+    if asked or error or not tokens or tokens <= 0 or not context_len or tokens >= context_len:
+        return None
+    longest = min(context_len - 1, tokens - 1)
+    return {"pool_tokens": tokens, "context_len": context_len, "max_request": longest, "max_input": longest - 5,
+            "longer": "refused, or cut with --allow-auto-truncate",
+            "source": SHORT_SOURCE.get(release or "", SHORT_SOURCE["0.5.23"])}
 
 
 def mamba_slots(args: dict[str, Any]) -> int:
