@@ -487,9 +487,10 @@ def test_the_graph_estimate_is_the_mean_of_the_releases_own_boots() -> None:
         seen = [m["cudagraph_estimate_gib"] for _n, p, m, env in BOOTS if env["libraries"]["vllm"] == release
                 and not p.get("enforce_eager") and (m.get("cudagraph_estimate_gib") or 0) > 0
                 and "max_num_seqs" not in (p.get("engine_args") or {})]
-        assert len(seen) >= 3 and abs(fact["value"] - mean(seen)) < 0.001, (release, fact["value"], seen)
+        # 0.24.0 has two such boots (its other graphs boots ran the V2 runner, whose estimate is 0)
+        assert len(seen) >= 2 and abs(fact["value"] - mean(seen)) < 0.001, (release, fact["value"], seen)
         recorded += 1
-    assert recorded >= 1
+    assert recorded >= 2
 
 
 def test_the_graph_estimate_follows_vllms_capture_sizes() -> None:

@@ -164,7 +164,7 @@ def test_reserve_follows_vllms_model_runner_sampler_and_graphs() -> None:
     m = model(LLAMA70, hidden_size=8192, intermediate_size=28672, vocab_size=128256)
     v1_eager, how = vllm_pool.reserve(m, 8192, 1024, eager=True)
     v1_graphs, _ = vllm_pool.reserve(m, 8192, 1024)
-    assert v1_graphs - v1_eager == vllm_pool.GRAPH_ESTIMATE_BYTES  # V1 subtracts its graph estimate first
+    assert v1_graphs - v1_eager == vllm_pool.MEASURED.graph_estimate  # V1 subtracts its graph estimate first
     # V1's profile peak is the larger of the forward over 8,192 tokens and the sampler over 1,024 rows: for a
     # 70B MLP (28,672 wide) the forward's 2.2 GB beats the sampler's 1.98 GB
     sampler = int(1024 * 128256 * vllm_pool.V1_SAMPLER_BYTES)

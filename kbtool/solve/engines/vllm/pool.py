@@ -13,7 +13,8 @@ it is applied. The parts kb cannot read off a config are estimated here, each fr
   frees the forward's intermediates before it samples, so its peak is the larger of the two steps
   (v2_activation_bytes), each read off the code.
 - non-torch memory: 0.2246 GiB in every H200 boot (CUDA context, cuBLAS workspaces); used for every GPU.
-- CUDA graphs: the V1 runner profiles graph memory before the pool and subtracts it (the estimate is 1 GiB here);
+- CUDA graphs: the V1 runner profiles graph memory before the pool and subtracts it (the release's own boots' mean,
+  scaled to the capture sizes, where its record has one: 0.24.0, 0.26.0; else kb's 1 GiB);
   the V2 runner returns 0 (gpu/model_runner.py:684-686) and captures its graphs after the pool is sized.
 
 The KV cache groups (vllm/v1/core/kv_cache_utils.py:1180-1225, 1344-1395, 919-937, 1788-1798): layers of one

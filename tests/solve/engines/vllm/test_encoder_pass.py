@@ -203,3 +203,16 @@ def test_the_pass_is_the_dummy_batch_vllm_builds_for_the_models_folder(row: dict
     assert pixels["dtype"] == "bfloat16"  # ACT_BYTES: the pixels in the model dtype
     per_patch = pixels["shape"][1] if len(pixels["shape"]) == 2 else 3 * p["patch_size"] ** 2
     assert per_patch == 3 * p["temporal_patch_size"] * p["patch_size"] ** 2
+
+
+def test_qwen3_6_27b_profiles_the_image_vllm_logs_for_it() -> None:
+    """noonghunna/club-3090#127 serves Qwen3.6-27B (this record's alias) with max_num_batched_tokens 8192,
+    max_num_seqs 4 and no --limit-mm-per-prompt, and vLLM logs "a budget of 16384 tokens, and profiled with 1 image
+    items": the budget is max(max_num_batched_tokens, the most tokens of one item) (encoder_budget.py:140-186), so the
+    record's processor limit must give 16,384 tokens an image, one item. Without a limit kb did not size the pass at
+    all, though vLLM makes it (gpu_model_runner.py:6239-6296)."""
+    m = MODELS["qwen3.5-27b"]
+    got, why = ep.encoder_pass(m, {}, 8192, 4, 262144)
+    assert got is not None, why
+    assert (got.modality, got.items, got.tokens) == ("image", 1, 16384)
+    assert max(8192, got.tokens) == 16384  # the budget vLLM logged
