@@ -366,7 +366,7 @@ def memory_for(eng: Any, cx: Any, acc: Any, env: dict[str, Any], assumed: dict[s
     table_refused = bool(error and error.startswith(reqtable.OOM))
     to_fit = _to_fit(cx, acc, env, f, kv, ctx, batch, page, args, table_refused) \
         if f.fits is False and release is None else []
-    report = pool.as_dict(ctx) if pool is not None else {"basis": "estimated"}
+    report: dict[str, Any] = pool.as_dict(ctx) if pool is not None else {"basis": "estimated"}
     if error:
         report["error"] = error
     cap_note = "driver-reported bytes" if acc.driver_memory else "marketed GB x 1e9 (no driver figure recorded)"
