@@ -411,6 +411,9 @@ def render_multi(target: Sink, m: MultiAnswer, *, explain: bool = False) -> None
         mem = ""
         if a.memory is not None:
             mem = {True: "fits", False: "no fit", None: ""}[a.memory.fits] + f" max ctx {a.memory.max_ctx:,}; "
+            short = (a.decision.detail or {}).get("short") if a.decision is not None else None
+            if short:  # the engine starts with a pool shorter than the context: it caps requests (decision.py)
+                mem = f"starts, requests capped at {short['max_request']:,}; "
             ctx = a.query.get("ctx")
             if getattr(a.memory, "ctx_limit", None) == "model" and ctx and ctx > a.memory.max_ctx:
                 mem = f"ctx past the model's max {a.memory.max_ctx:,}; "

@@ -107,3 +107,13 @@ def test_a_pool_shorter_than_the_assumed_context_starts_and_caps_requests(img, r
     roomy = solve(img, build_query(gpu="a40", engine="sglang", sglang_args=line.replace("0.01", "0.8"),
                                    lib=[f"sglang={release}"]))
     assert roomy.verdict in ("yes", "conditional") and "short" not in roomy.decision.detail
+
+
+def test_the_row_of_a_short_pool_says_it_starts_and_caps() -> None:
+    """Over every accelerator, a row whose verdict is SGLang's start with a short pool says the cap, not "no fit"."""
+    from tests.util import run_kb
+
+    r = run_kb("query", "--sglang-args", "python -m sglang.launch_server --model-path "
+               "Qwen/Qwen2.5-0.5B-Instruct-AWQ --mem-fraction-static 0.01", env={"COLUMNS": "200"})
+    row = next(line for line in r.out.splitlines() if "nvidia-a100-80gb-pcie" in line)
+    assert " yes " in row and "starts, requests capped at" in row and "no fit" not in row
