@@ -32,6 +32,7 @@ num_blocks, "GPU KV cache size", "Maximum concurrency" and the start-up check ar
 
 from __future__ import annotations
 
+import copy
 import math
 
 from kbtool.errors import KbError
@@ -113,10 +114,11 @@ class Accounting:
     How "GPU KV cache size" is computed is the planning line's (planning.Planning.tokens).
     """
 
-    __slots__ = ("capture_rule", "encoder_pass", "encoder_pass_where", "graph_estimate", "graphs",
-                 "mxfp4_bias_fp32", "mxfp4_scale_align", "mxfp4_scales_kept", "recheck", "release", "v2", "v2_sampler")
+    __slots__ = ("asked", "capture_rule", "encoder_pass", "encoder_pass_where", "graph_estimate", "graph_from",
+                 "graph_runners", "graphs", "mxfp4_bias_fp32", "mxfp4_scale_align", "mxfp4_scales_kept", "recheck",
+                 "release", "v2", "v2_sampler")
 
-    def __init__(self, release: str, row: dict[str, Any]) -> None:
+    def __init__(self, release: str, row: dict[str, Any], others: dict[str, Any] | None = None) -> None:
         acct, d = row.get("accounting") or {}, row["defaults"]
         missing = [f for f in ("graphs", "v2_sampler") if f not in acct]
         if missing:
@@ -135,8 +137,21 @@ class Accounting:
         enc = acct.get("encoder_pass")
         self.encoder_pass = str(enc[0]) if enc else "V1"
         self.encoder_pass_where = str(enc[1]) if enc and enc[1] else None  # its citation; None: not read
-        est = (acct.get("graph_estimate_gib") or (None,))[0]
-        self.graph_estimate = round(float(est) * GIB) if est is not None else None  # its own boots' mean, else None
+        # the CUDA-graph estimate: the line's own boots' mean; else, where its estimator is another release's
+        # arithmetic (`graph_estimate_from`, citing this release's code), that release's mean; else None (1 GiB)
+        est, self.graph_from = (acct.get("graph_estimate_gib") or (None,))[0], release
+        carried = (acct.get("graph_estimate_from") or (None,))[0]
+        if est is None and carried is not None:
+            src = ((others or {}).get(str(carried)) or {}).get("accounting") or {}
+            est, self.graph_from = (src.get("graph_estimate_gib") or (None,))[0], str(carried)
+            if est is None:
+                raise KbError(f"engine-release {row.get('id') or release}: `accounting.graph_estimate_from` names "
+                              f"vLLM {carried}, whose record has no `accounting.graph_estimate_gib`",
+                              fix="name a release whose boots logged the estimate (records/engine-releases)")
+        self.graph_estimate = round(float(est) * GIB) if est is not None else None
+        runners = acct.get("graph_estimate_runners")
+        self.graph_runners = str(runners[0]) if runners else "all"  # whose estimator that arithmetic is
+        self.asked = release  # the release the answer is for (accounting() sets it where it carries this line)
         self.capture_rule: dict[str, Any] = d  # the release's defaults, which defaults.capture_max reads
         listed: list[str] = (d.get("model_runner_v2_architectures") or ([], ""))[0]
         self.v2: frozenset[str] | str = "all" if d["model_runner"][0] == "V2" else frozenset(listed)
@@ -154,12 +169,22 @@ def accounting(release: str | None, rows: dict[str, Any] | None = None) -> Accou
 
     if rows is not None:
         rel = records.line_release(release, rows, "accounting")
-        return Accounting(rel, rows[rel])
+        return _asked(Accounting(rel, rows[rel], rows), release)
     rows = records.recorded()
     rel = records.line_release(release, rows, "accounting")
     if rel not in _LINES:
-        _LINES[rel] = Accounting(rel, rows[rel])
-    return _LINES[rel]
+        _LINES[rel] = Accounting(rel, rows[rel], rows)
+    return _asked(_LINES[rel], release)
+
+
+def _asked(line: Accounting, release: str | None) -> Accounting:
+    """`line` for an answer about `release` (a release it is carried to): a copy whose `asked` names it, so the
+    answer says whose boots a carried CUDA-graph estimate was measured on."""
+    if not release or release == line.release:
+        return line
+    out = copy.copy(line)
+    out.asked = release
+    return out
 
 
 _LINES: dict[str, Accounting] = {}
@@ -381,18 +406,32 @@ def graph_bytes(acct: Accounting, run: str, eager: bool, capture: tuple[int, int
     that mean is scaled to these capture sizes by vLLM's estimate's shape (graph_shape), never above it."""
     if eager or acct.graphs not in ("all", "measured", run):
         return 0
-    if acct.graph_estimate is None:
+    if acct.graph_estimate is None or not graph_modelled(acct, run):
         return GRAPH_ESTIMATE_BYTES
     if capture is None:
         return acct.graph_estimate
     return round(acct.graph_estimate * min(1.0, graph_shape(*capture) / graph_shape(*DEFAULT_CAPTURE)))
 
 
-def graph_words(acct: Accounting) -> str:
-    """How big kb takes the CUDA-graph estimate, and from what."""
+def graph_modelled(acct: Accounting, run: str) -> bool:
+    """Whether this runner's CUDA-graph estimator is the arithmetic the line's measured mean was taken with (0.29.0's
+    V2 runner estimates with its own, v1/worker/gpu/cudagraph_utils.py: kb keeps 1 GiB for it)."""
+    return acct.graph_estimate is not None and acct.graph_runners in ("all", run)
+
+
+def graph_words(acct: Accounting, run: str = "V1") -> str:
+    """How big kb takes the CUDA-graph estimate, and from what: the release's own boots' mean; another release's,
+    where the asked release's estimator is that arithmetic and it has no graphs boot (said so); else 1 GiB."""
     if acct.graph_estimate is None:
         return "1 GiB, kb's estimate"
-    return f"{acct.graph_estimate / GIB:.2f} GiB, the mean of vLLM {acct.release}'s own estimate on its recorded boots"
+    if not graph_modelled(acct, run):
+        return (f"1 GiB, kb's estimate (vLLM {acct.asked}'s {run}-runner estimator is not the V1 runner's arithmetic "
+                "kb scales: not modelled)")
+    if acct.graph_from == acct.asked:
+        return (f"{acct.graph_estimate / GIB:.2f} GiB, the mean of vLLM {acct.asked}'s own estimate on its recorded "
+                "boots")
+    return (f"{acct.graph_estimate / GIB:.2f} GiB, vLLM {acct.asked}'s estimator with the per-graph size measured on "
+            f"vLLM {acct.graph_from} boots; no graphs boot of release {acct.asked}")
 
 
 def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp: int = 1,
@@ -411,16 +450,16 @@ def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp
     graphs = graph_bytes(acct, run, eager, capture)
     words = f"{how} = {act / 1e9:,.2f} GB; non-torch {NON_TORCH_BYTES / 1e9:.2f} GB"
     if graphs and acct.graphs == "measured" and extensible:
-        words += (f"; CUDA graphs {graph_words(acct)} (vLLM {acct.release} measures the graphs it captures after "
+        words += (f"; CUDA graphs {graph_words(acct, run)} (vLLM {acct.release} measures the graphs it captures after "
                   "warm-up and takes them off the extensible cache, not off the capacity its first start-up check "
                   "plans on)")
-    elif graphs and acct.graph_estimate is not None and graphs < acct.graph_estimate:
+    elif graphs and graph_modelled(acct, run) and graphs < (acct.graph_estimate or 0):
         n = len(capture_sizes(capture[0], batched_tokens))
-        words += (f"; CUDA graphs {graphs / GIB:.2f} GiB: {graph_words(acct)}, scaled to the {n} capture sizes up to "
-                  f"{capture[0]} as vLLM's estimate scales on Qwen3-30B-A3B's boots ({run} runner: vLLM "
+        words += (f"; CUDA graphs {graphs / GIB:.2f} GiB: {graph_words(acct, run)}, scaled to the {n} capture sizes "
+                  f"up to {capture[0]} as vLLM's estimate scales on Qwen3-30B-A3B's boots ({run} runner: vLLM "
                   f"{acct.release} subtracts its estimate)")
     elif graphs:
-        words += f"; CUDA graphs {graph_words(acct)} ({run} runner: vLLM {acct.release} subtracts its estimate)"
+        words += f"; CUDA graphs {graph_words(acct, run)} ({run} runner: vLLM {acct.release} subtracts its estimate)"
     elif eager:
         words += "; no CUDA-graph estimate (eager)"
     elif acct.graphs == "none":
