@@ -14,8 +14,11 @@ it is applied. The parts kb cannot read off a config are estimated here, each fr
   (v2_activation_bytes), each read off the code.
 - non-torch memory: 0.2246 GiB in every H200 boot (CUDA context, cuBLAS workspaces); used for every GPU.
 - CUDA graphs: the V1 runner profiles graph memory before the pool and subtracts it (the release's own boots' mean,
-  scaled to the capture sizes, where its record has one: 0.24.0, 0.26.0; else kb's 1 GiB);
-  the V2 runner returns 0 (gpu/model_runner.py:684-686) and captures its graphs after the pool is sized.
+  scaled to the capture sizes, where its record has one: 0.24.0, 0.26.0; where its estimator is 0.26.0's arithmetic
+  and it has no graphs boot, 0.26.0's mean, said so: 0.25.0-0.33.0, `accounting.graph_estimate_from`; else kb's
+  1 GiB); the V2 runner returns 0 up to 0.28.0 (gpu/model_runner.py:684-686 in 0.24.0) and captures its graphs after
+  the pool is sized; from 0.29.0 it estimates them with its own arithmetic (v1/worker/gpu/cudagraph_utils.py), which
+  kb does not model (1 GiB, `accounting.graph_estimate_runners`).
 
 The KV cache groups (vllm/v1/core/kv_cache_utils.py:1180-1225, 1344-1395, 919-937, 1788-1798): layers of one
 attention type form one group; with several types the group size is the smallest type's layer count (the largest
@@ -365,12 +368,12 @@ def capture_sizes(largest: int, batched_tokens: int) -> list[int]:
 
 
 # vLLM's CUDA-graph estimate (v1/worker/gpu_model_runner.py profile_cudagraph_memory, 6576-6742 in 0.26.0; the same
-# code in 0.24.0 and 0.33.0): per mode, the largest size's capture plus (n - 1) x the second largest's, FULL and
-# PIECEWISE overlaid (the larger first capture counts once). Its terms as Qwen3-30B-A3B's three 0.26.0 H100 boots
-# logged them (evidence 2026-12-07-nvidia-h100-sxm-vllm-boot-4 and -5, max_num_seqs 1, 32 and 1024): PIECEWISE's
-# first capture 42 MiB at 2 tokens to 102 MiB at 512, 6 MiB per further graph; FULL's 2, 18 and 258 MiB at 1, 32
-# and 512 tokens, 2 MiB per further graph. Only their shape is used (graph_bytes): one model's, so it scales a
-# release's own mean, never replaces it.
+# arithmetic on CUDA from 0.24.0 to 0.33.0, test_graph_estimate.py CARRIED): per mode, the largest size's capture plus
+# (n - 1) x the second largest's, FULL and PIECEWISE overlaid (the larger first capture counts once). Its terms as
+# Qwen3-30B-A3B's three 0.26.0 H100 boots logged them (evidence 2026-12-07-nvidia-h100-sxm-vllm-boot-4 and -5,
+# max_num_seqs 1, 32 and 1024): PIECEWISE's first capture 42 MiB at 2 tokens to 102 MiB at 512, 6 MiB per further graph;
+# FULL's 2, 18 and 258 MiB at 1, 32 and 512 tokens, 2 MiB per further graph. Only their shape is used (graph_bytes): one
+# model's, so it scales a release's own mean, never replaces it.
 GRAPH_SHAPE_MIB = {"piecewise_first": 42.0, "piecewise_first_per_token": 0.117, "piecewise_per_graph": 6.0,
                    "full_first_per_token": 0.5, "full_per_graph": 2.0}
 DEFAULT_CAPTURE = (512, 1024, 8192)  # largest size, max_num_seqs, max_num_batched_tokens of the boots the mean is of
