@@ -164,6 +164,15 @@ class Accounting(Strict):
         default=None, description="The CUDA-graph memory estimate vLLM logged on this release's own recorded boots "
         "(graphs on, the runner whose estimate it subtracts), their mean in GiB: what kb takes off where `graphs` "
         "subtracts an estimate; absent: 1 GiB, kb's round figure")
+    graph_estimate_from: Fact[str] | None = Field(
+        default=None, description="Where this release has no graphs boot of its own and its CUDA-graph estimator is "
+        "another recorded release's arithmetic (the source cites this release's code): that release, whose "
+        "`graph_estimate_gib` kb scales to the capture sizes and names in the answer ('per-graph size measured on vLLM "
+        "R boots; no graphs boot of release X'); absent: the line's own `graph_estimate_gib`, else 1 GiB")
+    graph_estimate_runners: Fact[Literal["V1", "all"]] | None = Field(
+        default=None, description="Which model runners' estimator is the arithmetic `graph_estimate_gib` or "
+        "`graph_estimate_from` was measured with: 'V1' (the V2 runner's estimator differs: kb keeps 1 GiB for it and "
+        "says it is not modelled), 'all'; absent: every runner `graphs` subtracts")
     encoder_pass: Fact[Literal["none", "V1", "all"]] | None = Field(
         default=None, description="Which model runners' profile run first encodes the largest dummy batch of a "
         "multimodal model's encoder budget and keeps the outputs through the text forward and sampler (unless "

@@ -14,8 +14,11 @@ it is applied. The parts kb cannot read off a config are estimated here, each fr
   (v2_activation_bytes), each read off the code.
 - non-torch memory: 0.2246 GiB in every H200 boot (CUDA context, cuBLAS workspaces); used for every GPU.
 - CUDA graphs: the V1 runner profiles graph memory before the pool and subtracts it (the release's own boots' mean,
-  scaled to the capture sizes, where its record has one: 0.24.0, 0.26.0; else kb's 1 GiB);
-  the V2 runner returns 0 (gpu/model_runner.py:684-686) and captures its graphs after the pool is sized.
+  scaled to the capture sizes, where its record has one: 0.24.0, 0.26.0; where its estimator is 0.26.0's arithmetic
+  and it has no graphs boot, 0.26.0's mean, said so: 0.25.0-0.33.0, `accounting.graph_estimate_from`; else kb's
+  1 GiB); the V2 runner returns 0 up to 0.28.0 (gpu/model_runner.py:684-686 in 0.24.0) and captures its graphs after
+  the pool is sized; from 0.29.0 it estimates them with its own arithmetic (v1/worker/gpu/cudagraph_utils.py), which
+  kb does not model (1 GiB, `accounting.graph_estimate_runners`).
 
 The KV cache groups (vllm/v1/core/kv_cache_utils.py:1180-1225, 1344-1395, 919-937, 1788-1798): layers of one
 attention type form one group; with several types the group size is the smallest type's layer count (the largest
@@ -32,6 +35,7 @@ num_blocks, "GPU KV cache size", "Maximum concurrency" and the start-up check ar
 
 from __future__ import annotations
 
+import copy
 import math
 
 from kbtool.errors import KbError
@@ -113,10 +117,11 @@ class Accounting:
     How "GPU KV cache size" is computed is the planning line's (planning.Planning.tokens).
     """
 
-    __slots__ = ("capture_rule", "encoder_pass", "encoder_pass_where", "graph_estimate", "graphs",
-                 "mxfp4_bias_fp32", "mxfp4_scale_align", "mxfp4_scales_kept", "recheck", "release", "v2", "v2_sampler")
+    __slots__ = ("asked", "capture_rule", "encoder_pass", "encoder_pass_where", "graph_estimate", "graph_from",
+                 "graph_runners", "graphs", "mxfp4_bias_fp32", "mxfp4_scale_align", "mxfp4_scales_kept", "recheck",
+                 "release", "v2", "v2_sampler")
 
-    def __init__(self, release: str, row: dict[str, Any]) -> None:
+    def __init__(self, release: str, row: dict[str, Any], others: dict[str, Any] | None = None) -> None:
         acct, d = row.get("accounting") or {}, row["defaults"]
         missing = [f for f in ("graphs", "v2_sampler") if f not in acct]
         if missing:
@@ -135,8 +140,21 @@ class Accounting:
         enc = acct.get("encoder_pass")
         self.encoder_pass = str(enc[0]) if enc else "V1"
         self.encoder_pass_where = str(enc[1]) if enc and enc[1] else None  # its citation; None: not read
-        est = (acct.get("graph_estimate_gib") or (None,))[0]
-        self.graph_estimate = round(float(est) * GIB) if est is not None else None  # its own boots' mean, else None
+        # the CUDA-graph estimate: the line's own boots' mean; else, where its estimator is another release's
+        # arithmetic (`graph_estimate_from`, citing this release's code), that release's mean; else None (1 GiB)
+        est, self.graph_from = (acct.get("graph_estimate_gib") or (None,))[0], release
+        carried = (acct.get("graph_estimate_from") or (None,))[0]
+        if est is None and carried is not None:
+            src = ((others or {}).get(str(carried)) or {}).get("accounting") or {}
+            est, self.graph_from = (src.get("graph_estimate_gib") or (None,))[0], str(carried)
+            if est is None:
+                raise KbError(f"engine-release {row.get('id') or release}: `accounting.graph_estimate_from` names "
+                              f"vLLM {carried}, whose record has no `accounting.graph_estimate_gib`",
+                              fix="name a release whose boots logged the estimate (records/engine-releases)")
+        self.graph_estimate = round(float(est) * GIB) if est is not None else None
+        runners = acct.get("graph_estimate_runners")
+        self.graph_runners = str(runners[0]) if runners else "all"  # whose estimator that arithmetic is
+        self.asked = release  # the release the answer is for (accounting() sets it where it carries this line)
         self.capture_rule: dict[str, Any] = d  # the release's defaults, which defaults.capture_max reads
         listed: list[str] = (d.get("model_runner_v2_architectures") or ([], ""))[0]
         self.v2: frozenset[str] | str = "all" if d["model_runner"][0] == "V2" else frozenset(listed)
@@ -154,12 +172,22 @@ def accounting(release: str | None, rows: dict[str, Any] | None = None) -> Accou
 
     if rows is not None:
         rel = records.line_release(release, rows, "accounting")
-        return Accounting(rel, rows[rel])
+        return _asked(Accounting(rel, rows[rel], rows), release)
     rows = records.recorded()
     rel = records.line_release(release, rows, "accounting")
     if rel not in _LINES:
-        _LINES[rel] = Accounting(rel, rows[rel])
-    return _LINES[rel]
+        _LINES[rel] = Accounting(rel, rows[rel], rows)
+    return _asked(_LINES[rel], release)
+
+
+def _asked(line: Accounting, release: str | None) -> Accounting:
+    """`line` for an answer about `release` (a release it is carried to): a copy whose `asked` names it, so the
+    answer says whose boots a carried CUDA-graph estimate was measured on."""
+    if not release or release == line.release:
+        return line
+    out = copy.copy(line)
+    out.asked = release
+    return out
 
 
 _LINES: dict[str, Accounting] = {}
@@ -340,12 +368,12 @@ def capture_sizes(largest: int, batched_tokens: int) -> list[int]:
 
 
 # vLLM's CUDA-graph estimate (v1/worker/gpu_model_runner.py profile_cudagraph_memory, 6576-6742 in 0.26.0; the same
-# code in 0.24.0 and 0.33.0): per mode, the largest size's capture plus (n - 1) x the second largest's, FULL and
-# PIECEWISE overlaid (the larger first capture counts once). Its terms as Qwen3-30B-A3B's three 0.26.0 H100 boots
-# logged them (evidence 2026-12-07-nvidia-h100-sxm-vllm-boot-4 and -5, max_num_seqs 1, 32 and 1024): PIECEWISE's
-# first capture 42 MiB at 2 tokens to 102 MiB at 512, 6 MiB per further graph; FULL's 2, 18 and 258 MiB at 1, 32
-# and 512 tokens, 2 MiB per further graph. Only their shape is used (graph_bytes): one model's, so it scales a
-# release's own mean, never replaces it.
+# arithmetic on CUDA from 0.24.0 to 0.33.0, test_graph_estimate.py CARRIED): per mode, the largest size's capture plus
+# (n - 1) x the second largest's, FULL and PIECEWISE overlaid (the larger first capture counts once). Its terms as
+# Qwen3-30B-A3B's three 0.26.0 H100 boots logged them (evidence 2026-12-07-nvidia-h100-sxm-vllm-boot-4 and -5,
+# max_num_seqs 1, 32 and 1024): PIECEWISE's first capture 42 MiB at 2 tokens to 102 MiB at 512, 6 MiB per further graph;
+# FULL's 2, 18 and 258 MiB at 1, 32 and 512 tokens, 2 MiB per further graph. Only their shape is used (graph_bytes): one
+# model's, so it scales a release's own mean, never replaces it.
 GRAPH_SHAPE_MIB = {"piecewise_first": 42.0, "piecewise_first_per_token": 0.117, "piecewise_per_graph": 6.0,
                    "full_first_per_token": 0.5, "full_per_graph": 2.0}
 DEFAULT_CAPTURE = (512, 1024, 8192)  # largest size, max_num_seqs, max_num_batched_tokens of the boots the mean is of
@@ -381,18 +409,32 @@ def graph_bytes(acct: Accounting, run: str, eager: bool, capture: tuple[int, int
     that mean is scaled to these capture sizes by vLLM's estimate's shape (graph_shape), never above it."""
     if eager or acct.graphs not in ("all", "measured", run):
         return 0
-    if acct.graph_estimate is None:
+    if acct.graph_estimate is None or not graph_modelled(acct, run):
         return GRAPH_ESTIMATE_BYTES
     if capture is None:
         return acct.graph_estimate
     return round(acct.graph_estimate * min(1.0, graph_shape(*capture) / graph_shape(*DEFAULT_CAPTURE)))
 
 
-def graph_words(acct: Accounting) -> str:
-    """How big kb takes the CUDA-graph estimate, and from what."""
+def graph_modelled(acct: Accounting, run: str) -> bool:
+    """Whether this runner's CUDA-graph estimator is the arithmetic the line's measured mean was taken with (0.29.0's
+    V2 runner estimates with its own, v1/worker/gpu/cudagraph_utils.py: kb keeps 1 GiB for it)."""
+    return acct.graph_estimate is not None and acct.graph_runners in ("all", run)
+
+
+def graph_words(acct: Accounting, run: str = "V1") -> str:
+    """How big kb takes the CUDA-graph estimate, and from what: the release's own boots' mean; another release's,
+    where the asked release's estimator is that arithmetic and it has no graphs boot (said so); else 1 GiB."""
     if acct.graph_estimate is None:
         return "1 GiB, kb's estimate"
-    return f"{acct.graph_estimate / GIB:.2f} GiB, the mean of vLLM {acct.release}'s own estimate on its recorded boots"
+    if not graph_modelled(acct, run):
+        return (f"1 GiB, kb's estimate (vLLM {acct.asked}'s {run}-runner estimator is not the V1 runner's arithmetic "
+                "kb scales: not modelled)")
+    if acct.graph_from == acct.asked:
+        return (f"{acct.graph_estimate / GIB:.2f} GiB, the mean of vLLM {acct.asked}'s own estimate on its recorded "
+                "boots")
+    return (f"{acct.graph_estimate / GIB:.2f} GiB, vLLM {acct.asked}'s estimator with the per-graph size measured on "
+            f"vLLM {acct.graph_from} boots; no graphs boot of release {acct.asked}")
 
 
 def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp: int = 1,
@@ -411,16 +453,16 @@ def reserve(model: Model | ModelV, batched_tokens: int, max_num_seqs: int, *, tp
     graphs = graph_bytes(acct, run, eager, capture)
     words = f"{how} = {act / 1e9:,.2f} GB; non-torch {NON_TORCH_BYTES / 1e9:.2f} GB"
     if graphs and acct.graphs == "measured" and extensible:
-        words += (f"; CUDA graphs {graph_words(acct)} (vLLM {acct.release} measures the graphs it captures after "
+        words += (f"; CUDA graphs {graph_words(acct, run)} (vLLM {acct.release} measures the graphs it captures after "
                   "warm-up and takes them off the extensible cache, not off the capacity its first start-up check "
                   "plans on)")
-    elif graphs and acct.graph_estimate is not None and graphs < acct.graph_estimate:
+    elif graphs and graph_modelled(acct, run) and graphs < (acct.graph_estimate or 0):
         n = len(capture_sizes(capture[0], batched_tokens))
-        words += (f"; CUDA graphs {graphs / GIB:.2f} GiB: {graph_words(acct)}, scaled to the {n} capture sizes up to "
-                  f"{capture[0]} as vLLM's estimate scales on Qwen3-30B-A3B's boots ({run} runner: vLLM "
+        words += (f"; CUDA graphs {graphs / GIB:.2f} GiB: {graph_words(acct, run)}, scaled to the {n} capture sizes "
+                  f"up to {capture[0]} as vLLM's estimate scales on Qwen3-30B-A3B's boots ({run} runner: vLLM "
                   f"{acct.release} subtracts its estimate)")
     elif graphs:
-        words += f"; CUDA graphs {graph_words(acct)} ({run} runner: vLLM {acct.release} subtracts its estimate)"
+        words += f"; CUDA graphs {graph_words(acct, run)} ({run} runner: vLLM {acct.release} subtracts its estimate)"
     elif eager:
         words += "; no CUDA-graph estimate (eager)"
     elif acct.graphs == "none":
