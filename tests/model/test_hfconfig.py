@@ -73,6 +73,16 @@ def test_layer_types_sliding_window_and_sinks() -> None:
     assert g["full"][0]["count"] == 18 and g["full"][0]["sinks"] is True
 
 
+def test_phi3_window_is_not_applied_as_vllm_builds_it(tmp_path: Path) -> None:
+    # Phi-3-mini-4k publishes sliding_window 2047; vLLM builds Phi-3 as Llama, which slides only by layer_types.
+    cfg = json.loads((HF / "phi-3-mini-4k-instruct" / "config.json").read_text(encoding="utf-8"))
+    assert cfg["sliding_window"] == 2047 and "layer_types" not in cfg
+    assert rec("phi-3-mini-4k-instruct")["layers"] == [{"type": "full", "count": 32, "kv_heads": 32, "head_dim": 96}]
+    other = tmp_path / "config.json"  # the same numbers under a family whose window vLLM applies stay sliding
+    other.write_text(json.dumps({**cfg, "model_type": "mistral", "architectures": ["MistralForCausalLM"]}))
+    assert read_config(str(other))["layers"][0]["type"] == "sliding"
+
+
 def test_gemma4_global_layers_have_their_own_heads() -> None:
     g = groups(rec("gemma-4-26b-a4b"))
     assert (g["sliding"][0]["count"], g["sliding"][0]["head_dim"], g["sliding"][0]["window"]) == (25, 256, 1024)
