@@ -167,6 +167,12 @@ def layer_kinds(c: Cfg) -> list[str]:
     window = c.get("sliding_window") or c.get("sliding_window_size")
     if not window or c.get("use_sliding_window") is False:
         return ["full"] * n
+    if c.get("model_type") == "phi3":
+        # Phi-3 publishes sliding_window (2047 for Phi-3-mini-4k) but vLLM builds it as Llama
+        # (models/phi3.py subclasses LlamaForCausalLM), whose attention takes a window only from
+        # config.layer_types, which transformers' Phi3Config does not define (vLLM 0.26.0 and 0.34.0,
+        # llama.py LlamaAttention.__init__): every layer keeps the whole context.
+        return ["full"] * n
     pat = c.get("sliding_window_pattern")
     if isinstance(pat, int) and pat > 0:  # Gemma 3: every pat-th layer is global
         return ["full" if (i + 1) % pat == 0 else "sliding" for i in range(n)]
@@ -427,9 +433,33 @@ def mtp_parameters(c: Cfg, groups: list[dict[str, Any]], heads: int, layers: int
 # ---- the record ---------------------------------------------------------------------------------
 
 
+CHATGLM_NAMES = {"vocab_size": "padded_vocab_size", "num_hidden_layers": "num_layers",
+                 "intermediate_size": "ffn_hidden_size", "head_dim": "kv_channels",
+                 "max_position_embeddings": "seq_length"}
+
+
+def chatglm_fields(data: Any) -> Any:
+    """ChatGLM's remote-code config (GLM-4-9B, model_type "chatglm") names its shapes its own way; vLLM's chatglm.py
+    reads them as: KV heads multi_query_group_num where multi_query_attention is set, else the query heads; head dim
+    kv_channels; a gated MLP of ffn_hidden_size (dense_h_to_4h is 2 x that wide); vocab padded_vocab_size; layers
+    num_layers; and its length is seq_length (one of the length keys config/model.py reads). The standard names
+    are filled in where the config leaves them out (vLLM 0.34.0 model_executor/models/chatglm.py)."""
+    if not isinstance(data, dict) or data.get("model_type") != "chatglm" or "padded_vocab_size" not in data:
+        return data
+    out = dict(data)
+    for std, own in CHATGLM_NAMES.items():
+        if out.get(std) is None and out.get(own) is not None:
+            out[std] = out[own]
+    if out.get("num_key_value_heads") is None:
+        out["num_key_value_heads"] = (out.get("multi_query_group_num") if out.get("multi_query_attention")
+                                      else out.get("num_attention_heads"))
+    return out
+
+
 def to_record(data: dict[str, Any], rid: str, *, where: str, name: str | None = None,
               source: dict[str, Any] | None = None, quant: dict[str, Any] | None = None) -> dict[str, Any]:
     """The data of a `model` record for the config `data` (read from `where`)."""
+    data = chatglm_fields(data)
     c = Cfg(data, where)
     check_heads(c)
     _check_unmodelled(c)

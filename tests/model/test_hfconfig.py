@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kbtool.model.hfconfig import ConfigError, to_record
+from kbtool.model.hfconfig import ConfigError, chatglm_fields, to_record
 from kbtool.model.model_card import Model
 from kbtool.solve.engines.vllm.kvcache import state_page
 from kbtool.store.hfconfig_file import read_config
@@ -71,6 +71,27 @@ def test_layer_types_sliding_window_and_sinks() -> None:
     assert g["sliding"] == [{"type": "sliding", "count": 18, "kv_heads": 8, "head_dim": 64, "window": 128,
                              "sinks": True}]
     assert g["full"][0]["count"] == 18 and g["full"][0]["sinks"] is True
+
+
+def test_chatglm_fields_are_read_as_vllm_reads_them() -> None:
+    cfg = json.loads((HF / "glm-4-9b-chat" / "config.json").read_text(encoding="utf-8"))
+    assert "vocab_size" not in cfg and "num_key_value_heads" not in cfg and "intermediate_size" not in cfg
+    r = rec("glm-4-9b-chat")
+    assert r["layers"] == [{"type": "full", "count": 40, "kv_heads": 2, "head_dim": 128}]
+    assert (r["vocab_size"], r["intermediate_size"], r["max_context"]) == (151552, 13696, 131072)
+    assert 9.0e9 < r["parameters"] < 9.8e9  # the 9 B of the name (9.40 B from the shapes, biases and norms left out)
+    single = {**cfg, "multi_query_attention": False}  # without multi-query attention every head keeps its KV
+    assert chatglm_fields(single)["num_key_value_heads"] == 32
+
+
+def test_phi3_window_is_not_applied_as_vllm_builds_it(tmp_path: Path) -> None:
+    # Phi-3-mini-4k publishes sliding_window 2047; vLLM builds Phi-3 as Llama, which slides only by layer_types.
+    cfg = json.loads((HF / "phi-3-mini-4k-instruct" / "config.json").read_text(encoding="utf-8"))
+    assert cfg["sliding_window"] == 2047 and "layer_types" not in cfg
+    assert rec("phi-3-mini-4k-instruct")["layers"] == [{"type": "full", "count": 32, "kv_heads": 32, "head_dim": 96}]
+    other = tmp_path / "config.json"  # the same numbers under a family whose window vLLM applies stay sliding
+    other.write_text(json.dumps({**cfg, "model_type": "mistral", "architectures": ["MistralForCausalLM"]}))
+    assert read_config(str(other))["layers"][0]["type"] == "sliding"
 
 
 def test_gemma4_global_layers_have_their_own_heads() -> None:

@@ -41,6 +41,9 @@ def expected_fp8_bytes_per_token(cfg: dict[str, Any], defaults: dict[str, Any] |
             return layers * (656 + c["index_head_dim"] + c["index_head_dim"] // 128 * 4)
         return layers * (c["kv_lora_rank"] + c["qk_rope_head_dim"])
     heads = c["num_attention_heads"]
+    if c.get("model_type") == "chatglm":  # vLLM chatglm.py: multi_query_group_num KV heads of kv_channels
+        kvh = c["multi_query_group_num"] if c.get("multi_query_attention") else heads
+        return c["num_layers"] * kvh * 2 * c["kv_channels"]
     head = c.get("head_dim") or c.get("attention_head_dim") or c["hidden_size"] // heads
     kvh = c.get("num_key_value_heads") or heads
     per_layer: list[int] = []
