@@ -25,8 +25,11 @@ RISE = "profile_peak_rise_graphs"  # the quantity of the rows graph_rises() give
 
 def extra_flags(c: dict[str, Any]) -> str:
     """The flags of a boot's extra engine arguments (kbtool/probe/judges/vllm_boot.py conditions), as a line that
-    repeats them writes them: --dtype float32, --language-model-only, --speculative-config."""
+    repeats them writes them: --dtype float32, --language-model-only, --speculative-config,
+    --[no-]enable-prefix-caching."""
     line = " --dtype float32" if c.get("dtype") == "fp32" else ""
+    if c.get("prefix_caching") is not None:
+        line += " --enable-prefix-caching" if c["prefix_caching"] else " --no-enable-prefix-caching"
     line += " --language-model-only" if c.get("text_only") else ""
     if c.get("speculative"):
         method, _, tokens = str(c["speculative"]).partition(":")

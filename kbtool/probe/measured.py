@@ -25,11 +25,14 @@ if TYPE_CHECKING:
 
 def records_from(ev: Evidence, probe: Judge | None = None) -> list[Measurement]:
     """The probe run's measured values as one record (none when the run measured no number). A run recorded before
-    its probe measured anything is read again by the probe's own `summarize`, where the probe is given."""
+    its probe measured anything is read again by the probe's own `summarize`, where the probe is given; a run's
+    row of one case gains the conditions the probe names now and the run did not write (vllm-boot's
+    `prefix_caching`, named after some boots ran), its values as the run wrote them."""
     measured: Any = ev.data.get("measured")
-    if measured is None and probe is not None and probe.summarize is not None:
+    if probe is not None and probe.summarize is not None:
         env = ev.environment.model_dump(mode="json")
-        measured = probe.summarize(observations(ev), env).get("measured")
+        fresh = probe.summarize(observations(ev), env).get("measured")
+        measured = fresh if measured is None else _with_conditions(measured, fresh)
     if isinstance(measured, dict):  # {quantity: {value, unit, condition: ...}}
         measured = [{"quantity": q, **m} for q, m in sorted(measured.items()) if isinstance(m, dict)]
     if not isinstance(measured, list):
@@ -56,6 +59,19 @@ def records_from(ev: Evidence, probe: Judge | None = None) -> list[Measurement]:
         rows=rows,
         sources=[Source(type="probe", ref=f"evidence/{ev.id}")],
     )]
+
+
+def _with_conditions(stored: Any, fresh: Any) -> Any:
+    """`stored` rows (a list of dicts), each row of a case given the keys its `fresh` row of the same case and
+    quantity has and it lacks; anything else as stored."""
+    if not isinstance(stored, list) or not isinstance(fresh, list):
+        return stored
+    by_case = {(f.get("case"), f.get("quantity")): f for f in fresh if isinstance(f, dict) and f.get("case")}
+    out = []
+    for row in stored:
+        f = by_case.get((row.get("case"), row.get("quantity"))) if isinstance(row, dict) else None
+        out.append(row if f is None else {**row, **{k: v for k, v in f.items() if k not in row}})
+    return out
 
 
 def planned(records: Path, evidence: list[Evidence],

@@ -127,6 +127,39 @@ def _source(folder: Path, path: Path) -> tuple[dict[str, Any] | None, str | None
     return src, str(data["model"]) if data.get("model") else None
 
 
+def _longest_edge(path: Path) -> int | None:
+    """A Qwen-VL processor file's pixel limit: size.longest_edge (what vLLM's dummy item takes,
+    qwen2_vl.py get_image_size_with_most_features), or the older top-level max_pixels; None where neither is there."""
+    data = _neighbour_json(path)
+    if data is None:
+        return None
+    size = data.get("size")
+    edge = size.get("longest_edge") if isinstance(size, dict) else None
+    edge = edge if edge is not None else data.get("max_pixels")
+    return int(edge) if isinstance(edge, int) and not isinstance(edge, bool) and edge > 0 else None
+
+
+def _processor_pixels(rec: dict[str, Any], folder: Path) -> None:
+    """Fill a dynamic-resolution tower's pixel limits from the processor files beside config.json (the checkpoint's
+    preprocessor_config.json and video_preprocessor_config.json, which vLLM's processor reads), where config.json
+    alone left them out (kbtool/model/encoder.py profile_shape): without them kb cannot size the start-up encoder
+    pass. Named as their source."""
+    for enc in rec.get("encoders") or []:
+        prof = enc.get("profile") if isinstance(enc, dict) else None
+        if not isinstance(prof, dict) or prof.get("family") != "qwen-vit" or prof.get("max_pixels"):
+            continue
+        image = _longest_edge(folder / "preprocessor_config.json")
+        video = _longest_edge(folder / "video_preprocessor_config.json")
+        if image is None:
+            continue
+        prof["max_pixels"] = image
+        where = f"{folder / 'preprocessor_config.json'} (size.longest_edge {image})"
+        if video is not None:
+            prof["video_max_pixels"] = video
+            where += f" and video_preprocessor_config.json beside it (size.longest_edge {video})"
+        prof["pixels_source"] = where
+
+
 def read_config(name: str, rid: str | None = None, origin: dict[str, str] | None = None) -> dict[str, Any]:
     """The validated record data for the config at `name` (a config.json, or a folder holding one). `origin` is
     the source of a config from the Hugging Face cache or Hub (kbtool/store/hub.py Origin.source), which has no
@@ -155,6 +188,7 @@ def read_config(name: str, rid: str | None = None, origin: dict[str, str] | None
         rec["notes"] = rec["notes"][:-1] + "; fields the config leaves out taken from its config class's defaults."
     if hf_name:
         rec["aliases"] = [hf_name.lower()]
+    _processor_pixels(rec, path.parent)
     from pydantic import ValidationError
 
     from kbtool.model.model_card import Model

@@ -93,3 +93,23 @@ def test_printable_drops_colour_codes_and_controls_only() -> None:
 
     raw = {"m": ["CUDADialectError: \n\x1b[91m\x1b[1merror[CUDA_LAUNCH_INVALID_CONFIG]:\x1b[0m launch\tfailed\x07"]}
     assert printable(raw) == {"m": ["CUDADialectError: \nerror[CUDA_LAUNCH_INVALID_CONFIG]: launch\tfailed"]}
+
+
+def test_a_condition_the_probe_names_later_is_added_to_a_runs_rows() -> None:
+    """The boot that ran Qwen3.5-9B with --enable-prefix-caching (session 15) wrote its row before vllm-boot named
+    `prefix_caching` as a condition: its measured record gains the key from the probe's own reading of the run,
+    so a line without the flag (Mamba state mode "none" on 0.26.0) is not answered with that boot's numbers. The
+    run's values stay as it wrote them, and a row of no case is left as it is."""
+    from kbtool.probe.rejudge import probes_by_id
+
+    ev = load(RECORDS / "evidence" / "2026-12-07-nvidia-h100-sxm-vllm-boot-15.yaml")
+    stored = ev.data["measured"]
+    case = "qwen3.5-9b-graphs-kvfp8-u90-c128k-lmonly-mns1"
+    assert all("prefix_caching" not in r for r in stored)  # the run predates the condition
+    (m,) = measured.records_from(ev, probes_by_id()["vllm-boot"])
+    rows = {r.conditions["case"]: r for r in m.rows}
+    assert rows[case].conditions["prefix_caching"] is True
+    assert all("prefix_caching" not in r.conditions for c, r in rows.items() if c != case)
+    assert {c: r.value for c, r in rows.items()} == {r["case"]: r["value"] for r in stored}
+    plain = [{"quantity": "q", "value": 1}]
+    assert measured._with_conditions(plain, [{"quantity": "q", "value": 2, "extra": 1}]) == plain

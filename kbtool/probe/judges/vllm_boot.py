@@ -98,8 +98,11 @@ def boots_unquantized(model: str, metrics: dict[str, Any]) -> bool:
 def conditions(engine_args: dict[str, Any]) -> dict[str, Any]:
     """What a case's extra engine arguments change that a query must repeat to be matched by its boot: the model
     dtype forced to float32 (`dtype`), the text-only serve (`text_only`: --language-model-only), and a speculative
-    draft (`speculative`: "method:tokens"). A case without them carries none of these keys."""
+    draft (`speculative`: "method:tokens"), and prefix caching set either way (`prefix_caching`: it sets a hybrid
+    model's Mamba state mode, vllm_planning.state_mode). A case without them carries none of these keys."""
     out: dict[str, Any] = {}
+    if engine_args.get("enable_prefix_caching") is not None:
+        out["prefix_caching"] = bool(engine_args["enable_prefix_caching"])
     if str(engine_args.get("dtype")) in ("float32", "float"):
         out["dtype"] = "fp32"
     if engine_args.get("language_model_only"):

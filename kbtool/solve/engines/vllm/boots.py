@@ -23,10 +23,10 @@ RISE = "profile_peak_rise_graphs"  # its rows of the V2 runner's profile-peak ri
 
 
 CONDITIONS = ("max_model_len", "kv_cache_dtype", "enforce_eager", "max_num_batched_tokens", "max_num_seqs",
-              "model_runner", "dtype", "text_only", "speculative")
-"""The flags a query must share with a boot (besides the memory utilization); the last four are absent (None) on a
-boot and a query at the release's default runner, --dtype auto, with every encoder and without a draft
-(kbtool/probe/judges/vllm_boot.py conditions)."""
+              "model_runner", "dtype", "text_only", "speculative", "prefix_caching")
+"""The flags a query must share with a boot (besides the memory utilization); the last five are absent (None) on a
+boot and a query at the release's default runner, --dtype auto, with every encoder, without a draft and without
+--[no-]enable-prefix-caching (kbtool/probe/judges/vllm_boot.py conditions)."""
 
 
 def model_class(model: ModelV) -> str:

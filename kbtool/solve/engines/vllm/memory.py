@@ -142,7 +142,8 @@ def memory_for(cx: Ctx, acc: AcceleratorV, env: dict[str, Any], assumed: dict[st
                      "gpu_memory_utilization": utilization, "max_num_batched_tokens": tokens,
                      "max_num_seqs": seqs, "tp": q.gpus, "pp": pp, "model_runner": forced,
                      "dtype": "fp32" if weights == "fp32" else None, "text_only": True if towers_off else None,
-                     "speculative": f"mtp:{mtp.tokens}" if mtp is not None else None}, release, kv_memory))
+                     "speculative": f"mtp:{mtp.tokens}" if mtp is not None else None,
+                     "prefix_caching": settings.get("prefix_caching")}, release, kv_memory))
     r = mem.engine_report
     if r is not None and not eager and r.get("basis") != "measured" and run == "V2":
         _graph_rise(cx, acc, r)

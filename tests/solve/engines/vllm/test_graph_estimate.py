@@ -92,5 +92,5 @@ def test_a_query_names_the_release_its_per_graph_size_came_from() -> None:
     assert r.code == 0, r.err
     text = " ".join(r.out.split())
     # the explain view sets each `;`-separated part of the reserve on its own line
-    assert "CUDA graphs 0.63 GiB, vLLM 0.28.0's estimator with the per-graph size measured on vLLM 0.26.0 boots" in text
+    assert "CUDA graphs 0.62 GiB, vLLM 0.28.0's estimator with the per-graph size measured on vLLM 0.26.0 boots" in text
     assert "no graphs boot of release 0.28.0" in text
