@@ -63,7 +63,8 @@ def normalize_result(raw: object) -> dict[str, Any]:
         return {"outcome": "ERROR", "message": f"run() returned {type(raw).__name__}, not a dict"}
     out = dict(raw)
     outcome = out.get("outcome", "OK")
-    if outcome not in ("OK", "UNSUPPORTED", "OOM", "ERROR"):
+    # TIMEOUT: a probe whose case runs its own child (vllm-boot's engine process) and stops it at the case's limit
+    if outcome not in ("OK", "UNSUPPORTED", "OOM", "ERROR", "TIMEOUT"):
         return {"outcome": "ERROR", "message": f"run() returned unknown outcome {outcome!r}"}
     out["outcome"] = outcome
     out.setdefault("message", None)

@@ -38,5 +38,8 @@ def test_describe_exit() -> None:
 def test_normalize_result() -> None:
     assert normalize_result(None)["outcome"] == "ERROR"
     assert normalize_result({"outcome": "MAYBE"})["outcome"] == "ERROR"
+    # vllm-boot stops vLLM's process at the case's limit and says so: kept, not turned into "unknown outcome"
+    late = normalize_result({"outcome": "TIMEOUT", "message": "vLLM did not finish booting within 260 s"})
+    assert (late["outcome"], late["message"]) == ("TIMEOUT", "vLLM did not finish booting within 260 s")
     ok = normalize_result({"max_abs_err": 0.1})
     assert ok["outcome"] == "OK" and ok["kernels"] == [] and ok["metrics"] == {}

@@ -148,8 +148,11 @@ def test_boots_of_other_releases_are_within_one_percent() -> None:
     # before); Gemma 3's SigLIP pass on the same runner is within 0.3%
     # session 15's held-out boots (predicted before they ran; numbers after the fixes named here):
     # - qwen3.5-9b with graphs at one sequence (+2.38%): the profile forward over 8,192 tokens sets the peak, and
-    #   vLLM logged 2.07 GiB where kb's forward (the MLP and cuBLAS's workspace, 0.85 GiB) has no term for the Gated
-    #   DeltaNet layers' own tensors; before, its line lost --enable-prefix-caching (+4.78%: one state page per
+    #   vLLM logged 2.07 GiB where kb's forward (the MLP and cuBLAS's workspace) gives 0.84 GiB. Not the Gated
+    #   DeltaNet core: the profile run builds no attention metadata, so the layer returns after a 64-token warm-up
+    #   (0.26.0 qwen_gdn_linear_attn.py:1196-1200, gpu_model_runner.py:5929); the compiled graph's pieces keep a GDN
+    #   core's inputs through the next MLP (compilation/codegen.py:42-54), 0.13 GiB; ~1.1 GiB is the compiled
+    #   forward's rise no code gives. Before, its line lost --enable-prefix-caching (+4.78%: one state page per
     #   request and group, not align mode's two)
     # - nemotron-3-nano at fp8 KV, graphs, 512 sequences (+2.29%): the model's constant (weights 0.13 GiB above
     #   parameters x 2 B) plus a V1 sampler + MoE peak 0.08 GiB above kb's, on a 9.9 GiB pool
