@@ -185,8 +185,8 @@ def encoder_pass(model: Any, settings: dict[str, Any], batched_tokens: int, max_
     peak = patches * per_patch + CUBLAS_WORKSPACE_BYTES
     outputs = items * tokens * int(p["output_size"]) * ACT_BYTES
     words = (f"encoder pass {items} {modality} item{'s' if items > 1 else ''} x {tokens:,} tokens ({patches:,} "
-             f"patches) through {enc['tower']}: {peak / 1e9:,.2f} GB at its {phase} ({per_patch:,} B/patch + cuBLAS workspace), "
-             f"outputs kept {outputs / 1e9:,.2f} GB")
+             f"patches) through {enc['tower']}: {peak / 1e9:,.2f} GB at its {phase} ({per_patch:,} B/patch + "
+             f"cuBLAS workspace), outputs kept {outputs / 1e9:,.2f} GB")
     if unknown:
         words += f" ({', '.join(unknown)}: tokens per item not recorded, not compared)"
     return Pass(modality, items, tokens, patches, peak, outputs, words), ""
