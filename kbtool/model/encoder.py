@@ -154,7 +154,8 @@ def profile_shape(arch: str, v: dict[str, Any], text_hidden: int, top: dict[str,
                 "intermediate_size": int(v["intermediate_size"]), "patch_size": int(v["patch_size"]),
                 "temporal_patch_size": int(v.get("temporal_patch_size", 2)),
                 "merge_size": int(v.get("spatial_merge_size", 2)),
-                "output_size": int(v["out_hidden_size"]) * (1 + deep)}
+                "output_size": int(v["out_hidden_size"]) * (1 + deep),
+                "num_heads": int(v["num_heads"]), "deepstack": deep}
     return None
 
 

@@ -128,6 +128,10 @@ class EncoderProfile(Strict):
     merge_size: int = Field(default=1, ge=1, description="Patches merged per side into one output token")
     output_size: int = Field(ge=1, description="Width of one output embedding (the text hidden size x (1 + the "
                              "deepstack mergers))")
+    num_heads: int | None = Field(default=None, ge=1, description="Dynamic-resolution towers: attention heads "
+                                  "(their head width sizes the rotary tables the pass keeps)")
+    deepstack: int = Field(default=0, ge=0, description="Dynamic-resolution towers: deepstack mergers (len of "
+                           "vision_config.deepstack_visual_indexes), whose outputs the tower keeps to its end")
     image_size: int | None = Field(default=None, ge=1, description="Fixed-resolution towers: pixels per image side")
     tokens_per_image: int | None = Field(default=None, ge=1, description="Fixed-resolution towers: embeddings per "
                                          "image (Gemma 3's mm_tokens_per_image; pan-and-scan off, vLLM's default)")

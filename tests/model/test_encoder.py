@@ -181,6 +181,6 @@ def test_recorded_encoder_pass_shapes_are_the_imported_ones() -> None:
             assert not extra or extra.get("pixels_source"), rid
         want = (enc or {}).get("profile")
         if want is not None:
-            want = {"temporal_patch_size": 1, "merge_size": 1, **want}
+            want = {"temporal_patch_size": 1, "merge_size": 1, "deepstack": 0, **want}
         assert got == want, rid
     assert seen >= 15  # 2 Gemma 3, 13 Qwen3-VL / Qwen3.5 / Qwen3.6

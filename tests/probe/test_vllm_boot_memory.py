@@ -142,10 +142,13 @@ def test_boots_of_other_releases_are_within_one_percent() -> None:
     # capture sizes the forward over 8,192 tokens sets V1's profile peak, 0.87 GiB logged; kb's forward for an
     # all-MoE model is the fused-MoE workspace and the hidden states (0.71 GB), the attention and router tensors of
     # the layer not modelled (~0.2 GB)
-    # qwen3-vl-4b on the V1 runner (+0.90%; +1.02% at one sequence, where the encoder pass alone sets the peak,
-    # 1.96 GiB logged): read through `--model .../config.json`, kb did not size the pass at all until it read the
+    # qwen3-vl-4b on the V1 runner (+0.90%; +0.57% at one sequence, where the encoder pass alone sets the peak,
+    # 1.9619 GiB logged): read through `--model .../config.json`, kb did not size the pass at all until it read the
     # pixel limits from the processor files beside config.json (hfconfig_file._processor_pixels; +1.43% and +2.77%
-    # before); Gemma 3's SigLIP pass on the same runner is within 0.3%
+    # before); the one-sequence boot was +1.02% until the pass counted the deepstack features kept through the later
+    # blocks, the rotary tables and the cuBLAS workspace (encoder_pass.py: 1.961 GiB against the 1.9619 logged); what
+    # is left, ~0.35 GiB, is its load (LOAD_KNOWN). The bound stays at 1% so that "-mns1" below does not widen it.
+    # Gemma 3's SigLIP pass on the same runner is within 0.3%
     # session 15's held-out boots (predicted before they ran; numbers after the fixes named here):
     # - qwen3.5-9b with graphs at one sequence (+2.38%): the profile forward over 8,192 tokens sets the peak, and
     #   vLLM logged 2.07 GiB where kb's forward (the MLP and cuBLAS's workspace) gives 0.84 GiB. Not the Gated
@@ -161,7 +164,7 @@ def test_boots_of_other_releases_are_within_one_percent() -> None:
     known = {":qwen3.5-9b-graphs-kvfp8-u90-c128k-lmonly-mns1": 0.024,
              ":nemotron-3-nano-30b-a3b-graphs-kvfp8-u90-c32k-mns512": 0.0235,
              ":gemma-2-9b-graphs-kvauto-u90-c8k": 0.0145,
-             "-c32k-v1runner": 0.0145,
+             "-c32k-v1runner": 0.01,
              ":nemotron-3-nano-30b-a3b-": 0.0137, ":qwen3-8b-graphs-kvfp8-u60-c32k": 0.0153, "-mns1": 0.0165,
              "-mns32": 0.0165,
              ":gemma-3-12b-graphs-kvauto-u90-c8k": 0.0236, ":gpt-oss-120b-": 0.033}

@@ -25,23 +25,45 @@ The tower's peak, counted tensor by tensor from the module code (model dtype, 2 
 I = MLP width (column-parallel widths divided by tensor parallel):
 
 - qwen-vit (Qwen3_VisionTransformer, qwen3_vl.py:414-466 and qwen2_5_vl.py Qwen2_5_VisionAttention.forward in
-  0.24.0): the block's input (held by the tower's layer loop), the position embeddings (held in encoder_metadata for
-  the whole pass), the block's own tensors. Attention: norm1's output, qkv [3H], the contiguous q/k [2H] and their
-  rotated copy [2H], the attention output re-laid contiguous [H], the projection [H]: 4H + 8H/tp. MLP: the
-  post-attention sum and norm2's output beside the input and positions, fc1 [I] and the activation [I]: 4H + 2I/tp.
+  0.24.0; re-read in 0.26.0, qwen3_vl.py:413-464 and :800-846, qwen2_5_vl.py:398-456): the block's input (held by
+  the tower's layer loop), the position embeddings (held in encoder_metadata for the whole pass), the block's own
+  tensors. Attention: norm1's output, qkv [3H], the contiguous q/k [2H] and their rotated copy [2H], the attention
+  output re-laid contiguous [H], the projection [H]: 4H + 8H/tp. MLP: the post-attention sum and norm2's output
+  beside the input and positions, fc1 [I] and the activation [I]: 4H + 2I/tp. Beside the block, for the whole
+  pass (0.26.0):
+  - the rotary cos and sin tables, [patches, head_dim / 2] each in the model dtype, kept in encoder_metadata
+    (qwen3_vl.py:667-683, :738-740; the triton rotary kernel asserts they match q/k's dtype and writes a new
+    tensor, vllm_flash_attn/ops/triton/rotary.py:173-178 and :188; ApplyRotaryEmb's fp32 compute is off by default,
+    layers/rotary_embedding/common.py:132): head_dim values a patch;
+  - the deepstack features: after the blocks of deepstack_visual_indexes the tower appends a merger's output,
+    [patches / merge^2, out_hidden] each, to a list it keeps until the final concatenation (qwen3_vl.py:821-840),
+    so the later blocks peak with all of them alive: deepstack x out_hidden / merge^2 values a patch (Qwen3-VL-4B:
+    3 x 2,560 / 4 = 1,920, 0.23 GiB at 65,536 patches; Qwen3.5 / 3.6 have none). kb counts every merger as alive,
+    as it is for each recorded Qwen3-VL (the last index is before the last block).
+  The FLASH_ATTN wrapper passes q/k/v on as views (v1/attention/ops/vit_attn_wrappers.py:54, one item: b = 1) and
+  the pixels reach the tower already in the model dtype (qwen3_vl.py:2181 `.type` is then no copy).
 - siglip (SiglipEncoder, siglip.py:478-575 in 0.24.0): the first embeddings (kept in hidden_states_pool), the
   layer's input, the in-place residual, norm2's output, fc1 [I] and the activation [I]: 4H + 2I/tp; attention: the
   three held [P, H] tensors, qkv [3H], the output and projection: 4H + 4H/tp.
 - plus the dummy pixels, 3 x temporal_patch_size x patch^2 values per patch.
+- plus torch's cuBLAS workspace (pool.CUBLAS_WORKSPACE_BYTES): the pass makes the profile run's first cuBLAS matmul
+  (the patch embedding is a linear, layers/conv.py:219-231 in 0.26.0), which takes it through the caching
+  allocator, so the pass's peak holds it as the text step's does.
 
-Not counted: the attention kernel's own workspace and any copy it makes of q/k/v, the projector after the last block
-(smaller than a block at these widths), and --mm-processor-kwargs (which can change the item size: kb reads the
-processor's defaults only).
+With these Qwen3-VL-4B's pass (65,536 patches) is 1.961 GiB against the 1.962 GiB vLLM 0.26.0 logged where it alone
+sets the profile peak (evidence 2026-12-07-nvidia-h100-sxm-vllm-boot-14, qwen3-vl-4b-...-v1runner-mns1); without the
+tables, the deepstack features and the workspace it was 1.69 GiB.
+
+Not counted: the attention kernel's own workspace (flash-attention's softmax statistics, fp32 [heads, patches]),
+the projector after the last block (smaller than a block at these widths), and --mm-processor-kwargs (which can
+change the item size: kb reads the processor's defaults only).
 """
 
 from __future__ import annotations
 
 import math
+
+from kbtool.solve.engines.vllm.pool import CUBLAS_WORKSPACE_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -125,7 +147,14 @@ def bytes_per_patch(p: dict[str, Any], tp: int) -> tuple[int, str]:
     mlp = 4 * h + 2 * math.ceil(i / tp)
     attn = 4 * h + (8 if p["family"] == "qwen-vit" else 4) * math.ceil(h / tp)
     phase = "attention" if attn > mlp else "MLP"
-    return ACT_BYTES * (max(mlp, attn) + values), phase
+    held = 0
+    if p["family"] == "qwen-vit":
+        deep = int(p.get("deepstack") or 0)
+        merge = int(p.get("merge_size") or 1)
+        out_hidden = int(p["output_size"]) // (1 + deep)  # output_size is out_hidden x (1 + the mergers)
+        rotary = h // int(p["num_heads"]) if p.get("num_heads") else 0  # cos + sin, head_dim / 2 each
+        held = rotary + deep * out_hidden // (merge * merge)
+    return ACT_BYTES * (max(mlp, attn) + held + values), phase
 
 
 def encoder_pass(model: Any, settings: dict[str, Any], batched_tokens: int, max_num_seqs: int,
@@ -153,11 +182,11 @@ def encoder_pass(model: Any, settings: dict[str, Any], batched_tokens: int, max_
     items = max(1, min(budget // tokens, max_num_seqs * per_prompt))
     patches = items * patches_per_item(p, tokens)
     per_patch, phase = bytes_per_patch(p, tp)
-    peak = patches * per_patch
+    peak = patches * per_patch + CUBLAS_WORKSPACE_BYTES
     outputs = items * tokens * int(p["output_size"]) * ACT_BYTES
     words = (f"encoder pass {items} {modality} item{'s' if items > 1 else ''} x {tokens:,} tokens ({patches:,} "
-             f"patches) through {enc['tower']}: {peak / 1e9:,.2f} GB at its {phase} ({per_patch:,} B/patch), "
-             f"outputs kept {outputs / 1e9:,.2f} GB")
+             f"patches) through {enc['tower']}: {peak / 1e9:,.2f} GB at its {phase} ({per_patch:,} B/patch + "
+             f"cuBLAS workspace), outputs kept {outputs / 1e9:,.2f} GB")
     if unknown:
         words += f" ({', '.join(unknown)}: tokens per item not recorded, not compared)"
     return Pass(modality, items, tokens, patches, peak, outputs, words), ""

@@ -80,13 +80,30 @@ def test_a_tower_without_the_processor_limits_is_not_sized() -> None:
 
 def test_the_peak_per_patch_is_the_larger_block_phase_plus_the_pixels() -> None:
     """Qwen3_VisionBlock with Qwen2_5_VisionAttention (qwen3_vl.py:414-466, qwen2_5_vl.py): attention 4H + 8H/tp,
-    MLP 4H + 2I/tp, pixels 3 x 2 x 16^2; SigLIP (siglip.py:478-575): attention 4H + 4H/tp, MLP 4H + 2I/tp."""
+    MLP 4H + 2I/tp, pixels 3 x 2 x 16^2, and beside the block (0.26.0 qwen3_vl.py:667-683, :738-740) the rotary
+    cos/sin tables, head_dim values a patch (1152 / 16 = 72); SigLIP (siglip.py:478-575): attention 4H + 4H/tp,
+    MLP 4H + 2I/tp."""
     q = QWEN36.encoders[0].profile.model_dump()
-    assert ep.bytes_per_patch(q, 1) == (2 * (12 * 1152 + 1536), "attention")
-    assert ep.bytes_per_patch(q, 2) == (2 * (4 * 1152 + 4 * 1152 + 1536), "attention")
-    assert ep.bytes_per_patch(q, 8) == (2 * (4 * 1152 + 8 * 144 + 1536), "attention")  # MLP: 4H + 2 x 538
+    assert ep.bytes_per_patch(q, 1) == (2 * (12 * 1152 + 72 + 1536), "attention")
+    assert ep.bytes_per_patch(q, 2) == (2 * (4 * 1152 + 4 * 1152 + 72 + 1536), "attention")
+    assert ep.bytes_per_patch(q, 8) == (2 * (4 * 1152 + 8 * 144 + 72 + 1536), "attention")  # MLP: 4H + 2 x 538
     g = GEMMA.encoders[0].profile.model_dump()
     assert ep.bytes_per_patch(g, 1) == (2 * (4 * 1152 + 2 * 4304 + 3 * 14 * 14), "MLP")
+
+
+def test_a_qwen3_vl_tower_peaks_with_its_deepstack_features_alive() -> None:
+    """0.26.0 qwen3_vl.py:821-840: each deepstack merger's output, [patches / 4, out_hidden], is kept in a list to
+    the final concatenation, so the blocks after the last deepstack index peak with all three: Qwen3-VL-4B
+    (H 1024, I 4096, head_dim 64, out_hidden 2560) holds 3 x 2560 / 4 = 1920 values a patch more. With them, the
+    tables and the cuBLAS workspace its pass over one 16,384-token image is 1.961 GiB; vLLM 0.26.0 logged 1.9619
+    GiB where the pass alone set the profile peak (evidence 2026-12-07-nvidia-h100-sxm-vllm-boot-14,
+    qwen3-vl-4b-eager-kvauto-u90-c32k-v1runner-mns1)."""
+    q = MODELS["qwen3-vl-4b"].encoders[0].profile.model_dump()
+    assert ep.bytes_per_patch(q, 1) == (2 * (12 * 1024 + 64 + 1920 + 1536), "MLP")
+    got = ep.encoder_pass(MODELS["qwen3-vl-4b"], {}, 8192, 1, 32768)[0]
+    assert got is not None and got.patches == 65536
+    assert got.peak == 65536 * 31616 + vllm_pool.CUBLAS_WORKSPACE_BYTES
+    assert abs(got.peak / (1 << 30) - 1.9619) < 0.005
 
 
 def test_the_profile_peak_is_the_pass_or_the_text_steps_with_the_kept_outputs() -> None:
