@@ -19,7 +19,8 @@ class Claim(Record):
     kind: Literal["claim"] = Field(description="Record kind")
     subject: Ref = Field(description="Kernel, engine backend, architecture or accelerator the claim is about")
     statement: str = Field(description="The claim in one sentence")
-    effect: Literal["reject", "caveat", "supports"] = Field(description="What the solver does with it")
+    effect: Literal["reject", "caveat", "fails", "supports"] = Field(
+        description="What the solver does with it (fails: the engine accepts it, then fails at first use)")
     when: Condition | None = Field(default=None, description="Where the claim applies (default: always)")
     requires: Condition | None = Field(default=None, description="What must hold for the subject to run")
     reason: Reason = Field(description="Reason code, message template and workaround")

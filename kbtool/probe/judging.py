@@ -209,7 +209,7 @@ def claim_expect(claim: ClaimData, subjects: Callable[[dict[str, Any]], Iterable
         bound = variables(params)
         if when is not None and evaluate(when, bound) is not True:
             return None
-        if claim.get("effect") == "caveat" or (requires is None and claim.get("effect") != "supports"):
+        if claim.get("effect") in ("caveat", "fails") or (requires is None and claim.get("effect") != "supports"):
             return None  # a caveat's `requires` says when it bites, not what is refused
         result = evaluate(requires, bound)
         return None if result is None else bool(result)

@@ -129,6 +129,12 @@ def summary(d: Decision) -> str:
         return (f"{where}: starts with {d.pick.decode} ({label}'s choice), but kb's claims about the builds it "
                 f"calls ({', '.join(det['builds'])}) refuse its call for every kernel it runs "
                 f"({', '.join(det['kernels'])}): expect a failure at first use")
+    if case == "ENGINE_FAILS":
+        assert d.pick is not None
+        f = det["fails"]
+        fix = f"; fix: {f['workaround']}" if f.get("workaround") else ""
+        return (f"{where}: starts with {d.pick.decode} ({label}'s choice), then fails at first use: {f['message']} "
+                f"[{f['claim']}, {f.get('verdict') or 'verified here'}]{fix}")
     if case == "ENGINE":
         return f"{where}: {_engine_yes(d)}{_fits(d)}{_short(d)}"
     if case == "NO_KERNEL_COVERS":

@@ -24,6 +24,10 @@ The cases, in the order they bind (the first that holds decides; `CASES` names e
   build the engine is recorded to call, the engine's answer stands (ENGINE) with a "kernels" caveat naming the
   doubt and the refusing claims. Both read the picked backend's own judgement of its kernels (`runs`), never
   another backend's call of the same kernel.
+- ENGINE_FAILS: the engine starts the backend it picks, and a claim verified for this architecture and release
+  says it then fails at its first use here (claim effect "fails": fp16 queries into FA-3's fp8 path, which writes
+  bf16 only): no, with the claim's workaround. Unverified here, such a claim is an engine caveat (ENGINE,
+  conditional).
 - ENGINE: the engine starts (yes; conditional with the picked backend's engine caveats or hardware caveats).
 - NO_KERNEL_COVERS, REJECTED, DISPUTED, UNKNOWN, DEPENDS, CAVEATS, YES: the kernel layer alone (no engine pick).
 """
@@ -43,7 +47,8 @@ CASES = {
     "HARDWARE": "no", "CTX_OVER_MODEL": "no", "ENGINE_REFUSES": "no", "ENGINE_DEPENDS": "conditional",
     "UNMODELLED_MEMORY": "conditional", "POOL_EDGE": "conditional", "POOL_REFUSES": "no", "NO_FIT": "no",
     "ENGINE_NOT_RECORDED": "conditional",
-    "ENGINE_KERNELS_REFUSE": "conditional", "ENGINE": "yes", "NO_KERNEL_COVERS": "unknown", "REJECTED": "no",
+    "ENGINE_KERNELS_REFUSE": "conditional", "ENGINE_FAILS": "no", "ENGINE": "yes", "NO_KERNEL_COVERS": "unknown",
+    "REJECTED": "no",
     "DISPUTED": "conditional", "UNKNOWN": "unknown", "DEPENDS": "conditional", "CAVEATS": "conditional",
     "YES": "yes",
 }
@@ -156,6 +161,12 @@ def decide(*, where: str, phases: list[str], kernels: list[KernelAnswer], rec: d
     if pick is not None and pick.state == "selected":
         picked = next((b for b in backends if b.id == pick.selected), None)
         if picked is not None:
+            fails = [r for r in picked.caveats if r.layer == "engine" and r.fails and not r.handled
+                     and r.verification == "verified"]
+            if fails:  # verified on this architecture and release: the engine's pick does not serve here
+                detail["fails"] = {"claim": fails[0].claim, "message": fails[0].message,
+                                   "workaround": fails[0].workaround, "verdict": fails[0].verdict}
+                return made("ENGINE_FAILS")
             if any(r.layer == "engine" and not r.handled for r in picked.caveats):
                 caveats.insert(0, "engine")
             refused = list(picked.kernels)

@@ -232,7 +232,7 @@ def _reason(claim: ClaimV, j: Judge, layer: str, *, observed: Any = None, allowe
     r = Reason.of_claim(claim.id, claim.code, message or j.fill(claim.message), observed, allowed, status,
                         layer, list(depends) if depends else [], list(claim.evidence), list(claim.sources),
                         j.env.get("phase"), claim.subject, claim.scope_text, claim.workaround)
-    r.verdict = where
+    r.verdict, r.fails = where, claim.effect == "fails"
     if claim.measured and claim.effect != "reject":
         r.message += measured_words(claim.measured, j.env)
     if claim.sides and status == "disputed":
@@ -271,7 +271,7 @@ def apply_claim(claim: ClaimV, j: Judge, layer: str, w: Tri | None = None) -> tu
             j.chosen.setdefault(claim.subject, []).append(got[1])
             return "ok", None
         return "unknown", _reason(claim, j, layer, allowed=got[1], depends=got[0], message=got[2])
-    if claim.effect == "caveat":
+    if claim.effect in ("caveat", "fails"):  # a failure at first use: the kernel layer reads it as a caveat
         r = j.ev(req) if req is not None else False
         if r is True:
             return "ok", None

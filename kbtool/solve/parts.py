@@ -99,6 +99,8 @@ class Reason(_Plain):
                               "status above is the one for this query's environment"),
         "sides": (many(OBJ), "Disputed here: each side's position and its sources"),
         "handled": (opt(STR), "How the engine handles this caveat by default"),
+        "fails": (BOOL, "A caveat whose claim says the engine accepts this and fails at its first use (effect "
+                        "'fails'): where it is verified here, the engine's pick does not serve"),
     }
     FIELDS = tuple(SPEC)
     __slots__ = FIELDS
@@ -109,7 +111,7 @@ class Reason(_Plain):
                  verified_on: list[str] | None = None, sources: list[str] | None = None,
                  phase: str | None = None, subject: str | None = None, scope: str | None = None,
                  workaround: str | None = None, verdict: str | None = None,
-                 sides: list[dict[str, Any]] | None = None, handled: str | None = None) -> None:
+                 sides: list[dict[str, Any]] | None = None, handled: str | None = None, fails: bool = False) -> None:
         self.claim, self.code, self.message = claim, code, message
         self.observed, self.allowed, self.verification, self.enforced = observed, allowed, verification, enforced
         self.layer = layer
@@ -119,6 +121,7 @@ class Reason(_Plain):
         self.sources = sources if sources is not None else []
         self.phase, self.subject, self.scope, self.workaround = phase, subject, scope, workaround
         self.verdict, self.sides, self.handled = verdict, sides if sides is not None else [], handled
+        self.fails = fails
 
     @classmethod
     def of_claim(cls, claim: str, code: str, message: str, observed: Any, allowed: Any, verification: str,
@@ -130,7 +133,7 @@ class Reason(_Plain):
         r.verification, r.enforced, r.layer = verification, verification != "refuted", layer
         r.depends_on, r.evidence, r.verified_on, r.sources = depends_on, evidence, [], sources
         r.phase, r.subject, r.scope, r.workaround = phase, subject, scope, workaround
-        r.verdict, r.sides, r.handled = None, [], None
+        r.verdict, r.sides, r.handled, r.fails = None, [], None, False
         return r
 
     def with_phase(self, phase: str | None) -> Reason:

@@ -56,7 +56,8 @@ def test_new_scaffolds_a_canonical_record_with_comments(tmp_path: Path) -> None:
     text = p.read_text()
     assert text.startswith("# yaml-language-server: $schema=../../schema/claim.schema.json\n")
     assert "id: my-claim\nkind: claim\n" in text
-    assert "effect: reject" in text and "# What the solver does with it (one of: reject | caveat | supports)" in text
+    assert "effect: reject" in text and "# What the solver does with it (fails: the engine accepts it, then fails at " \
+        "first use) (one of: reject | caveat | fails | supports)" in text
     assert runner.invoke(app, ["fmt", "--check", "--kb", str(root)]).exit_code == 0
     again = runner.invoke(app, ["new", "claim", "my-claim", "--kb", str(root)])
     assert again.exit_code == 2 and "already exists" in again.stderr

@@ -77,3 +77,26 @@ def test_the_engines_start_up_check_binds_the_verdict(img: Any) -> None:
     assert b.assumed["vllm"].startswith("0.34.0 (the newest release kb records priority lists for)")
     assert b.memory.utilization == 1.0 and b.memory.pool.starts is True  # type: ignore[union-attr]
     assert b.verdict != "no"
+
+
+GPTQ = "vllm serve probes/vllm_boot/models/qwen2.5-7b-instruct-gptq-int4/config.json --max-model-len 32768"
+
+
+def test_a_verified_failure_at_first_use_of_the_engines_pick_is_a_no(img: Any) -> None:
+    """An fp16 checkpoint (GPTQ) with an fp8 KV cache: vLLM 0.24.0 and 0.26.0 pick FLASH_ATTN, size the cache and
+    fail at the first forward ('output must have dtype BF16'), as both releases' boots showed (claim
+    vllm-fa3-fp8-kv-needs-bf16-model, effect fails). Where it is verified the verdict is no, with the workaround;
+    in bf16, or with the KV in the model dtype, it serves; on a release no boot covers it stays conditional."""
+    def ask(line: str, release: str = "0.26.0") -> Any:
+        return solve(img, build_query(gpu="h100", vllm_args=line, lib=[f"vllm={release}"]))
+
+    a = ask(GPTQ + " --kv-cache-dtype fp8")
+    d = a.decision
+    assert (a.verdict, d.case) == ("no", "ENGINE_FAILS")
+    assert d.detail["fails"]["claim"] == "vllm-fa3-fp8-kv-needs-bf16-model"
+    words = answer_summary(a)
+    assert "then fails at first use" in words and "--dtype bfloat16" in words
+    for fixed in (GPTQ + " --kv-cache-dtype fp8 --dtype bfloat16", GPTQ + " --kv-cache-dtype auto"):
+        assert ask(fixed).decision.case == "ENGINE", fixed
+    later = ask(GPTQ + " --kv-cache-dtype fp8", "0.33.0")  # no boot of 0.33.0: the claim is unverified there
+    assert (later.verdict, later.decision.case, later.decision.caveats[:1]) == ("conditional", "ENGINE", ["engine"])

@@ -127,7 +127,8 @@ def encoder_pass(model: Model | ModelV, acct: vllm_pool.Accounting, run: str, se
         return None, []
     if not vllm_encoder_pass.applies(acct.encoder_pass, run, settings):
         return None, []
-    mm, why = vllm_encoder_pass.encoder_pass(model, settings, batched_tokens, max_num_seqs, max_model_len, tp=tp)
+    mm, why = vllm_encoder_pass.encoder_pass(model, settings, batched_tokens, max_num_seqs, max_model_len, tp=tp,
+                                             workspace=vllm_pool.CUBLAS_WORKSPACE_BYTES)
     notes = [why] if why else []
     if mm is not None:
         notes.append("the start-up encoder pass is estimated from vLLM's module code (the tower's activations, "

@@ -46,9 +46,9 @@ I = MLP width (column-parallel widths divided by tensor parallel):
   layer's input, the in-place residual, norm2's output, fc1 [I] and the activation [I]: 4H + 2I/tp; attention: the
   three held [P, H] tensors, qkv [3H], the output and projection: 4H + 4H/tp.
 - plus the dummy pixels, 3 x temporal_patch_size x patch^2 values per patch.
-- plus torch's cuBLAS workspace (pool.CUBLAS_WORKSPACE_BYTES): the pass makes the profile run's first cuBLAS matmul
-  (the patch embedding is a linear, layers/conv.py:219-231 in 0.26.0), which takes it through the caching
-  allocator, so the pass's peak holds it as the text step's does.
+- plus torch's cuBLAS workspace (`workspace`, the caller's pool.CUBLAS_WORKSPACE_BYTES): the pass makes the
+  profile run's first cuBLAS matmul (the patch embedding is a linear, layers/conv.py:219-231 in 0.26.0), which
+  takes it through the caching allocator, so the pass's peak holds it as the text step's does.
 
 With these Qwen3-VL-4B's pass (65,536 patches) is 1.961 GiB against the 1.962 GiB vLLM 0.26.0 logged where it alone
 sets the profile peak (evidence 2026-12-07-nvidia-h100-sxm-vllm-boot-14, qwen3-vl-4b-...-v1runner-mns1); without the
@@ -62,8 +62,6 @@ change the item size: kb reads the processor's defaults only).
 from __future__ import annotations
 
 import math
-
-from kbtool.solve.engines.vllm.pool import CUBLAS_WORKSPACE_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -158,8 +156,9 @@ def bytes_per_patch(p: dict[str, Any], tp: int) -> tuple[int, str]:
 
 
 def encoder_pass(model: Any, settings: dict[str, Any], batched_tokens: int, max_num_seqs: int,
-                 max_model_len: int | None, *, tp: int = 1) -> tuple[Pass | None, str]:
-    """The pass vLLM makes for the model's first encoder that kb sizes, or (None, why not)."""
+                 max_model_len: int | None, *, tp: int = 1, workspace: int = 0) -> tuple[Pass | None, str]:
+    """The pass vLLM makes for the model's first encoder that kb sizes, or (None, why not); `workspace`: torch's
+    cuBLAS workspace, which the pass's first matmul allocates (module docstring)."""
     encs = [e if isinstance(e, dict) else e.model_dump() for e in getattr(model, "encoders", None) or []]
     enc = next((e for e in encs if e.get("profile")), None)
     if enc is None:
@@ -182,7 +181,7 @@ def encoder_pass(model: Any, settings: dict[str, Any], batched_tokens: int, max_
     items = max(1, min(budget // tokens, max_num_seqs * per_prompt))
     patches = items * patches_per_item(p, tokens)
     per_patch, phase = bytes_per_patch(p, tp)
-    peak = patches * per_patch + CUBLAS_WORKSPACE_BYTES
+    peak = patches * per_patch + workspace
     outputs = items * tokens * int(p["output_size"]) * ACT_BYTES
     words = (f"encoder pass {items} {modality} item{'s' if items > 1 else ''} x {tokens:,} tokens ({patches:,} "
              f"patches) through {enc['tower']}: {peak / 1e9:,.2f} GB at its {phase} ({per_patch:,} B/patch + "

@@ -100,7 +100,8 @@ def test_a_qwen3_vl_tower_peaks_with_its_deepstack_features_alive() -> None:
     qwen3-vl-4b-eager-kvauto-u90-c32k-v1runner-mns1)."""
     q = MODELS["qwen3-vl-4b"].encoders[0].profile.model_dump()
     assert ep.bytes_per_patch(q, 1) == (2 * (12 * 1024 + 64 + 1920 + 1536), "MLP")
-    got = ep.encoder_pass(MODELS["qwen3-vl-4b"], {}, 8192, 1, 32768)[0]
+    got = ep.encoder_pass(MODELS["qwen3-vl-4b"], {}, 8192, 1, 32768,
+                          workspace=vllm_pool.CUBLAS_WORKSPACE_BYTES)[0]  # as budget.py asks it
     assert got is not None and got.patches == 65536
     assert got.peak == 65536 * 31616 + vllm_pool.CUBLAS_WORKSPACE_BYTES
     assert abs(got.peak / (1 << 30) - 1.9619) < 0.005
@@ -156,7 +157,7 @@ def test_the_answer_sizes_the_pass_from_the_serve_line() -> None:
         assert a.memory is not None and a.memory.reserve_bytes is not None
         return int(a.memory.reserve_bytes)
 
-    mm = ep.encoder_pass(QWEN36, CLUB, 8192, 1, 131072)[0]
+    mm = ep.encoder_pass(QWEN36, CLUB, 8192, 1, 131072, workspace=vllm_pool.CUBLAS_WORKSPACE_BYTES)[0]
     act, _ = vllm_pool.activation_bytes(QWEN36, 8192, 1, acct=vllm_pool.accounting("0.24.0"), run="V1")
     assert reserve("") - reserve(" --skip-mm-profiling") == mm.profile_peak(act) - act
 
@@ -184,7 +185,7 @@ def test_the_extensible_cache_of_0_34_0_is_sized_without_the_pass() -> None:
     (pool, first), (pool_skip, first_skip) = memory(""), memory(" --skip-mm-profiling")
     assert pool == pool_skip
     model = MODELS["qwen3.5-35b-a3b"]
-    mm = ep.encoder_pass(model, {}, 4096, 32, 32768)[0]
+    mm = ep.encoder_pass(model, {}, 4096, 32, 32768, workspace=vllm_pool.CUBLAS_WORKSPACE_BYTES)[0]
     acct = vllm_pool.accounting("0.34.0")
     act, _ = vllm_pool.activation_bytes(model, 4096, 32, acct=acct, run="V2")
     assert first_skip - first == mm.profile_peak(act) - act > 0
