@@ -127,16 +127,19 @@ def _source(folder: Path, path: Path) -> tuple[dict[str, Any] | None, str | None
     return src, str(data["model"]) if data.get("model") else None
 
 
-def _longest_edge(path: Path) -> int | None:
-    """A Qwen-VL processor file's pixel limit: size.longest_edge (what vLLM's dummy item takes,
-    qwen2_vl.py get_image_size_with_most_features), or the older top-level max_pixels; None where neither is there."""
+def _longest_edge(path: Path) -> tuple[int, str] | None:
+    """A Qwen-VL processor file's pixel limit and the field it came from: size.longest_edge (what vLLM's dummy item
+    takes, qwen2_vl.py get_image_size_with_most_features), or the older top-level max_pixels; None where neither
+    is there."""
     data = _neighbour_json(path)
     if data is None:
         return None
     size = data.get("size")
-    edge = size.get("longest_edge") if isinstance(size, dict) else None
-    edge = edge if edge is not None else data.get("max_pixels")
-    return int(edge) if isinstance(edge, int) and not isinstance(edge, bool) and edge > 0 else None
+    for field, edge in (("size.longest_edge", size.get("longest_edge") if isinstance(size, dict) else None),
+                        ("max_pixels", data.get("max_pixels"))):
+        if isinstance(edge, int) and not isinstance(edge, bool) and edge > 0:
+            return edge, field
+    return None
 
 
 def _processor_pixels(rec: dict[str, Any], folder: Path) -> None:
@@ -149,14 +152,14 @@ def _processor_pixels(rec: dict[str, Any], folder: Path) -> None:
         if not isinstance(prof, dict) or prof.get("family") != "qwen-vit" or prof.get("max_pixels"):
             continue
         image = _longest_edge(folder / "preprocessor_config.json")
-        video = _longest_edge(folder / "video_preprocessor_config.json")
         if image is None:
             continue
-        prof["max_pixels"] = image
-        where = f"{folder / 'preprocessor_config.json'} (size.longest_edge {image})"
+        prof["max_pixels"] = image[0]
+        where = f"{folder / 'preprocessor_config.json'} ({image[1]} {image[0]})"
+        video = _longest_edge(folder / "video_preprocessor_config.json")
         if video is not None:
-            prof["video_max_pixels"] = video
-            where += f" and video_preprocessor_config.json beside it (size.longest_edge {video})"
+            prof["video_max_pixels"] = video[0]
+            where += f" and video_preprocessor_config.json beside it ({video[1]} {video[0]})"
         prof["pixels_source"] = where
 
 
