@@ -135,6 +135,14 @@ def summary(d: Decision) -> str:
         fix = f"; fix: {f['workaround']}" if f.get("workaround") else ""
         return (f"{where}: starts with {d.pick.decode} ({label}'s choice), then fails at first use: {f['message']} "
                 f"[{f['claim']}, {f.get('verdict') or 'verified here'}]{fix}")
+    if case == "DTYPE_UNREAD":
+        assert d.pick is not None
+        f = det["fails"]
+        fix = f"; fix: {f['workaround'].rstrip('.')}" if f.get("workaround") else ""
+        return (f"{where}: starts with {d.pick.decode} ({label}'s choice) if the checkpoint's torch_dtype is bfloat16 "
+                f"(not read: the checkpoint is known by its name only); if it is float16, as AWQ/GPTQ exports often "
+                f"are, it then fails at first use: {f['message']} [{f['claim']}, {f.get('verdict') or 'verified here'}]"
+                f"{fix}{_fits(d)}")
     if case == "ENGINE":
         return f"{where}: {_engine_yes(d)}{_fits(d)}{_short(d)}"
     if case == "NO_KERNEL_COVERS":

@@ -28,6 +28,9 @@ The cases, in the order they bind (the first that holds decides; `CASES` names e
   says it then fails at its first use here (claim effect "fails": fp16 queries into FA-3's fp8 path, which writes
   bf16 only): no, with the claim's workaround. Unverified here, such a claim is an engine caveat (ENGINE,
   conditional).
+- DTYPE_UNREAD: the engine starts (ENGINE), but the checkpoint is a quantized one known by its name only, whose
+  torch_dtype kb did not read, and asked in fp16 the engine's pick fails at first use (ENGINE_FAILS): conditional,
+  the failure named (decided in kbtool/solve/solver.py `_solved`, which asks both).
 - ENGINE: the engine starts (yes; conditional with the picked backend's engine caveats or hardware caveats).
 - NO_KERNEL_COVERS, REJECTED, DISPUTED, UNKNOWN, DEPENDS, CAVEATS, YES: the kernel layer alone (no engine pick).
 """
@@ -47,7 +50,8 @@ CASES = {
     "HARDWARE": "no", "CTX_OVER_MODEL": "no", "ENGINE_REFUSES": "no", "ENGINE_DEPENDS": "conditional",
     "UNMODELLED_MEMORY": "conditional", "POOL_EDGE": "conditional", "POOL_REFUSES": "no", "NO_FIT": "no",
     "ENGINE_NOT_RECORDED": "conditional",
-    "ENGINE_KERNELS_REFUSE": "conditional", "ENGINE_FAILS": "no", "ENGINE": "yes", "NO_KERNEL_COVERS": "unknown",
+    "ENGINE_KERNELS_REFUSE": "conditional", "ENGINE_FAILS": "no", "DTYPE_UNREAD": "conditional",
+    "ENGINE": "yes", "NO_KERNEL_COVERS": "unknown",
     "REJECTED": "no",
     "DISPUTED": "conditional", "UNKNOWN": "unknown", "DEPENDS": "conditional", "CAVEATS": "conditional",
     "YES": "yes",

@@ -173,7 +173,7 @@ class LayerV:
 class ModelV:
     """A model (the fields of kbtool.model.model_card.Model the solver and the memory model read)."""
 
-    __slots__ = (*MODEL_FIELDS, "sinks", "sparse")
+    __slots__ = (*MODEL_FIELDS, "sinks", "sparse", "dtype_unread")
     kind = "model"
     if TYPE_CHECKING:
         id: str
@@ -205,10 +205,12 @@ class ModelV:
         mtp_parameters: int | None
         sinks: bool
         sparse: bool
+        dtype_unread: bool  # a quantized checkpoint known by name only: its torch_dtype was not read (modelref)
 
     def __init__(self, d: dict[str, Any]) -> None:
         for f in MODEL_FIELDS:
             setattr(self, f, d.get(f))
+        self.dtype_unread = bool(d.get("dtype_unread"))
         self.unquantized_dtype = self.unquantized_dtype or "bf16"
         self.alibi = bool(self.alibi)
         self.layers = [LayerV(g) for g in d["layers"]]

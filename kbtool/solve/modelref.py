@@ -110,6 +110,11 @@ def _quantized(img: Models, rid: str, fmt: str | None, ending: str | None, how: 
         return img.names("model")[new]
     row = {**row, "id": new, "weight_dtype": fmt, "quantized": None, "weight_bytes": None, "quant_group_size": None,
            "group_dtypes": None, "kept_unquantized": None}
+    if ending and any(t in ending.lower() for t in ("awq", "gptq")):
+        # AutoAWQ/AutoGPTQ exports often keep float16 (every such config.json kb holds says torch_dtype float16:
+        # tests/data/hf-configs/qwen1.5-32b-chat-gptq-int4, probes/vllm_boot/models/llama-3.1-8b-instruct-awq-int4,
+        # qwen2.5-7b-instruct-gptq-int4), so the base record's dtype is not this checkpoint's: the solver says so
+        row["dtype_unread"] = True
     return img.add_model(row, origin=f"{rid} with {fmt} weights (the name's '{ending}'){how}")
 
 

@@ -11,7 +11,7 @@ from kbtool.errors import UsageError
 from kbtool.names import resolve_name
 from kbtool.solve.answer import Answer, MultiAnswer
 from kbtool.solve.context import Ctx, ctx_over_model
-from kbtool.solve.decision import Decision, decide
+from kbtool.solve.decision import CASES, Decision, decide
 from kbtool.solve.engines import registry as engines
 from kbtool.solve.gates import (
     SEVERITY,
@@ -211,7 +211,10 @@ def base_env(cx: Ctx, acc: AcceleratorV) -> tuple[dict[str, Any], dict[str, Any]
         # for an fp32 checkpoint, and fp16 where the GPU has no bf16 (cc < 8.0)
         ckpt = getattr(cx.model, "unquantized_dtype", None) if cx.model is not None else None
         dtype = "fp16" if kv == "fp16" or old_gpu or ckpt == "fp16" else "bf16"
+        unread = cx.model is not None and cx.model.dtype_unread and not old_gpu and kv != "fp16"
         assumed["dtype"] = ("fp16 (no bf16 below sm80; the engines' --dtype auto picks fp16)" if old_gpu else
+                            f"{dtype} (the base model's; this checkpoint's torch_dtype is not read, and AWQ/GPTQ "
+                            "exports are often float16)" if unread else
                             f"{dtype} (the checkpoint's torch_dtype, as the engines' --dtype auto)" if ckpt == "fp16"
                             else dtype)
     if kv is None:
@@ -762,9 +765,30 @@ def solve(kb: Image | KB, q: Query) -> Answer | MultiAnswer:
     cx = prepare(img, q)
     if q.gpu:
         q.gpu = resolve(img, q.gpu, "accelerator")
-        return solve_one(cx, img.accelerator(q.gpu))
-    rows = [solve_one(cx, a) for a in img.accelerators()]
+        return _solved(cx, img.accelerator(q.gpu))
+    rows = [_solved(cx, a) for a in img.accelerators()]
     return MultiAnswer(query=q.as_dict(), rows=rows)
+
+
+def _solved(cx: Ctx, acc: AcceleratorV) -> Answer:
+    """solve_one; where the checkpoint's dtype was not read (a quantized checkpoint known by its name only,
+    ModelV.dtype_unread) and the engine starts, the same question in fp16 too: where the engine's pick then fails
+    at first use (ENGINE_FAILS), the answer is conditional on that dtype (DTYPE_UNREAD), with the failure named."""
+    ans = solve_one(cx, acc)
+    d = ans.decision
+    if cx.model is None or not cx.model.dtype_unread or cx.q.dtype is not None or d is None or d.case != "ENGINE":
+        return ans
+    cx.q.dtype = "fp16"
+    try:
+        alt = solve_one(cx, acc).decision
+    finally:
+        cx.q.dtype = None
+    if alt is None or alt.case != "ENGINE_FAILS":
+        return ans
+    d.case, d.verdict = "DTYPE_UNREAD", CASES["DTYPE_UNREAD"]
+    d.detail["fails"] = dict(alt.detail["fails"])
+    ans.verdict = d.verdict
+    return ans
 
 
 def unprobed(probed: list[str], lib: str, version: str) -> str | None:

@@ -100,3 +100,26 @@ def test_a_verified_failure_at_first_use_of_the_engines_pick_is_a_no(img: Any) -
         assert ask(fixed).decision.case == "ENGINE", fixed
     later = ask(GPTQ + " --kv-cache-dtype fp8", "0.33.0")  # no boot of 0.33.0: the claim is unverified there
     assert (later.verdict, later.decision.case, later.decision.caveats[:1]) == ("conditional", "ENGINE", ["engine"])
+
+
+def test_a_quantized_checkpoint_known_by_name_only_is_conditional_on_its_dtype(img: Any, monkeypatch: Any) -> None:
+    """The same failure where kb has only the checkpoint's name: an AWQ/GPTQ export's torch_dtype is often float16
+    (every such config.json kb holds says so), and kb has not read this one's, so it neither says yes from the base
+    model's bf16 nor no: conditional, with the failure in fp16 and its fix named. --dtype given decides it."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", "/nonexistent-kb-test-cache")
+
+    def ask(name: str, **kw: Any) -> Any:
+        return solve(img, build_query(gpu="h100", model=name, engine="vllm", lib=["vllm=0.26.0"], **kw))
+
+    a = ask("Qwen/Qwen2.5-32B-Instruct-AWQ", kv="fp8")
+    assert (a.verdict, a.decision.case) == ("conditional", "DTYPE_UNREAD")
+    assert a.decision.detail["fails"]["claim"] == "vllm-fa3-fp8-kv-needs-bf16-model"
+    words = answer_summary(a)
+    assert "if it is float16" in words and "--dtype bfloat16" in words
+    assert "torch_dtype is not read" in a.assumed["dtype"]
+    assert ask("Qwen/Qwen2.5-32B-Instruct-AWQ", kv="fp8", dtype="bf16").decision.case == "ENGINE"
+    assert ask("Qwen/Qwen2.5-32B-Instruct-AWQ", kv="fp8", dtype="fp16").decision.case == "ENGINE_FAILS"
+    assert ask("Qwen/Qwen2.5-32B-Instruct-AWQ").decision.case == "ENGINE"  # KV in the model dtype: either serves
+    fp8 = ask("Qwen/Qwen2.5-32B-Instruct-FP8", kv="fp8")  # not an AWQ/GPTQ export: the base dtype stands
+    assert fp8.decision.case != "DTYPE_UNREAD"
