@@ -402,7 +402,8 @@ def test_the_shipped_estimate_error_record_is_current() -> None:
 
 def test_a_query_that_repeats_a_boot_is_answered_with_vllms_numbers() -> None:
     from kbtool.solve.engines.vllm.memory import memory_for
-    from kbtool.solve.solver import base_env, prepare
+    from kbtool.solve.environment import base_env
+    from kbtool.solve.solver import prepare
 
     _name, p, m, env = next(b for b in BOOTS if b[1]["model"] == "qwen3-8b")
     img = image()

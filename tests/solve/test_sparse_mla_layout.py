@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from kbtool.solve.solver import backend_layout
+from kbtool.solve.environment import backend_layout
 from tests.util import run_kb
 
 

@@ -54,7 +54,7 @@ def test_unswept_release_names_both_neighbours() -> None:
 
 
 def test_lib_release_without_evidence_names_the_probed_ones() -> None:
-    from kbtool.solve.solver import unprobed
+    from kbtool.solve.environment import unprobed
 
     probed = image().probed["flashinfer"]
     assert "0.6.18" in probed and "0.7.2.post1" in probed
