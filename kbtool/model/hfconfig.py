@@ -167,12 +167,6 @@ def layer_kinds(c: Cfg) -> list[str]:
     window = c.get("sliding_window") or c.get("sliding_window_size")
     if not window or c.get("use_sliding_window") is False:
         return ["full"] * n
-    if c.get("model_type") == "phi3":
-        # Phi-3 publishes sliding_window (2047 for Phi-3-mini-4k) but vLLM builds it as Llama
-        # (models/phi3.py subclasses LlamaForCausalLM), whose attention takes a window only from
-        # config.layer_types, which transformers' Phi3Config does not define (vLLM 0.26.0 and 0.34.0,
-        # llama.py LlamaAttention.__init__): every layer keeps the whole context.
-        return ["full"] * n
     pat = c.get("sliding_window_pattern")
     if isinstance(pat, int) and pat > 0:  # Gemma 3: every pat-th layer is global
         return ["full" if (i + 1) % pat == 0 else "sliding" for i in range(n)]
@@ -181,7 +175,11 @@ def layer_kinds(c: Cfg) -> list[str]:
     mwl = c.get("max_window_layers")
     if isinstance(mwl, int) and c.get("use_sliding_window") is True:  # Qwen2: layers from mwl on slide
         return ["sliding" if i >= mwl else "full" for i in range(n)]
-    return ["sliding"] * n  # Mistral: every layer
+    # Mistral, Mixtral, Phi-3 (published window, no layer_types): every layer. vLLM (0.26.0 and 0.34.0) puts the
+    # config's sliding_window into CacheConfig when layer_types is absent (engine/arg_utils.py
+    # create_engine_config), and an Attention built with no per-layer window takes that one
+    # (model_executor/layers/attention/attention.py), so Llama-built Phi-3 slides too.
+    return ["sliding"] * n
 
 
 def _ssm_dtype(c: Cfg, model_dtype: str) -> str:

@@ -84,14 +84,25 @@ def test_chatglm_fields_are_read_as_vllm_reads_them() -> None:
     assert chatglm_fields(single)["num_key_value_heads"] == 32
 
 
-def test_phi3_window_is_not_applied_as_vllm_builds_it(tmp_path: Path) -> None:
-    # Phi-3-mini-4k publishes sliding_window 2047; vLLM builds Phi-3 as Llama, which slides only by layer_types.
+def test_phi3_window_applies_to_every_layer_as_in_vllm(tmp_path: Path) -> None:
+    # Phi-3-mini-4k publishes sliding_window 2047 and no layer_types; transformers' Phi3Config keeps both so. vLLM
+    # (0.26.0, 0.34.0) then puts 2047 into CacheConfig.sliding_window (engine/arg_utils.py), and the Llama-built
+    # layers, given no per-layer window, take that one: SlidingWindowSpec(2047) on all 32 layers.
     cfg = json.loads((HF / "phi-3-mini-4k-instruct" / "config.json").read_text(encoding="utf-8"))
     assert cfg["sliding_window"] == 2047 and "layer_types" not in cfg
-    assert rec("phi-3-mini-4k-instruct")["layers"] == [{"type": "full", "count": 32, "kv_heads": 32, "head_dim": 96}]
-    other = tmp_path / "config.json"  # the same numbers under a family whose window vLLM applies stay sliding
-    other.write_text(json.dumps({**cfg, "model_type": "mistral", "architectures": ["MistralForCausalLM"]}))
-    assert read_config(str(other))["layers"][0]["type"] == "sliding"
+    want = [{"type": "sliding", "count": 32, "kv_heads": 32, "head_dim": 96, "window": 2047}]
+    assert rec("phi-3-mini-4k-instruct")["layers"] == want
+    assert yaml.safe_load((RECORDS / "models" / "phi-3-mini-4k-instruct.yaml").read_text())["layers"] == want
+    off = tmp_path / "config.json"  # a null window (Phi-4, Mistral v0.2/v0.3, Mixtral) keeps every layer full
+    off.write_text(json.dumps({**cfg, "sliding_window": None}))
+    assert read_config(str(off))["layers"][0]["type"] == "full"
+
+
+def test_qwen2_window_is_off_unless_use_sliding_window(tmp_path: Path) -> None:
+    # Qwen2Config nulls sliding_window when use_sliding_window is false, so vLLM builds full layers.
+    cfg = json.loads((HF / "qwen2.5-7b" / "config.json").read_text(encoding="utf-8"))
+    assert cfg["use_sliding_window"] is False and cfg["sliding_window"]
+    assert {g["type"] for g in rec("qwen2.5-7b")["layers"]} == {"full"}
 
 
 def test_gemma4_global_layers_have_their_own_heads() -> None:
