@@ -34,6 +34,8 @@ def model_class(model: ModelV) -> str:
     types = {g.type for g in model.layers}
     if "linear" in types:
         return "mamba or linear-attention hybrid"
+    if types == {"sliding"}:  # every layer slides (Phi-3-mini): no full layer beside them
+        return "sliding-window"
     if "sliding" in types:
         return "sliding-window hybrid"
     if "mla" in types:

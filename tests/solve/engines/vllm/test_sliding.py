@@ -118,3 +118,14 @@ def test_a_sliding_window_model_is_asked_with_its_window(img: Any, model: str, g
     assert p is not None
     names = {b.id: b.backend_name for b in img.backends("vllm")}
     assert names[a.engine["selected"]] == p["selected"]
+
+
+def test_a_model_whose_every_layer_slides_is_not_called_a_hybrid(img: Any) -> None:
+    """Phi-3-mini-4k slides on all 32 layers (window 2047, CacheConfig.sliding_window): its boots' error class is
+    its own, not the sliding-window hybrids' (Gemma 2/3, gpt-oss), whose full layers hold the whole context."""
+    from kbtool.solve.engines.vllm.boots import model_class
+
+    assert model_class(img.model("phi-3-mini-4k-instruct")) == "sliding-window"
+    assert model_class(img.model("gemma-3-27b")) == "sliding-window hybrid"
+    a = solve(img, build_query(gpu="l4", model="phi-3-mini-4k-instruct", ctx="4k", engine="vllm"))
+    assert "of sliding-window models recorded" in a.memory.engine_report["text"]  # type: ignore[union-attr]
