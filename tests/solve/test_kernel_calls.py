@@ -260,14 +260,50 @@ def test_the_mla_wrapper_refuses_what_its_backends_refuse() -> None:
     assert "flashinfer-mla-requires-nvidia" in status(gpu="mi300x", kv="bf16")[1]
 
 
-def test_the_mla_call_leaves_non_mla_models_to_the_plain_judgement() -> None:
-    """The MLA calls name flashinfer-mla for MLA only: a GQA model on SGLang's flashinfer backend records no call, and
-    its kernels are fa2/fa3 as before."""
-    a = solve(image(), build_query(gpu="h100", sglang_args="python3 -m sglang.launch_server --model "
-                                   "meta-llama/Llama-3.1-8B-Instruct --attention-backend flashinfer"))
-    picked = _picked(a)
-    assert picked.id == "sglang-flashinfer" and not picked.calls
-    assert set(picked.kernels) == {"flashinfer-fa2", "flashinfer-fa3"}
+LLAMA_FLASHINFER = ("python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct "
+                    "--attention-backend flashinfer")
+
+
+def _calls(a: Any) -> set[tuple[str, str]]:
+    return {(c["kernel"], c["phase"]) for c in _picked(a).calls}
+
+
+@pytest.mark.parametrize("release", ["0.5.17", "0.5.23"])
+@pytest.mark.parametrize("kv", ["bf16", "fp8"])
+def test_sglangs_flashinfer_backend_runs_fa2_and_the_ragged_fa3_for_llama_on_h100(release: str, kv: str) -> None:
+    """FlashInferAttnBackend (flashinfer_backend.py, 0.5.23 :335/:501/:2395/:2670, 0.5.17 :300/:468/:2190/:2377) asks
+    FlashInfer for fa2 by name in the paged prefill and in decode, page size 1, passing an fp8 cache as fp8; only the
+    ragged prefill of the new tokens asks for "auto", which FlashInfer resolves to fa3 on SM90 at head dim 128, on the
+    fresh bf16 k/v. So with an fp8 cache fa3 is judged on bf16 KV in prefill (fine), not on fp8 KV in decode, where
+    the plain kernel layer refuses it (flashinfer-fa3-fp8-kv-needs-fp8-query) though SGLang never calls it there."""
+    a = solve(image(), build_query(gpu="h100", kv=kv, ctx="32k", sglang_args=LLAMA_FLASHINFER, sglang=release))
+    assert _picked(a).id == "sglang-flashinfer"
+    assert _calls(a) == {("flashinfer-fa2", "prefill"), ("flashinfer-fa2", "decode"), ("flashinfer-fa3", "prefill")}
+    assert _call(a, "flashinfer-fa3", "prefill")["shape"] == {"kv_dtype": "bf16"}
+    for phase in ("prefill", "decode"):
+        c = _call(a, "flashinfer-fa2", phase)
+        assert (c["build"], c["status"], c["scoped"], c["shape"]) == ("flashinfer", "ok", True, {"block_size": 1})
+    assert _picked(a).kernels == {"flashinfer-fa2": "ok", "flashinfer-fa3": "ok"}
+    assert a.verdict == "yes", answer_summary(a)
+
+
+@pytest.mark.parametrize("gpu", ["a100", "l40s"])
+def test_sglangs_flashinfer_backend_calls_no_fa3_off_sm90(gpu: str) -> None:
+    """Off SM90 FlashInfer's "auto" is fa2 (determine_attention_backend needs cc 9.x), so SGLang's flashinfer backend
+    calls fa2 alone there and fa3 is not one of its kernels."""
+    a = solve(image(), build_query(gpu=gpu, ctx="32k", sglang_args=LLAMA_FLASHINFER))
+    assert _calls(a) == {("flashinfer-fa2", "prefill"), ("flashinfer-fa2", "decode")}
+    assert _picked(a).kernels == {"flashinfer-fa2": "ok"}
+
+
+def test_sglangs_flashinfer_mla_backend_runs_the_ragged_fa3_prefill_on_h200() -> None:
+    """FlashInferMLAAttnBackend's non-absorbed prefill goes through the ragged wrapper at backend "auto"
+    (flashinfer_mla_backend.py 0.5.23 :284-:290): fa3 on SM90 at DeepSeek's 192/128, on the k/v it expands in bf16."""
+    a = solve(image(), build_query(gpu="h200", sglang_args="python3 -m sglang.launch_server --model "
+                                   "deepseek-ai/DeepSeek-V3-Base --tp 8 --attention-backend flashinfer"))
+    assert _calls(a) == {("flashinfer-fa3", "prefill"), ("flashinfer-mla", "prefill"), ("flashinfer-mla", "decode")}
+    c = _call(a, "flashinfer-fa3", "prefill")
+    assert c["status"] == "ok" and c["shape"] == {"kv_dtype": "bf16"}
 
 
 def test_the_mla_wrapper_call_is_for_dense_mla_only() -> None:
