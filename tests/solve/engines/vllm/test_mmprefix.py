@@ -19,6 +19,10 @@ from kbtool.solve.solver import solve
 from tests.util import ROOT
 
 DATA = ROOT / "tests" / "data" / "vllm"
+# 0.24.0's cc 9.0 grid as first recorded (probe version 3, no mm_prefix column), kept under its digest when 0.24.0
+# was recorded again with the axis
+BEFORE_THE_AXIS = (DATA / "0.24.0" / "superseded"
+                   / "05682a663d68903c782e01d8ab0c8ed006408e63839298d97f1116ace494d0c0-cc9.0.json.gz")
 
 
 @pytest.fixture(scope="module")
@@ -110,12 +114,13 @@ def test_other_models_are_unchanged(img: Any) -> None:
 
 @pytest.fixture()
 def before_the_axis(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A release (named 0.30.0) whose recorded grid predates the axis: 0.24.0's grid (probe version 3, no
-    mm_prefix column) in a folder of its own. The shipped 0.30.0 grid was recorded again with the axis (issue 46)."""
+    """A release (named 0.30.0) whose recorded grid predates the axis: 0.24.0's first grid (probe version 3, no
+    mm_prefix column; BEFORE_THE_AXIS) in a folder of its own. The shipped 0.30.0 and 0.24.0 grids were recorded
+    again with the axis."""
     import shutil
 
     (tmp_path / "0.30.0").mkdir()
-    shutil.copy(DATA / "0.24.0" / "cc9.0.json.gz", tmp_path / "0.30.0" / "cc9.0.json.gz")
+    shutil.copy(BEFORE_THE_AXIS, tmp_path / "0.30.0" / "cc9.0.json.gz")
     shutil.copytree(DATA / "0.33.0", tmp_path / "0.33.0")
     monkeypatch.setattr(grid, "folders", lambda: [tmp_path])
     monkeypatch.setattr(grid, "_MEMO", {})
@@ -137,7 +142,7 @@ def test_a_grid_without_the_axis_answers_conditional(img: Any, before_the_axis: 
 
 def test_old_grid_rows_are_read_as_not_asked(before_the_axis: str) -> None:
     """A row without the column ran vLLM's default (False): the reader finds it for a text model."""
-    doc = vs_judge.load(DATA / "0.24.0" / "cc9.0.json.gz")
+    doc = vs_judge.load(BEFORE_THE_AXIS)
     assert "mm_prefix" not in doc["columns"]
     pts = vs_judge.rows(doc)
     assert pts and all(p["mm_prefix"] is None for p in pts)
