@@ -150,7 +150,8 @@ def test_a_flag_the_release_lacks_is_named_with_the_releases_that_have_it() -> N
     assert t is not None and t.canonical("--calculate-kv-scales") is None  # in 0.19.1's parser, not in 0.34.0's
     a = vllm_args.parse("vllm serve m --calculate-kv-scales -tp 2")
     assert a.tp == 2 and len(a.ignored) == 1
-    assert a.ignored[0] == f"--calculate-kv-scales (not a flag of {t.name}; 0.19.1, 0.20.0 and 5 more to 0.26.0 have it)"
+    assert a.ignored[0] == (f"--calculate-kv-scales (not a flag of {t.name}; 0.19.1, 0.20.0 and 5 more to 0.26.0 "
+                            "have it)")
     # --swap-space (V0's CPU swap) is in no recorded release's parser: every one refuses it
     assert vllm_args.parse("vllm serve m --swap-space 4").ignored == [f"--swap-space (not a flag of {t.name})"]
     # read as 0.24.0 reads it, the same flag is vLLM's own (a switch kb does not consider)
@@ -194,7 +195,8 @@ def test_a_choice_of_an_older_release_is_refused_by_the_newer_ones_parser() -> N
 def test_a_release_without_a_table_takes_what_a_recorded_release_takes() -> None:
     """vLLM 0.30.5 has no table: read with 0.28.0's, a choice 0.34.0 adds is not refused (kb cannot tell)."""
     assert "--all2all-backend" in vllm_args.parse("vllm serve m --all2all-backend mori", "0.30.5").ignored
-    with pytest.raises(UsageError, match=r"'mori' \(vLLM 0.33.0's parser refuses it\); 0.19.1, 0.20.0 and 2 more to 0.34.0 have it"):
+    with pytest.raises(UsageError, match=r"'mori' \(vLLM 0.33.0's parser refuses it\); 0.19.1, 0.20.0 and 2 more "
+                                         r"to 0.34.0 have it"):
         vllm_args.parse("vllm serve m --all2all-backend mori", "0.33.0")
 
 
