@@ -19,6 +19,15 @@ def _gb(x: float) -> str:
     return f"{x / GB:,.1f}"
 
 
+def _failure(det: dict[str, Any], more: bool = False) -> str:
+    """The `fails` claim's words: its message, the claim and its verification, and its workaround (without its
+    closing full stop where `more` words follow)."""
+    f = det["fails"]
+    fix = f.get("workaround") or ""
+    fix = f"; fix: {fix.rstrip('.') if more else fix}" if fix else ""
+    return f"{f['message']} [{f['claim']}, {f.get('verdict') or 'verified here'}]{fix}"
+
+
 def _fits(d: Decision) -> str:
     """'; KV x GB fits in y GB' where the memory fits; '' where it is not sized."""
     m = d.memory
@@ -131,18 +140,12 @@ def summary(d: Decision) -> str:
                 f"({', '.join(det['kernels'])}): expect a failure at first use")
     if case == "ENGINE_FAILS":
         assert d.pick is not None
-        f = det["fails"]
-        fix = f"; fix: {f['workaround']}" if f.get("workaround") else ""
-        return (f"{where}: starts with {d.pick.decode} ({label}'s choice), then fails at first use: {f['message']} "
-                f"[{f['claim']}, {f.get('verdict') or 'verified here'}]{fix}")
+        return f"{where}: starts with {d.pick.decode} ({label}'s choice), then fails at first use: {_failure(det)}"
     if case == "DTYPE_UNREAD":
         assert d.pick is not None
-        f = det["fails"]
-        fix = f"; fix: {f['workaround'].rstrip('.')}" if f.get("workaround") else ""
         return (f"{where}: starts with {d.pick.decode} ({label}'s choice) if the checkpoint's torch_dtype is bfloat16 "
                 f"(not read: the checkpoint is known by its name only); if it is float16, as AWQ/GPTQ exports often "
-                f"are, it then fails at first use: {f['message']} [{f['claim']}, {f.get('verdict') or 'verified here'}]"
-                f"{fix}{_fits(d)}")
+                f"are, it then fails at first use: {_failure(det, more=True)}{_fits(d)}")
     if case == "ENGINE":
         return f"{where}: {_engine_yes(d)}{_fits(d)}{_short(d)}"
     if case == "NO_KERNEL_COVERS":
