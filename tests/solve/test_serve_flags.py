@@ -150,7 +150,7 @@ def test_a_flag_the_release_lacks_is_named_with_the_releases_that_have_it() -> N
     assert t is not None and t.canonical("--calculate-kv-scales") is None  # in 0.19.1's parser, not in 0.34.0's
     a = vllm_args.parse("vllm serve m --calculate-kv-scales -tp 2")
     assert a.tp == 2 and len(a.ignored) == 1
-    assert a.ignored[0] == (f"--calculate-kv-scales (not a flag of {t.name}; 0.19.1, 0.20.0 and 5 more to 0.26.0 "
+    assert a.ignored[0] == (f"--calculate-kv-scales (not a flag of {t.name}; 0.19.1, 0.20.0 and 6 more to 0.26.0 "
                             "have it)")
     # --swap-space (V0's CPU swap) is in no recorded release's parser: every one refuses it
     assert vllm_args.parse("vllm serve m --swap-space 4").ignored == [f"--swap-space (not a flag of {t.name})"]
@@ -161,7 +161,7 @@ def test_a_flag_the_release_lacks_is_named_with_the_releases_that_have_it() -> N
 @pytest.mark.parametrize(("line", "message"), [
     ("vllm serve m --seed x", "--vllm-args: --seed takes an integer; got 'x' (vLLM 0.34.0's parser refuses it)"),
     ("vllm serve m --dtype bf16", "--vllm-args: --dtype: invalid choice 'bf16' (vLLM 0.34.0's parser refuses it); "
-     "no recorded release has it (0.19.1, 0.20.0 and 9 more to 0.34.0); a newer release may have it"),
+     "no recorded release has it (0.19.1, 0.20.0 and 10 more to 0.34.0); a newer release may have it"),
 ])
 def test_ignored_flags_are_still_read_with_the_engines_types(line: str, message: str) -> None:
     with pytest.raises(UsageError) as e:
