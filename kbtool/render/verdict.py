@@ -220,3 +220,5 @@ def word(answer: Answer | MultiAnswer | EngineComparison) -> None:
         return
     counts = {v: sum(r.verdict == v for r in answer.rows) for v in ("yes", "conditional", "no", "unknown")}
     answer.summary = f"{len(answer.rows)} accelerators: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+    if answer.verdict and len(answer.rows) > 1:  # the same on every GPU: the line's answer, whichever GPU it ran on
+        answer.summary += f" ({answer.verdict} whatever the GPU)"

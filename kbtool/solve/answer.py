@@ -69,6 +69,9 @@ class MultiAnswer(_Plain):
     SPEC = {
         "query": (OBJ, "The normalized inputs"),
         "rows": (many(ref("Answer")), "One answer per accelerator"),
+        "verdict": (opt({"enum": ["yes", "no", "conditional", "unknown"]}),
+                    "The verdict every row gives, where they all give the same one (a line that fails, or starts, "
+                    "whatever the GPU); null where the rows differ: the answer depends on the GPU"),
         "summary": (STR, "One sentence over all rows"),
     }
     FIELDS = tuple(SPEC)
@@ -76,6 +79,8 @@ class MultiAnswer(_Plain):
 
     def __init__(self, *, query: dict[str, Any], rows: list[Answer], summary: str = "") -> None:
         self.query, self.rows, self.summary = query, rows, summary
+        shared = {r.verdict for r in rows}
+        self.verdict = shared.pop() if len(shared) == 1 else None
 
 
 class EngineComparison(_Plain):
