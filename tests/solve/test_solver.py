@@ -215,6 +215,24 @@ def test_without_gpu_one_row_per_accelerator(kb: KB) -> None:
     m = solve(kb, build_query(ctx="128k", kv="fp8"))
     assert isinstance(m, MultiAnswer)
     assert [r.query["gpu"] for r in m.rows] == ["gpu-blackwell", "gpu-hopper"]
+    # the answer's own verdict is the one every row gives, and none where the rows differ
+    assert m.verdict == (m.rows[0].verdict if len({r.verdict for r in m.rows}) == 1 else None)
+
+
+def test_rows_that_agree_give_the_answer_its_verdict(kb: KB) -> None:
+    """A line that fails on every GPU is a "no" whatever GPU its poster had (issue 47: pasted lines with no GPU)."""
+    from kbtool.render.verdict import word
+
+    base = solve(kb, build_query(ctx="128k", kv="fp8"))
+    rows = {r.query["gpu"]: r for r in base.rows}
+    assert len({r.verdict for r in rows.values()}) == 2, "the fixture's two GPUs answer differently"
+    one = rows["gpu-hopper"]
+    same = MultiAnswer(query=base.query, rows=[one, one])
+    word(same)
+    assert same.verdict == one.verdict and same.summary.endswith(f"({one.verdict} whatever the GPU)")
+    mixed = MultiAnswer(query=base.query, rows=list(rows.values()))
+    word(mixed)
+    assert mixed.verdict is None and "whatever the GPU" not in mixed.summary
 
 
 def test_verified_reasons_say_where_their_evidence_ran() -> None:
