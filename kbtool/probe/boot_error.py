@@ -118,7 +118,8 @@ def graph_rises(records: Path = RECORDS) -> list[Row]:
             highest[m] = max(r, highest.get(m, r))
         rows.append(Row(quantity=RISE, value=round(max(r for _m, r in rs), 4), unit="GiB", accelerator=acc,
                         conditions={RELEASE: rel, "runner": "V2", "boots": len(rs),
-                                    "lowest": round(min(r for _m, r in rs), 4), "highest": round(max(r for _m, r in rs), 4),
+                                    "lowest": round(min(r for _m, r in rs), 4),
+                                    "highest": round(max(r for _m, r in rs), 4),
                                     "models": ", ".join(f"{m} {r:+.2f}" for m, r in highest.items())}))
     return rows
 

@@ -1,13 +1,14 @@
-"""Issue 47's "done when" on real serve lines: every line of tests/data/serve-lines/*.yaml (copied from public vLLM
-and SGLang issue threads, each with its address) is asked of `kb query` offline, with an empty Hugging Face cache,
-on the GPU its thread names (every accelerator where it names none). Measured here: how many lines kb answers
-(exit 0), how many of the answered lines get a starts/fails verdict (yes/no, not conditional or unknown: on the
-named GPU, or, where the thread names none, the verdict every accelerator gives when they all give one), and how many of those agree with what the thread reports where it reports a start-up outcome about memory
-or configuration. A line whose thread names the engine release it ran is asked a second time with that release
-(`--vllm R` / `--sglang R`), as its poster would ask: kb's verdict is about one release, and a thread's outcome is
-checked against kb's answer for the thread's own release (a release kb does not record answers conditional, or is
-refused, and so leaves the check). No line may end in an internal error (exit 3), and the rates may not fall below
-the floors measured when the set was built; raise a floor when kb answers more."""
+"""Issue 47's "done when" on real serve lines: every line of tests/data/serve-lines/*.yaml (copied from public vLLM and
+SGLang issue threads, each with its address) is asked of `kb query` offline, with an empty Hugging Face cache, on the
+GPU its thread names (every accelerator where it names none). Measured here: how many lines kb answers (exit 0), how
+many of the answered lines get a starts/fails verdict (yes/no, not conditional or unknown: on the named GPU, or,
+where the thread names none, the verdict every accelerator gives when they all give one), and how many of those agree
+with what the thread reports where it reports a start-up outcome about memory or configuration. A line whose thread
+names the engine release it ran is asked a second time with that release (`--vllm R` / `--sglang R`), as its poster
+would ask: kb's verdict is about one release, and a thread's outcome is checked against kb's answer for the thread's
+own release (a release kb does not record answers conditional, or is refused, and so leaves the check). No line may
+end in an internal error (exit 3), and the rates may not fall below the floors measured when the set was built; raise
+a floor when kb answers more."""
 
 from __future__ import annotations
 
