@@ -64,7 +64,7 @@ def test_what_changed_is_reported_and_cites_the_evidence(without_0_34_0: tuple[P
     for name in ("block_size", "gpu_memory_utilization", "extensible_kv_cache"):
         fact = getattr(rec.defaults, name)
         src = rec.sources[fact.source]
-        assert src.type == "probe" and src.ref == "evidence/2026-12-06-no-gpu-vllm-0-34-0-vllm-engine-config", name
+        assert src.type == "probe" and src.ref == "evidence/2026-12-08-no-gpu-vllm-0-34-0-vllm-engine-config", name
         assert "code line is not read yet" in (fact.note or ""), name
     hint = rec.planning.hint
     assert rec.sources[hint.source].ref == "evidence/2026-12-06-no-gpu-vllm-0-34-0-vllm-kv-planning-2"

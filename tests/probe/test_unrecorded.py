@@ -23,7 +23,7 @@ from kbtool.solve.imagebuild import image_of
 from tests.util import RECORDS
 
 SGLANG = RECORDS / "evidence" / "2026-12-06-no-gpu-sglang-0-5-18-sglang-resolve.yaml"
-VLLM = RECORDS / "evidence" / "2026-12-06-no-gpu-vllm-0-34-0-vllm-engine-config.yaml"
+VLLM = RECORDS / "evidence" / "2026-12-08-no-gpu-vllm-0-34-0-vllm-engine-config.yaml"
 GPU_RUN = RECORDS / "evidence" / "2026-12-02-nvidia-h200-sxm-sglang-boot.yaml"
 
 

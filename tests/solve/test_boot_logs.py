@@ -28,7 +28,9 @@ GIB = 1 << 30
 # accident of two errors that cancelled:
 # club-3090#642 (+0.7%) was within 2% only because 0.24.0's flat 1 GiB graph term offset the encoder pass kb did not
 # size for Qwen3.6-27B; with both as vLLM's code has them it is +4.0% (README of tests/data/boot-logs)
-FLOOR = {"answered": 20, "numbers": 10, "within_2pct": 0, "within_5pct": 3, "start_right": 14, "kv_manager_2pct": 8,
+# within_2pct 0 -> 1 (branch h20): vllm#40691 (H20-3e) went from +3.0% to +1.3% once nvidia-h20-141gb's memory_bytes
+# became torch's recorded total for the H20-3e (150,109,880,320 B) instead of 141 x 2^30
+FLOOR = {"answered": 20, "numbers": 10, "within_2pct": 1, "within_5pct": 3, "start_right": 14, "kv_manager_2pct": 8,
          "weights_2pct": 5}
 KEYS = {"url", "vllm", "gpu", "gpus", "model", "kb_model", "weights", "args", "logged", "note"}
 LOGGED = {"weights_gib", "available_kv_gib", "kv_cache_tokens", "max_concurrency", "max_model_len", "starts",

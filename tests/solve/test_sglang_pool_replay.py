@@ -49,6 +49,10 @@ KNOWN: dict[tuple[str, str], str] = {
         "qwen3-vl-8b", "qwen3.5-122b-a10b", "qwen3.5-35b-a3b", "qwen3.5-9b", "qwen3.6-35b-a3b")},
     # recorded from the pool re-recordings of issue 46 (model record added after the first recordings), same reason
     ("mem_fraction_static", "qwen2.5-vl-3b"): _VLM,
+    # recorded from the pool re-recordings of branch h20-regrid (model records added since 2026-12-06; Mistral3 and
+    # Qwen3.5/3.6 ForConditionalGeneration checkpoints with a vision_config), same reason
+    **{("mem_fraction_static", m): _VLM for m in (
+        "mistral-small-3.1-24b", "qwen3.6-27b-nvfp4", "qwen3.6-35b-a3b-nvfp4")},
     **{("mem_fraction_static", m): _LLAMA2 for m in ("llama-2-7b", "llama-2-13b", "llama-2-70b")},
     ("kv", "minimax-m2.5"): "the stored config.json is a trimmed copy without torch_dtype (tests/data/hf-configs/"
                             "minimax-m2.5/SOURCE.yaml complete: false), so SGLang's dtype auto falls back to float16; "
